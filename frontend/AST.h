@@ -1,0 +1,136 @@
+// This file implements the abstract syntax tree of a `.dt` program: plain
+// structs filled by the Bison parser (grammar/parser.yy) and consumed by the
+// IR builder (frontend/BuildIR.cpp). Every node carries its source span.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::ast {
+
+/// One entry of a layout annotation.
+/// Placement form `m{x: shard(0), y: partial(sum)}`: entries are per mesh axis
+///   (axis = name, kind = "replicate" | "shard" | "partial", dim / reduce).
+/// Dims-mapping form `m[_, x, (x, y)]`: entries are per tensor dim
+///   (axes = list of mesh axis names; empty = unsharded `_`).
+struct LayoutEntry {
+  SrcLoc loc;
+  // placement form
+  std::string axis;
+  std::string kind; ///< replicate | shard | partial
+  int64_t dim = 0;
+  std::string reduce = "sum";
+  // dims-mapping form
+  std::vector<std::string> axes;
+};
+
+struct LayoutSpec {
+  SrcLoc loc;
+  std::string mesh;
+  bool placementForm = false; ///< `{...}` (true) or `[...]` (false)
+  std::vector<LayoutEntry> entries;
+};
+
+/// `f32[2, T] @ m[_, x]`; `layout` absent for host tensors.
+struct TypeSpec {
+  SrcLoc loc;
+  std::string dtype;
+  std::vector<std::string> dims; ///< each a decimal literal or a size symbol
+  std::vector<SrcLoc> dimLocs;
+  std::unique_ptr<LayoutSpec> layout;
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// Expressions, one struct with a kind (tinygrad-style plain data).
+struct Expr {
+  enum Kind {
+    Number,   ///< `number`, `isInt`
+    Bool,     ///< `boolValue`
+    String,   ///< `text` (einsum specs, labels)
+    Name,     ///< `text`
+    List,     ///< `[a, b, ...]`: `args` (nested lists are tensor literals)
+    Unary,    ///< `op` in {"-", "!"}; args[0]
+    Binary,   ///< `op` in {"+","-","*","/","@","**","==","!=","<","<=",">",">=","&&","||"}; args[0..1]
+    Call,     ///< `callee` (may be dotted `nn.linear`); args; kwargs
+    CallExpr, ///< call of a computed callee: args[0] is the callee (e.g. `grad(f)(x)`); rest are args
+    Layout,   ///< a layout used as a value: `relayout(x, m[_, x])`; `layout`
+    Index,    ///< `x[i]` tuple element access of multi-result values; args[0], `number` = index
+  };
+  Kind kind = Number;
+  SrcLoc loc;
+  double number = 0;
+  bool isInt = false;
+  bool boolValue = false;
+  std::string text;
+  std::string op;
+  std::string callee;
+  std::vector<ExprPtr> args;
+  std::vector<std::pair<std::string, ExprPtr>> kwargs;
+  std::unique_ptr<LayoutSpec> layout;
+};
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct MeshDecl {
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> axes;
+  std::vector<SrcLoc> axisLocs;
+  std::vector<int64_t> devices; ///< empty = 0..n-1
+  bool hasDevices = false;
+};
+
+struct Param {
+  SrcLoc loc;
+  std::string name;
+  TypeSpec type;
+};
+
+struct FnDecl {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<TypeSpec> results; ///< zero, one, or a tuple `-> (A, B)`
+  std::vector<StmtPtr> body;
+};
+
+struct Stmt {
+  enum Kind {
+    Mesh,   ///< `mesh`
+    Let,    ///< `let names (: type)? = init`; several names destructure a tuple
+    Var,    ///< `var name (: type)? = init`
+    Assign, ///< `name = value` (only variables)
+    Fn,     ///< `fn`
+    For,    ///< `for name in lo..hi { body }`
+    Return, ///< `return values`
+    Print,  ///< `print(expr)`
+    Import, ///< `import name`
+    ExprStmt,
+  };
+  Kind kind = ExprStmt;
+  SrcLoc loc;
+  std::vector<std::string> names;     ///< Let/Var/Assign/For target names
+  std::vector<SrcLoc> nameLocs;
+  std::unique_ptr<TypeSpec> type;     ///< Let/Var annotation (optional)
+  ExprPtr value;                      ///< Let/Var init, Assign value, Print arg, ExprStmt
+  std::vector<ExprPtr> values;        ///< Return values
+  ExprPtr lo, hi;                     ///< For bounds
+  std::vector<StmtPtr> body;          ///< For body
+  std::unique_ptr<MeshDecl> mesh;     ///< Mesh
+  std::unique_ptr<FnDecl> fn;         ///< Fn
+  std::string module;                 ///< Import
+};
+
+struct Program {
+  int file = 0;
+  std::vector<StmtPtr> stmts;
+};
+
+/// Prints the AST back as source-like text (for tests and `dtensorc emit ast`).
+std::string printProgram(const Program &p);
+
+} // namespace dt::ast

@@ -1,0 +1,113 @@
+// This file implements the diagnostics engine: formatting from the registry in
+// Diagnostics.def and rendering with the source line and a caret range.
+#include "frontend/Diagnostics.h"
+
+#include <sstream>
+
+namespace dt {
+
+static const char *kFormats[] = {
+#define DIAG(Id, fmt) fmt,
+#include "frontend/Diagnostics.def"
+};
+static const char *kNames[] = {
+#define DIAG(Id, fmt) #Id,
+#include "frontend/Diagnostics.def"
+};
+
+const char *diagFormat(DiagId id) { return kFormats[(int)id]; }
+const char *diagIdName(DiagId id) { return kNames[(int)id]; }
+
+std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
+  std::string out;
+  for (const char *p = fmt; *p; ++p) {
+    if (*p == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
+      size_t i = (size_t)(p[1] - '0');
+      out += i < args.size() ? args[i] : std::string("?");
+      p += 2;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+int SourceManager::add(std::string path, std::string text) {
+  files_.push_back({std::move(path), std::move(text)});
+  return (int)files_.size() - 1;
+}
+
+std::string SourceManager::line(int file, int line) const {
+  if (file < 0 || file >= (int)files_.size() || line <= 0) return "";
+  const std::string &t = files_[file].text;
+  size_t pos = 0;
+  for (int l = 1; l < line; ++l) {
+    pos = t.find('\n', pos);
+    if (pos == std::string::npos) return "";
+    ++pos;
+  }
+  size_t end = t.find('\n', pos);
+  return t.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
+Diagnostic &DiagEngine::add(Severity s, DiagId id, SrcLoc loc,
+                            const std::vector<std::string> &args) {
+  if (s == Severity::Error) ++errors_;
+  if ((int)diags_.size() >= limit_) {
+    overflow_ = Diagnostic{};
+    return overflow_;
+  }
+  Diagnostic d;
+  d.severity = s;
+  d.id = id;
+  d.loc = loc;
+  d.message = formatDiag(diagFormat(id), args);
+  diags_.push_back(std::move(d));
+  return diags_.back();
+}
+
+Diagnostic &DiagEngine::error(DiagId id, SrcLoc loc, const std::vector<std::string> &args) {
+  return add(Severity::Error, id, loc, args);
+}
+Diagnostic &DiagEngine::warning(DiagId id, SrcLoc loc, const std::vector<std::string> &args) {
+  return add(Severity::Warning, id, loc, args);
+}
+Diagnostic &DiagEngine::remark(SrcLoc loc, std::string message) {
+  auto &d = add(Severity::Remark, DiagId::Unsupported, loc, {});
+  d.message = std::move(message);
+  return d;
+}
+
+std::string DiagEngine::render(const Diagnostic &d) const {
+  std::ostringstream os;
+  const char *sev = d.severity == Severity::Error     ? "error"
+                    : d.severity == Severity::Warning ? "warning"
+                    : d.severity == Severity::Note    ? "note"
+                                                      : "remark";
+  bool haveFile = d.loc.file >= 0 && d.loc.file < sm_.count();
+  if (haveFile) os << sm_.path(d.loc.file) << ":";
+  if (d.loc.known()) os << d.loc.line << ":" << d.loc.col << ":";
+  if (haveFile || d.loc.known()) os << " ";
+  os << sev << ": " << d.message << "\n";
+  if (haveFile && d.loc.known()) {
+    std::string src = sm_.line(d.loc.file, d.loc.line);
+    std::string num = std::to_string(d.loc.line);
+    os << "  " << num << " | " << src << "\n";
+    os << "  " << std::string(num.size(), ' ') << " | ";
+    int col = d.loc.col > 0 ? d.loc.col : 1;
+    for (int i = 1; i < col && i <= (int)src.size(); ++i) os << (src[i - 1] == '\t' ? '\t' : ' ');
+    int len = d.loc.endCol > col ? d.loc.endCol - col : 1;
+    os << "^" << std::string(len > 1 ? len - 1 : 0, '~') << "\n";
+  }
+  for (auto &n : d.notes) os << "note: " << n << "\n";
+  if (!d.hint.empty()) os << "hint: " << d.hint << "\n";
+  return os.str();
+}
+
+std::string DiagEngine::renderAll() const {
+  std::string s;
+  for (auto &d : diags_) s += render(d);
+  return s;
+}
+
+} // namespace dt

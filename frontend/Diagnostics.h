@@ -1,0 +1,102 @@
+// This file implements the one diagnostics engine of dtensor. Every user-facing
+// error is a Diagnostic value (a kind from Diagnostics.def with arguments,
+// notes and a hint); the CLI, the REPL and the embedding API consume these
+// values and render them as
+//
+//   file.dt:3:9: error: operand shardings disagree on mesh axis `x`
+//     3 | let c = a + b
+//       |         ^~~~~
+//   note: left is `f32[4, 4] @ m{x: shard(0)}`
+//   hint: write `relayout(b, m[x, _])`
+//
+// Internal compiler errors are not diagnostics: they are C++ exceptions of
+// type InternalError and print as `internal error:`.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+enum class DiagId {
+#define DIAG(Id, fmt) Id,
+#include "frontend/Diagnostics.def"
+};
+const char *diagFormat(DiagId id);
+const char *diagIdName(DiagId id);
+
+enum class Severity { Error, Warning, Note, Remark };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  DiagId id = DiagId::ParseError;
+  SrcLoc loc;
+  std::string message;            ///< formatted
+  std::vector<std::string> notes; ///< each printed as `note: ...`
+  std::string hint;               ///< printed as `hint: ...` (may be empty)
+};
+
+/// Owns the text of every source file of a Session, for carets.
+class SourceManager {
+public:
+  int add(std::string path, std::string text);
+  const std::string &path(int file) const { return files_[file].path; }
+  const std::string &text(int file) const { return files_[file].text; }
+  std::string line(int file, int line) const;
+  int count() const { return (int)files_.size(); }
+
+private:
+  struct File {
+    std::string path, text;
+  };
+  std::vector<File> files_;
+};
+
+/// Collects diagnostics; renders them on demand.
+class DiagEngine {
+public:
+  explicit DiagEngine(SourceManager &sm) : sm_(sm) {}
+
+  Diagnostic &error(DiagId id, SrcLoc loc, const std::vector<std::string> &args = {});
+  Diagnostic &warning(DiagId id, SrcLoc loc, const std::vector<std::string> &args = {});
+  Diagnostic &remark(SrcLoc loc, std::string message);
+
+  bool hasErrors() const { return errors_ > 0; }
+  int errorCount() const { return errors_; }
+  const std::vector<Diagnostic> &all() const { return diags_; }
+  void clear() {
+    diags_.clear();
+    errors_ = 0;
+  }
+  /// Stop recording after this many errors (error recovery must terminate).
+  void setErrorLimit(int n) { limit_ = n; }
+
+  std::string render(const Diagnostic &d) const;
+  std::string renderAll() const;
+
+private:
+  Diagnostic &add(Severity s, DiagId id, SrcLoc loc, const std::vector<std::string> &args);
+  SourceManager &sm_;
+  std::vector<Diagnostic> diags_;
+  Diagnostic overflow_;
+  int errors_ = 0;
+  int limit_ = 100;
+};
+
+std::string formatDiag(const char *fmt, const std::vector<std::string> &args);
+
+/// A bug in dtensor itself (never a user error).
+struct InternalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A fault while running a program (rank failure, OOM, missing library, bad
+/// file); the message names the cause.
+struct RuntimeFault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+} // namespace dt

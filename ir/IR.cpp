@@ -1,0 +1,50 @@
+// This file implements the op table lookups and the small helpers of IR.h.
+#include "ir/IR.h"
+
+namespace dt {
+
+static const OpInfo kOpInfos[] = {
+#define OP(Enum, name, nopnds, nres, cls) {name, nopnds, nres, OpClass::cls},
+#include "ir/Ops.def"
+};
+
+const OpInfo &opInfo(Op op) { return kOpInfos[(int)op]; }
+const char *opName(Op op) { return kOpInfos[(int)op].name; }
+
+bool parseOpName(const std::string &s, Op &out) {
+  for (size_t i = 0; i < sizeof(kOpInfos) / sizeof(kOpInfos[0]); ++i)
+    if (s == kOpInfos[i].name) {
+      out = (Op)i;
+      return true;
+    }
+  return false;
+}
+
+int Function::newValue(const TensorType &t, const std::string &name) {
+  Value v;
+  v.id = (int)values.size();
+  v.type = t;
+  v.name = name;
+  values.push_back(std::move(v));
+  return values.back().id;
+}
+
+Function *Module::find(const std::string &name) {
+  for (auto &f : functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const Function *Module::find(const std::string &name) const {
+  for (auto &f : functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+MeshRef Module::findMesh(const std::string &name) const {
+  for (auto &m : meshes)
+    if (m->name == name) return m;
+  return nullptr;
+}
+
+} // namespace dt

@@ -1,0 +1,133 @@
+// This file implements dtensor's typed global-view IR: SSA values whose every
+// type carries dtype, shape, mesh and placements (Types.h), instructions from
+// the one op table (Ops.def), blocks, functions and a module.
+//
+// Semantics (the global view; SPMD lowering is what makes it per-rank):
+//  * Evaluation order: instructions of a block run top to bottom. A `for`
+//    runs its body region (hi - lo) / step times; block arguments of the body
+//    are the induction variable (i64[] host) followed by the loop-carried
+//    values; `yield` passes the next iteration's values; the `for`'s results
+//    are the last yielded values.
+//  * Every value has a global value; placements only say how the global value
+//    is stored across the ranks of its mesh. Relayout never changes a global
+//    value (layout invariance). A Partial value's global value is the reduction
+//    of the rank-local parts.
+//  * Broadcasting (binary elementwise): numpy rules, right-aligned; a size-1
+//    dim stretches. Example: `%c = add %a, %b : f32[4, 3] @ ...` with a
+//    f32[4, 3] and b f32[3].
+//  * Integers wrap on overflow (two's complement); integer division truncates
+//    towards zero and division by zero yields 0. Floats follow IEEE-754 with
+//    round-to-nearest; reductions may be reassociated.
+//  * Bool is 0/1; comparisons yield bool; `and`/`or`/`not` take bool.
+//  * Sources are layout-independent: `random` with seed s gives element at
+//    global linear index i the value of a counter-based RNG keyed by (s, i),
+//    so every layout sees the same global tensor.
+//
+// One line of example per op (text form, see Printer):
+//   %0 = const [[1, 2], [3, 4]] : f32[2, 2] @ m{x: replicate}
+//   %1 = fill 1 : f32[6, 4] @ m{x: shard(0), y: shard(1)}
+//   %2 = random normal 7 : f32[4] @ m{x: replicate}
+//   %3 = exp %1 : f32[6, 4] @ m{x: shard(0), y: shard(1)}
+//   %4 = add %3, %3 : ...            %5 = select %c, %a, %b : ...
+//   %6 = reduce_sum %1 dims [1] : f32[6] @ m{x: shard(0), y: partial(sum)}
+//   %7 = matmul %a, %b : f32[2, 2] @ m{x: partial(sum), y: replicate}
+//   %8 = einsum "ik,kj->ij" %a, %b : ...
+//   %9 = transpose %a perm [1, 0] : ...   %10 = reshape %a : f32[6] @ ...
+//   %11 = index_select %x, %ids dim 0 : ...
+//   %12 = relayout %7 : f32[2, 2] @ m{x: replicate, y: replicate}
+//   %13 = to_host %12 : f32[2, 2]
+//   %r:2 = for 0 to 10 step 1 iter(%w, %m) { ^(%i, %w1, %m1): ... yield %w2, %m2 }
+//   print %12 "d"
+#pragma once
+
+#include "ir/Types.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+enum class Op {
+#define OP(Enum, name, nopnds, nres, cls) Enum,
+#include "ir/Ops.def"
+};
+
+enum class OpClass { Elementwise1, Elementwise2, Elementwise3, Reduce, Contract, Data, Layout,
+                     Source, Control, Effect };
+
+struct OpInfo {
+  const char *name;
+  int numOperands; ///< -1: variadic
+  int numResults;  ///< -1: variadic
+  OpClass cls;
+};
+const OpInfo &opInfo(Op op);
+const char *opName(Op op);
+bool parseOpName(const std::string &s, Op &out);
+
+/// A position in a source file (1-based line and column; 0 = unknown).
+struct SrcLoc {
+  int file = 0; ///< index into the Session's SourceManager
+  int line = 0;
+  int col = 0;
+  int endCol = 0; ///< exclusive; 0 = one character
+  bool known() const { return line > 0; }
+};
+
+/// An SSA value. Owned by the Function; referred to by id.
+struct Value {
+  int id = -1;
+  TensorType type;
+  std::string name; ///< source-level name hint (may be empty)
+};
+
+struct Block;
+
+/// Attributes of an instruction; which fields an op uses is listed in Ops.def.
+struct Attrs {
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::string str;
+  bool flag = false;
+  bool operator==(const Attrs &o) const {
+    return ints == o.ints && floats == o.floats && str == o.str && flag == o.flag;
+  }
+};
+
+struct Inst {
+  Op op;
+  std::vector<int> operands; ///< value ids
+  std::vector<int> results;  ///< value ids
+  Attrs attrs;
+  std::vector<Block> regions;
+  SrcLoc loc;
+};
+
+struct Block {
+  std::vector<int> args; ///< block arguments (value ids)
+  std::vector<Inst> insts;
+};
+
+struct Function {
+  std::string name;
+  std::vector<int> params;          ///< value ids; also the body's arguments
+  std::vector<TensorType> results;  ///< declared result types
+  Block body;
+  std::vector<Value> values;        ///< indexed by id
+  SrcLoc loc;
+
+  /// Creates a new value of type `t` and returns its id.
+  int newValue(const TensorType &t, const std::string &name = "");
+  const TensorType &type(int id) const { return values[id].type; }
+};
+
+struct Module {
+  std::vector<MeshRef> meshes;
+  std::vector<Function> functions; ///< `main` holds the top-level program
+  Function *find(const std::string &name);
+  const Function *find(const std::string &name) const;
+  MeshRef findMesh(const std::string &name) const;
+};
+
+} // namespace dt

@@ -1,0 +1,234 @@
+// This file implements the helpers of Types.h: names, printing in the
+// canonical placement notation, mesh coordinates and torch.chunk blocks.
+#include "ir/Types.h"
+
+#include <cassert>
+#include <sstream>
+
+namespace dt {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F32: return "f32";
+  case DType::F64: return "f64";
+  case DType::I32: return "i32";
+  case DType::I64: return "i64";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(const std::string &s) {
+  if (s == "f32") return DType::F32;
+  if (s == "f64") return DType::F64;
+  if (s == "i32") return DType::I32;
+  if (s == "i64") return DType::I64;
+  if (s == "bool") return DType::Bool;
+  return std::nullopt;
+}
+
+int64_t dtypeSize(DType t) {
+  switch (t) {
+  case DType::F32: case DType::I32: return 4;
+  case DType::F64: case DType::I64: return 8;
+  case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+
+std::string Dim::str() const { return isSym() ? sym : std::to_string(value); }
+
+std::string shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + s[i].str();
+  return r + "]";
+}
+
+bool isConcrete(const Shape &s) {
+  for (auto &d : s)
+    if (d.isSym()) return false;
+  return true;
+}
+
+int64_t numElements(const Shape &s) {
+  int64_t n = 1;
+  for (auto &d : s) {
+    assert(!d.isSym());
+    n *= d.value;
+  }
+  return n;
+}
+
+std::vector<int64_t> concreteDims(const Shape &s) {
+  std::vector<int64_t> r;
+  for (auto &d : s) {
+    assert(!d.isSym());
+    r.push_back(d.value);
+  }
+  return r;
+}
+
+int64_t Mesh::size() const {
+  int64_t n = 1;
+  for (auto &a : axes) n *= a.size;
+  return n;
+}
+
+int Mesh::axisIndex(const std::string &axis) const {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].name == axis) return (int)i;
+  return -1;
+}
+
+std::vector<int64_t> Mesh::coords(int64_t rank) const {
+  std::vector<int64_t> c(axes.size());
+  for (int i = (int)axes.size() - 1; i >= 0; --i) {
+    c[i] = rank % axes[i].size;
+    rank /= axes[i].size;
+  }
+  return c;
+}
+
+int64_t Mesh::rankOf(const std::vector<int64_t> &c) const {
+  int64_t r = 0;
+  for (size_t i = 0; i < axes.size(); ++i) r = r * axes[i].size + c[i];
+  return r;
+}
+
+std::string Mesh::str() const {
+  std::string r = name + " = [";
+  for (size_t i = 0; i < axes.size(); ++i)
+    r += (i ? ", " : "") + axes[i].name + " = " + std::to_string(axes[i].size);
+  r += "]";
+  bool identity = true;
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i] != (int64_t)i) identity = false;
+  if (!identity) {
+    r += " devices [";
+    for (size_t i = 0; i < devices.size(); ++i) r += (i ? ", " : "") + std::to_string(devices[i]);
+    r += "]";
+  }
+  return r;
+}
+
+const char *reduceOpName(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum: return "sum";
+  case ReduceOp::Avg: return "avg";
+  case ReduceOp::Max: return "max";
+  case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> parseReduceOp(const std::string &s) {
+  if (s == "sum") return ReduceOp::Sum;
+  if (s == "avg") return ReduceOp::Avg;
+  if (s == "max") return ReduceOp::Max;
+  if (s == "min") return ReduceOp::Min;
+  return std::nullopt;
+}
+
+std::string Placement::str() const {
+  switch (kind) {
+  case Replicate: return "replicate";
+  case Shard: return "shard(" + std::to_string(dim) + ")";
+  case Partial: return std::string("partial(") + reduceOpName(op) + ")";
+  }
+  return "?";
+}
+
+bool TensorType::hasPartial() const {
+  for (auto &p : placements)
+    if (p.isPartial()) return true;
+  return false;
+}
+
+std::vector<int> TensorType::axesShardingDim(int d) const {
+  std::vector<int> r;
+  for (size_t i = 0; i < placements.size(); ++i)
+    if (placements[i].isShard() && placements[i].dim == d) r.push_back((int)i);
+  return r;
+}
+
+std::string TensorType::layoutStr() const {
+  if (!mesh) return "";
+  std::string r = mesh->name + "{";
+  for (size_t i = 0; i < placements.size(); ++i)
+    r += (i ? ", " : "") + mesh->axes[i].name + ": " + placements[i].str();
+  return r + "}";
+}
+
+std::string TensorType::dimsMappingStr() const {
+  if (!mesh || hasPartial()) return "";
+  std::string r = mesh->name + "[";
+  for (int d = 0; d < rank(); ++d) {
+    auto ax = axesShardingDim(d);
+    r += d ? ", " : "";
+    if (ax.empty()) r += "_";
+    else if (ax.size() == 1) r += mesh->axes[ax[0]].name;
+    else {
+      r += "(";
+      for (size_t i = 0; i < ax.size(); ++i) r += (i ? ", " : "") + mesh->axes[ax[i]].name;
+      r += ")";
+    }
+  }
+  return r + "]";
+}
+
+std::string TensorType::str() const {
+  std::string r = std::string(dtypeName(dtype)) + shapeStr(shape);
+  if (mesh) r += " @ " + layoutStr();
+  return r;
+}
+
+bool TensorType::sameLayout(const TensorType &o) const {
+  if ((mesh == nullptr) != (o.mesh == nullptr)) return false;
+  if (mesh && !(*mesh == *o.mesh)) return false;
+  return placements == o.placements;
+}
+
+bool TensorType::operator==(const TensorType &o) const {
+  return dtype == o.dtype && shape == o.shape && sameLayout(o);
+}
+
+TensorType replicatedType(DType dt, Shape shape, MeshRef mesh) {
+  TensorType t;
+  t.dtype = dt;
+  t.shape = std::move(shape);
+  t.mesh = mesh;
+  if (mesh) t.placements.assign(mesh->axes.size(), Placement::replicate());
+  return t;
+}
+
+std::pair<int64_t, int64_t> chunkRange(int64_t n, int64_t k, int64_t i) {
+  int64_t c = k > 0 ? (n + k - 1) / k : n;
+  int64_t lo = std::min(n, i * c);
+  int64_t hi = std::min(n, (i + 1) * c);
+  return {lo, hi - lo};
+}
+
+LocalBlock localBlock(const TensorType &t, int64_t rank) {
+  LocalBlock b;
+  b.shape = concreteDims(t.shape);
+  b.offset.assign(b.shape.size(), 0);
+  if (!t.mesh) return b;
+  auto c = t.mesh->coords(rank);
+  for (int d = 0; d < t.rank(); ++d) {
+    auto ax = t.axesShardingDim(d);
+    if (ax.empty()) continue;
+    int64_t k = 1, idx = 0;
+    for (int a : ax) {
+      k *= t.mesh->axes[a].size;
+      idx = idx * t.mesh->axes[a].size + c[a];
+    }
+    auto [off, len] = chunkRange(b.shape[d], k, idx);
+    b.offset[d] = off;
+    b.shape[d] = len;
+  }
+  return b;
+}
+
+} // namespace dt

@@ -1,0 +1,59 @@
+// This file implements HostTensor, the one in-memory tensor value of dtensor:
+// a dtype, a concrete row-major shape and a 64-byte aligned buffer shared by
+// reference. The reference evaluator, the per-rank runtime, the collectives
+// and the kernels all read and write HostTensors (a rank's local block is a
+// HostTensor too).
+#pragma once
+
+#include "ir/Types.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+/// An aligned, zero-initialised byte buffer.
+class Buffer {
+public:
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  void *data() { return data_; }
+  const void *data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+private:
+  void *data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct HostTensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::shared_ptr<Buffer> buf;
+
+  HostTensor() = default;
+  HostTensor(DType dt, std::vector<int64_t> shape); ///< zero-filled
+
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * dtypeSize(dtype); }
+  int rank() const { return (int)shape.size(); }
+  void *raw() { return buf ? buf->data() : nullptr; }
+  const void *raw() const { return buf ? buf->data() : nullptr; }
+  template <class T> T *data() { return static_cast<T *>(raw()); }
+  template <class T> const T *data() const { return static_cast<const T *>(raw()); }
+
+  /// Element i as a double (any dtype); set element i from a double.
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+  HostTensor clone() const;
+};
+
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
+
+} // namespace dt

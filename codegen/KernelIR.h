@@ -1,0 +1,246 @@
+// This file implements the kernel IR: the one small loop/kernel representation
+// in which every rank-local kernel (elementwise chains, reductions, sources) is
+// described. SPMD lowering produces it; it is lowered twice, to LLVM IR for the
+// CPU (codegen/LLVMCodegen) and to CUDA C++ for NVRTC. Nothing about a
+// kernel's meaning may live only in one lowering: this header is the contract,
+// `interpretKernel` is its executable oracle.
+//
+// A Kernel iterates over an R-dimensional iteration space (R >= 0; sizes are
+// run-time values, never part of the kernel). For every point `idx` it
+// evaluates a DAG of scalar nodes and stores one value per output.
+//
+// Run-time ABI (one C signature for every kernel, CPU and GPU alike):
+//
+//   void kernel(void **buffers, const int64_t *params);
+//
+//   buffers: inputs 0..I-1, then outputs 0..O-1 (element pointers; may be null
+//            when the iteration space is empty).
+//   params : shape[R]                       iteration-space sizes
+//            inStride[I][R]                 per input, per dim (elements)
+//            outStride[O][R]                per output, per dim (elements)
+//            globalOffset[R], globalStride[R]   only if usesGlobalIndex(k)
+//   Element at idx of input k is `in_k[sum_d idx[d] * inStride[k][d]]`; stride
+//   0 broadcasts. Strides may be any int64 (negative ones are fine).
+//   Global index (Random / Iota): g[d] = globalOffset[d] + idx[d]; the global
+//   row-major linear index is sum_d g[d] * globalStride[d]. A rank passes the
+//   offset of its block in the full tensor and the full tensor's row-major
+//   strides, so its shard generates exactly its slice of the global tensor.
+//   Outputs must not overlap the inputs or each other; an output's strides must
+//   be injective on the kept (non-reduced) dims. Bool is one byte (0/1; any
+//   non-zero byte reads as true). Kernels keep no state: several threads may
+//   call one kernel concurrently on disjoint outputs.
+//   numParams(k) = R * (1 + I + O) + (usesGlobalIndex(k) ? 2R : 0).
+//
+// Semantics of the nodes (identical to ir/IR.h; each dtype is computed in its
+// own precision; f32 ops are f32 ops, never wider):
+//   load in_k          : element of input k (node dtype = input dtype)
+//   const v : t        : v converted to t by the `cast` rules (from f64)
+//   neg abs            : numeric (not bool); ints wrap (neg/abs of INT_MIN =
+//                        INT_MIN); floats flip/clear the sign bit
+//   relu               : numeric; x if x > 0 or x is NaN, else 0
+//   exp log sqrt rsqrt tanh sin cos sigmoid : float only (f32 via the f32
+//                        libm function, f64 via the f64 one); rsqrt(x) =
+//                        1 / sqrt(x); sigmoid(x) = 1 / (1 + exp(-x))
+//   not                : bool only
+//   cast x : t         : int->int truncates/sign-extends (two's complement);
+//                        int->float rounds to nearest; float->int truncates
+//                        toward zero, saturates at the int range, NaN -> 0;
+//                        f64->f32 rounds to nearest; x->bool is x != 0 (NaN
+//                        -> true); bool->x is 0 or 1
+//   add sub mul        : same dtype operands, numeric; ints wrap
+//   div                : floats IEEE; ints truncate toward zero, x / 0 = 0,
+//                        INT_MIN / -1 = INT_MIN (wraps)
+//   pow                : floats via libm powf/pow; ints: exact power modulo
+//                        2^bits (square-and-multiply, wraps); for a negative
+//                        exponent the truncated real result (1 for base 1,
+//                        +-1 for base -1, 0 otherwise; 0^negative = 0)
+//   maximum(a, b)      : a if a > b or a is NaN, else b (NaN propagates; for
+//                        equal values, e.g. +0/-0, b); minimum symmetric (<)
+//   eq ne lt le gt ge  : same dtype operands, result bool; floats: ordered
+//                        except ne (NaN != x is true); bool compares as 0 < 1
+//   and or             : bool only
+//   select(c, a, b)    : c bool; a if c else b
+//   random normal|uniform seed s : f32 or f64. i = global linear index;
+//                        uniform = (float)(rngBits(s,i) >> 40) * 0x1p-24f;
+//                        normal = sqrtf(-2*logf(1-u1)) * cosf(2*pi*u2) with
+//                        u1 = uniform(s,2i), u2 = uniform(s,2i+1), in f32
+//                        (libm logf/cosf, 2*pi rounded to f32 first); f64
+//                        widens the f32 value. rngBits(s,i) =
+//                        splitmix64(splitmix64(s) ^ i) as in runtime/Random.h
+//   iota d : t         : g[d] (global index along iteration dim d) cast to t
+//   store out_k, x     : out_k[idx] = x (x's dtype must be out_k's dtype)
+//
+// Reduction (optional): `reduceDims` (sorted, unique iteration dims) and a
+// `reduce` op (sum, max, min). Each output then receives the reduction of its
+// stored value over the reduced dims; its strides on the reduced dims must be
+// 0. Order: row-major over the reduced dims, but lowerings may reassociate
+// (ir/IR.h allows it). Identities for empty reductions: sum 0, max -inf /
+// INT_MIN, min +inf / INT_MAX. Accumulators: f32 and f64 sums accumulate in
+// f64 (then round once to f32), so an f32 sum of n terms has error ~n*2^-53
+// relative to the sum of magnitudes before the final rounding; int sums wrap
+// in the output dtype; max/min use `maximum`/`minimum` (acc = maximum(acc, x)).
+// Bool outputs cannot be reduced.
+//
+// Example (printKernel):
+//   kernel @scale_add rank 2
+//     in0 : f32
+//     in1 : f32
+//     out0 : f32
+//     %0 = load in0 : f32
+//     %1 = const 2 : f32
+//     %2 = mul %0, %1 : f32
+//     %3 = load in1 : f32
+//     %4 = add %2, %3 : f32
+//     store out0, %4
+#pragma once
+
+#include "ir/IR.h"
+#include "ir/Types.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+/// The kernel IR's node list, once: X(Enum, "text", arity).
+#define DT_KERNEL_NODES(X)                                                                         \
+  X(Load, "load", 0)                                                                               \
+  X(Const, "const", 0)                                                                             \
+  X(Random, "random", 0)                                                                           \
+  X(Iota, "iota", 0)                                                                               \
+  X(Neg, "neg", 1)                                                                                 \
+  X(Exp, "exp", 1)                                                                                 \
+  X(Log, "log", 1)                                                                                 \
+  X(Sqrt, "sqrt", 1)                                                                               \
+  X(Rsqrt, "rsqrt", 1)                                                                             \
+  X(Tanh, "tanh", 1)                                                                               \
+  X(Sigmoid, "sigmoid", 1)                                                                         \
+  X(Relu, "relu", 1)                                                                               \
+  X(Abs, "abs", 1)                                                                                 \
+  X(Sin, "sin", 1)                                                                                 \
+  X(Cos, "cos", 1)                                                                                 \
+  X(Not, "not", 1)                                                                                 \
+  X(Cast, "cast", 1)                                                                               \
+  X(Add, "add", 2)                                                                                 \
+  X(Sub, "sub", 2)                                                                                 \
+  X(Mul, "mul", 2)                                                                                 \
+  X(Div, "div", 2)                                                                                 \
+  X(Pow, "pow", 2)                                                                                 \
+  X(Maximum, "maximum", 2)                                                                         \
+  X(Minimum, "minimum", 2)                                                                         \
+  X(Eq, "eq", 2)                                                                                   \
+  X(Ne, "ne", 2)                                                                                   \
+  X(Lt, "lt", 2)                                                                                   \
+  X(Le, "le", 2)                                                                                   \
+  X(Gt, "gt", 2)                                                                                   \
+  X(Ge, "ge", 2)                                                                                   \
+  X(And, "and", 2)                                                                                 \
+  X(Or, "or", 2)                                                                                   \
+  X(Select, "select", 3)
+
+enum class KOp {
+#define DT_KOP_ENUM(E, name, arity) E,
+  DT_KERNEL_NODES(DT_KOP_ENUM)
+#undef DT_KOP_ENUM
+};
+
+const char *kopName(KOp op);
+int kopArity(KOp op);
+std::optional<KOp> parseKOp(const std::string &s);
+/// The kernel node for a global-IR elementwise/source op (Neg..Select, Random,
+/// Iota); nullopt for ops that are not kernel nodes (Const/Fill are `const`).
+std::optional<KOp> kopFromOp(Op op);
+bool isCompare(KOp op);        ///< eq ne lt le gt ge
+bool isTranscendental(KOp op); ///< exp log sqrt rsqrt tanh sigmoid sin cos (float only)
+
+enum class RandomKind { Uniform, Normal };
+/// Kernel-level reduction; `None` means elementwise.
+enum class KReduce { None, Sum, Max, Min };
+const char *kreduceName(KReduce r);
+
+/// One scalar node of the DAG. Operands refer to earlier nodes (by index), so
+/// the node list is in a valid evaluation order.
+struct KNode {
+  KOp op = KOp::Const;
+  DType dtype = DType::F32;                ///< result dtype
+  std::array<int, 3> args{-1, -1, -1};     ///< operand node indices (arity many)
+  int index = 0;                           ///< Load: input; Iota: iteration dim
+  double value = 0;                        ///< Const
+  RandomKind random = RandomKind::Uniform; ///< Random
+  uint64_t seed = 0;                       ///< Random
+};
+
+/// `out_k <- node` (one store per output, any order).
+struct KStore {
+  int output = 0;
+  int node = 0;
+};
+
+struct Kernel {
+  std::string name = "kernel"; ///< symbol hint; not part of the hash
+  int rank = 0;                ///< iteration-space rank R
+  std::vector<DType> inputs;
+  std::vector<DType> outputs;
+  std::vector<KNode> nodes;
+  std::vector<KStore> stores;
+  KReduce reduce = KReduce::None;
+  std::vector<int> reduceDims; ///< sorted, unique; empty when reduce == None
+
+  // Builders: append a node, infer its dtype, check operands (InternalError on
+  // misuse) and return its index.
+  int addInput(DType t);  ///< returns the input index
+  int addOutput(DType t); ///< returns the output index
+  int load(int input);
+  int constant(double v, DType t);
+  int unary(KOp op, int a);
+  int cast(int a, DType t);
+  int binary(KOp op, int a, int b);
+  int select(int c, int a, int b);
+  int random(RandomKind kind, uint64_t seed, DType t);
+  int iota(int dim, DType t);
+  void store(int output, int node);
+  void setReduce(KReduce op, std::vector<int> dims);
+};
+
+/// True when a node needs the global offsets/strides (Random, Iota).
+bool usesGlobalIndex(const Kernel &k);
+/// Number of int64 params the kernel reads (see the ABI above).
+int64_t numParams(const Kernel &k);
+/// True when `d` is one of the kernel's reduced iteration dims.
+bool isReducedDim(const Kernel &k, int d);
+
+/// Checks every structural and typing rule of this header; returns an empty
+/// string when valid, else the first violation.
+std::string verifyKernel(const Kernel &k);
+
+/// Readable text (see the example above). With `withName` false the header
+/// omits the name: that is the text the hash and the JIT cache compare.
+std::string printKernel(const Kernel &k, bool withName = true);
+/// 64-bit FNV-1a of printKernel(k, false): structure + dtypes + rank, never
+/// sizes or the name.
+uint64_t kernelHash(const Kernel &k);
+
+/// Assembles the params array of the ABI. `inStrides`/`outStrides` hold one
+/// R-vector per input/output; `globalOffset`/`globalStrides` are needed only
+/// when usesGlobalIndex(k) (empty means offset 0 and row-major of `shape`).
+std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &shape,
+                                  const std::vector<std::vector<int64_t>> &inStrides,
+                                  const std::vector<std::vector<int64_t>> &outStrides,
+                                  const std::vector<int64_t> &globalOffset = {},
+                                  const std::vector<int64_t> &globalStrides = {});
+
+/// The reference interpreter: runs `k` element by element exactly as this
+/// header defines (sequential reduction order, f64 sum accumulators). The
+/// oracle of the lowerings' tests; slow.
+void interpretKernel(const Kernel &k, void **buffers, const int64_t *params);
+
+/// The RNG of runtime/Random.h, repeated here so that the interpreter and the
+/// lowerings share one definition of the bits (must stay bit-identical).
+uint64_t kernelSplitmix64(uint64_t x);
+float kernelUniform01(uint64_t seed, uint64_t i);
+float kernelNormal(uint64_t seed, uint64_t i);
+
+} // namespace dt

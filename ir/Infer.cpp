@@ -1,0 +1,432 @@
+// This file implements inferTypes: dtype rules, mesh/host mixing rules, shape
+// rules via index signatures, and the derived placement rule (see Infer.h).
+#include "ir/Infer.h"
+
+#include <algorithm>
+
+namespace dt {
+
+namespace {
+
+enum class Lin { None, Single, Joint };
+
+/// How an op treats partial operands: which operand slots are linear and
+/// whether partials combine jointly (add: all linear slots partial) or singly
+/// (mul: exactly one partial factor). Reductions allowed per op.
+struct Linearity {
+  Lin kind = Lin::None;
+  std::vector<int> slots; ///< linear operand indices (empty = all)
+  std::vector<ReduceOp> reduces;
+};
+
+const std::vector<ReduceOp> kSumLike = {ReduceOp::Sum, ReduceOp::Avg};
+
+Linearity linearity(Op op, const std::vector<TensorType> &operands) {
+  switch (op) {
+  case Op::Add:
+  case Op::Sub: return {Lin::Joint, {0, 1}, kSumLike};
+  case Op::Maximum: return {Lin::Joint, {0, 1}, {ReduceOp::Max}};
+  case Op::Minimum: return {Lin::Joint, {0, 1}, {ReduceOp::Min}};
+  case Op::Select: return {Lin::Joint, {1, 2}, kSumLike};
+  case Op::IndexAdd: return {Lin::Joint, {0, 2}, kSumLike};
+  case Op::Neg:
+  case Op::ReduceSum: return {Lin::Single, {0}, kSumLike};
+  case Op::Mul:
+  case Op::MatMul:
+  case Op::Einsum: return {Lin::Single, {0, 1}, kSumLike};
+  case Op::Div: return {Lin::Single, {0}, kSumLike};
+  case Op::ReduceMax: return {Lin::Single, {0}, {ReduceOp::Max}};
+  case Op::ReduceMin: return {Lin::Single, {0}, {ReduceOp::Min}};
+  case Op::Transpose:
+  case Op::Reshape:
+  case Op::Broadcast:
+    return {Lin::Single, {0}, {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}};
+  case Op::IndexSelect:
+    return {Lin::Single, {0}, {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}};
+  case Op::Cast:
+    // Widening or narrowing between floats is linear; anything touching ints is not.
+    return {operands.size() == 1 && isFloat(operands[0].dtype) ? Lin::Single : Lin::None, {0},
+            kSumLike};
+  default: return {};
+  }
+}
+
+TypeError err(DiagId id, std::vector<std::string> args) {
+  TypeError e;
+  e.id = id;
+  e.args = std::move(args);
+  return e;
+}
+
+/// `t` with axis `a` replaced by `p`.
+TensorType withAxis(TensorType t, int a, Placement p) {
+  t.placements[a] = p;
+  return t;
+}
+
+bool isNumeric(DType t) { return t != DType::Bool; }
+
+std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) {
+  auto cls = opInfo(op).cls;
+  auto name = opName(op);
+  auto need = [&](bool ok, DiagId id, int i) -> std::optional<TypeError> {
+    if (ok) return std::nullopt;
+    auto e = err(id, {name, ops[i].str()});
+    e.operand = i;
+    return e;
+  };
+  auto same = [&](int i, int j) -> std::optional<TypeError> {
+    if (ops[i].dtype == ops[j].dtype) return std::nullopt;
+    return err(DiagId::DTypeMismatch, {name, dtypeName(ops[i].dtype), dtypeName(ops[j].dtype)});
+  };
+  switch (op) {
+  case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
+  case Op::Sigmoid: case Op::Sin: case Op::Cos: case Op::Pow:
+    if (auto e = need(isFloat(ops[0].dtype), DiagId::FloatOnly, 0)) return e;
+    break;
+  case Op::Not: case Op::And: case Op::Or:
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (auto e = need(ops[i].dtype == DType::Bool, DiagId::BoolOnly, (int)i)) return e;
+    break;
+  case Op::Select:
+    if (auto e = need(ops[0].dtype == DType::Bool, DiagId::BoolOnly, 0)) return e;
+    return same(1, 2);
+  case Op::IndexSelect:
+    if (auto e = need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64,
+                      DiagId::IntegerOnly, 1))
+      return e;
+    break;
+  case Op::IndexAdd:
+    if (auto e = need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64,
+                      DiagId::IntegerOnly, 1))
+      return e;
+    return same(0, 2);
+  case Op::Cast: case Op::Eq: case Op::Ne: case Op::Reshape: case Op::Transpose:
+  case Op::Broadcast:
+    break;
+  default:
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (auto e = need(isNumeric(ops[i].dtype), DiagId::FloatOnly, (int)i)) {
+        e->id = DiagId::DTypeMismatch;
+        e->args = {name, "a numeric type", dtypeName(ops[i].dtype)};
+        return e;
+      }
+  }
+  if ((cls == OpClass::Elementwise2 || cls == OpClass::Contract) && ops.size() == 2)
+    return same(0, 1);
+  return std::nullopt;
+}
+
+DType resultDType(Op op, const std::vector<TensorType> &ops) {
+  switch (op) {
+  case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+    return DType::Bool;
+  case Op::Select: return ops[1].dtype;
+  default: return ops[0].dtype;
+  }
+}
+
+/// All distributed operands on one mesh, and no host value mixed in.
+std::optional<TypeError> checkMeshes(const std::vector<TensorType> &ops, MeshRef &mesh) {
+  mesh = nullptr;
+  int firstDist = -1, firstHost = -1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].isHost()) {
+      if (firstHost < 0) firstHost = (int)i;
+      continue;
+    }
+    if (!mesh) {
+      mesh = ops[i].mesh;
+      firstDist = (int)i;
+    } else if (!(*mesh == *ops[i].mesh)) {
+      auto e = err(DiagId::MeshMismatch, {mesh->name, ops[i].mesh->name});
+      e.notes = {"operand " + std::to_string(firstDist) + " is `" + ops[firstDist].str() + "`",
+                 "operand " + std::to_string(i) + " is `" + ops[i].str() + "`"};
+      return e;
+    }
+  }
+  if (mesh && firstHost >= 0) {
+    auto e = err(DiagId::HostDistributedMix, {});
+    e.operand = firstHost;
+    e.suggest = replicatedType(ops[firstHost].dtype, ops[firstHost].shape, mesh);
+    e.notes = {"host operand is `" + ops[firstHost].str() + "`",
+               "distributed operand is `" + ops[firstDist].str() + "`"};
+    return e;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<TensorType> &ops,
+                          const TensorType &base) {
+  Inferred out;
+  TensorType r = base;
+  if (!r.mesh) {
+    out.results = {r};
+    return out;
+  }
+  const Mesh &mesh = *r.mesh;
+  r.placements.assign(mesh.axes.size(), Placement::replicate());
+  bool contract = opInfo(op).cls == OpClass::Contract;
+  auto fail = [&](TypeError e) {
+    for (size_t i = 0; i < ops.size(); ++i)
+      e.notes.push_back("operand " + std::to_string(i) + " is `" + ops[i].str() + "`");
+    out.error = std::move(e);
+    return out;
+  };
+  for (int a = 0; a < (int)mesh.axes.size(); ++a) {
+    const std::string &axis = mesh.axes[a].name;
+    std::vector<int> partials;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].placements[a].isPartial()) partials.push_back((int)i);
+
+    if (!partials.empty()) {
+      ReduceOp rop = ops[partials[0]].placements[a].op;
+      for (int i : partials)
+        if (ops[i].placements[a].op != rop) {
+          auto e = err(DiagId::PartialOpMismatch, {opName(op), axis});
+          e.operand = i;
+          e.suggest = withAxis(ops[i], a, Placement::replicate());
+          return fail(e);
+        }
+      Linearity lin = linearity(op, ops);
+      auto replicateFix = [&](DiagId id, std::vector<std::string> args, int i) {
+        auto e = err(id, std::move(args));
+        e.operand = i;
+        e.suggest = withAxis(ops[i], a, Placement::replicate());
+        return fail(e);
+      };
+      bool opOk = std::find(lin.reduces.begin(), lin.reduces.end(), rop) != lin.reduces.end();
+      if (lin.kind == Lin::None || !opOk)
+        return replicateFix(DiagId::NonLinearPartial,
+                            {std::string(opName(op)) +
+                             (lin.kind == Lin::None ? "" : std::string(" of partial(") +
+                                                               reduceOpName(rop) + ")")},
+                            partials[0]);
+      auto inSlots = [&](int i) {
+        return std::find(lin.slots.begin(), lin.slots.end(), i) != lin.slots.end();
+      };
+      for (int i : partials)
+        if (!inSlots(i))
+          return replicateFix(DiagId::NonLinearPartial,
+                              {std::string(opName(op)) + "` operand `" + std::to_string(i)}, i);
+      if (lin.kind == Lin::Joint) {
+        for (int i : lin.slots)
+          if (!ops[i].placements[a].isPartial()) {
+            // fix: all-reduce the partial side (cheapest correct change)
+            return replicateFix(DiagId::PartialMixed, {opName(op), axis}, partials[0]);
+          }
+      } else if (partials.size() > 1) {
+        auto e = err(DiagId::NonLinearPartial, {std::string(opName(op)) + " of two partial values"});
+        e.operand = partials[1];
+        e.suggest = withAxis(ops[partials[1]], a, Placement::replicate());
+        return fail(e);
+      }
+      // every non-partial operand must be replicated on this axis
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (!ops[i].placements[a].isPartial() && !ops[i].placements[a].isReplicate()) {
+          auto e = err(DiagId::PartialMixed, {opName(op), axis});
+          e.operand = (int)i;
+          e.suggest = withAxis(ops[i], a, Placement::replicate());
+          return fail(e);
+        }
+      r.placements[a] = Placement::partial(rop);
+      continue;
+    }
+
+    // No partial operand: find the one sharded factor.
+    int factor = -1, owner = -1;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Placement &p = ops[i].placements[a];
+      if (!p.isShard()) continue;
+      int f = sig.operands[i][p.dim];
+      if (f < 0) {
+        auto e = err(DiagId::ShardingMismatch, {axis});
+        e.operand = (int)i;
+        e.suggest = withAxis(ops[i], a, Placement::replicate());
+        e.notes.push_back("dim " + std::to_string(p.dim) + " of operand " + std::to_string(i) +
+                          " has size 1 and is broadcast");
+        return fail(e);
+      }
+      if (factor < 0) {
+        factor = f;
+        owner = (int)i;
+      } else if (f != factor) {
+        auto e = err(contract ? DiagId::ContractionMismatch : DiagId::ShardingMismatch,
+                     contract ? std::vector<std::string>{opName(op), axis}
+                              : std::vector<std::string>{axis});
+        e.operand = (int)i;
+        int d = sig.dimOf((int)i, factor);
+        e.suggest = withAxis(ops[i], a, d >= 0 ? Placement::shard(d) : Placement::replicate());
+        return fail(e);
+      }
+    }
+    if (factor < 0) continue; // replicate
+    for (size_t i = 0; i < ops.size(); ++i) {
+      int d = sig.dimOf((int)i, factor);
+      if (d < 0) continue;
+      const Placement &p = ops[i].placements[a];
+      if (!(p.isShard() && p.dim == d)) {
+        auto e = err(contract && sig.roles[factor] == FactorRole::Summed
+                         ? DiagId::ContractionMismatch
+                         : DiagId::ShardingMismatch,
+                     contract && sig.roles[factor] == FactorRole::Summed
+                         ? std::vector<std::string>{opName(op), axis}
+                         : std::vector<std::string>{axis});
+        e.operand = (int)i;
+        e.suggest = withAxis(ops[i], a, Placement::shard(d));
+        return fail(e);
+      }
+    }
+    switch (sig.roles[factor]) {
+    case FactorRole::Kept: r.placements[a] = Placement::shard(sig.resultDimOf(factor)); break;
+    case FactorRole::Summed:
+      if (op == Op::IndexAdd) {
+        // Rows scattered from a sharded source sum into every rank's base:
+        // the base must itself be a partial sum (zeros elsewhere).
+        auto e = err(DiagId::ShardingMismatch, {axis});
+        e.operand = 0;
+        e.suggest = withAxis(ops[0], a, Placement::partial(ReduceOp::Sum));
+        e.notes.push_back("`index_add` of rows sharded on `" + axis +
+                          "` needs a `partial(sum)` base");
+        return fail(e);
+      }
+      r.placements[a] = Placement::partial(ReduceOp::Sum);
+      break;
+    case FactorRole::MaxReduced: r.placements[a] = Placement::partial(ReduceOp::Max); break;
+    case FactorRole::MinReduced: r.placements[a] = Placement::partial(ReduceOp::Min); break;
+    case FactorRole::Pinned: {
+      int d = sig.dimOf(owner, factor);
+      auto e = op == Op::Reshape ? err(DiagId::ReshapeSharded, {std::to_string(d), axis})
+                                 : err(DiagId::ShardedGatherDim,
+                                       {opName(op), std::to_string(d), axis});
+      e.operand = owner;
+      e.suggest = withAxis(ops[owner], a, Placement::replicate());
+      return fail(e);
+    }
+    }
+  }
+  // reshape: a sharded compound dim must split evenly on both sides
+  if (op == Op::Reshape) {
+    for (int d = 0; d < r.rank(); ++d) {
+      auto ax = r.axesShardingDim(d);
+      if (ax.empty()) continue;
+      int64_t k = 1;
+      for (int a : ax) k *= mesh.axes[a].size;
+      int inDim = sig.dimOf(0, sig.result[d]);
+      const Dim &din = ops[0].shape[inDim], &dout = r.shape[d];
+      bool even = !din.isSym() && !dout.isSym() && din.value % k == 0 && dout.value % k == 0;
+      if (!even && din != dout) {
+        auto e = err(DiagId::ReshapeSharded, {std::to_string(inDim), mesh.axes[ax[0]].name});
+        e.notes.push_back("its " + std::to_string(k) + " shards do not split both " + din.str() +
+                          " and " + dout.str() + " evenly");
+        e.operand = 0;
+        TensorType s = ops[0];
+        for (int a : ax) s.placements[a] = Placement::replicate();
+        e.suggest = s;
+        return fail(e);
+      }
+    }
+  }
+  out.results = {r};
+  return out;
+}
+
+std::optional<TypeError> checkLayout(const TensorType &t) {
+  if (!t.mesh) return std::nullopt;
+  for (size_t a = 0; a < t.placements.size(); ++a) {
+    const Placement &p = t.placements[a];
+    if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
+      return err(DiagId::ShardDimOutOfRange, {std::to_string(p.dim), std::to_string(t.rank())});
+  }
+  return std::nullopt;
+}
+
+Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attrs,
+                    const std::vector<TensorType> &given) {
+  Inferred out;
+  const OpInfo &info = opInfo(op);
+  if (info.numOperands >= 0 && (int)ops.size() != info.numOperands)
+    throw InternalError(std::string("`") + info.name + "` built with " +
+                        std::to_string(ops.size()) + " operands");
+  auto fail = [&](TypeError e) {
+    out.error = std::move(e);
+    return out;
+  };
+  auto givenType = [&]() -> const TensorType & {
+    if (given.empty()) throw InternalError(std::string("`") + info.name + "` needs a result type");
+    return given[0];
+  };
+
+  switch (info.cls) {
+  case OpClass::Source: {
+    const TensorType &t = givenType();
+    if (op == Op::Random && !isFloat(t.dtype)) return fail(err(DiagId::FloatOnly, {"random", t.str()}));
+    if (auto e = checkLayout(t)) return fail(*e);
+    out.results = {t};
+    return out;
+  }
+  case OpClass::Layout: {
+    const TensorType &src = ops[0], &dst = givenType();
+    if (op == Op::Relayout) {
+      if (src.isHost()) return fail(err(DiagId::RelayoutHost, {}));
+      if (dst.isHost() || !(*src.mesh == *dst.mesh))
+        return fail(err(DiagId::RelayoutMesh, {src.mesh->name, dst.isHost() ? "host" : dst.mesh->name}));
+    } else if (op == Op::Distribute) {
+      if (!src.isHost()) return fail(err(DiagId::Unsupported, {"`distribute` needs a host value; use `relayout` to change a distributed value's layout"}));
+    } else { // ToHost
+      if (src.isHost()) return fail(err(DiagId::Unsupported, {"`to_host` needs a distributed value"}));
+      if (src.hasPartial()) {
+        auto e = err(DiagId::PartialToHost, {});
+        e.operand = 0;
+        TensorType s = src;
+        for (auto &p : s.placements)
+          if (p.isPartial()) p = Placement::replicate();
+        e.suggest = s;
+        e.notes.push_back("the value is `" + src.str() + "`");
+        return fail(e);
+      }
+    }
+    if (src.shape != dst.shape)
+      return fail(err(DiagId::ShapeMismatch, {info.name, shapeStr(src.shape), shapeStr(dst.shape)}));
+    if (src.dtype != dst.dtype)
+      return fail(err(DiagId::DTypeMismatch, {info.name, dtypeName(src.dtype), dtypeName(dst.dtype)}));
+    if (auto e = checkLayout(dst)) return fail(*e);
+    out.results = {dst};
+    return out;
+  }
+  case OpClass::Effect: {
+    if (!ops[0].isHost() && ops[0].hasPartial()) {
+      auto e = err(DiagId::PartialToHost, {});
+      e.operand = 0;
+      TensorType s = ops[0];
+      for (auto &p : s.placements)
+        if (p.isPartial()) p = Placement::replicate();
+      e.suggest = s;
+      e.notes.push_back("`print` reads the value to the host; it is `" + ops[0].str() + "`");
+      return fail(e);
+    }
+    return out;
+  }
+  case OpClass::Control: throw InternalError("control ops are typed by the IR builder");
+  default: break;
+  }
+
+  MeshRef mesh;
+  if (auto e = checkMeshes(ops, mesh)) return fail(*e);
+  if (auto e = checkDTypes(op, ops)) return fail(*e);
+  std::vector<Shape> shapes;
+  for (auto &t : ops) shapes.push_back(t.shape);
+  const Shape *givenShape = (op == Op::Reshape || op == Op::Broadcast) ? &givenType().shape : nullptr;
+  ShapeError se;
+  auto sig = buildSignature(op, shapes, attrs, givenShape, se);
+  if (!sig) return fail(err(se.id, se.args));
+  TensorType base;
+  base.dtype = op == Op::Cast ? givenType().dtype : resultDType(op, ops);
+  base.shape = sig->resultShape;
+  base.mesh = mesh;
+  return derivePlacements(op, *sig, ops, base);
+}
+
+} // namespace dt

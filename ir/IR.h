@@ -42,6 +42,7 @@
 
 #include "ir/Types.h"
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,7 +125,9 @@ struct Function {
 
 struct Module {
   std::vector<MeshRef> meshes;
-  std::vector<Function> functions; ///< `main` holds the top-level program
+  /// `main` holds the top-level program. A deque: adding a function never
+  /// moves the others (the builder holds pointers while instantiating).
+  std::deque<Function> functions;
   Function *find(const std::string &name);
   const Function *find(const std::string &name) const;
   MeshRef findMesh(const std::string &name) const;

@@ -237,6 +237,11 @@ std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &s
 /// oracle of the lowerings' tests; slow.
 void interpretKernel(const Kernel &k, void **buffers, const int64_t *params);
 
+/// A `const` node's value after the cast rule: as an int (int and bool
+/// dtypes) and as a double (float dtypes; f32 values are exact floats).
+int64_t kernelConstInt(const KNode &n);
+double kernelConstFloat(const KNode &n);
+
 /// The RNG of runtime/Random.h, repeated here so that the interpreter and the
 /// lowerings share one definition of the bits (must stay bit-identical).
 uint64_t kernelSplitmix64(uint64_t x);

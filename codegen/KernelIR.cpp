@@ -1,0 +1,476 @@
+// This file implements the kernel IR's tables, builders, verifier, printer,
+// hash and ABI helpers (KernelIR.h). The reference interpreter lives in
+// KernelInterp.cpp.
+#include "codegen/KernelIR.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace dt {
+
+namespace {
+struct KOpInfo {
+  const char *name;
+  int arity;
+};
+const KOpInfo kKOpInfos[] = {
+#define DT_KOP_INFO(E, name, arity) {name, arity},
+    DT_KERNEL_NODES(DT_KOP_INFO)
+#undef DT_KOP_INFO
+};
+constexpr int kNumKOps = sizeof(kKOpInfos) / sizeof(kKOpInfos[0]);
+
+bool isNumeric(DType t) { return t != DType::Bool; }
+} // namespace
+
+const char *kopName(KOp op) { return kKOpInfos[(int)op].name; }
+int kopArity(KOp op) { return kKOpInfos[(int)op].arity; }
+
+std::optional<KOp> parseKOp(const std::string &s) {
+  for (int i = 0; i < kNumKOps; ++i)
+    if (s == kKOpInfos[i].name)
+      return (KOp)i;
+  return std::nullopt;
+}
+
+std::optional<KOp> kopFromOp(Op op) {
+  switch (op) {
+  case Op::Const:
+  case Op::Fill:
+    return KOp::Const;
+  case Op::Random:
+    return KOp::Random;
+  case Op::Iota:
+    return KOp::Iota;
+  default:
+    break;
+  }
+  // Elementwise ops share their text names with kernel nodes.
+  OpClass c = opInfo(op).cls;
+  if (c != OpClass::Elementwise1 && c != OpClass::Elementwise2 && c != OpClass::Elementwise3)
+    return std::nullopt;
+  return parseKOp(opName(op));
+}
+
+bool isCompare(KOp op) { return op >= KOp::Eq && op <= KOp::Ge; }
+
+bool isTranscendental(KOp op) {
+  switch (op) {
+  case KOp::Exp:
+  case KOp::Log:
+  case KOp::Sqrt:
+  case KOp::Rsqrt:
+  case KOp::Tanh:
+  case KOp::Sigmoid:
+  case KOp::Sin:
+  case KOp::Cos:
+    return true;
+  default:
+    return false;
+  }
+}
+
+const char *kreduceName(KReduce r) {
+  switch (r) {
+  case KReduce::None:
+    return "none";
+  case KReduce::Sum:
+    return "sum";
+  case KReduce::Max:
+    return "max";
+  case KReduce::Min:
+    return "min";
+  }
+  return "?";
+}
+
+// --- typing ---------------------------------------------------------------------
+
+/// The result dtype of a node, or an error message.
+static std::string typeNode(const Kernel &k, const KNode &n, int self, DType &out) {
+  int ar = kopArity(n.op);
+  for (int i = 0; i < ar; ++i)
+    if (n.args[i] < 0 || n.args[i] >= self)
+      return std::string("`") + kopName(n.op) + "` operand " + std::to_string(i) +
+             " does not name an earlier node";
+  auto at = [&](int i) { return k.nodes[n.args[i]].dtype; };
+  std::string op = kopName(n.op);
+  switch (n.op) {
+  case KOp::Load:
+    if (n.index < 0 || n.index >= (int)k.inputs.size())
+      return "`load` of a missing input";
+    out = k.inputs[n.index];
+    return "";
+  case KOp::Const:
+    out = n.dtype;
+    return "";
+  case KOp::Random:
+    if (!isFloat(n.dtype))
+      return "`random` needs a float dtype";
+    out = n.dtype;
+    return "";
+  case KOp::Iota:
+    if (n.index < 0 || n.index >= k.rank)
+      return "`iota` of a missing iteration dim";
+    if (!isNumeric(n.dtype))
+      return "`iota` needs a numeric dtype";
+    out = n.dtype;
+    return "";
+  case KOp::Cast:
+    out = n.dtype;
+    return "";
+  case KOp::Not:
+    if (at(0) != DType::Bool)
+      return "`not` needs a bool operand";
+    out = DType::Bool;
+    return "";
+  case KOp::Neg:
+  case KOp::Abs:
+  case KOp::Relu:
+    if (!isNumeric(at(0)))
+      return "`" + op + "` needs a numeric operand";
+    out = at(0);
+    return "";
+  case KOp::Select:
+    if (at(0) != DType::Bool)
+      return "`select` condition must be bool";
+    if (at(1) != at(2))
+      return "`select` arms have different dtypes";
+    out = at(1);
+    return "";
+  default:
+    break;
+  }
+  if (isTranscendental(n.op)) {
+    if (!isFloat(at(0)))
+      return "`" + op + "` needs a float operand";
+    out = at(0);
+    return "";
+  }
+  // Binary.
+  if (at(0) != at(1))
+    return "`" + op + "` operands have different dtypes";
+  if (isCompare(n.op)) {
+    out = DType::Bool;
+    return "";
+  }
+  if (n.op == KOp::And || n.op == KOp::Or) {
+    if (at(0) != DType::Bool)
+      return "`" + op + "` needs bool operands";
+    out = DType::Bool;
+    return "";
+  }
+  if (!isNumeric(at(0)))
+    return "`" + op + "` needs numeric operands";
+  out = at(0);
+  return "";
+}
+
+std::string verifyKernel(const Kernel &k) {
+  if (k.rank < 0)
+    return "negative rank";
+  if (k.outputs.empty())
+    return "kernel has no outputs";
+  for (int i = 0; i < (int)k.nodes.size(); ++i) {
+    DType t;
+    std::string err = typeNode(k, k.nodes[i], i, t);
+    if (!err.empty())
+      return "%" + std::to_string(i) + ": " + err;
+    if (t != k.nodes[i].dtype)
+      return "%" + std::to_string(i) + ": recorded dtype " + dtypeName(k.nodes[i].dtype) +
+             " but the operands give " + dtypeName(t);
+  }
+  std::vector<int> stored(k.outputs.size(), 0);
+  for (const KStore &s : k.stores) {
+    if (s.output < 0 || s.output >= (int)k.outputs.size())
+      return "store to a missing output";
+    if (s.node < 0 || s.node >= (int)k.nodes.size())
+      return "store of a missing node";
+    if (k.nodes[s.node].dtype != k.outputs[s.output])
+      return "store of a " + std::string(dtypeName(k.nodes[s.node].dtype)) + " node to " +
+             dtypeName(k.outputs[s.output]) + " output " + std::to_string(s.output);
+    if (++stored[s.output] > 1)
+      return "output " + std::to_string(s.output) + " stored twice";
+  }
+  for (size_t o = 0; o < stored.size(); ++o)
+    if (!stored[o])
+      return "output " + std::to_string(o) + " is never stored";
+  if ((k.reduce == KReduce::None) != k.reduceDims.empty())
+    return "reduce op and reduced dims must be given together";
+  for (size_t i = 0; i < k.reduceDims.size(); ++i) {
+    int d = k.reduceDims[i];
+    if (d < 0 || d >= k.rank)
+      return "reduced dim out of range";
+    if (i && d <= k.reduceDims[i - 1])
+      return "reduced dims must be sorted and unique";
+  }
+  if (k.reduce != KReduce::None)
+    for (DType t : k.outputs)
+      if (t == DType::Bool)
+        return "bool outputs cannot be reduced";
+  return "";
+}
+
+// --- builders ---------------------------------------------------------------------
+
+static int push(Kernel &k, KNode n) {
+  DType t;
+  std::string err = typeNode(k, n, (int)k.nodes.size(), t);
+  if (!err.empty())
+    throw InternalError("kernel builder: " + err);
+  n.dtype = t;
+  k.nodes.push_back(n);
+  return (int)k.nodes.size() - 1;
+}
+
+int Kernel::addInput(DType t) {
+  inputs.push_back(t);
+  return (int)inputs.size() - 1;
+}
+int Kernel::addOutput(DType t) {
+  outputs.push_back(t);
+  return (int)outputs.size() - 1;
+}
+int Kernel::load(int input) {
+  KNode n;
+  n.op = KOp::Load;
+  n.index = input;
+  return push(*this, n);
+}
+int Kernel::constant(double v, DType t) {
+  KNode n;
+  n.op = KOp::Const;
+  n.dtype = t;
+  n.value = v;
+  return push(*this, n);
+}
+int Kernel::unary(KOp op, int a) {
+  if (kopArity(op) != 1 || op == KOp::Cast)
+    throw InternalError(std::string("kernel builder: `") + kopName(op) + "` is not unary");
+  KNode n;
+  n.op = op;
+  n.args[0] = a;
+  return push(*this, n);
+}
+int Kernel::cast(int a, DType t) {
+  KNode n;
+  n.op = KOp::Cast;
+  n.dtype = t;
+  n.args[0] = a;
+  return push(*this, n);
+}
+int Kernel::binary(KOp op, int a, int b) {
+  if (kopArity(op) != 2)
+    throw InternalError(std::string("kernel builder: `") + kopName(op) + "` is not binary");
+  KNode n;
+  n.op = op;
+  n.args = {a, b, -1};
+  return push(*this, n);
+}
+int Kernel::select(int c, int a, int b) {
+  KNode n;
+  n.op = KOp::Select;
+  n.args = {c, a, b};
+  return push(*this, n);
+}
+int Kernel::random(RandomKind kind, uint64_t s, DType t) {
+  KNode n;
+  n.op = KOp::Random;
+  n.random = kind;
+  n.seed = s;
+  n.dtype = t;
+  return push(*this, n);
+}
+int Kernel::iota(int dim, DType t) {
+  KNode n;
+  n.op = KOp::Iota;
+  n.index = dim;
+  n.dtype = t;
+  return push(*this, n);
+}
+void Kernel::store(int output, int node) {
+  if (output < 0 || output >= (int)outputs.size() || node < 0 || node >= (int)nodes.size() ||
+      nodes[node].dtype != outputs[output])
+    throw InternalError("kernel builder: bad store");
+  stores.push_back({output, node});
+}
+void Kernel::setReduce(KReduce op, std::vector<int> dims) {
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  reduce = dims.empty() ? KReduce::None : op;
+  reduceDims = op == KReduce::None ? std::vector<int>{} : std::move(dims);
+}
+
+// --- queries ------------------------------------------------------------------------
+
+bool usesGlobalIndex(const Kernel &k) {
+  for (const KNode &n : k.nodes)
+    if (n.op == KOp::Random || n.op == KOp::Iota)
+      return true;
+  return false;
+}
+
+int64_t numParams(const Kernel &k) {
+  int64_t r = k.rank;
+  return r * (1 + (int64_t)k.inputs.size() + (int64_t)k.outputs.size()) +
+         (usesGlobalIndex(k) ? 2 * r : 0);
+}
+
+bool isReducedDim(const Kernel &k, int d) {
+  return std::find(k.reduceDims.begin(), k.reduceDims.end(), d) != k.reduceDims.end();
+}
+
+std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &shape,
+                                  const std::vector<std::vector<int64_t>> &inStrides,
+                                  const std::vector<std::vector<int64_t>> &outStrides,
+                                  const std::vector<int64_t> &globalOffset,
+                                  const std::vector<int64_t> &globalStrides) {
+  auto need = [&](const std::vector<int64_t> &v, const char *what) {
+    if ((int)v.size() != k.rank)
+      throw InternalError(std::string("kernelParams: ") + what + " has the wrong rank");
+  };
+  need(shape, "shape");
+  if (inStrides.size() != k.inputs.size() || outStrides.size() != k.outputs.size())
+    throw InternalError("kernelParams: wrong number of stride vectors");
+  std::vector<int64_t> p(shape);
+  for (auto &s : inStrides)
+    need(s, "input strides"), p.insert(p.end(), s.begin(), s.end());
+  for (auto &s : outStrides)
+    need(s, "output strides"), p.insert(p.end(), s.begin(), s.end());
+  if (usesGlobalIndex(k)) {
+    std::vector<int64_t> off =
+        globalOffset.empty() ? std::vector<int64_t>(k.rank, 0) : globalOffset;
+    std::vector<int64_t> gs(k.rank, 1);
+    if (globalStrides.empty())
+      for (int d = k.rank - 2; d >= 0; --d)
+        gs[d] = gs[d + 1] * shape[d + 1];
+    else
+      gs = globalStrides;
+    need(off, "global offset");
+    need(gs, "global strides");
+    p.insert(p.end(), off.begin(), off.end());
+    p.insert(p.end(), gs.begin(), gs.end());
+  }
+  return p;
+}
+
+// --- constants and RNG --------------------------------------------------------------
+
+int64_t kernelConstInt(const KNode &n) {
+  double v = n.value;
+  switch (n.dtype) {
+  case DType::Bool:
+    return v != 0;
+  case DType::I32:
+    if (std::isnan(v))
+      return 0;
+    if (v >= 2147483648.0)
+      return std::numeric_limits<int32_t>::max();
+    if (v <= -2147483649.0)
+      return std::numeric_limits<int32_t>::min();
+    return (int64_t)v;
+  case DType::I64:
+    if (std::isnan(v))
+      return 0;
+    if (v >= 9223372036854775808.0)
+      return std::numeric_limits<int64_t>::max();
+    if (v < -9223372036854775808.0)
+      return std::numeric_limits<int64_t>::min();
+    return (int64_t)v;
+  default:
+    return 0;
+  }
+}
+
+double kernelConstFloat(const KNode &n) {
+  return n.dtype == DType::F32 ? (double)(float)n.value : n.value;
+}
+
+uint64_t kernelSplitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+float kernelUniform01(uint64_t seed, uint64_t i) {
+  uint64_t bits = kernelSplitmix64(kernelSplitmix64(seed) ^ i);
+  return (float)(bits >> 40) * 0x1p-24f;
+}
+
+float kernelNormal(uint64_t seed, uint64_t i) {
+  float u1 = kernelUniform01(seed, 2 * i), u2 = kernelUniform01(seed, 2 * i + 1);
+  const float twoPi = (float)(2.0 * 3.14159265358979323846);
+  return ::sqrtf(-2.0f * ::logf(1.0f - u1)) * ::cosf(twoPi * u2);
+}
+
+// --- printing and hashing --------------------------------------------------------------
+
+static std::string fmtDouble(double v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string printKernel(const Kernel &k, bool withName) {
+  std::string s = "kernel";
+  if (withName)
+    s += " @" + k.name;
+  s += " rank " + std::to_string(k.rank);
+  if (k.reduce != KReduce::None) {
+    s += std::string(" reduce ") + kreduceName(k.reduce) + " dims [";
+    for (size_t i = 0; i < k.reduceDims.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(k.reduceDims[i]);
+    s += "]";
+  }
+  s += "\n";
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    s += "  in" + std::to_string(i) + " : " + dtypeName(k.inputs[i]) + "\n";
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    s += "  out" + std::to_string(i) + " : " + dtypeName(k.outputs[i]) + "\n";
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode &n = k.nodes[i];
+    s += "  %" + std::to_string(i) + " = " + kopName(n.op);
+    switch (n.op) {
+    case KOp::Load:
+      s += " in" + std::to_string(n.index);
+      break;
+    case KOp::Const:
+      s += " " + fmtDouble(n.value);
+      break;
+    case KOp::Random:
+      s += n.random == RandomKind::Normal ? " normal" : " uniform";
+      s += " seed " + std::to_string(n.seed);
+      break;
+    case KOp::Iota:
+      s += " dim " + std::to_string(n.index);
+      break;
+    default:
+      for (int a = 0; a < kopArity(n.op); ++a)
+        s += (a ? ", %" : " %") + std::to_string(n.args[a]);
+    }
+    s += std::string(" : ") + dtypeName(n.dtype) + "\n";
+  }
+  for (const KStore &st : k.stores)
+    s += "  store out" + std::to_string(st.output) + ", %" + std::to_string(st.node) + "\n";
+  return s;
+}
+
+uint64_t kernelHash(const Kernel &k) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : printKernel(k, false)) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace dt

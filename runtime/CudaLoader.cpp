@@ -1,0 +1,278 @@
+// This file implements CudaLibraries: the dlopen search over a printed list of
+// candidate sonames and directories, and the dlsym of every entry point listed
+// in runtime/CudaApi.h. A failure becomes one line (RuntimeFault) naming the
+// library, why it is probably missing, and every place that was searched.
+#include "runtime/CudaLoader.h"
+#include "runtime/CudaApi.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <type_traits>
+
+#define DT_CUDA_STR_(x) #x
+/// Stringifies after macro expansion: DT_CUDA_STR(cuMemAlloc) is "cuMemAlloc_v2".
+#define DT_CUDA_STR(x) DT_CUDA_STR_(x)
+
+namespace dt {
+
+namespace {
+
+struct LibInfo {
+  const char *name;                  ///< for messages
+  std::vector<const char *> sonames; ///< most specific first
+  bool inToolkit;                    ///< searched under the toolkit dir
+  const char *missing;               ///< the likely reason, for the message
+};
+
+const LibInfo &libInfo(CudaLib lib) {
+  static const LibInfo kInfo[kNumCudaLibs] = {
+      {"libcuda", {"libcuda.so.1", "libcuda.so"}, false, "no NVIDIA driver on this machine"},
+      {"libnvrtc",
+       {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
+       true,
+       "no CUDA toolkit NVRTC found; install the toolkit or set CUDA_HOME"},
+      {"libcublas",
+       {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+       true,
+       "no cuBLAS found; install the CUDA toolkit or set CUDA_HOME"},
+      {"libcublasLt",
+       {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+       true,
+       "no cuBLASLt found; install the CUDA toolkit or set CUDA_HOME"},
+      {"libnccl", {"libnccl.so.2", "libnccl.so"}, true, "no NCCL found; install libnccl2"},
+  };
+  return kInfo[(int)lib];
+}
+
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (const auto &x : v)
+    s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+#if DT_HAVE_CUDA_HEADERS
+// The typed overloads in CudaApi.h must match the header's real C symbols
+// (unevaluated, so nothing is linked).
+static_assert(std::is_same_v<decltype(static_cast<CudaCublasApi::GemmExFn>(&::cublasGemmEx)),
+                             CudaCublasApi::GemmExFn>);
+static_assert(std::is_same_v<decltype(static_cast<CudaCublasApi::GemmStridedBatchedExFn>(
+                                 &::cublasGemmStridedBatchedEx)),
+                             CudaCublasApi::GemmStridedBatchedExFn>);
+
+/// Binds one symbol; records the first missing one in `missing`.
+template <class Fn> void bind(void *h, const char *sym, Fn &out, std::string &missing) {
+  out = reinterpret_cast<Fn>(dlsym(h, sym));
+  if (!out && missing.empty())
+    missing = sym;
+}
+#define DT_CUDA_BIND(fn) bind(h, DT_CUDA_STR(fn), t->fn, missing);
+
+std::string driverError(const CudaDriverApi &d, CUresult r) {
+  const char *name = nullptr, *text = nullptr;
+  d.cuGetErrorName(r, &name);
+  d.cuGetErrorString(r, &text);
+  return std::string(name ? name : "CUresult " + std::to_string((int)r)) + " (" +
+         (text ? text : "unknown error") + ")";
+}
+#endif
+
+} // namespace
+
+const char *cudaLibName(CudaLib lib) { return libInfo(lib).name; }
+
+bool cudaHeadersAvailable() {
+#if DT_HAVE_CUDA_HEADERS
+  return true;
+#else
+  return false;
+#endif
+}
+
+CudaLoaderOptions CudaLoaderOptions::fromEnvironment() {
+  CudaLoaderOptions o;
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(var); v && *v) {
+      o.toolkitDir = v;
+      break;
+    }
+  return o;
+}
+
+CudaLibraries::CudaLibraries(CudaLoaderOptions opts) : opts_(std::move(opts)) {}
+
+CudaLibraries::~CudaLibraries() {
+  // Libraries are closed in reverse dependency order (NCCL and cuBLAS use the
+  // driver). Handles opened by the dynamic linker are reference counted.
+  for (int i = kNumCudaLibs - 1; i >= 0; --i)
+    if (slots_[i].handle)
+      dlclose(slots_[i].handle);
+}
+
+std::vector<std::string> CudaLibraries::searchList(CudaLib lib) const {
+  const LibInfo &info = libInfo(lib);
+  std::vector<std::string> dirs = opts_.extraDirs;
+  if (info.inToolkit && !opts_.toolkitDir.empty()) {
+    dirs.push_back(opts_.toolkitDir + "/lib64");
+    dirs.push_back(opts_.toolkitDir + "/lib");
+  }
+  for (const char *d : {"/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
+    dirs.push_back(d);
+  if (lib == CudaLib::Driver) {
+    dirs.push_back("/usr/local/nvidia/lib64"); // NVIDIA container runtime
+    dirs.push_back("/usr/lib/wsl/lib");        // WSL2
+  }
+  std::vector<std::string> out;
+  auto add = [&](std::string s) {
+    for (const auto &x : out)
+      if (x == s)
+        return;
+    out.push_back(std::move(s));
+  };
+  for (const char *so : info.sonames)
+    add(so);
+  for (const auto &d : dirs)
+    for (const char *so : info.sonames)
+      add(d + "/" + so);
+  return out;
+}
+
+void *CudaLibraries::openFirst(CudaLib lib, std::string *opened, std::string *error) const {
+  std::vector<std::string> list = searchList(lib);
+  for (const auto &cand : list) {
+    // RTLD_LOCAL: the symbols stay in their table, never interpose ours.
+    if (void *h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      char path[4096] = {0};
+      if (dlinfo(h, RTLD_DI_ORIGIN, path) == 0 && path[0])
+        *opened = std::string(path) + "/" + cand.substr(cand.rfind('/') + 1);
+      else
+        *opened = cand;
+      return h;
+    }
+  }
+  const LibInfo &info = libInfo(lib);
+  *error = std::string("cannot load ") + info.sonames[0] + " (" + info.missing +
+           "); searched: " + joined(list);
+  return nullptr;
+}
+
+void CudaLibraries::load(CudaLib lib) {
+  Slot &s = slots_[(int)lib];
+  if (s.tried)
+    return;
+  s.tried = true;
+#if !DT_HAVE_CUDA_HEADERS
+  s.error = std::string("cannot use ") + cudaLibName(lib) +
+            ": dtensor was built without CUDA headers (no nvrtc.h at build time); rebuild "
+            "with the CUDA toolkit installed";
+#else
+  void *h = openFirst(lib, &s.path, &s.error);
+  if (!h)
+    return;
+  std::string missing;
+  switch (lib) {
+  case CudaLib::Driver: {
+    auto t = std::make_unique<CudaDriverApi>();
+    DT_CUDA_DRIVER_FNS(DT_CUDA_BIND)
+    if (missing.empty()) {
+      CUresult r = t->cuInit(0);
+      if (r != CUDA_SUCCESS) {
+        s.error = s.path + " loaded but cuInit failed: " + driverError(*t, r);
+        if (r == CUDA_ERROR_STUB_LIBRARY)
+          s.error += "; this is the toolkit's link stub, not a driver";
+        dlclose(h);
+        return;
+      }
+      t->cuDriverGetVersion(&t->version);
+      driver_ = std::move(t);
+    }
+    break;
+  }
+  case CudaLib::Nvrtc: {
+    auto t = std::make_unique<CudaNvrtcApi>();
+    DT_CUDA_NVRTC_FNS(DT_CUDA_BIND)
+    if (missing.empty()) {
+      t->nvrtcVersion(&t->major, &t->minor);
+      nvrtc_ = std::move(t);
+    }
+    break;
+  }
+  case CudaLib::Cublas: {
+    auto t = std::make_unique<CudaCublasApi>();
+    DT_CUDA_CUBLAS_FNS(DT_CUDA_BIND)
+    bind(h, "cublasGemmEx", t->cublasGemmEx, missing);
+    bind(h, "cublasGemmStridedBatchedEx", t->cublasGemmStridedBatchedEx, missing);
+    if (missing.empty())
+      cublas_ = std::move(t);
+    break;
+  }
+  case CudaLib::CublasLt: {
+    auto t = std::make_unique<CudaCublasLtApi>();
+    DT_CUDA_CUBLASLT_FNS(DT_CUDA_BIND)
+    if (missing.empty())
+      cublasLt_ = std::move(t);
+    break;
+  }
+  case CudaLib::Nccl: {
+    auto t = std::make_unique<CudaNcclApi>();
+    DT_CUDA_NCCL_FNS(DT_CUDA_BIND)
+    if (missing.empty()) {
+      t->ncclGetVersion(&t->version);
+      nccl_ = std::move(t);
+    }
+    break;
+  }
+  }
+  if (!missing.empty()) {
+    s.error = s.path + " has no symbol `" + missing + "` (a version older than dtensor needs)";
+    dlclose(h);
+    return;
+  }
+  s.handle = h;
+#endif
+}
+
+void CudaLibraries::require(CudaLib lib) {
+  std::lock_guard<std::mutex> lock(mu_);
+  load(lib);
+  if (!slots_[(int)lib].handle)
+    throw RuntimeFault(slots_[(int)lib].error);
+}
+
+bool CudaLibraries::available(CudaLib lib, std::string *why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  load(lib);
+  if (why)
+    *why = slots_[(int)lib].error;
+  return slots_[(int)lib].handle != nullptr;
+}
+
+std::string CudaLibraries::loadedPath(CudaLib lib) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slots_[(int)lib].handle ? slots_[(int)lib].path : "";
+}
+
+const CudaDriverApi &CudaLibraries::driver() {
+  require(CudaLib::Driver);
+  return *driver_;
+}
+const CudaNvrtcApi &CudaLibraries::nvrtc() {
+  require(CudaLib::Nvrtc);
+  return *nvrtc_;
+}
+const CudaCublasApi &CudaLibraries::cublas() {
+  require(CudaLib::Cublas);
+  return *cublas_;
+}
+const CudaCublasLtApi &CudaLibraries::cublasLt() {
+  require(CudaLib::CublasLt);
+  return *cublasLt_;
+}
+const CudaNcclApi &CudaLibraries::nccl() {
+  require(CudaLib::Nccl);
+  return *nccl_;
+}
+
+} // namespace dt

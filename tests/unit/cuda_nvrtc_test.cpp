@@ -1,0 +1,153 @@
+// Unit tests of codegen/Nvrtc (label `nvrtc`): NVRTC compiles a trivial kernel
+// for sm_80 and sm_90 to CUBIN and PTX without a GPU, reports errors and
+// warnings in its log, and the on-disk cache makes a second compile free.
+#include "codegen/Nvrtc.h"
+#include "frontend/Diagnostics.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace dt;
+
+namespace {
+const char *kTrivial = R"(extern "C" __global__ void scale(float *p, long long n, float a) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    p[i] *= a;
+}
+)";
+
+/// A fresh cache directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    path = (std::filesystem::temp_directory_path() /
+            ("dt_nvrtc_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++)))
+               .string();
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  static int &counter() {
+    static int c = 0;
+    return c;
+  }
+};
+} // namespace
+
+TEST_CASE("nvrtc: a trivial kernel compiles for sm_80 and sm_90, cubin and ptx") {
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  NvrtcCompiler nvrtc(libs, "");
+  auto [major, minor] = nvrtc.version();
+  MESSAGE("NVRTC " << major << "." << minor);
+  CHECK(major >= 12);
+  auto archs = nvrtc.supportedArchs();
+  CHECK(std::find(archs.begin(), archs.end(), "sm_90") != archs.end());
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    for (NvrtcOutput out : {NvrtcOutput::Cubin, NvrtcOutput::Ptx}) {
+      NvrtcRequest req;
+      req.source = kTrivial;
+      req.arch = arch;
+      req.output = out;
+      NvrtcResult r = nvrtc.compile(req);
+      INFO(arch << " " << r.log);
+      REQUIRE(r.ok);
+      CHECK(r.log.empty());
+      CHECK_FALSE(r.fromCache);
+      if (out == NvrtcOutput::Cubin) {
+        REQUIRE(r.binary.size() > 4);
+        CHECK(r.binary.compare(0, 4,
+                               "\x7f"
+                               "ELF") == 0);
+      } else {
+        CHECK(r.binary.find(".visible .entry scale") != std::string::npos);
+        CHECK(r.binary.find(std::string(".target ") + arch) != std::string::npos);
+      }
+    }
+  }
+  CHECK(nvrtc.stats().compiles == 4);
+}
+
+TEST_CASE("nvrtc: errors and warnings come back in the log") {
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  NvrtcCompiler nvrtc(libs, "");
+  NvrtcRequest bad;
+  bad.source = "extern \"C\" __global__ void k(float *p) { p[0] = undeclared; }\n";
+  bad.arch = "sm_90";
+  NvrtcResult r = nvrtc.compile(bad);
+  CHECK_FALSE(r.ok);
+  CHECK(r.log.find("undeclared") != std::string::npos);
+
+  NvrtcRequest warn;
+  warn.source = "extern \"C\" __global__ void k(float *p) { int unused = 3; p[0] = 1.0f; }\n";
+  warn.arch = "sm_80";
+  r = nvrtc.compile(warn);
+  CHECK_FALSE(r.ok);
+  CHECK(r.log.find("warnings treated as errors") != std::string::npos);
+  CHECK(r.log.find("unused") != std::string::npos);
+  warn.warningsAsErrors = false;
+  r = nvrtc.compile(warn);
+  CHECK(r.ok);
+  CHECK(r.log.find("unused") != std::string::npos);
+}
+
+TEST_CASE("nvrtc: the disk cache makes the second compile free and leaves no temp files") {
+  if (!cudaHeadersAvailable())
+    return;
+  TempDir dir;
+  CudaLibraries libs;
+  NvrtcRequest req;
+  req.source = kTrivial;
+  req.arch = "sm_90";
+  std::string first;
+  {
+    NvrtcCompiler nvrtc(libs, dir.path);
+    NvrtcResult r = nvrtc.compile(req);
+    REQUIRE(r.ok);
+    CHECK_FALSE(r.fromCache);
+    CHECK(std::filesystem::exists(r.cacheFile));
+    first = r.binary;
+  }
+  NvrtcCompiler again(libs, dir.path); // a "second run"
+  NvrtcResult r = again.compile(req);
+  REQUIRE(r.ok);
+  CHECK(r.fromCache);
+  CHECK(r.binary == first);
+  CHECK(again.stats().compiles == 0);
+  CHECK(again.stats().cacheHits == 1);
+  // A different arch or option is a different entry.
+  req.arch = "sm_80";
+  CHECK_FALSE(again.compile(req).fromCache);
+  req.options = {"-lineinfo"};
+  CHECK_FALSE(again.compile(req).fromCache);
+  int files = 0;
+  for (const auto &e : std::filesystem::directory_iterator(dir.path)) {
+    CHECK(e.path().string().find(".tmp.") == std::string::npos);
+    ++files;
+  }
+  CHECK(files == 3);
+}
+
+TEST_CASE("nvrtc: the cache key depends on source, arch, options and version") {
+  NvrtcRequest a;
+  a.source = "x";
+  NvrtcRequest b = a;
+  b.source = "y";
+  NvrtcRequest c = a;
+  c.arch = "sm_80";
+  NvrtcRequest d = a;
+  d.options = {"-lineinfo"};
+  std::string k = nvrtcCacheKey(a, 13, 0);
+  CHECK(k.size() == 32);
+  CHECK(k == nvrtcCacheKey(a, 13, 0));
+  CHECK(k != nvrtcCacheKey(b, 13, 0));
+  CHECK(k != nvrtcCacheKey(c, 13, 0));
+  CHECK(k != nvrtcCacheKey(d, 13, 0));
+  CHECK(k != nvrtcCacheKey(a, 13, 1));
+}

@@ -1,0 +1,80 @@
+// This file implements tensor formatting (see Format.h).
+#include "runtime/Format.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace dt {
+
+namespace {
+
+constexpr int64_t kSummaryThreshold = 1000; ///< numpy's default threshold
+constexpr int64_t kEdgeItems = 3;           ///< numpy's default edgeitems
+
+template <class F> std::string shortest(F v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+void formatRec(const HostTensor &t, const std::vector<int64_t> &strides, int dim, int64_t base,
+               bool summary, std::string &out) {
+  if (dim == t.rank()) {
+    out += formatElement(t, base);
+    return;
+  }
+  int64_t n = t.shape[dim];
+  out += '[';
+  bool cut = summary && n > 2 * kEdgeItems;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == kEdgeItems) {
+      out += ", ...";
+      i = n - kEdgeItems;
+    }
+    if (i)
+      out += ", ";
+    formatRec(t, strides, dim + 1, base + i * strides[dim], summary, out);
+  }
+  out += ']';
+}
+
+std::string formatImpl(const HostTensor &t, bool summary) {
+  if (t.rank() == 0)
+    return formatElement(t, 0);
+  std::string out;
+  formatRec(t, rowMajorStrides(t.shape), 0, 0, summary, out);
+  return out;
+}
+
+} // namespace
+
+std::string formatF32(float v) { return shortest(v); }
+std::string formatF64(double v) { return shortest(v); }
+
+std::string formatElement(const HostTensor &t, int64_t i) {
+  switch (t.dtype) {
+  case DType::F32:
+    return formatF32(t.data<float>()[i]);
+  case DType::F64:
+    return formatF64(t.data<double>()[i]);
+  case DType::I32:
+    return std::to_string(t.data<int32_t>()[i]);
+  case DType::I64:
+    return std::to_string(t.data<int64_t>()[i]);
+  case DType::Bool:
+    return t.data<uint8_t>()[i] ? "true" : "false";
+  }
+  return "?";
+}
+
+std::string formatTensor(const HostTensor &t) {
+  return formatImpl(t, t.numel() > kSummaryThreshold);
+}
+
+std::string formatTensorFull(const HostTensor &t) { return formatImpl(t, false); }
+
+} // namespace dt

@@ -1,0 +1,44 @@
+// This file implements dtensor's layout-independent random numbers: a
+// stateless counter-based generator keyed by (seed, global element index).
+//
+// Every backend (reference evaluator, CPU JIT kernels, CUDA kernels) must
+// re-implement exactly these formulas, bit for bit: a `random` op gives the
+// element at GLOBAL row-major linear index i the value f(seed, i), so a rank
+// that generates only its local block produces exactly the slice of the full
+// tensor that one device would have generated. All math below is f32 (the
+// f64 variant of a tensor computes the same f32 value and widens it).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace dt {
+
+/// SplitMix64's output function (Steele, Lea, Flood 2014).
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// 64 random bits for element `counter` of the stream keyed by `seed`.
+inline uint64_t rngBits(uint64_t seed, uint64_t counter) {
+  return splitmix64(splitmix64(seed) ^ counter);
+}
+
+/// Uniform in [0, 1) with 24 random bits (exactly representable in f32).
+inline float uniform01(uint64_t seed, uint64_t i) {
+  return (float)(rngBits(seed, i) >> 40) * 0x1p-24f;
+}
+
+/// Standard normal by Box-Muller over counters 2i and 2i+1, in f32 math.
+/// `1 - u1` lies in (0, 1], so the logarithm is finite.
+inline float normal(uint64_t seed, uint64_t i) {
+  float u1 = uniform01(seed, 2 * i);
+  float u2 = uniform01(seed, 2 * i + 1);
+  const float twoPi = 6.28318530717958647692f;
+  return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(twoPi * u2);
+}
+
+} // namespace dt

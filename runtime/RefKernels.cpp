@@ -1,0 +1,371 @@
+// This file implements the elementwise, reduction and source kernels of the
+// reference evaluator (see RefKernels.h for the numerics they define).
+// Contractions and data movement live in RefKernelsData.cpp.
+#include "runtime/RefKernels.h"
+
+#include "frontend/Diagnostics.h"
+#include "runtime/Random.h"
+#include "runtime/RefKernelsUtil.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dt::ref {
+
+std::string dimsStr(const Dims &d) {
+  std::string r = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(d[i]);
+  return r + "]";
+}
+
+Dims broadcastShapes(const std::vector<Dims> &shapes) {
+  size_t rank = 0;
+  for (auto &s : shapes)
+    rank = std::max(rank, s.size());
+  Dims out(rank, 1);
+  for (auto &s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      int64_t d = s[i];
+      if (d == o || d == 1)
+        continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string all;
+      for (auto &t : shapes)
+        all += (all.empty() ? "" : " and ") + dimsStr(t);
+      throw InternalError("reference evaluator: shapes " + all + " do not broadcast");
+    }
+  return out;
+}
+
+HostTensor cast(const HostTensor &x, DType to) {
+  if (x.dtype == to)
+    return x;
+  HostTensor r(to, x.shape);
+  int64_t n = x.numel();
+  dispatch(x.dtype, [&](auto s) {
+    using S = decltype(s);
+    dispatch(to, [&](auto d) {
+      using D = decltype(d);
+      const S *src = x.data<S>();
+      D *dst = r.data<D>();
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = convert<D>(src[i]);
+    });
+  });
+  return r;
+}
+
+namespace {
+
+template <class T> T unaryOp(Op op, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+    case Op::Neg:
+      return -v;
+    case Op::Exp:
+      return std::exp(v);
+    case Op::Log:
+      return std::log(v);
+    case Op::Sqrt:
+      return std::sqrt(v);
+    case Op::Rsqrt:
+      return T(1) / std::sqrt(v);
+    case Op::Tanh:
+      return std::tanh(v);
+    case Op::Sigmoid:
+      return T(1) / (T(1) + std::exp(-v));
+    case Op::Relu:
+      return v < T(0) ? T(0) : v;
+    case Op::Abs:
+      return std::fabs(v);
+    case Op::Sin:
+      return std::sin(v);
+    case Op::Cos:
+      return std::cos(v);
+    case Op::Not:
+      return v == T(0) ? T(1) : T(0);
+    default:
+      break;
+    }
+  } else {
+    switch (op) {
+    case Op::Neg:
+      return wrapSub<T>(T(0), v);
+    case Op::Abs:
+      return isNegative(v) ? wrapSub<T>(T(0), v) : v;
+    case Op::Relu:
+      return isNegative(v) ? T(0) : v;
+    case Op::Not:
+      return v == 0 ? T(1) : T(0);
+    default:
+      // Transcendental ops on integers: compute in double, convert back.
+      return convert<T>(unaryOp<double>(op, (double)v));
+    }
+  }
+  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not unary");
+}
+
+template <class T> T powInt(T b, T e) {
+  if constexpr (std::is_signed_v<T>)
+    if (e < 0)
+      return b == 1 ? T(1) : b == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
+  T r = 1;
+  while (e) {
+    if (e & 1)
+      r = wrapMul(r, b);
+    b = wrapMul(b, b);
+    e >>= 1;
+  }
+  return r;
+}
+
+template <class T> T arith(Op op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+    case Op::Add:
+      return a + b;
+    case Op::Sub:
+      return a - b;
+    case Op::Mul:
+      return a * b;
+    case Op::Div:
+      return a / b;
+    case Op::Pow:
+      return std::pow(a, b);
+    case Op::Maximum:
+      return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
+    case Op::Minimum:
+      return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
+    default:
+      break;
+    }
+  } else {
+    switch (op) {
+    case Op::Add:
+      return wrapAdd(a, b);
+    case Op::Sub:
+      return wrapSub(a, b);
+    case Op::Mul:
+      return wrapMul(a, b);
+    case Op::Div:
+      if (b == 0)
+        return 0;
+      if constexpr (std::is_signed_v<T>)
+        if (b == -1)
+          return wrapSub<T>(T(0), a); // avoids INT_MIN / -1 overflow
+      return a / b;
+    case Op::Pow:
+      return powInt(a, b);
+    case Op::Maximum:
+      return a < b ? b : a;
+    case Op::Minimum:
+      return b < a ? b : a;
+    default:
+      break;
+    }
+  }
+  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not arithmetic");
+}
+
+template <class T> bool compare(Op op, T a, T b) {
+  switch (op) {
+  case Op::Eq:
+    return a == b;
+  case Op::Ne:
+    return a != b;
+  case Op::Lt:
+    return a < b;
+  case Op::Le:
+    return a <= b;
+  case Op::Gt:
+    return a > b;
+  case Op::Ge:
+    return a >= b;
+  case Op::And:
+    return a != T(0) && b != T(0);
+  case Op::Or:
+    return a != T(0) || b != T(0);
+  default:
+    break;
+  }
+  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not a comparison");
+}
+
+bool isPredicate(Op op) {
+  switch (op) {
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
+  case Op::And:
+  case Op::Or:
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+HostTensor unary(Op op, const HostTensor &x0, DType out) {
+  if (op == Op::Cast)
+    return cast(x0, out);
+  // Arithmetic on bool is done on 0/1 integers.
+  HostTensor x = x0.dtype == DType::Bool && op != Op::Not ? cast(x0, DType::I32) : x0;
+  HostTensor r(x.dtype, x.shape);
+  int64_t n = x.numel();
+  dispatch(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *src = x.data<T>();
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = unaryOp<T>(op, src[i]);
+  });
+  return cast(r, out);
+}
+
+HostTensor binary(Op op, const HostTensor &a0, const HostTensor &b0, DType out) {
+  DType ct = a0.dtype;
+  if (ct == DType::Bool && !isPredicate(op))
+    ct = DType::I32;
+  HostTensor a = cast(a0, ct), b = cast(b0, ct);
+  Dims shape = broadcastShapes({a.shape, b.shape});
+  bool pred = isPredicate(op);
+  HostTensor r(pred ? DType::Bool : ct, shape);
+  Dims sa = broadcastStrides(a.shape, shape), sb = broadcastStrides(b.shape, shape);
+  dispatch(ct, [&](auto t) {
+    using T = decltype(t);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    int64_t k = 0;
+    forEachIndex(shape, {&sa, &sb}, [&](const int64_t *off) {
+      if (pred)
+        r.data<uint8_t>()[k++] = compare<T>(op, pa[off[0]], pb[off[1]]);
+      else
+        r.data<T>()[k++] = arith<T>(op, pa[off[0]], pb[off[1]]);
+    });
+  });
+  return cast(r, out);
+}
+
+HostTensor select(const HostTensor &c0, const HostTensor &a0, const HostTensor &b0, DType out) {
+  HostTensor c = cast(c0, DType::Bool), a = a0, b = cast(b0, a0.dtype);
+  Dims shape = broadcastShapes({c.shape, a.shape, b.shape});
+  HostTensor r(a.dtype, shape);
+  Dims sc = broadcastStrides(c.shape, shape), sa = broadcastStrides(a.shape, shape),
+       sb = broadcastStrides(b.shape, shape);
+  dispatch(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    const uint8_t *pc = c.data<uint8_t>();
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T *dst = r.data<T>();
+    int64_t k = 0;
+    forEachIndex(shape, {&sc, &sa, &sb},
+                 [&](const int64_t *off) { dst[k++] = pc[off[0]] ? pa[off[1]] : pb[off[2]]; });
+  });
+  return cast(r, out);
+}
+
+HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims, DType out) {
+  HostTensor x = x0.dtype == DType::Bool ? cast(x0, DType::I64) : x0;
+  std::vector<bool> reduced(x.rank(), false);
+  for (auto d : dims) {
+    if (d < 0 || d >= x.rank())
+      throw InternalError("reference evaluator: reduce dim " + std::to_string(d) +
+                          " out of range for rank " + std::to_string(x.rank()));
+    reduced[d] = true;
+  }
+  Dims oshape, ostrideFull(x.rank(), 0);
+  for (int d = 0; d < x.rank(); ++d)
+    if (!reduced[d])
+      oshape.push_back(x.shape[d]);
+  Dims os = rowMajorStrides(oshape);
+  for (int d = 0, k = 0; d < x.rank(); ++d)
+    if (!reduced[d])
+      ostrideFull[d] = os[k++];
+  Dims xs = rowMajorStrides(x.shape);
+  HostTensor r(x.dtype, oshape);
+  int64_t on = r.numel();
+  dispatch(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    std::vector<Acc> acc((size_t)on);
+    for (auto &v : acc) {
+      if (op == Op::ReduceSum)
+        v = Acc(0);
+      else if constexpr (std::is_floating_point_v<T>)
+        v = op == Op::ReduceMax ? -INFINITY : INFINITY;
+      else
+        v = op == Op::ReduceMax ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+    }
+    const T *src = x.data<T>();
+    forEachIndex(x.shape, {&xs, &ostrideFull}, [&](const int64_t *off) {
+      Acc v = (Acc)src[off[0]];
+      Acc &a = acc[off[1]];
+      if (op == Op::ReduceSum)
+        a = arith<Acc>(Op::Add, a, v);
+      else
+        a = arith<Acc>(op == Op::ReduceMax ? Op::Maximum : Op::Minimum, a, v);
+    });
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < on; ++i)
+      dst[i] = (T)acc[i];
+  });
+  return cast(r, out);
+}
+
+HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape) {
+  HostTensor r(dt, shape);
+  int64_t n = r.numel();
+  if (data.size() != 1 && (int64_t)data.size() != n)
+    throw InternalError("reference evaluator: `const` has " + std::to_string(data.size()) +
+                        " values for shape " + dimsStr(shape));
+  dispatch(dt, [&](auto t) {
+    using T = decltype(t);
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = convert<T>(data.size() == 1 ? data[0] : data[i]);
+  });
+  return r;
+}
+
+HostTensor fill(double v, DType dt, const Dims &shape) { return constant({v}, dt, shape); }
+
+HostTensor random(const std::string &kind, uint64_t seed, DType dt, const Dims &shape) {
+  if (kind != "normal" && kind != "uniform")
+    throw InternalError("reference evaluator: unknown random distribution `" + kind + "`");
+  bool isNormal = kind == "normal";
+  HostTensor r(dt, shape);
+  int64_t n = r.numel();
+  dispatch(dt, [&](auto t) {
+    using T = decltype(t);
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = convert<T>(isNormal ? normal(seed, (uint64_t)i) : uniform01(seed, (uint64_t)i));
+  });
+  return r;
+}
+
+HostTensor iota(int64_t dim, DType dt, const Dims &shape) {
+  if (dim < 0 || dim >= (int64_t)shape.size())
+    throw InternalError("reference evaluator: `iota` dim " + std::to_string(dim) +
+                        " out of range for shape " + dimsStr(shape));
+  HostTensor r(dt, shape);
+  Dims st = rowMajorStrides(shape);
+  int64_t n = r.numel();
+  dispatch(dt, [&](auto t) {
+    using T = decltype(t);
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = convert<T>((i / st[dim]) % shape[dim]);
+  });
+  return r;
+}
+
+} // namespace dt::ref

@@ -1,0 +1,59 @@
+// This file implements the reference evaluator's kernels: plain, obviously
+// correct loops over whole (global) HostTensors, one function per op family.
+// They define the numerics every backend is compared against:
+//  * computation happens in the operands' dtype (f32 math in f32), except that
+//    f32/f64 sums, matmuls and einsums accumulate in double for a stable oracle;
+//  * integers wrap (two's complement); integer division truncates and x / 0 = 0;
+//  * `maximum`/`minimum`/`reduce_max`/`reduce_min` propagate NaN (numpy);
+//  * cast float -> int truncates towards zero, saturates at the integer range
+//    and maps NaN to 0; int -> int wraps; anything -> bool is `!= 0`.
+// Kernels never modify their inputs; outputs are fresh tensors (reshape may
+// share the input's buffer, which is safe because values are immutable).
+// Bad shapes that the type checker should have caught raise InternalError;
+// data-dependent faults (index out of range) raise RuntimeFault.
+#pragma once
+
+#include "ir/IR.h"
+#include "runtime/HostTensor.h"
+
+#include <string>
+#include <vector>
+
+namespace dt::ref {
+
+using Dims = std::vector<int64_t>;
+
+/// numpy broadcast of several shapes (right-aligned, size 1 stretches).
+Dims broadcastShapes(const std::vector<Dims> &shapes);
+
+HostTensor cast(const HostTensor &x, DType to);
+/// Unary elementwise op (not Cast), result converted to `out`.
+HostTensor unary(Op op, const HostTensor &x, DType out);
+/// Binary elementwise op with broadcasting, result converted to `out`.
+HostTensor binary(Op op, const HostTensor &a, const HostTensor &b, DType out);
+HostTensor select(const HostTensor &c, const HostTensor &a, const HostTensor &b, DType out);
+/// reduce_sum / reduce_max / reduce_min over `dims` (removed from the shape).
+HostTensor reduce(Op op, const HostTensor &x, const std::vector<int64_t> &dims, DType out);
+/// numpy matmul: batch dims broadcast; 1-D operands are promoted and squeezed.
+HostTensor matmul(const HostTensor &a, const HostTensor &b, DType out);
+/// General einsum over one or two operands (repeated letters = diagonals).
+HostTensor einsum(const std::string &spec, const std::vector<HostTensor> &xs, DType out);
+HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm);
+HostTensor reshape(const HostTensor &x, const Dims &shape);
+HostTensor broadcastTo(const HostTensor &x, const Dims &shape);
+/// out = x[:dim] + ids.shape + x[dim+1:]; ids i32/i64, range-checked.
+HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim);
+/// base with src's slices added at rows ids along dim (adjoint of indexSelect).
+HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                    int64_t dim);
+
+HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape);
+HostTensor fill(double v, DType dt, const Dims &shape);
+/// `kind` is "normal" or "uniform"; element i gets the Random.h value for (seed, i).
+HostTensor random(const std::string &kind, uint64_t seed, DType dt, const Dims &shape);
+HostTensor iota(int64_t dim, DType dt, const Dims &shape);
+
+/// `[2, 3]` for messages.
+std::string dimsStr(const Dims &d);
+
+} // namespace dt::ref

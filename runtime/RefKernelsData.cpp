@@ -1,0 +1,310 @@
+// This file implements the contraction (matmul, einsum) and data-movement
+// (transpose, reshape, broadcast, index_select, index_add) kernels of the
+// reference evaluator (see RefKernels.h).
+#include "frontend/Diagnostics.h"
+#include "runtime/RefKernels.h"
+#include "runtime/RefKernelsUtil.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace dt::ref {
+
+namespace {
+
+/// Copies x read through `strides` (one per out dim) into a tensor of `shape`.
+HostTensor gather(const HostTensor &x, const Dims &shape, const Dims &strides) {
+  HostTensor r(x.dtype, shape);
+  dispatch(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *src = x.data<T>();
+    T *dst = r.data<T>();
+    int64_t k = 0;
+    forEachIndex(shape, {&strides}, [&](const int64_t *off) { dst[k++] = src[off[0]]; });
+  });
+  return r;
+}
+
+/// Reads index `j` of an i32/i64 id tensor.
+int64_t idAt(const HostTensor &ids, int64_t j) {
+  return ids.dtype == DType::I32 ? ids.data<int32_t>()[j] : ids.data<int64_t>()[j];
+}
+
+void checkIds(const char *op, const HostTensor &ids) {
+  if (ids.dtype != DType::I32 && ids.dtype != DType::I64)
+    throw InternalError(std::string("reference evaluator: `") + op + "` needs i32/i64 ids, got " +
+                        dtypeName(ids.dtype));
+}
+
+int64_t checkedId(const char *op, const HostTensor &ids, int64_t j, int64_t dim, int64_t bound) {
+  int64_t id = idAt(ids, j);
+  if (id < 0 || id >= bound)
+    throw RuntimeFault(std::string("`") + op + "`: index " + std::to_string(id) +
+                       " is out of range for dim " + std::to_string(dim) + " of size " +
+                       std::to_string(bound));
+  return id;
+}
+
+void checkDim(const char *op, int64_t dim, int rank) {
+  if (dim < 0 || dim >= rank)
+    throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
+                        std::to_string(dim) + " out of range for rank " + std::to_string(rank));
+}
+
+} // namespace
+
+HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
+  DType ct = a0.dtype == DType::Bool ? DType::I64 : a0.dtype;
+  HostTensor a = cast(a0, ct), b = cast(b0, ct);
+  if (a.rank() == 0 || b.rank() == 0)
+    throw InternalError("reference evaluator: `matmul` of a rank-0 tensor");
+  Dims as = a.shape, bs = b.shape;
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec)
+    as.insert(as.begin(), 1);
+  if (bVec)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], n = bs.back();
+  if (k != k2)
+    throw InternalError("reference evaluator: `matmul` of " + dimsStr(a.shape) + " and " +
+                        dimsStr(b.shape) + ": contraction sizes differ");
+  Dims ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  Dims batch = broadcastShapes({ab, bb});
+  Dims sa = broadcastStrides(ab, batch), sb = broadcastStrides(bb, batch);
+  for (auto &s : sa)
+    s *= m * k;
+  for (auto &s : sb)
+    s *= k * n;
+  Dims oshape = batch;
+  oshape.push_back(m);
+  oshape.push_back(n);
+  HostTensor r(ct, oshape);
+  dispatch(ct, [&](auto t) {
+    using T = decltype(t);
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T *dst = r.data<T>();
+    int64_t blk = 0;
+    forEachIndex(batch, {&sa, &sb}, [&](const int64_t *off) {
+      const T *A = pa + off[0], *B = pb + off[1];
+      T *C = dst + blk++ * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          Acc acc = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            if constexpr (std::is_floating_point_v<T>)
+              acc += (Acc)A[i * k + p] * (Acc)B[p * n + j];
+            else
+              acc = wrapAdd(acc, wrapMul(A[i * k + p], B[p * n + j]));
+          }
+          C[i * n + j] = (T)acc;
+        }
+    });
+  });
+  if (aVec)
+    oshape.erase(oshape.end() - 2);
+  if (bVec)
+    oshape.pop_back();
+  r.shape = oshape;
+  return cast(r, out);
+}
+
+HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, DType out) {
+  auto bad = [&](const std::string &why) {
+    return InternalError("reference evaluator: einsum `" + spec0 + "`: " + why);
+  };
+  std::string spec;
+  for (char c : spec0)
+    if (c != ' ')
+      spec += c;
+  size_t arrow = spec.find("->");
+  std::string lhs = spec.substr(0, arrow);
+  std::vector<std::string> ins(1);
+  for (char c : lhs) {
+    if (c == ',')
+      ins.emplace_back();
+    else
+      ins.back() += c;
+  }
+  if (ins.size() != xs0.size() || xs0.empty() || xs0.size() > 2)
+    throw bad("spec has " + std::to_string(ins.size()) + " inputs but got " +
+              std::to_string(xs0.size()) + " operands");
+  std::map<char, int64_t> size, count;
+  std::string order; // every letter, in order of first appearance
+  for (size_t j = 0; j < ins.size(); ++j) {
+    if ((int)ins[j].size() != xs0[j].rank())
+      throw bad("input `" + ins[j] + "` does not match an operand of shape " +
+                dimsStr(xs0[j].shape));
+    for (size_t p = 0; p < ins[j].size(); ++p) {
+      char c = ins[j][p];
+      if (!std::isalpha((unsigned char)c))
+        throw bad(std::string("bad letter `") + c + "`");
+      if (!size.count(c)) {
+        size[c] = xs0[j].shape[p];
+        order += c;
+      } else if (size[c] != xs0[j].shape[p]) {
+        throw bad(std::string("letter `") + c + "` has sizes " + std::to_string(size[c]) + " and " +
+                  std::to_string(xs0[j].shape[p]));
+      }
+      ++count[c];
+    }
+  }
+  std::string outL;
+  if (arrow != std::string::npos) {
+    outL = spec.substr(arrow + 2);
+    for (size_t i = 0; i < outL.size(); ++i)
+      if (!size.count(outL[i]) || outL.find(outL[i]) != i)
+        throw bad(std::string("bad output letter `") + outL[i] + "`");
+  } else {
+    for (auto &[c, n] : count)
+      if (n == 1)
+        outL += c;
+  }
+  std::string all = outL;
+  for (char c : order)
+    if (outL.find(c) == std::string::npos)
+      all += c;
+  Dims dims, oshape;
+  for (char c : all)
+    dims.push_back(size[c]);
+  for (char c : outL)
+    oshape.push_back(size[c]);
+  DType ct = xs0[0].dtype == DType::Bool ? DType::I64 : xs0[0].dtype;
+  std::vector<HostTensor> xs;
+  std::vector<Dims> st;
+  for (size_t j = 0; j < xs0.size(); ++j) {
+    xs.push_back(cast(xs0[j], ct));
+    Dims rs = rowMajorStrides(xs0[j].shape), s(all.size(), 0);
+    for (size_t p = 0; p < ins[j].size(); ++p)
+      s[all.find(ins[j][p])] += rs[p];
+    st.push_back(s);
+  }
+  Dims ost(all.size(), 0), ors = rowMajorStrides(oshape);
+  for (size_t i = 0; i < outL.size(); ++i)
+    ost[i] = ors[i];
+  HostTensor r(ct, oshape);
+  dispatch(ct, [&](auto t) {
+    using T = decltype(t);
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    std::vector<Acc> acc((size_t)r.numel(), Acc(0));
+    const T *p0 = xs[0].data<T>();
+    auto add = [&](Acc &a, Acc v) {
+      if constexpr (std::is_floating_point_v<T>)
+        a += v;
+      else
+        a = wrapAdd(a, v);
+    };
+    if (xs.size() == 1) {
+      forEachIndex(dims, {&st[0], &ost}, [&](const int64_t *o) { add(acc[o[1]], (Acc)p0[o[0]]); });
+    } else {
+      const T *p1 = xs[1].data<T>();
+      forEachIndex(dims, {&st[0], &st[1], &ost}, [&](const int64_t *o) {
+        if constexpr (std::is_floating_point_v<T>)
+          add(acc[o[2]], (Acc)p0[o[0]] * (Acc)p1[o[1]]);
+        else
+          add(acc[o[2]], wrapMul(p0[o[0]], p1[o[1]]));
+      });
+    }
+    T *dst = r.data<T>();
+    for (size_t i = 0; i < acc.size(); ++i)
+      dst[i] = (T)acc[i];
+  });
+  return cast(r, out);
+}
+
+HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm) {
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != (int64_t)i || (int)perm.size() != x.rank())
+      throw InternalError("reference evaluator: bad `transpose` permutation for rank " +
+                          std::to_string(x.rank()));
+  Dims xs = rowMajorStrides(x.shape), shape, st;
+  for (auto p : perm) {
+    shape.push_back(x.shape[p]);
+    st.push_back(xs[p]);
+  }
+  return gather(x, shape, st);
+}
+
+HostTensor reshape(const HostTensor &x, const Dims &shape) {
+  HostTensor r = x;
+  r.shape = shape;
+  if (r.numel() != x.numel())
+    throw InternalError("reference evaluator: cannot reshape " + dimsStr(x.shape) + " to " +
+                        dimsStr(shape));
+  return r;
+}
+
+HostTensor broadcastTo(const HostTensor &x, const Dims &shape) {
+  if (broadcastShapes({x.shape, shape}) != shape)
+    throw InternalError("reference evaluator: cannot broadcast " + dimsStr(x.shape) + " to " +
+                        dimsStr(shape));
+  return gather(x, shape, broadcastStrides(x.shape, shape));
+}
+
+HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim) {
+  checkIds("index_select", ids);
+  checkDim("index_select", dim, x.rank());
+  int64_t outer = 1, inner = 1, n = x.shape[dim], nid = ids.numel();
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= x.shape[d];
+  for (int64_t d = dim + 1; d < x.rank(); ++d)
+    inner *= x.shape[d];
+  Dims shape(x.shape.begin(), x.shape.begin() + dim);
+  shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
+  shape.insert(shape.end(), x.shape.begin() + dim + 1, x.shape.end());
+  HostTensor r(x.dtype, shape);
+  size_t es = (size_t)dtypeSize(x.dtype);
+  const char *src = (const char *)x.raw();
+  char *dst = (char *)r.raw();
+  for (int64_t j = 0; j < nid; ++j) {
+    int64_t id = checkedId("index_select", ids, j, dim, n);
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + ((o * nid + j) * inner) * es, src + ((o * n + id) * inner) * es,
+                  (size_t)inner * es);
+  }
+  return r;
+}
+
+HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,
+                    int64_t dim) {
+  checkIds("index_add", ids);
+  checkDim("index_add", dim, base.rank());
+  int64_t outer = 1, inner = 1, n = base.shape[dim], nid = ids.numel();
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= base.shape[d];
+  for (int64_t d = dim + 1; d < base.rank(); ++d)
+    inner *= base.shape[d];
+  if (src0.numel() != outer * nid * inner)
+    throw InternalError("reference evaluator: `index_add` source of shape " + dimsStr(src0.shape) +
+                        " does not match base " + dimsStr(base.shape) + " and ids " +
+                        dimsStr(ids.shape));
+  HostTensor r = base.clone();
+  HostTensor src = cast(src0, base.dtype);
+  for (int64_t j = 0; j < nid; ++j)
+    checkedId("index_add", ids, j, dim, n);
+  dispatch(base.dtype, [&](auto t) {
+    using T = decltype(t);
+    T *dst = r.data<T>();
+    const T *s = src.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < nid; ++j) {
+        int64_t id = idAt(ids, j);
+        for (int64_t i = 0; i < inner; ++i) {
+          T &d = dst[(o * n + id) * inner + i];
+          T v = s[(o * nid + j) * inner + i];
+          if constexpr (std::is_same_v<T, uint8_t>)
+            d = (d || v) ? 1 : 0;
+          else if constexpr (std::is_floating_point_v<T>)
+            d += v;
+          else
+            d = wrapAdd(d, v);
+        }
+      }
+  });
+  return r;
+}
+
+} // namespace dt::ref

@@ -1,0 +1,116 @@
+// This file implements the small templates shared by the reference kernels:
+// dtype dispatch, the value conversions of `cast`, wrapping integer arithmetic
+// and an odometer over a shape that tracks several strided offsets at once.
+// Internal to runtime/RefKernels*.cpp.
+#pragma once
+
+#include "runtime/HostTensor.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace dt::ref {
+
+/// Calls f(T{}) with T the C++ element type of `t` (bool is uint8_t).
+template <class F> void dispatch(DType t, F &&f) {
+  switch (t) {
+  case DType::F32:
+    f(float{});
+    return;
+  case DType::F64:
+    f(double{});
+    return;
+  case DType::I32:
+    f(int32_t{});
+    return;
+  case DType::I64:
+    f(int64_t{});
+    return;
+  case DType::Bool:
+    f(uint8_t{});
+    return;
+  }
+}
+
+/// The `cast` conversion: to bool is `!= 0`; float -> int truncates,
+/// saturates and maps NaN to 0; int -> int wraps.
+template <class D, class S> D convert(S v) {
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    return v != S(0) ? 1 : 0;
+  } else if constexpr (std::is_floating_point_v<D>) {
+    return (D)v;
+  } else if constexpr (std::is_floating_point_v<S>) {
+    if (std::isnan(v))
+      return 0;
+    if (v <= (S)std::numeric_limits<D>::min())
+      return std::numeric_limits<D>::min();
+    if (v >= (S)std::numeric_limits<D>::max())
+      return std::numeric_limits<D>::max();
+    return (D)v;
+  } else {
+    return (D)v; // modular since C++20
+  }
+}
+
+template <class T> T wrapAdd(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return (T)(U)((U)a + (U)b);
+}
+template <class T> T wrapSub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return (T)(U)((U)a - (U)b);
+}
+template <class T> T wrapMul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return (T)(U)((U)a * (U)b);
+}
+template <class T> bool isNegative(T v) {
+  if constexpr (std::is_signed_v<T>)
+    return v < 0;
+  else
+    return false;
+}
+
+/// Strides (in elements) to read a tensor of shape `in` broadcast to `out`:
+/// right-aligned, 0 for stretched and missing leading dims.
+inline std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
+                                             const std::vector<int64_t> &out) {
+  std::vector<int64_t> s(out.size(), 0), rs = rowMajorStrides(in);
+  size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    s[lead + i] = (in[i] == 1 && out[lead + i] != 1) ? 0 : rs[i];
+  return s;
+}
+
+/// Visits every index of `shape` in row-major order, calling fn(offsets)
+/// where offsets[j] = sum_d index[d] * strides[j][d].
+template <class F>
+void forEachIndex(const std::vector<int64_t> &shape,
+                  std::initializer_list<const std::vector<int64_t> *> strides, F &&fn) {
+  std::vector<const std::vector<int64_t> *> st(strides);
+  int64_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  if (n == 0)
+    return;
+  int r = (int)shape.size();
+  std::vector<int64_t> idx(r, 0), off(st.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    fn((const int64_t *)off.data());
+    for (int d = r - 1; d >= 0; --d) {
+      ++idx[d];
+      for (size_t j = 0; j < st.size(); ++j)
+        off[j] += (*st[j])[d];
+      if (idx[d] < shape[d])
+        break;
+      for (size_t j = 0; j < st.size(); ++j)
+        off[j] -= (*st[j])[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace dt::ref

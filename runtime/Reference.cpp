@@ -1,0 +1,247 @@
+// This file implements the reference evaluator's interpreter loop: frames,
+// size-symbol binding, control flow (for, call, return) and the dispatch of
+// every op to its kernel in RefKernels.h.
+#include "runtime/Reference.h"
+
+#include "frontend/Diagnostics.h"
+#include "runtime/Format.h"
+#include "runtime/RefKernels.h"
+
+#include <map>
+
+namespace dt {
+
+struct ReferenceEvaluator::Frame {
+  const Function &f;
+  std::vector<HostTensor> vals;
+  std::vector<bool> set;
+  std::map<std::string, int64_t> syms; ///< size symbols bound at the call
+
+  explicit Frame(const Function &fn)
+      : f(fn), vals(fn.values.size()), set(fn.values.size(), false) {}
+
+  const HostTensor &get(int id) const {
+    if (id < 0 || id >= (int)vals.size() || !set[id])
+      throw InternalError("reference evaluator: value %" + std::to_string(id) + " of `" + f.name +
+                          "` is used before it is defined");
+    return vals[id];
+  }
+  void put(int id, HostTensor t) {
+    if (id < 0 || id >= (int)vals.size())
+      throw InternalError("reference evaluator: bad value id %" + std::to_string(id));
+    vals[id] = std::move(t);
+    set[id] = true;
+  }
+  const TensorType &type(int id) const {
+    if (id < 0 || id >= (int)f.values.size())
+      throw InternalError("reference evaluator: bad value id %" + std::to_string(id));
+    return f.values[id].type;
+  }
+  /// The concrete shape of a type, with this call's size symbols substituted.
+  std::vector<int64_t> dims(const TensorType &t) const {
+    std::vector<int64_t> r;
+    for (auto &d : t.shape) {
+      if (!d.isSym()) {
+        r.push_back(d.value);
+        continue;
+      }
+      auto it = syms.find(d.sym);
+      if (it == syms.end())
+        throw InternalError("reference evaluator: size `" + d.sym + "` of `" + t.str() + "` in `" +
+                            f.name + "` is not bound; specialize the function first");
+      r.push_back(it->second);
+    }
+    return r;
+  }
+};
+
+ReferenceEvaluator::ReferenceEvaluator(const Module &m, std::ostream &out) : m_(m), out_(out) {}
+
+std::vector<HostTensor> ReferenceEvaluator::run(const std::string &fn,
+                                                const std::vector<HostTensor> &args) {
+  const Function *f = m_.find(fn);
+  if (!f)
+    throw RuntimeFault("no function `" + fn + "` to run");
+  return call(*f, args, 0);
+}
+
+std::vector<HostTensor> ReferenceEvaluator::call(const Function &f,
+                                                 const std::vector<HostTensor> &args, int depth) {
+  if (depth > kMaxCallDepth)
+    throw RuntimeFault("calls nest deeper than " + std::to_string(kMaxCallDepth) + " at `" +
+                       f.name + "`");
+  if (args.size() != f.params.size())
+    throw RuntimeFault("`" + f.name + "` takes " + std::to_string(f.params.size()) +
+                       " arguments, got " + std::to_string(args.size()));
+  Frame fr(f);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorType &t = fr.type(f.params[i]);
+    const HostTensor &a = args[i];
+    auto mismatch = [&]() {
+      return RuntimeFault("argument " + std::to_string(i) + " of `" + f.name + "`: expected `" +
+                          t.str() + "`, got " + dtypeName(a.dtype) + ref::dimsStr(a.shape));
+    };
+    if (a.dtype != t.dtype || a.rank() != t.rank())
+      throw mismatch();
+    for (int d = 0; d < t.rank(); ++d) {
+      const Dim &dim = t.shape[d];
+      if (!dim.isSym()) {
+        if (dim.value != a.shape[d])
+          throw mismatch();
+      } else if (auto it = fr.syms.find(dim.sym); it != fr.syms.end()) {
+        if (it->second != a.shape[d])
+          throw mismatch();
+      } else {
+        fr.syms[dim.sym] = a.shape[d];
+      }
+    }
+    fr.put(f.params[i], a);
+  }
+  for (size_t i = 0; i < f.body.args.size() && i < args.size(); ++i)
+    if (f.body.args[i] != f.params[i])
+      fr.put(f.body.args[i], args[i]);
+  return runBlock(f.body, fr, depth);
+}
+
+std::vector<HostTensor> ReferenceEvaluator::runBlock(const Block &b, Frame &fr, int depth) {
+  for (auto &in : b.insts) {
+    if (in.op == Op::Return || in.op == Op::Yield) {
+      std::vector<HostTensor> r;
+      for (int id : in.operands)
+        r.push_back(fr.get(id));
+      return r;
+    }
+    auto res = evalInst(in, fr, depth);
+    if (res.size() != in.results.size())
+      throw InternalError(std::string("reference evaluator: `") + opName(in.op) + "` produced " +
+                          std::to_string(res.size()) + " values for " +
+                          std::to_string(in.results.size()) + " results");
+    for (size_t i = 0; i < res.size(); ++i) {
+      const TensorType &t = fr.type(in.results[i]);
+      auto want = fr.dims(t);
+      if (res[i].shape != want || res[i].dtype != t.dtype)
+        throw InternalError(std::string("reference evaluator: `") + opName(in.op) + "` computed " +
+                            dtypeName(res[i].dtype) + ref::dimsStr(res[i].shape) +
+                            " but its result %" + std::to_string(in.results[i]) + " has type `" +
+                            t.str() + "`");
+      fr.put(in.results[i], std::move(res[i]));
+    }
+  }
+  return {}; // a block without terminator returns nothing (the verifier rejects it)
+}
+
+std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, int depth) {
+  auto opnd = [&](size_t i) -> const HostTensor & {
+    if (i >= in.operands.size())
+      throw InternalError(std::string("reference evaluator: `") + opName(in.op) +
+                          "` is missing operand " + std::to_string(i));
+    return fr.get(in.operands[i]);
+  };
+  auto resType = [&]() -> const TensorType & {
+    if (in.results.empty())
+      throw InternalError(std::string("reference evaluator: `") + opName(in.op) +
+                          "` has no result");
+    return fr.type(in.results[0]);
+  };
+  auto attrInt = [&](size_t i) {
+    if (i >= in.attrs.ints.size())
+      throw InternalError(std::string("reference evaluator: `") + opName(in.op) +
+                          "` is missing integer attribute " + std::to_string(i));
+    return in.attrs.ints[i];
+  };
+  auto one = [](HostTensor t) { return std::vector<HostTensor>{std::move(t)}; };
+  const OpInfo &info = opInfo(in.op);
+  switch (info.cls) {
+  case OpClass::Elementwise1:
+    return one(ref::unary(in.op, opnd(0), resType().dtype));
+  case OpClass::Elementwise2:
+    return one(ref::binary(in.op, opnd(0), opnd(1), resType().dtype));
+  case OpClass::Elementwise3:
+    return one(ref::select(opnd(0), opnd(1), opnd(2), resType().dtype));
+  case OpClass::Reduce:
+    return one(ref::reduce(in.op, opnd(0), in.attrs.ints, resType().dtype));
+  default:
+    break;
+  }
+  switch (in.op) {
+  case Op::Const:
+    return one(ref::constant(in.attrs.floats, resType().dtype, fr.dims(resType())));
+  case Op::Fill:
+    if (in.attrs.floats.empty())
+      throw InternalError("reference evaluator: `fill` has no value");
+    return one(ref::fill(in.attrs.floats[0], resType().dtype, fr.dims(resType())));
+  case Op::Random:
+    return one(
+        ref::random(in.attrs.str, (uint64_t)attrInt(0), resType().dtype, fr.dims(resType())));
+  case Op::Iota:
+    return one(ref::iota(attrInt(0), resType().dtype, fr.dims(resType())));
+  case Op::MatMul:
+    return one(ref::matmul(opnd(0), opnd(1), resType().dtype));
+  case Op::Einsum: {
+    std::vector<HostTensor> xs;
+    for (size_t i = 0; i < in.operands.size(); ++i)
+      xs.push_back(opnd(i));
+    return one(ref::einsum(in.attrs.str, xs, resType().dtype));
+  }
+  case Op::Transpose:
+    return one(ref::transpose(opnd(0), in.attrs.ints));
+  case Op::Reshape:
+    return one(ref::reshape(opnd(0), fr.dims(resType())));
+  case Op::Broadcast:
+    return one(ref::broadcastTo(opnd(0), fr.dims(resType())));
+  case Op::IndexSelect:
+    return one(ref::indexSelect(opnd(0), opnd(1), attrInt(0)));
+  case Op::IndexAdd:
+    return one(ref::indexAdd(opnd(0), opnd(1), opnd(2), attrInt(0)));
+  case Op::Relayout:
+  case Op::Distribute:
+  case Op::ToHost:
+    return one(opnd(0)); // placements do not change global values
+  case Op::Print:
+    out_ << formatTensor(opnd(0)) << "\n";
+    return {};
+  case Op::Call: {
+    const Function *callee = m_.find(in.attrs.str);
+    if (!callee)
+      throw InternalError("reference evaluator: unknown callee `" + in.attrs.str + "`");
+    std::vector<HostTensor> args;
+    for (size_t i = 0; i < in.operands.size(); ++i)
+      args.push_back(opnd(i));
+    return call(*callee, args, depth + 1);
+  }
+  case Op::For: {
+    if (in.regions.size() != 1)
+      throw InternalError("reference evaluator: `for` needs exactly one body region");
+    const Block &body = in.regions[0];
+    if (body.args.size() != in.operands.size() + 1)
+      throw InternalError("reference evaluator: `for` body has the wrong number of arguments");
+    int64_t lo = attrInt(0), hi = attrInt(1), step = attrInt(2);
+    if (step == 0)
+      throw InternalError("reference evaluator: `for` with step 0");
+    std::vector<HostTensor> cur;
+    for (size_t i = 0; i < in.operands.size(); ++i)
+      cur.push_back(opnd(i));
+    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+      HostTensor iv(DType::I64, {});
+      iv.data<int64_t>()[0] = i;
+      fr.put(body.args[0], iv);
+      for (size_t k = 0; k < cur.size(); ++k)
+        fr.put(body.args[k + 1], cur[k]);
+      auto next = runBlock(body, fr, depth);
+      if (next.size() != cur.size())
+        throw InternalError("reference evaluator: `for` body yields " +
+                            std::to_string(next.size()) + " values for " +
+                            std::to_string(cur.size()) + " loop-carried values");
+      cur = std::move(next);
+    }
+    return cur;
+  }
+  case Op::Grad:
+    throw InternalError("grad reached the reference evaluator; run the autodiff pass first");
+  default:
+    break;
+  }
+  throw InternalError(std::string("reference evaluator: no semantics for `") + opName(in.op) + "`");
+}
+
+} // namespace dt

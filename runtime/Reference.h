@@ -1,0 +1,50 @@
+// This file implements the single-device reference evaluator: an interpreter
+// of the global-view IR that is the oracle of every differential test.
+//
+// It needs a verified module whose `grad` instructions were expanded by the
+// autodiff pass, and computes every value's GLOBAL value on one device,
+// ignoring placements entirely: relayout, distribute and to_host are the
+// identity, and a Partial value's global value is simply the value. Numerics
+// are those of runtime/RefKernels.h (f32 math in f32, f32 accumulations in
+// double, wrapping integers, x / 0 = 0 for integers).
+//
+// Shapes must be concrete when an instruction runs. Size symbols of a generic
+// function are bound from the shapes of its arguments at each call; any other
+// symbolic dim is an InternalError. `print` writes formatTensor(value) and a
+// newline to the output stream. No state outlives a run() call except the
+// stream, so one evaluator may run many functions.
+#pragma once
+
+#include "ir/IR.h"
+#include "runtime/HostTensor.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+class ReferenceEvaluator {
+public:
+  ReferenceEvaluator(const Module &m, std::ostream &out);
+
+  /// Runs function `fn` on global argument values and returns its results.
+  /// Throws RuntimeFault for bad arguments or data-dependent faults (index out
+  /// of range), InternalError for IR the evaluator cannot run.
+  std::vector<HostTensor> run(const std::string &fn, const std::vector<HostTensor> &args);
+
+  /// Calls deeper than this raise RuntimeFault (recursion is not a feature).
+  static constexpr int kMaxCallDepth = 256;
+
+private:
+  struct Frame;
+  std::vector<HostTensor> call(const Function &f, const std::vector<HostTensor> &args, int depth);
+  /// Runs `b` in `fr`; returns the operands of its terminator (yield/return).
+  std::vector<HostTensor> runBlock(const Block &b, Frame &fr, int depth);
+  std::vector<HostTensor> evalInst(const Inst &in, Frame &fr, int depth);
+
+  const Module &m_;
+  std::ostream &out_;
+};
+
+} // namespace dt

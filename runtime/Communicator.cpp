@@ -1,0 +1,192 @@
+// This file implements the backend-independent helpers of Communicator.h: the
+// elementwise reduction kernels (one loop per dtype and op, written so that the
+// compiler vectorizes them: restrict pointers, branch-free combine, unsigned
+// wrap-around for integer sums) and count bookkeeping.
+#include "runtime/Communicator.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <string>
+#include <type_traits>
+
+// GCC's -O2 uses the "very-cheap" vectorizer cost model, which refuses loops of
+// unknown trip count; these kernels are the collectives' inner loops, so ask for
+// the normal model here (clang vectorizes them at -O2 already).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+namespace dt {
+namespace {
+
+/// Element type used to store a dtype; Bool is one byte.
+template <DType D> struct Elem;
+template <> struct Elem<DType::F32> { using T = float; };
+template <> struct Elem<DType::F64> { using T = double; };
+template <> struct Elem<DType::I32> { using T = int32_t; };
+template <> struct Elem<DType::I64> { using T = int64_t; };
+template <> struct Elem<DType::Bool> { using T = uint8_t; };
+
+/// The combine function of one (dtype, op): branch-free so loops vectorize.
+template <DType D, ReduceOp Op> struct Combine {
+  using T = typename Elem<D>::T;
+  static inline T apply(T a, T b) {
+    if constexpr (D == DType::Bool) {
+      if constexpr (Op == ReduceOp::Min)
+        return (T)(a & b);
+      else
+        return (T)(a | b);
+    } else if constexpr (Op == ReduceOp::Max) {
+      return a < b ? b : a;
+    } else if constexpr (Op == ReduceOp::Min) {
+      return b < a ? b : a;
+    } else if constexpr (std::is_integral_v<T>) {
+      // Sum and Avg: two's-complement wrap-around, no signed-overflow UB.
+      using U = std::make_unsigned_t<T>;
+      return (T)((U)a + (U)b);
+    } else {
+      return a + b;
+    }
+  }
+};
+
+template <DType D, ReduceOp Op> void reduceIntoT(void *accV, const void *srcV, int64_t n) {
+  using T = typename Elem<D>::T;
+  T *__restrict acc = static_cast<T *>(accV);
+  const T *__restrict src = static_cast<const T *>(srcV);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = Combine<D, Op>::apply(acc[i], src[i]);
+}
+
+template <DType D, ReduceOp Op>
+void reduceTwoT(void *dstV, const void *aV, const void *bV, int64_t n) {
+  using T = typename Elem<D>::T;
+  T *__restrict dst = static_cast<T *>(dstV);
+  const T *__restrict a = static_cast<const T *>(aV);
+  const T *__restrict b = static_cast<const T *>(bV);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = Combine<D, Op>::apply(a[i], b[i]);
+}
+
+/// Calls f.template operator()<D, Op>() for the runtime (dtype, op).
+template <class F> void dispatch(DType dtype, ReduceOp op, F &&f) {
+  checkReducible(dtype, op);
+  auto withOp = [&]<DType D>() {
+    switch (op) {
+    case ReduceOp::Sum:
+      return f.template operator()<D, ReduceOp::Sum>();
+    case ReduceOp::Avg:
+      return f.template operator()<D, ReduceOp::Sum>(); // Avg sums first
+    case ReduceOp::Max:
+      return f.template operator()<D, ReduceOp::Max>();
+    case ReduceOp::Min:
+      return f.template operator()<D, ReduceOp::Min>();
+    }
+  };
+  switch (dtype) {
+  case DType::F32:
+    return withOp.template operator()<DType::F32>();
+  case DType::F64:
+    return withOp.template operator()<DType::F64>();
+  case DType::I32:
+    return withOp.template operator()<DType::I32>();
+  case DType::I64:
+    return withOp.template operator()<DType::I64>();
+  case DType::Bool:
+    return withOp.template operator()<DType::Bool>();
+  }
+}
+
+template <class T> void divideBy(void *bufV, int64_t n, int groupSize) {
+  T *buf = static_cast<T *>(bufV);
+  const T k = (T)groupSize;
+  for (int64_t i = 0; i < n; ++i)
+    buf[i] = buf[i] / k;
+}
+
+} // namespace
+
+void checkReducible(DType dtype, ReduceOp op) {
+  if (dtype == DType::Bool && op == ReduceOp::Avg)
+    throw RuntimeFault("reduction `avg` is not defined on `bool` (use `sum`/`max` for or, `min` "
+                       "for and)");
+}
+
+void reduceInto(void *acc, const void *src, int64_t count, DType dtype, ReduceOp op) {
+  if (count <= 0)
+    return;
+  dispatch(dtype, op, [&]<DType D, ReduceOp Op>() { reduceIntoT<D, Op>(acc, src, count); });
+}
+
+void reduceTwo(void *dst, const void *a, const void *b, int64_t count, DType dtype, ReduceOp op) {
+  if (count <= 0)
+    return;
+  dispatch(dtype, op, [&]<DType D, ReduceOp Op>() { reduceTwoT<D, Op>(dst, a, b, count); });
+}
+
+void finishAvg(void *buf, int64_t count, DType dtype, ReduceOp op, int groupSize) {
+  if (op != ReduceOp::Avg || count <= 0 || groupSize == 1)
+    return;
+  switch (dtype) {
+  case DType::F32:
+    return divideBy<float>(buf, count, groupSize);
+  case DType::F64:
+    return divideBy<double>(buf, count, groupSize);
+  case DType::I32:
+    return divideBy<int32_t>(buf, count, groupSize);
+  case DType::I64:
+    return divideBy<int64_t>(buf, count, groupSize);
+  case DType::Bool:
+    checkReducible(dtype, op);
+  }
+}
+
+int64_t totalCount(const std::vector<int64_t> &counts) {
+  int64_t total = 0;
+  for (int64_t c : counts) {
+    if (c < 0)
+      throw RuntimeFault("collective: negative element count " + std::to_string(c));
+    total += c;
+  }
+  return total;
+}
+
+std::vector<int64_t> countOffsets(const std::vector<int64_t> &counts) {
+  std::vector<int64_t> off(counts.size() + 1, 0);
+  for (size_t i = 0; i < counts.size(); ++i)
+    off[i + 1] = off[i] + counts[i];
+  return off;
+}
+
+std::vector<int> meshAxisGroup(const Mesh &mesh, int64_t meshRank, int axis) {
+  std::vector<int64_t> c = mesh.coords(meshRank);
+  std::vector<int> members;
+  for (int64_t i = 0; i < mesh.axes[axis].size; ++i) {
+    c[axis] = i;
+    int64_t r = mesh.rankOf(c);
+    members.push_back((int)(mesh.devices.empty() ? r : mesh.devices[r]));
+  }
+  return members;
+}
+
+const char *collectiveName(CollectiveKind k) {
+  switch (k) {
+  case CollectiveKind::AllReduce:
+    return "allReduce";
+  case CollectiveKind::AllGatherV:
+    return "allGatherV";
+  case CollectiveKind::ReduceScatterV:
+    return "reduceScatterV";
+  case CollectiveKind::AllToAllV:
+    return "allToAllV";
+  case CollectiveKind::Broadcast:
+    return "broadcast";
+  case CollectiveKind::Barrier:
+    return "barrier";
+  }
+  return "?";
+}
+
+} // namespace dt

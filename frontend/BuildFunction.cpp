@@ -1,0 +1,293 @@
+// This file implements user functions in the IR builder: the symbolic check of
+// a generic function where it is defined, instantiation per distinct call
+// signature (binding size symbols, matching written layouts, inferring `@ *`
+// layouts), the call instruction, and `grad` / `value_and_grad`.
+#include "frontend/BuildIR.h"
+
+#include "passes/Autodiff.h"
+
+namespace dt {
+
+static std::string signatureKey(const std::string &fn, const std::vector<TensorType> &types) {
+  std::string k = fn + "(";
+  for (size_t i = 0; i < types.size(); ++i) k += (i ? "; " : "") + types[i].str();
+  return k + ")";
+}
+
+std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &argTypes,
+                                   const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
+  const ast::FnDecl &decl = *fi.decl;
+  if (argTypes.size() != decl.params.size()) {
+    diags().error(DiagId::ArgCount, loc,
+                  {fi.qualified, std::to_string(decl.params.size()), std::to_string(argTypes.size())});
+    return "";
+  }
+  // Bind size symbols and check every argument against its parameter.
+  std::map<std::string, Dim> symbols;
+  bool symbolic = false;
+  for (size_t i = 0; i < argTypes.size(); ++i) {
+    const ast::TypeSpec &spec = decl.params[i].type;
+    const TensorType &at = argTypes[i];
+    auto mismatch = [&](const std::string &want) -> Diagnostic & {
+      auto &d = diags().error(DiagId::ArgType, loc,
+                              {std::to_string(i + 1), fi.qualified, want, at.str()});
+      d.notes.push_back("parameter `" + decl.params[i].name + "` declared here: line " +
+                        std::to_string(decl.params[i].loc.line));
+      return d;
+    };
+    if (spec.dims.size() != at.shape.size()) {
+      mismatch(spec.dtype + "[" + std::to_string(spec.dims.size()) + " dims]");
+      return "";
+    }
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      const std::string &s = spec.dims[d];
+      if (std::isdigit((unsigned char)s[0])) {
+        if (at.shape[d] != Dim::lit(std::stoll(s))) {
+          mismatch(spec.dtype + "[..., " + s + " at dim " + std::to_string(d) + "]");
+          return "";
+        }
+        continue;
+      }
+      auto [it, fresh] = symbols.emplace(s, at.shape[d]);
+      if (!fresh && it->second != at.shape[d]) {
+        diags().error(DiagId::SymbolConflict, loc, {s, it->second.str(), at.shape[d].str()});
+        return "";
+      }
+      symbolic |= at.shape[d].isSym();
+    }
+    auto pt = resolveType(spec, &symbols);
+    if (!pt) return "";
+    if (pt->dtype != at.dtype) {
+      mismatch(pt->str());
+      return "";
+    }
+    bool anyLayout = spec.layout && spec.layout->mesh == "*";
+    if (!anyLayout && !pt->sameLayout(at)) {
+      auto &d = mismatch(pt->str());
+      const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
+      if (!pt->isHost() && !at.isHost())
+        d.hint = "write `relayout(" + exprText(e) + ", " + layoutText(*pt) + ")`";
+      else if (!pt->isHost())
+        d.hint = "write `distribute(" + exprText(e) + ", " + layoutText(*pt) + ")`";
+      else
+        d.hint = "write `to_host(" + exprText(e) + ")`";
+      return "";
+    }
+  }
+  std::string key = signatureKey(fi.qualified, argTypes);
+  if (!symbolic) {
+    auto it = fi.instances.find(key);
+    if (it != fi.instances.end()) {
+      if (it->second.empty())
+        diags().error(DiagId::Unsupported, loc, {"recursive call of `" + fi.qualified + "`"});
+      return it->second;
+    }
+    fi.instances[key] = ""; // in progress: detects recursion
+  }
+  std::string name = fi.qualified;
+  if (s_.module.find(name)) name += "." + std::to_string(++st_.instanceCounter);
+
+  Function &f = s_.module.functions.emplace_back();
+  f.name = name;
+  f.loc = loc;
+  std::map<std::string, Binding> scope;
+  for (size_t i = 0; i < argTypes.size(); ++i) {
+    int id = f.newValue(argTypes[i], decl.params[i].name);
+    f.params.push_back(id);
+    f.body.args.push_back(id);
+    scope[decl.params[i].name] = Binding{Binding::Value, id, {}, 0, decl.params[i].loc};
+  }
+  // Declared results (`@ *` results are taken from the return statement).
+  std::vector<TensorType> expected;
+  std::vector<bool> expectedAny;
+  for (auto &r : decl.results) {
+    auto t = resolveType(r, &symbols);
+    if (!t) {
+      if (!symbolic) fi.instances.erase(key);
+      return "";
+    }
+    expectedAny.push_back(r.layout && r.layout->mesh == "*");
+    expected.push_back(*t);
+  }
+
+  // Build the body in a fresh context: globals (meshes, functions) only.
+  auto savedScopes = std::move(scopes_);
+  auto savedSymbols = symbols_;
+  auto savedExpected = expectedResults_;
+  auto savedAny = expectedAny_;
+  bool savedReturn = sawReturn_;
+  std::string savedPrefix = modulePrefix_;
+  size_t diagsBefore = diags().all().size();
+  scopes_.clear();
+  scopes_.push_back(std::move(scope));
+  symbols_ = &symbols;
+  expectedResults_ = &expected;
+  expectedAny_ = &expectedAny;
+  sawReturn_ = false;
+  modulePrefix_ = fi.qualified.substr(0, fi.qualified.rfind('.') + 1);
+  if (fi.qualified.find('.') == std::string::npos) modulePrefix_.clear();
+  fnStack_.push_back(&f);
+  blockStack_.push_back(&f.body);
+  block(decl.body);
+  blockStack_.pop_back();
+  fnStack_.pop_back();
+  if (!sawReturn_ && !decl.results.empty())
+    diags().error(DiagId::MissingReturn, f.loc, {fi.qualified});
+  if (decl.results.empty()) {
+    Inst ret;
+    ret.op = Op::Return;
+    f.body.insts.push_back(std::move(ret));
+  }
+  f.results.clear();
+  for (auto &in : f.body.insts)
+    if (in.op == Op::Return)
+      for (int id : in.operands) f.results.push_back(f.type(id));
+  scopes_ = std::move(savedScopes);
+  symbols_ = savedSymbols;
+  expectedResults_ = savedExpected;
+  expectedAny_ = savedAny;
+  sawReturn_ = savedReturn;
+  modulePrefix_ = savedPrefix;
+  // Errors inside an instance say which call made it.
+  auto &all = const_cast<std::vector<Diagnostic> &>(diags().all());
+  bool failed = false;
+  for (size_t i = diagsBefore; i < all.size(); ++i) {
+    if (all[i].severity != Severity::Error) continue;
+    failed = true;
+    if (loc.known())
+      all[i].notes.push_back("in `" + fi.qualified + "` called at " +
+                             s_.sources.path(loc.file) + ":" + std::to_string(loc.line) + ":" +
+                             std::to_string(loc.col));
+  }
+  if (failed) {
+    if (!symbolic) fi.instances[key] = "";
+    fi.broken = true;
+    return "";
+  }
+  if (!symbolic) fi.instances[key] = name;
+  return name;
+}
+
+EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV> &args,
+                       const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
+  (void)name;
+  std::vector<int> ids;
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const EV &a = args[i];
+    if (a.poison) return EV::bad();
+    if (a.literal) {
+      diags().error(DiagId::Unsupported, argExprs[i]->loc,
+                    {"pass a tensor, not a bare number, to `" + fi.qualified + "`"});
+      return EV::bad();
+    }
+    if (a.ids.size() != 1) {
+      diags().error(DiagId::Unsupported, argExprs[i]->loc, {"a tuple cannot be an argument"});
+      return EV::bad();
+    }
+    ids.push_back(a.ids[0]);
+    types.push_back(typeOf(a.ids[0]));
+  }
+  std::string inst = instantiate(fi, types, argExprs, loc);
+  if (inst.empty()) return EV::bad();
+  const Function *callee = s_.module.find(inst);
+  Inst in;
+  in.op = Op::Call;
+  in.attrs.str = inst;
+  in.operands = ids;
+  in.loc = loc;
+  EV out;
+  for (auto &t : callee->results) {
+    int id = fn().newValue(t);
+    in.results.push_back(id);
+    out.ids.push_back(id);
+  }
+  blk().insts.push_back(std::move(in));
+  return out;
+}
+
+EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
+                       const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
+  bool withValue = callee.callee == "value_and_grad";
+  if (callee.args.empty() || callee.args[0]->kind != ast::Expr::Name) {
+    diags().error(DiagId::Unsupported, callee.loc,
+                  {"`" + callee.callee + "` takes a function name: `" + callee.callee + "(loss, wrt=[0])`"});
+    return EV::bad();
+  }
+  const std::string &fname = callee.args[0]->text;
+  FnInfo *fi = nullptr;
+  for (std::string cand : {modulePrefix_ + fname, fname})
+    if (auto it = st_.functions.find(cand); it != st_.functions.end()) {
+      fi = &it->second;
+      break;
+    }
+  if (!fi) {
+    diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname});
+    return EV::bad();
+  }
+  std::vector<int64_t> wrt = {0};
+  for (auto &[k, v] : callee.kwargs)
+    if (k == "wrt") {
+      wrt.clear();
+      const ast::Expr &w = *v;
+      auto one = [&](const ast::Expr &x) {
+        if (x.kind != ast::Expr::Number || !x.isInt) {
+          diags().error(DiagId::Unsupported, x.loc, {"`wrt` lists argument positions: wrt=[0, 2]"});
+          return false;
+        }
+        wrt.push_back((int64_t)x.number);
+        return true;
+      };
+      if (w.kind == ast::Expr::List) {
+        for (auto &c : w.args)
+          if (!one(*c)) return EV::bad();
+      } else if (!one(w)) {
+        return EV::bad();
+      }
+    }
+  for (auto i : wrt)
+    if (i < 0 || i >= (int64_t)args.size()) {
+      diags().error(DiagId::Unsupported, callee.loc,
+                    {"`wrt` position " + std::to_string(i) + " is not an argument of the call"});
+      return EV::bad();
+    }
+  std::vector<int> ids;
+  std::vector<TensorType> types;
+  for (auto &a : args) {
+    if (a.poison) return EV::bad();
+    if (!a.single()) {
+      diags().error(DiagId::Unsupported, loc, {"`grad` arguments must be tensors"});
+      return EV::bad();
+    }
+    ids.push_back(a.ids[0]);
+    types.push_back(typeOf(a.ids[0]));
+  }
+  std::string inst = instantiate(*fi, types, argExprs, loc);
+  if (inst.empty()) return EV::bad();
+  const Function *primal = s_.module.find(inst);
+  if (primal->results.size() != 1 || primal->results[0].rank() != 0 ||
+      !isFloat(primal->results[0].dtype)) {
+    std::string r;
+    for (size_t i = 0; i < primal->results.size(); ++i) r += (i ? ", " : "") + primal->results[i].str();
+    diags().error(DiagId::GradNotScalar, loc, {fi->qualified, r.empty() ? "nothing" : r});
+    return EV::bad();
+  }
+  std::string gname = differentiate(s_.module, inst, wrt, withValue, diags(), loc);
+  if (gname.empty()) return EV::bad();
+  const Function *g = s_.module.find(gname);
+  Inst in;
+  in.op = Op::Call;
+  in.attrs.str = gname;
+  in.operands = ids;
+  in.loc = loc;
+  EV out;
+  for (auto &t : g->results) {
+    int id = fn().newValue(t);
+    in.results.push_back(id);
+    out.ids.push_back(id);
+  }
+  blk().insts.push_back(std::move(in));
+  return out;
+}
+
+} // namespace dt

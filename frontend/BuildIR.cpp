@@ -1,0 +1,497 @@
+// This file implements the IR builder's statements — meshes, let/var,
+// assignment with the fixed-placement rule, `for` loops with loop-carried
+// variables, return, print, import, function declarations — and the Session
+// entry points that run parse + build.
+#include "frontend/BuildIR.h"
+
+#include "frontend/Parser.h"
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace dt {
+
+IRBuilder::IRBuilder(Session &s) : s_(s), st_(*s.builderState) {}
+
+Binding *IRBuilder::lookup(const std::string &name) {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(name);
+    if (f != it->end()) return &f->second;
+  }
+  return nullptr;
+}
+
+void IRBuilder::bind(const std::string &name, Binding b) { scopes_.back()[name] = b; }
+
+void IRBuilder::block(const std::vector<ast::StmtPtr> &body) {
+  for (auto &s : body) stmt(*s);
+}
+
+void IRBuilder::stmt(const ast::Stmt &s) {
+  using K = ast::Stmt::Kind;
+  bool topLevel = fnStack_.size() == 1 && blockStack_.size() == 1 && modulePrefix_.empty();
+  switch (s.kind) {
+  case K::Mesh:
+    if (!topLevel) {
+      diags().error(DiagId::Unsupported, s.loc, {"meshes are declared at the top level"});
+      return;
+    }
+    return meshDecl(s);
+  case K::Let:
+  case K::Var: return letOrVar(s);
+  case K::Assign: return assign(s);
+  case K::For: return forLoop(s);
+  case K::Return: return returnStmt(s);
+  case K::Print: return printStmt(s);
+  case K::Import:
+    if (!topLevel && modulePrefix_.empty()) {
+      diags().error(DiagId::Unsupported, s.loc, {"`import` belongs at the top level"});
+      return;
+    }
+    return importModule(s);
+  case K::Fn:
+    if (fnStack_.size() != 1 || blockStack_.size() != 1) {
+      diags().error(DiagId::Unsupported, s.loc, {"functions are declared at the top level"});
+      return;
+    }
+    return fnDecl(s, modulePrefix_);
+  case K::ExprStmt: expr(*s.value); return;
+  }
+}
+
+void IRBuilder::meshDecl(const ast::Stmt &s) {
+  const ast::MeshDecl &d = *s.mesh;
+  if (st_.meshes.count(d.name)) {
+    diags().error(DiagId::Redefinition, s.loc, {d.name});
+    return;
+  }
+  auto m = std::make_shared<Mesh>();
+  m->name = d.name;
+  std::set<std::string> names;
+  for (size_t i = 0; i < d.axes.size(); ++i) {
+    SrcLoc l = i < d.axisLocs.size() ? d.axisLocs[i] : s.loc;
+    if (d.axes[i].second <= 0) {
+      diags().error(DiagId::MeshBadAxisSize, l, {d.axes[i].first});
+      return;
+    }
+    if (!names.insert(d.axes[i].first).second) {
+      diags().error(DiagId::MeshDuplicateAxis, l, {d.name, d.axes[i].first});
+      return;
+    }
+    m->axes.push_back({d.axes[i].first, d.axes[i].second});
+  }
+  int64_t n = m->size();
+  if (n > (1 << 20)) {
+    diags().error(DiagId::Unsupported, s.loc, {"mesh `" + d.name + "` has more than 2^20 devices"});
+    return;
+  }
+  if (d.hasDevices) {
+    if ((int64_t)d.devices.size() != n) {
+      diags().error(DiagId::MeshDevicesCount, s.loc,
+                    {d.name, std::to_string(n), std::to_string(d.devices.size())});
+      return;
+    }
+    std::set<int64_t> seen;
+    for (auto dev : d.devices)
+      if (!seen.insert(dev).second) {
+        diags().error(DiagId::MeshDuplicateDevice, s.loc, {d.name, std::to_string(dev)});
+        return;
+      }
+    m->devices = d.devices;
+  } else {
+    for (int64_t i = 0; i < n; ++i) m->devices.push_back(i);
+  }
+  st_.meshes[d.name] = m;
+  s_.module.meshes.push_back(m);
+}
+
+void IRBuilder::letOrVar(const ast::Stmt &s) {
+  bool isVar = s.kind == ast::Stmt::Var;
+  std::optional<TensorType> declared;
+  bool typeOk = true;
+  if (s.type) {
+    declared = resolveType(*s.type, nullptr);
+    typeOk = declared.has_value();
+    if (declared && s.type->layout && s.type->layout->mesh == "*") {
+      diags().error(DiagId::Unsupported, s.type->loc, {"`@ *` is only allowed in function signatures"});
+      typeOk = false;
+    }
+  }
+  EV v;
+  if (!typeOk) {
+    v = EV::bad();
+  } else if (declared) {
+    v = initializer(*s.value, *declared);
+  } else {
+    v = expr(*s.value);
+  }
+  // A bare literal without a type becomes a compile-time constant (loop
+  // bounds, sizes) or a host scalar.
+  if (v.literal) {
+    if (!declared && !isVar && s.names.size() == 1 && v.isInt) {
+      bind(s.names[0], Binding{Binding::Const, -1, {}, v.number, s.loc});
+      return;
+    }
+    TensorType t = declared ? *declared
+                            : replicatedType(v.isBool  ? DType::Bool
+                                             : v.isInt ? DType::I64
+                                                       : DType::F32,
+                                             {}, nullptr);
+    Attrs a;
+    a.floats = {v.number};
+    v = emit(Op::Fill, {}, {}, s.value->loc, a, {t});
+  }
+  if (!v.poison && declared && v.ids.size() == 1 && typeOf(v.ids[0]) != *declared) {
+    const TensorType &got = typeOf(v.ids[0]);
+    auto &d = diags().error(isVar ? DiagId::VarPlacement : DiagId::ArgType, s.value->loc,
+                            isVar ? std::vector<std::string>{s.names[0], got.str(), declared->str()}
+                                  : std::vector<std::string>{"1", "let " + s.names[0],
+                                                             declared->str(), got.str()});
+    if (!isVar) d.message = "`" + s.names[0] + "` is declared `" + declared->str() +
+                            "` but its value is `" + got.str() + "`";
+    if (got.shape == declared->shape && got.dtype == declared->dtype && !got.isHost() &&
+        !declared->isHost())
+      d.hint = "write `relayout(" + exprText(s.value.get()) + ", " + layoutText(*declared) + ")`";
+    v = EV::bad();
+  }
+  if (!v.poison && v.ids.size() != s.names.size()) {
+    diags().error(DiagId::Unsupported, s.loc,
+                  {"the value has " + std::to_string(v.ids.size()) + " parts but " +
+                   std::to_string(s.names.size()) + " names are bound"});
+    v = EV::bad();
+  }
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    Binding b;
+    b.kind = isVar ? Binding::Var : Binding::Value;
+    b.id = v.poison ? -1 : v.ids[i];
+    b.loc = i < s.nameLocs.size() ? s.nameLocs[i] : s.loc;
+    if (isVar) b.declared = declared ? *declared : (v.poison ? TensorType{} : typeOf(v.ids[i]));
+    if (!v.poison) fn().values[b.id].name = s.names[i];
+    bind(s.names[i], b);
+  }
+}
+
+void IRBuilder::assign(const ast::Stmt &s) {
+  const std::string &name = s.names[0];
+  Binding *b = lookup(name);
+  SrcLoc nl = s.nameLocs.empty() ? s.loc : s.nameLocs[0];
+  EV v = expr(*s.value);
+  if (!b) {
+    diags().error(DiagId::UnknownName, nl, {name});
+    return;
+  }
+  if (b->kind != Binding::Var) {
+    auto &d = diags().error(DiagId::NotAVariable, nl, {name});
+    d.hint = "declare it with `var " + name + " = ...`";
+    return;
+  }
+  if (v.poison || b->id < 0) return;
+  if (v.literal) {
+    Attrs a;
+    a.floats = {v.number};
+    v = emit(Op::Fill, {}, {}, s.value->loc, a, {b->declared});
+    if (v.poison) return;
+  }
+  if (v.ids.size() != 1) {
+    diags().error(DiagId::Unsupported, s.value->loc, {"cannot assign a tuple to a variable"});
+    return;
+  }
+  const TensorType &got = typeOf(v.ids[0]);
+  if (got != b->declared) {
+    auto &d = diags().error(DiagId::VarPlacement, s.value->loc,
+                            {name, got.str(), b->declared.str()});
+    if (got.shape == b->declared.shape && got.dtype == b->declared.dtype && !got.isHost() &&
+        !b->declared.isHost())
+      d.hint = "write `" + name + " = relayout(" + exprText(s.value.get()) + ", " +
+               layoutText(b->declared) + ")`";
+    return;
+  }
+  b->id = v.ids[0];
+}
+
+/// Names assigned anywhere in `body` (nested loops included).
+static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std::string> &out) {
+  for (auto &s : body) {
+    if (s->kind == ast::Stmt::Assign &&
+        std::find(out.begin(), out.end(), s->names[0]) == out.end())
+      out.push_back(s->names[0]);
+    if (s->kind == ast::Stmt::For) assignedNames(s->body, out);
+  }
+}
+
+void IRBuilder::forLoop(const ast::Stmt &s) {
+  auto bound = [&](const ast::Expr &e, int64_t &out) {
+    EV v = expr(e);
+    if (v.poison) return false;
+    if (!v.literal || !v.isInt) {
+      diags().error(DiagId::BadLoopBounds, e.loc);
+      return false;
+    }
+    out = (int64_t)v.number;
+    return true;
+  };
+  int64_t lo = 0, hi = 0;
+  bool ok = bound(*s.lo, lo) & bound(*s.hi, hi);
+  // Loop-carried values: outer variables that the body assigns.
+  std::vector<std::string> assigned, carried;
+  assignedNames(s.body, assigned);
+  std::vector<int> inits;
+  for (auto &n : assigned) {
+    Binding *b = lookup(n);
+    if (b && b->kind == Binding::Var && b->id >= 0) {
+      carried.push_back(n);
+      inits.push_back(b->id);
+    }
+  }
+  Block body;
+  int iv = fn().newValue(replicatedType(DType::I64, {}, nullptr), s.names[0]);
+  body.args.push_back(iv);
+  std::map<std::string, Binding> scope;
+  scope[s.names[0]] = Binding{Binding::Value, iv, {}, 0, s.loc};
+  for (size_t i = 0; i < carried.size(); ++i) {
+    Binding b = *lookup(carried[i]);
+    b.id = fn().newValue(typeOf(inits[i]), carried[i]);
+    body.args.push_back(b.id);
+    scope[carried[i]] = b;
+  }
+  scopes_.push_back(std::move(scope));
+  blockStack_.push_back(&body);
+  block(s.body);
+  Inst y;
+  y.op = Op::Yield;
+  y.loc = s.loc;
+  bool poisoned = false;
+  for (auto &n : carried) {
+    Binding *b = lookup(n);
+    if (b->id < 0) poisoned = true;
+    y.operands.push_back(b->id);
+  }
+  body.insts.push_back(std::move(y));
+  blockStack_.pop_back();
+  scopes_.pop_back();
+  if (!ok || poisoned) {
+    for (auto &n : carried) lookup(n)->id = -1;
+    return;
+  }
+  Inst f;
+  f.op = Op::For;
+  f.attrs.ints = {lo, hi, 1};
+  f.operands = inits;
+  f.loc = s.loc;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    int id = fn().newValue(typeOf(inits[i]), carried[i]);
+    f.results.push_back(id);
+    lookup(carried[i])->id = id;
+  }
+  f.regions.push_back(std::move(body));
+  blk().insts.push_back(std::move(f));
+}
+
+void IRBuilder::returnStmt(const ast::Stmt &s) {
+  if (!expectedResults_) {
+    diags().error(DiagId::ReturnOutside, s.loc);
+    return;
+  }
+  if (blockStack_.size() != 1) {
+    diags().error(DiagId::Unsupported, s.loc, {"`return` must be the last statement of the function body"});
+    return;
+  }
+  sawReturn_ = true;
+  std::vector<int> ids;
+  bool poisoned = false;
+  for (auto &v : s.values) {
+    EV e = expr(*v);
+    if (e.poison) {
+      poisoned = true;
+      continue;
+    }
+    if (e.literal) {
+      diags().error(DiagId::Unsupported, v->loc, {"return a tensor, not a bare number"});
+      poisoned = true;
+      continue;
+    }
+    for (int id : e.ids) ids.push_back(id);
+  }
+  if (poisoned) return;
+  auto &exp = *expectedResults_;
+  if (ids.size() != exp.size()) {
+    diags().error(DiagId::Unsupported, s.loc,
+                  {"returns " + std::to_string(ids.size()) + " values but the signature declares " +
+                   std::to_string(exp.size())});
+    return;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const TensorType &got = typeOf(ids[i]);
+    bool any = expectedAny_ && i < expectedAny_->size() && (*expectedAny_)[i];
+    bool match = any ? (got.dtype == exp[i].dtype && got.shape == exp[i].shape) : got == exp[i];
+    if (!match) {
+      auto &d = diags().error(DiagId::ResultType, s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
+                              {fn().name, got.str(), exp[i].str()});
+      if (!any && got.shape == exp[i].shape && got.dtype == exp[i].dtype && !got.isHost() &&
+          !exp[i].isHost())
+        d.hint = "write `return relayout(" +
+                 exprText(s.values.size() == ids.size() ? s.values[i].get() : nullptr) + ", " +
+                 layoutText(exp[i]) + ")`";
+      return;
+    }
+  }
+  Inst r;
+  r.op = Op::Return;
+  r.operands = ids;
+  r.loc = s.loc;
+  blk().insts.push_back(std::move(r));
+}
+
+void IRBuilder::printStmt(const ast::Stmt &s) {
+  EV v = expr(*s.value);
+  if (v.poison) return;
+  if (v.literal) {
+    TensorType t = replicatedType(v.isBool ? DType::Bool : v.isInt ? DType::I64 : DType::F32, {}, nullptr);
+    v = EV::one(materialize(v, t, s.value->loc));
+  }
+  for (int id : v.ids) {
+    Attrs a;
+    a.str = exprText(s.value.get());
+    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, s.value->loc, a);
+    (void)r;
+  }
+}
+
+void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
+  const ast::FnDecl &d = *s.fn;
+  std::string q = prefix + d.name;
+  if (st_.functions.count(q)) {
+    diags().error(DiagId::Redefinition, s.loc, {q});
+    return;
+  }
+  FnInfo fi;
+  fi.decl = &d;
+  fi.qualified = q;
+  fi.generic = false;
+  for (auto &p : d.params)
+    if (p.type.layout && p.type.layout->mesh == "*") fi.generic = true;
+  for (auto &r : d.results)
+    if (r.layout && r.layout->mesh == "*") fi.generic = true;
+  FnInfo &stored = st_.functions[q] = fi;
+  if (stored.generic) return; // checked at each instantiation
+  // Check the body once, symbolically, where it is defined.
+  std::map<std::string, Dim> none;
+  std::vector<TensorType> types;
+  auto savedSymbols = symbols_;
+  symbols_ = &none;
+  for (auto &p : d.params) {
+    auto t = resolveType(p.type, &none);
+    if (!t) {
+      symbols_ = savedSymbols;
+      stored.broken = true;
+      return;
+    }
+    types.push_back(*t);
+  }
+  symbols_ = savedSymbols;
+  size_t before = s_.module.functions.size();
+  std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
+  std::string name = instantiate(stored, types, noExprs, SrcLoc{});
+  // A fully concrete signature is a real instance; keep it. Symbolic ones are
+  // only a check.
+  bool concrete = true;
+  for (auto &t : types) concrete &= isConcrete(t.shape);
+  if (!concrete)
+    while (s_.module.functions.size() > before) s_.module.functions.pop_back();
+  if (name.empty()) stored.broken = true;
+}
+
+void IRBuilder::importModule(const ast::Stmt &s) {
+  const std::string &mod = s.module;
+  if (st_.imported.count(mod)) return;
+  std::string rel = mod;
+  for (auto &c : rel)
+    if (c == '.') c = '/';
+  std::string text, path;
+  for (auto &dir : s_.options.stdlibPaths) {
+    std::ifstream in(dir + "/" + rel + ".dt");
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    path = dir + "/" + rel + ".dt";
+    break;
+  }
+  if (path.empty()) {
+    auto &d = diags().error(DiagId::UnknownModule, s.loc, {mod});
+    std::string dirs;
+    for (auto &p : s_.options.stdlibPaths) dirs += (dirs.empty() ? "" : ", ") + p;
+    d.hint = "searched " + (dirs.empty() ? std::string("no folders") : dirs);
+    return;
+  }
+  st_.imported.insert(mod);
+  int file = s_.sources.add(path, text);
+  auto prog = std::make_unique<ast::Program>();
+  if (!parseProgram(text, file, diags(), *prog)) return;
+  std::string saved = modulePrefix_;
+  modulePrefix_ = mod + ".";
+  for (auto &st : prog->stmts) {
+    if (st->kind == ast::Stmt::Fn) fnDecl(*st, modulePrefix_);
+    else if (st->kind == ast::Stmt::Import) importModule(*st);
+    else diags().error(DiagId::Unsupported, st->loc, {"a module holds only `fn` and `import`"});
+  }
+  modulePrefix_ = saved;
+  st_.programs.push_back(std::move(prog));
+}
+
+void IRBuilder::buildProgram(ast::Program &prog) {
+  Function *main = s_.module.find("main");
+  if (!main) {
+    main = &s_.module.functions.emplace_front();
+    main->name = "main";
+  }
+  // The previous compile() closed main with a return; reopen it.
+  if (!main->body.insts.empty() && main->body.insts.back().op == Op::Return)
+    main->body.insts.pop_back();
+  scopes_.clear();
+  scopes_.push_back(st_.globals);
+  fnStack_ = {main};
+  blockStack_ = {&main->body};
+  block(prog.stmts);
+  Inst r;
+  r.op = Op::Return;
+  main->body.insts.push_back(std::move(r));
+  st_.globals = scopes_.front();
+}
+
+Session::Session() : Session(SessionOptions{}) {}
+
+Session::Session(SessionOptions opts) : options(std::move(opts)) {
+  builderState = std::make_shared<BuilderState>();
+  if (options.stdlibPaths.empty()) {
+    if (const char *env = std::getenv("DTENSOR_STDLIB")) options.stdlibPaths.push_back(env);
+    options.stdlibPaths.push_back(DT_STDLIB_DIR);
+  }
+}
+
+bool Session::compile(const std::string &path, const std::string &text) {
+  int before = diags.errorCount();
+  int file = sources.add(path, text);
+  auto prog = std::make_unique<ast::Program>();
+  prog->file = file;
+  if (!parseProgram(text, file, diags, *prog)) return false;
+  IRBuilder b(*this);
+  b.buildProgram(*prog);
+  builderState->programs.push_back(std::move(prog));
+  return diags.errorCount() == before;
+}
+
+bool Session::compileFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {"cannot read `" + path + "`"});
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return compile(path, ss.str());
+}
+
+} // namespace dt

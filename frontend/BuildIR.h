@@ -1,0 +1,150 @@
+// This file implements the interface of the IR builder: the pass that turns
+// the AST into the typed global-view IR. It resolves names (meshes, values,
+// variables, functions, imported modules), infers shapes (symbolic inside
+// generic functions), checks every op with ir/Infer (the placement type
+// checker) and reports every error with a fix, recovering so that one file
+// reports all of its errors: a failed expression yields a poison value that
+// silences the errors that would follow from it.
+//
+// Functions are generic over size symbols and, with `@ *` layouts, over the
+// caller's placements; each distinct call signature is instantiated once as an
+// IR function with concrete types. A generic function whose layouts are all
+// written is also checked once on its own, symbolically, where it is defined.
+#pragma once
+
+#include "frontend/AST.h"
+#include "frontend/Session.h"
+#include "ir/Infer.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace dt {
+
+/// What a name means in a scope.
+struct Binding {
+  enum Kind { Value, Var, Const } kind = Value;
+  int id = -1;            ///< current SSA value (-1: poison)
+  TensorType declared;    ///< Var: the placement fixed for life
+  double constant = 0;    ///< Const: a compile-time integer (loop bounds)
+  SrcLoc loc;
+};
+
+/// An expression's value: one or more SSA values, or a bare literal not yet
+/// given a type, or poison after an error.
+struct EV {
+  std::vector<int> ids;
+  bool poison = false;
+  bool literal = false;
+  double number = 0;
+  bool isInt = false;
+  bool isBool = false;
+  static EV bad() {
+    EV e;
+    e.poison = true;
+    return e;
+  }
+  static EV one(int id) {
+    EV e;
+    e.ids = {id};
+    return e;
+  }
+  bool single() const { return !poison && !literal && ids.size() == 1; }
+};
+
+struct FnInfo {
+  const ast::FnDecl *decl = nullptr;
+  std::string qualified; ///< `nn.linear`
+  bool generic = true;   ///< has `@ *` layouts: checked per instantiation only
+  bool broken = false;   ///< its symbolic check failed: calls yield poison
+  std::map<std::string, std::string> instances; ///< signature -> IR function name
+};
+
+/// Everything that outlives one compile() call (the REPL compiles line by line).
+struct Session::BuilderState {
+  std::map<std::string, MeshRef> meshes;
+  std::map<std::string, FnInfo> functions;
+  std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
+  std::map<std::string, Binding> globals;              ///< top-level names
+  std::set<std::string> imported;
+  int instanceCounter = 0;
+};
+
+class IRBuilder {
+public:
+  IRBuilder(Session &s);
+
+  /// Builds one parsed program into `main` (top level) and new functions.
+  void buildProgram(ast::Program &prog);
+
+  // ---- statements (BuildIR.cpp)
+  void stmt(const ast::Stmt &s);
+  void block(const std::vector<ast::StmtPtr> &body);
+  void meshDecl(const ast::Stmt &s);
+  void letOrVar(const ast::Stmt &s);
+  void assign(const ast::Stmt &s);
+  void forLoop(const ast::Stmt &s);
+  void importModule(const ast::Stmt &s);
+  void fnDecl(const ast::Stmt &s, const std::string &prefix);
+  void returnStmt(const ast::Stmt &s);
+  void printStmt(const ast::Stmt &s);
+
+  // ---- functions (BuildCall.cpp)
+  EV callUser(const std::string &name, FnInfo &fn, const std::vector<EV> &args,
+              const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+  /// Returns the IR function name for `fn` instantiated on `argTypes`, or "".
+  std::string instantiate(FnInfo &fn, const std::vector<TensorType> &argTypes,
+                          const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+  EV gradCall(const ast::Expr &callee, const std::vector<EV> &args,
+              const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+
+  // ---- expressions (BuildExpr.cpp)
+  EV expr(const ast::Expr &e);
+  EV binary(const ast::Expr &e);
+  EV call(const ast::Expr &e);
+  EV builtin(const std::string &name, const ast::Expr &e, bool &handled);
+  /// Emits `op` on `operands` (poison in, poison out), reporting type errors
+  /// at `loc` with a relayout hint naming `exprs[i]`.
+  EV emit(Op op, const std::vector<EV> &operands, const std::vector<const ast::Expr *> &exprs,
+          SrcLoc loc, Attrs attrs = {}, std::vector<TensorType> given = {});
+  /// Gives a bare literal a type: rank 0, `like`'s dtype and mesh, replicated.
+  int materialize(const EV &lit, const TensorType &like, SrcLoc loc);
+  /// A source-op initializer (`ones()`, literal lists, ...) typed by `t`.
+  EV initializer(const ast::Expr &init, const TensorType &t);
+  EV tensorLiteral(const ast::Expr &e, const TensorType *t);
+
+  // ---- types and layouts (BuildTypes.cpp)
+  std::optional<TensorType> resolveType(const ast::TypeSpec &spec,
+                                        const std::map<std::string, Dim> *symbols);
+  std::optional<TensorType> applyLayout(const ast::LayoutSpec &spec, DType dt, const Shape &shape);
+  std::string layoutText(const TensorType &t) const; ///< `m[_, x]` or `m{x: partial(sum)}`
+  std::string exprText(const ast::Expr *e) const;
+  void reportTypeError(const TypeError &err, SrcLoc loc,
+                       const std::vector<const ast::Expr *> &exprs,
+                       const std::vector<TensorType> &types);
+
+  // ---- helpers
+  Function &fn() { return *fnStack_.back(); }
+  Block &blk() { return *blockStack_.back(); }
+  const TensorType &typeOf(int id) { return fn().type(id); }
+  Binding *lookup(const std::string &name);
+  void bind(const std::string &name, Binding b);
+  DiagEngine &diags() { return s_.diags; }
+
+  Session &s_;
+  Session::BuilderState &st_;
+  std::vector<Function *> fnStack_;
+  std::vector<Block *> blockStack_;
+  std::vector<std::map<std::string, Binding>> scopes_;
+  /// Size symbols of the function being built (generic check or instance).
+  const std::map<std::string, Dim> *symbols_ = nullptr;
+  /// Set while building a function body: declared results and what `return` saw.
+  std::vector<TensorType> *expectedResults_ = nullptr;
+  std::vector<bool> *expectedAny_ = nullptr; ///< per result: written `@ *`
+  bool sawReturn_ = false;
+  std::string modulePrefix_; ///< `nn.` while building an imported module
+  int currentFile_ = 0;
+};
+
+} // namespace dt

@@ -1,0 +1,362 @@
+// This file implements the AST builder behind the Bison actions (see
+// grammar/Builder.h): node construction, source locations, the checks the
+// grammar leaves to code, and the expression depth bound.
+#include "grammar/Builder.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dt::gram {
+
+using ast::Expr;
+using ast::ExprPtr;
+using ast::Stmt;
+using ast::StmtPtr;
+
+SrcLoc Builder::loc(const Span &s) const {
+  // A multi-line span points at its first byte (endCol 0 = one character).
+  int endCol = s.end.line == s.begin.line ? s.end.col : 0;
+  return SrcLoc{file_, s.begin.line, s.begin.col, endCol};
+}
+
+SrcLoc Builder::loc(const Span &whole, const Span &anchor) const {
+  return whole.begin.line == whole.end.line ? loc(whole) : loc(anchor);
+}
+
+void Builder::syntaxError(const Span &at, const std::string &message) {
+  diags_.error(DiagId::ParseError, loc(at), {message});
+}
+
+int64_t Builder::toInt(const std::string &text, const Span &s) {
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || end == text.c_str() || *end) {
+    syntaxError(s, "expected an integer, found `" + text + "`");
+    return 0;
+  }
+  return v;
+}
+
+// --- expressions -------------------------------------------------------------
+
+ExprPtr Builder::leaf(Expr::Kind k, const Span &s) {
+  auto e = std::make_unique<Expr>();
+  e->kind = k;
+  e->loc = loc(s);
+  depth_.erase(e.get()); // a stale entry of a node freed by error recovery
+  return e;
+}
+
+int Builder::depthOf(const Expr *e) const {
+  auto it = depth_.find(e);
+  return it == depth_.end() ? 1 : it->second;
+}
+
+ExprPtr Builder::finish(ExprPtr e) {
+  int d = 0;
+  for (const auto &a : e->args)
+    if (a)
+      d = std::max(d, depthOf(a.get()));
+  for (const auto &kw : e->kwargs)
+    if (kw.second)
+      d = std::max(d, depthOf(kw.second.get()));
+  for (const auto &a : e->args)
+    if (a)
+      depth_.erase(a.get());
+  for (const auto &kw : e->kwargs)
+    if (kw.second)
+      depth_.erase(kw.second.get());
+  if (d + 1 > kMaxNesting) {
+    if (!reportedDepth_)
+      diags_.error(DiagId::ParseTooDeep, e->loc, {std::to_string(kMaxNesting)});
+    reportedDepth_ = true;
+    auto stub = std::make_unique<Expr>();
+    stub->kind = Expr::Name;
+    stub->text = "<too deep>";
+    stub->loc = e->loc;
+    depth_.erase(stub.get());
+    return stub;
+  }
+  depth_[e.get()] = d + 1;
+  return e;
+}
+
+ExprPtr Builder::number(const std::string &text, bool isInt, const Span &s) {
+  auto e = leaf(Expr::Number, s);
+  e->number = std::strtod(text.c_str(), nullptr);
+  e->isInt = isInt;
+  return e;
+}
+
+ExprPtr Builder::boolean(bool v, const Span &s) {
+  auto e = leaf(Expr::Bool, s);
+  e->boolValue = v;
+  return e;
+}
+
+ExprPtr Builder::string(const std::string &v, const Span &s) {
+  auto e = leaf(Expr::String, s);
+  e->text = v;
+  return e;
+}
+
+ExprPtr Builder::name(const std::string &v, const Span &s) {
+  auto e = leaf(Expr::Name, s);
+  e->text = v;
+  return e;
+}
+
+ExprPtr Builder::list(std::vector<ExprPtr> items, const Span &s) {
+  auto e = leaf(Expr::List, s);
+  e->args = std::move(items);
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::unary(const char *op, ExprPtr x, const Span &opLoc, const Span &whole) {
+  auto e = leaf(Expr::Unary, whole);
+  e->loc = loc(whole, opLoc);
+  e->op = op;
+  e->args.push_back(std::move(x));
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::binary(const std::string &op, ExprPtr l, ExprPtr r, const Span &opLoc,
+                        const Span &whole) {
+  auto e = leaf(Expr::Binary, whole);
+  e->loc = loc(whole, opLoc);
+  e->op = op;
+  e->args.push_back(std::move(l));
+  e->args.push_back(std::move(r));
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::call(const std::string &callee, CallArgs a, const Span &calleeLoc) {
+  auto e = leaf(Expr::Call, calleeLoc);
+  e->callee = callee;
+  e->args = std::move(a.args);
+  e->kwargs = std::move(a.kwargs);
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::callExpr(ExprPtr callee, CallArgs a) {
+  auto e = std::make_unique<Expr>();
+  e->kind = Expr::CallExpr;
+  e->loc = callee->loc;
+  e->args.push_back(std::move(callee));
+  for (auto &x : a.args)
+    e->args.push_back(std::move(x));
+  e->kwargs = std::move(a.kwargs);
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::layoutExpr(LayoutPtr l) {
+  auto e = std::make_unique<Expr>();
+  e->kind = Expr::Layout;
+  depth_.erase(e.get());
+  e->loc = l->loc;
+  e->layout = std::move(l);
+  return e;
+}
+
+void Builder::addArg(CallArgs &a, ExprPtr e) {
+  if (!a.kwargs.empty())
+    diags_.error(DiagId::ParseError, e->loc, {"positional argument after keyword argument"});
+  a.args.push_back(std::move(e));
+}
+
+void Builder::addKwarg(CallArgs &a, const std::string &k, ExprPtr e, const Span &s) {
+  for (const auto &kw : a.kwargs)
+    if (kw.first == k)
+      syntaxError(s, "keyword argument `" + k + "` given twice");
+  a.kwargs.emplace_back(k, std::move(e));
+}
+
+void Builder::addName(NameList &l, const std::string &n, const Span &s) {
+  l.names.push_back(n);
+  l.locs.push_back(loc(s));
+}
+
+NameList Builder::oneName(const std::string &n, const Span &s) {
+  NameList l;
+  addName(l, n, s);
+  return l;
+}
+
+std::vector<ExprPtr> Builder::prepend(ExprPtr first, std::vector<ExprPtr> rest) {
+  rest.insert(rest.begin(), std::move(first));
+  return rest;
+}
+
+// --- types and layouts -------------------------------------------------------------
+
+ast::TypeSpec Builder::type(const std::string &dtype, ast::TypeSpec dims, LayoutPtr layout,
+                            const Span &s) {
+  dims.loc = loc(s);
+  dims.dtype = dtype;
+  dims.layout = std::move(layout);
+  return dims;
+}
+
+void Builder::addDim(ast::TypeSpec &t, const std::string &d, const Span &s) {
+  t.dims.push_back(d);
+  t.dimLocs.push_back(loc(s));
+}
+
+LayoutPtr Builder::layout(const std::string &mesh, bool placementForm,
+                          std::vector<ast::LayoutEntry> entries, const Span &s) {
+  auto l = std::make_unique<ast::LayoutSpec>();
+  l->loc = loc(s);
+  l->mesh = mesh;
+  l->placementForm = placementForm;
+  l->entries = std::move(entries);
+  return l;
+}
+
+ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
+  ast::LayoutEntry e;
+  e.loc = loc(s);
+  if (!(axes.names.size() == 1 && axes.names[0] == "_"))
+    e.axes = std::move(axes.names);
+  for (size_t i = 0; i < e.axes.size(); ++i)
+    if (e.axes[i] == "_")
+      diags_.error(DiagId::ParseError, axes.locs[i], {"`_` cannot be part of an axis tuple"});
+  return e;
+}
+
+ast::LayoutEntry Builder::placement(const std::string &axis, const std::string &kind,
+                                    const std::string &arg, bool argIsInt, const Span &kindLoc,
+                                    const Span &s) {
+  ast::LayoutEntry e;
+  e.loc = loc(s);
+  e.axis = axis;
+  std::string k = kind;
+  if (!k.empty() && k[0] >= 'A' && k[0] <= 'Z')
+    k[0] = (char)(k[0] - 'A' + 'a');
+  if (k == "replicate" && arg.empty()) {
+    e.kind = k;
+  } else if (k == "shard" && argIsInt) {
+    e.kind = k;
+    e.dim = toInt(arg, s);
+  } else if (k == "partial" && !argIsInt) {
+    e.kind = k;
+    if (!arg.empty())
+      e.reduce = arg;
+    if (e.reduce != "sum" && e.reduce != "avg" && e.reduce != "max" && e.reduce != "min")
+      syntaxError(s, "expected `sum`, `avg`, `max` or `min` in `partial(...)`, found `" + e.reduce +
+                         "`");
+  } else {
+    e.kind = "replicate";
+    syntaxError(kindLoc, "expected a placement `replicate`, `shard(dim)` or `partial(op)`, "
+                         "found `" +
+                             kind + (arg.empty() ? "" : "(" + arg + ")") + "`");
+  }
+  return e;
+}
+
+// --- statements --------------------------------------------------------------------
+
+StmtPtr Builder::stmt(Stmt::Kind k, const Span &s) {
+  auto st = std::make_unique<Stmt>();
+  st->kind = k;
+  st->loc = loc(s);
+  return st;
+}
+
+StmtPtr Builder::importStmt(const std::string &module, const Span &s) {
+  auto st = stmt(Stmt::Import, s);
+  st->module = module;
+  return st;
+}
+
+StmtPtr Builder::meshStmt(const std::string &name, ast::MeshDecl axes, const Span &s) {
+  auto st = stmt(Stmt::Mesh, s);
+  st->mesh = std::make_unique<ast::MeshDecl>(std::move(axes));
+  st->mesh->name = name;
+  return st;
+}
+
+void Builder::addMeshAxis(ast::MeshDecl &m, const std::string &axis, const std::string &size,
+                          const Span &s) {
+  m.axes.emplace_back(axis, toInt(size, s));
+  m.axisLocs.push_back(loc(s));
+}
+
+void Builder::addDevice(ast::MeshDecl &m, const std::string &id, const Span &s) {
+  m.devices.push_back(toInt(id, s));
+  m.hasDevices = true;
+}
+
+ast::MeshDecl Builder::mergeDevices(ast::MeshDecl axes, ast::MeshDecl devices) {
+  axes.devices = std::move(devices.devices);
+  axes.hasDevices = devices.hasDevices;
+  return axes;
+}
+
+StmtPtr Builder::let(bool isVar, NameList names, std::unique_ptr<ast::TypeSpec> type, ExprPtr init,
+                     const Span &s) {
+  auto st = stmt(isVar ? Stmt::Var : Stmt::Let, s);
+  st->names = std::move(names.names);
+  st->nameLocs = std::move(names.locs);
+  st->type = std::move(type);
+  st->value = std::move(init);
+  return st;
+}
+
+StmtPtr Builder::assign(const std::string &name, const Span &nameLoc, ExprPtr v, const Span &s) {
+  auto st = stmt(Stmt::Assign, s);
+  st->names.push_back(name);
+  st->nameLocs.push_back(loc(nameLoc));
+  st->value = std::move(v);
+  return st;
+}
+
+StmtPtr Builder::fn(const std::string &name, std::vector<ast::Param> params,
+                    std::vector<ast::TypeSpec> results, StmtList body, const Span &s) {
+  auto st = stmt(Stmt::Fn, s);
+  st->fn = std::make_unique<ast::FnDecl>();
+  st->fn->name = name;
+  st->fn->params = std::move(params);
+  st->fn->results = std::move(results);
+  st->fn->body = std::move(body);
+  return st;
+}
+
+ast::Param Builder::param(const std::string &name, ast::TypeSpec t, const Span &s) {
+  ast::Param p;
+  p.loc = loc(s);
+  p.name = name;
+  p.type = std::move(t);
+  return p;
+}
+
+StmtPtr Builder::forStmt(const std::string &var, const Span &varLoc, ExprPtr lo, ExprPtr hi,
+                         StmtList body, const Span &s) {
+  auto st = stmt(Stmt::For, s);
+  st->names.push_back(var);
+  st->nameLocs.push_back(loc(varLoc));
+  st->lo = std::move(lo);
+  st->hi = std::move(hi);
+  st->body = std::move(body);
+  return st;
+}
+
+StmtPtr Builder::ret(std::vector<ExprPtr> values, const Span &s) {
+  auto st = stmt(Stmt::Return, s);
+  st->values = std::move(values);
+  return st;
+}
+
+StmtPtr Builder::print(ExprPtr e, const Span &s) {
+  auto st = stmt(Stmt::Print, s);
+  st->value = std::move(e);
+  return st;
+}
+
+StmtPtr Builder::exprStmt(ExprPtr e, const Span &s) {
+  auto st = stmt(Stmt::ExprStmt, s);
+  st->value = std::move(e);
+  return st;
+}
+
+} // namespace dt::gram

@@ -175,7 +175,9 @@ void IRBuilder::reportTypeError(const TypeError &err, SrcLoc loc,
     for (size_t i = 0; i < types.size(); ++i)
       d.notes.push_back("`" + exprText(exprs[i]) + "` is `" + types[i].str() + "`");
     for (auto &n : err.notes)
-      if (n.rfind("operand ", 0) != 0) d.notes.push_back(n);
+      if (n.rfind("operand ", 0) != 0 && n.rfind("host operand ", 0) != 0 &&
+          n.rfind("distributed operand ", 0) != 0)
+        d.notes.push_back(n);
   } else {
     d.notes = err.notes;
   }

@@ -1,0 +1,735 @@
+// This file implements the IR text parser (see IRParser.h).
+#include "ir/IRParser.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace dt {
+
+namespace {
+
+constexpr int kMaxDepth = 200;            ///< nested lists/regions: bounds the C++ stack
+constexpr int64_t kMaxValueId = 1 << 20;  ///< bounds the values vector a text can ask for
+constexpr int64_t kMaxMeshSize = 1 << 20; ///< bounds the identity device list
+
+struct ParseError {
+  size_t pos;
+  std::string msg;
+};
+
+class Parser {
+public:
+  Parser(const std::string &t, Module &m) : s_(t), m_(m) {}
+
+  void module() {
+    for (;;) {
+      ws();
+      if (eof())
+        return;
+      std::string kw = ident("`mesh` or `func`");
+      if (kw == "mesh")
+        mesh();
+      else if (kw == "func")
+        function();
+      else
+        fail("expected `mesh` or `func`, got `" + kw + "`");
+    }
+  }
+
+  void typeOnly(TensorType &t) {
+    t = type();
+    ws();
+    if (!eof())
+      fail("unexpected text after the type");
+  }
+
+  std::string where(size_t pos) const {
+    int line = 1, col = 1;
+    for (size_t i = 0; i < pos && i < s_.size(); ++i) {
+      if (s_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    return std::to_string(line) + ":" + std::to_string(col);
+  }
+
+private:
+  // --- characters ----------------------------------------------------------------
+  bool eof() const { return p_ >= s_.size(); }
+  char peekc() const { return eof() ? '\0' : s_[p_]; }
+  [[noreturn]] void fail(const std::string &msg) const { throw ParseError{p_, msg}; }
+  [[noreturn]] void failAt(size_t pos, const std::string &msg) const { throw ParseError{pos, msg}; }
+
+  void ws() {
+    while (!eof()) {
+      char c = s_[p_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++p_;
+      } else if (c == '#' || (c == '/' && p_ + 1 < s_.size() && s_[p_ + 1] == '/')) {
+        while (!eof() && s_[p_] != '\n')
+          ++p_;
+      } else {
+        return;
+      }
+    }
+  }
+  char peek() {
+    ws();
+    return peekc();
+  }
+  bool accept(char c) {
+    if (peek() != c)
+      return false;
+    ++p_;
+    return true;
+  }
+  bool acceptStr(const char *t) {
+    ws();
+    size_t n = std::char_traits<char>::length(t);
+    if (s_.compare(p_, n, t) != 0)
+      return false;
+    p_ += n;
+    return true;
+  }
+  void expect(char c) {
+    if (!accept(c))
+      fail(std::string("expected `") + c + "`" + got());
+  }
+  std::string got() {
+    if (eof())
+      return " at end of input";
+    return std::string(", got `") + s_[p_] + "`";
+  }
+  static bool identStart(char c) { return std::isalpha((unsigned char)c) || c == '_'; }
+  static bool identChar(char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.'; }
+  bool atIdent() { return identStart(peek()); }
+  /// The identifier at the cursor without consuming it ("" if none).
+  std::string peekIdent() {
+    ws();
+    size_t q = p_;
+    if (q >= s_.size() || !identStart(s_[q]))
+      return "";
+    while (q < s_.size() && identChar(s_[q]))
+      ++q;
+    return s_.substr(p_, q - p_);
+  }
+  std::string ident(const char *what) {
+    if (!atIdent())
+      fail(std::string("expected ") + what + got());
+    size_t b = p_;
+    while (!eof() && identChar(s_[p_]))
+      ++p_;
+    return s_.substr(b, p_ - b);
+  }
+  void keyword(const char *kw) {
+    size_t at = (ws(), p_);
+    if (peekIdent() != kw)
+      failAt(at, std::string("expected `") + kw + "`" + got());
+    p_ += std::char_traits<char>::length(kw);
+  }
+  bool acceptKeyword(const char *kw) {
+    if (peekIdent() != kw)
+      return false;
+    p_ += std::char_traits<char>::length(kw);
+    return true;
+  }
+
+  std::string str() {
+    expect('"');
+    std::string r;
+    for (;;) {
+      if (eof())
+        fail("unterminated string");
+      char c = s_[p_++];
+      if (c == '"')
+        return r;
+      if (c != '\\') {
+        r += c;
+        continue;
+      }
+      if (eof())
+        fail("unterminated string");
+      char e = s_[p_++];
+      if (e == 'n')
+        r += '\n';
+      else if (e == 't')
+        r += '\t';
+      else if (e == '"' || e == '\\')
+        r += e;
+      else if (e == 'x' && p_ + 2 <= s_.size() && std::isxdigit((unsigned char)s_[p_]) &&
+               std::isxdigit((unsigned char)s_[p_ + 1])) {
+        r += (char)std::stoi(s_.substr(p_, 2), nullptr, 16);
+        p_ += 2;
+      } else
+        fail(std::string("bad escape `\\") + e + "`");
+    }
+  }
+
+  int64_t integer() {
+    ws();
+    size_t b = p_;
+    if (peekc() == '-')
+      ++p_;
+    if (!std::isdigit((unsigned char)peekc()))
+      failAt(b, "expected an integer" + got());
+    while (std::isdigit((unsigned char)peekc()))
+      ++p_;
+    int64_t v = 0;
+    auto r = std::from_chars(s_.data() + b, s_.data() + p_, v);
+    if (r.ec != std::errc())
+      failAt(b, "integer out of range");
+    return v;
+  }
+  bool atNumber() {
+    char c = peek();
+    if (std::isdigit((unsigned char)c) || c == '-')
+      return true;
+    std::string id = peekIdent();
+    return id == "nan" || id == "inf";
+  }
+  double number() {
+    ws();
+    size_t b = p_;
+    if (peekc() == '-')
+      ++p_;
+    if (identStart(peekc())) {
+      std::string id = ident("a number");
+      if (id == "inf")
+        return s_[b] == '-' ? -INFINITY : INFINITY;
+      if (id == "nan")
+        return NAN;
+      failAt(b, "expected a number, got `" + id + "`");
+    }
+    while (!eof() && (std::isalnum((unsigned char)s_[p_]) || s_[p_] == '.' ||
+                      ((s_[p_] == '+' || s_[p_] == '-') && p_ > b &&
+                       (s_[p_ - 1] == 'e' || s_[p_ - 1] == 'E'))))
+      ++p_;
+    double v = 0;
+    auto r = std::from_chars(s_.data() + b, s_.data() + p_, v);
+    if (r.ec != std::errc() || r.ptr != s_.data() + p_)
+      failAt(b, "malformed number `" + s_.substr(b, p_ - b) + "`");
+    return v;
+  }
+  std::vector<int64_t> intList() {
+    std::vector<int64_t> r;
+    expect('[');
+    if (accept(']'))
+      return r;
+    do
+      r.push_back(integer());
+    while (accept(','));
+    expect(']');
+    return r;
+  }
+  /// A number or a nested list of numbers, flattened row-major.
+  void numbers(std::vector<double> &out, int depth) {
+    if (depth > kMaxDepth)
+      fail("lists nest deeper than " + std::to_string(kMaxDepth));
+    if (!accept('[')) {
+      out.push_back(number());
+      return;
+    }
+    if (accept(']'))
+      return;
+    do
+      numbers(out, depth + 1);
+    while (accept(','));
+    expect(']');
+  }
+
+  // --- meshes and types ----------------------------------------------------------
+  void mesh() {
+    auto m = std::make_shared<Mesh>();
+    size_t at = (ws(), p_);
+    m->name = ident("a mesh name");
+    if (m_.findMesh(m->name))
+      failAt(at, "mesh `" + m->name + "` is defined twice");
+    expect('=');
+    expect('[');
+    int64_t size = 1;
+    do {
+      MeshAxis a;
+      a.name = ident("a mesh axis name");
+      if (m->axisIndex(a.name) >= 0)
+        fail("mesh axis `" + a.name + "` is listed twice");
+      expect('=');
+      a.size = integer();
+      if (a.size < 1)
+        fail("mesh axis `" + a.name + "` must have a positive size");
+      size *= a.size;
+      if (size > kMaxMeshSize)
+        fail("mesh has more than " + std::to_string(kMaxMeshSize) + " devices");
+      m->axes.push_back(a);
+    } while (accept(','));
+    expect(']');
+    if (acceptKeyword("devices")) {
+      m->devices = intList();
+      if ((int64_t)m->devices.size() != size)
+        fail("mesh `" + m->name + "` has " + std::to_string(size) + " devices in its shape but " +
+             std::to_string(m->devices.size()) + " device ids");
+    } else {
+      for (int64_t i = 0; i < size; ++i)
+        m->devices.push_back(i);
+    }
+    m_.meshes.push_back(m);
+  }
+
+  Placement placement(const TensorType &) {
+    std::string k = ident("a placement");
+    if (k == "replicate")
+      return Placement::replicate();
+    if (k == "shard") {
+      expect('(');
+      int64_t d = integer();
+      if (d < 0 || d > 1 << 20)
+        fail("shard dim out of range");
+      expect(')');
+      return Placement::shard((int)d);
+    }
+    if (k == "partial") {
+      expect('(');
+      std::string op = ident("a reduce op");
+      auto r = parseReduceOp(op);
+      if (!r)
+        fail("unknown reduce op `" + op + "`");
+      expect(')');
+      return Placement::partial(*r);
+    }
+    fail("unknown placement `" + k + "`");
+  }
+
+  TensorType type() {
+    TensorType t;
+    size_t at = (ws(), p_);
+    std::string dt = ident("a type");
+    auto d = parseDType(dt);
+    if (!d)
+      failAt(at, "unknown element type `" + dt + "`");
+    t.dtype = *d;
+    expect('[');
+    if (!accept(']')) {
+      do {
+        if (atIdent()) {
+          t.shape.push_back(Dim::symbol(ident("a size")));
+        } else {
+          int64_t v = integer();
+          if (v < 0)
+            fail("negative dim size");
+          t.shape.push_back(Dim::lit(v));
+        }
+      } while (accept(','));
+      expect(']');
+    }
+    if (!accept('@'))
+      return t;
+    at = (ws(), p_);
+    std::string mn = ident("a mesh name");
+    t.mesh = m_.findMesh(mn);
+    if (!t.mesh)
+      failAt(at, "unknown mesh `" + mn + "`");
+    expect('{');
+    std::vector<bool> seen(t.mesh->axes.size(), false);
+    t.placements.assign(t.mesh->axes.size(), Placement::replicate());
+    if (!accept('}')) {
+      do {
+        at = (ws(), p_);
+        std::string ax = ident("a mesh axis");
+        int i = t.mesh->axisIndex(ax);
+        if (i < 0)
+          failAt(at, "mesh `" + mn + "` has no axis `" + ax + "`");
+        if (seen[i])
+          failAt(at, "mesh axis `" + ax + "` appears twice");
+        seen[i] = true;
+        expect(':');
+        t.placements[i] = placement(t);
+      } while (accept(','));
+      expect('}');
+    }
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (!seen[i])
+        fail("layout does not name mesh axis `" + t.mesh->axes[i].name + "`");
+    return t;
+  }
+
+  // --- values --------------------------------------------------------------------
+  int valueId() {
+    ws();
+    size_t at = p_;
+    if (!accept('%'))
+      fail("expected a value `%N`" + got());
+    if (!std::isdigit((unsigned char)peekc()))
+      fail("expected a value number after `%`");
+    int64_t id = integer();
+    if (id >= kMaxValueId)
+      failAt(at, "value id %" + std::to_string(id) + " is too large");
+    return (int)id;
+  }
+  int use() {
+    size_t at = (ws(), p_);
+    int id = valueId();
+    uses_.push_back({id, at});
+    return id;
+  }
+  /// `%N` or `%N:name` (the name touches the colon) at a definition.
+  int def(const TensorType *t = nullptr) {
+    size_t at = (ws(), p_);
+    int id = valueId();
+    if (defs_.count(id))
+      failAt(at, "value %" + std::to_string(id) + " is defined twice");
+    std::string name;
+    if (peekc() == ':' && p_ + 1 < s_.size() && (identChar(s_[p_ + 1]) || s_[p_ + 1] == '"')) {
+      ++p_;
+      if (peekc() == '"')
+        name = str();
+      else
+        while (!eof() && identChar(s_[p_]))
+          name += s_[p_++];
+    }
+    defs_[id] = {t ? *t : TensorType{}, name};
+    return id;
+  }
+  int typedDef() {
+    int id = def();
+    expect(':');
+    defs_[id].type = type();
+    return id;
+  }
+  /// True if the cursor starts `%a, %b =` (the results of the next instruction);
+  /// a pure scan that consumes nothing.
+  bool atDefs() {
+    size_t save = p_;
+    bool r = false;
+    for (;;) {
+      ws();
+      if (peekc() != '%')
+        break;
+      ++p_;
+      if (!std::isdigit((unsigned char)peekc()))
+        break;
+      while (std::isdigit((unsigned char)peekc()))
+        ++p_;
+      if (peekc() == ':' && p_ + 1 < s_.size() && identChar(s_[p_ + 1])) {
+        ++p_;
+        while (!eof() && identChar(s_[p_]))
+          ++p_;
+      } else if (peekc() == ':' && p_ + 1 < s_.size() && s_[p_ + 1] == '"') {
+        ++p_;
+        try {
+          str();
+        } catch (ParseError &) {
+          break;
+        }
+      }
+      if (accept(','))
+        continue;
+      r = peek() == '=';
+      break;
+    }
+    p_ = save;
+    return r;
+  }
+  std::vector<int> operands() {
+    std::vector<int> r;
+    if (peek() != '%' || atDefs())
+      return r;
+    do
+      r.push_back(use());
+    while (accept(','));
+    return r;
+  }
+
+  // --- instructions ---------------------------------------------------------------
+  SrcLoc loc() {
+    SrcLoc l;
+    expect('(');
+    int64_t a = integer();
+    if (accept('/')) {
+      l.file = (int)a;
+      a = integer();
+    }
+    l.line = (int)a;
+    expect(':');
+    l.col = (int)integer();
+    if (accept('-'))
+      l.endCol = (int)integer();
+    expect(')');
+    return l;
+  }
+
+  std::string calleeName() {
+    expect('@');
+    if (peek() == '"')
+      return str();
+    return ident("a function name");
+  }
+
+  void genericAttrs(Attrs &a) {
+    expect('{');
+    if (accept('}'))
+      return;
+    do {
+      std::string k = ident("an attribute name");
+      if (k == "ints")
+        a.ints = intList();
+      else if (k == "floats") {
+        a.floats.clear();
+        numbers(a.floats, 0);
+      } else if (k == "str")
+        a.str = str();
+      else if (k == "flag")
+        a.flag = true;
+      else
+        fail("unknown attribute `" + k + "`");
+    } while (accept(','));
+    expect('}');
+  }
+
+  void body(Inst &in) {
+    Attrs &a = in.attrs;
+    switch (in.op) {
+    case Op::Const:
+      numbers(a.floats, 0);
+      in.operands = operands();
+      return;
+    case Op::Fill:
+      if (atNumber())
+        a.floats = {number()};
+      return;
+    case Op::Random:
+      if (atIdent() && !atGenericAttrs()) {
+        a.str = ident("a distribution");
+        a.ints = {integer()};
+      }
+      return;
+    case Op::Einsum:
+      a.str = str();
+      break;
+    case Op::Call:
+    case Op::Grad:
+      a.str = calleeName();
+      expect('(');
+      if (!accept(')')) {
+        do
+          in.operands.push_back(use());
+        while (accept(','));
+        expect(')');
+      }
+      if (in.op == Op::Grad) {
+        keyword("wrt");
+        a.ints = intList();
+        a.flag = acceptKeyword("value_and_grad");
+      }
+      return;
+    case Op::For:
+      if (!(peekIdent() == "iter")) {
+        int64_t lo = integer();
+        keyword("to");
+        int64_t hi = integer();
+        keyword("step");
+        a.ints = {lo, hi, integer()};
+      }
+      keyword("iter");
+      expect('(');
+      if (!accept(')')) {
+        do
+          in.operands.push_back(use());
+        while (accept(','));
+        expect(')');
+      }
+      return;
+    case Op::Print:
+      in.operands = operands();
+      a.str = str();
+      return;
+    default:
+      break;
+    }
+    in.operands = operands();
+    switch (in.op) {
+    case Op::Iota:
+    case Op::IndexSelect:
+    case Op::IndexAdd:
+      if (acceptKeyword("dim"))
+        a.ints = {integer()};
+      break;
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+      keyword("dims");
+      a.ints = intList();
+      break;
+    case Op::Transpose:
+      keyword("perm");
+      a.ints = intList();
+      break;
+    default:
+      break;
+    }
+  }
+
+  bool atGenericAttrs() {
+    if (peekIdent() != "attrs")
+      return false;
+    size_t save = p_;
+    p_ += 5;
+    bool r = peek() == '{';
+    p_ = save;
+    return r;
+  }
+
+  Inst inst(int depth) {
+    Inst in;
+    if (peek() == '%') {
+      do
+        in.results.push_back(def());
+      while (accept(','));
+      expect('=');
+    }
+    size_t at = (ws(), p_);
+    std::string name = ident("an op name");
+    if (!parseOpName(name, in.op))
+      failAt(at, "unknown op `" + name + "`");
+    body(in);
+    if (atGenericAttrs()) {
+      p_ += 5;
+      genericAttrs(in.attrs);
+    }
+    while (peek() == '{')
+      in.regions.push_back(region(depth + 1));
+    if (!in.results.empty()) {
+      expect(':');
+      for (size_t i = 0; i < in.results.size(); ++i) {
+        if (i)
+          expect(',');
+        defs_[in.results[i]].type = type();
+      }
+    }
+    if (acceptKeyword("loc"))
+      in.loc = loc();
+    return in;
+  }
+
+  void blockArgs(Block &b) {
+    expect('(');
+    if (!accept(')')) {
+      do
+        b.args.push_back(typedDef());
+      while (accept(','));
+      expect(')');
+    }
+    expect(':');
+  }
+
+  void insts(Block &b, int depth) {
+    while (peek() != '}') {
+      if (eof())
+        fail("missing `}`");
+      b.insts.push_back(inst(depth));
+    }
+    ++p_;
+  }
+
+  Block region(int depth) {
+    if (depth > kMaxDepth)
+      fail("regions nest deeper than " + std::to_string(kMaxDepth));
+    Block b;
+    expect('{');
+    if (accept('^'))
+      blockArgs(b);
+    insts(b, depth);
+    return b;
+  }
+
+  void function() {
+    defs_.clear();
+    uses_.clear();
+    Function f;
+    size_t at = (ws(), p_);
+    f.name = calleeName();
+    if (m_.find(f.name))
+      failAt(at, "function `@" + f.name + "` is defined twice");
+    expect('(');
+    if (!accept(')')) {
+      do
+        f.params.push_back(typedDef());
+      while (accept(','));
+      expect(')');
+    }
+    if (acceptStr("->")) {
+      expect('(');
+      if (!accept(')')) {
+        do
+          f.results.push_back(type());
+        while (accept(','));
+        expect(')');
+      }
+    }
+    if (acceptKeyword("loc"))
+      f.loc = loc();
+    expect('{');
+    if (accept('^'))
+      blockArgs(f.body);
+    else
+      f.body.args = f.params;
+    insts(f.body, 0);
+    int maxId = -1;
+    for (auto &[id, v] : defs_)
+      maxId = std::max(maxId, id);
+    for (auto &[id, pos] : uses_) {
+      if (!defs_.count(id))
+        failAt(pos, "use of undefined value %" + std::to_string(id));
+    }
+    f.values.resize((size_t)(maxId + 1));
+    for (int i = 0; i <= maxId; ++i)
+      f.values[i].id = i;
+    for (auto &[id, v] : defs_) {
+      f.values[id].type = v.type;
+      f.values[id].name = v.name;
+    }
+    m_.functions.push_back(std::move(f));
+  }
+
+  struct DefInfo {
+    TensorType type;
+    std::string name;
+  };
+  const std::string &s_;
+  Module &m_;
+  size_t p_ = 0;
+  std::map<int, DefInfo> defs_;
+  std::vector<std::pair<int, size_t>> uses_;
+};
+
+} // namespace
+
+bool parseIR(const std::string &text, Module &out, std::string &err) {
+  Parser p(text, out);
+  try {
+    p.module();
+    return true;
+  } catch (ParseError &e) {
+    err = p.where(e.pos) + ": " + e.msg;
+    return false;
+  }
+}
+
+bool parseTypeText(const std::string &text, const Module &m, TensorType &out, std::string &err) {
+  Module tmp;
+  tmp.meshes = m.meshes;
+  Parser p(text, tmp);
+  try {
+    p.typeOnly(out);
+    return true;
+  } catch (ParseError &e) {
+    err = p.where(e.pos) + ": " + e.msg;
+    return false;
+  }
+}
+
+} // namespace dt

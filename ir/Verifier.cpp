@@ -1,0 +1,385 @@
+// This file implements the IR verifier (see Verifier.h for the invariants).
+#include "ir/Verifier.h"
+
+#include "ir/Infer.h"
+#include "ir/Printer.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dt {
+
+namespace {
+
+class FnVerifier {
+public:
+  FnVerifier(const Module &m, const Function &f, std::vector<std::string> &errs,
+             const VerifyOptions &o)
+      : m_(m), f_(f), errs_(errs), opts_(o), defined_(f.values.size(), false),
+        visible_(f.values.size(), false) {}
+
+  void run() {
+    for (size_t i = 0; i < f_.values.size(); ++i)
+      if (f_.values[i].id != (int)i)
+        err("value in slot " + std::to_string(i) + " has id %" + std::to_string(f_.values[i].id));
+    for (int p : f_.params)
+      define(p, "parameter");
+    for (size_t i = 0; i < f_.body.args.size(); ++i)
+      if (i >= f_.params.size() || f_.body.args[i] != f_.params[i])
+        err("the body's arguments must be the function's parameters");
+    for (auto &t : f_.results)
+      checkType(t, "declared result");
+    block(f_.body, nullptr);
+    if (f_.body.insts.empty() || f_.body.insts.back().op != Op::Return)
+      err("function body must end with `return`");
+  }
+
+private:
+  void err(const std::string &msg) { errs_.push_back("@" + f_.name + ": " + msg); }
+  void instErr(const Inst &in, const std::string &msg) {
+    std::string what = std::string("`") + opName(in.op) + "`";
+    if (!in.results.empty())
+      what += " (%" + std::to_string(in.results[0]) + ")";
+    err(what + ": " + msg);
+  }
+  bool valid(int id) const { return id >= 0 && id < (int)f_.values.size(); }
+  std::string v(int id) const { return "%" + std::to_string(id); }
+  std::string ty(int id) const { return valid(id) ? printType(f_.type(id)) : "?"; }
+  bool sameType(int a, int b) const { return valid(a) && valid(b) && f_.type(a) == f_.type(b); }
+
+  void checkType(const TensorType &t, const std::string &what) {
+    std::string ts = printType(t);
+    for (auto &d : t.shape)
+      if (!d.isSym() && d.value < 0)
+        err(what + " `" + ts + "` has a negative dim");
+    if (!t.mesh) {
+      if (!t.placements.empty())
+        err(what + " `" + ts + "` is a host type with placements");
+      return;
+    }
+    MeshRef decl = m_.findMesh(t.mesh->name);
+    if (!decl || !(*decl == *t.mesh))
+      err(what + " `" + ts + "` uses mesh `" + t.mesh->name +
+          "`, which the module does not declare");
+    if (t.placements.size() != t.mesh->axes.size())
+      err(what + " `" + ts + "` has " + std::to_string(t.placements.size()) +
+          " placements for mesh `" + t.mesh->name + "` with " +
+          std::to_string(t.mesh->axes.size()) + " axes");
+    for (auto &p : t.placements)
+      if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
+        err(what + " `" + ts + "`: `shard(" + std::to_string(p.dim) +
+            ")` names a dim of a tensor with " + std::to_string(t.rank()) + " dims");
+  }
+
+  void define(int id, const std::string &what) {
+    if (!valid(id)) {
+      err(what + " " + v(id) + " is not a value of the function");
+      return;
+    }
+    if (defined_[id])
+      err(v(id) + " is defined twice");
+    defined_[id] = visible_[id] = true;
+    checkType(f_.type(id), what + " " + v(id));
+  }
+
+  void use(const Inst &in, int id) {
+    if (!valid(id))
+      instErr(in, "operand " + v(id) + " is not a value of the function");
+    else if (!visible_[id])
+      instErr(in, "operand " + v(id) +
+                      (defined_[id] ? " is not in scope here (defined in another block)"
+                                    : " is used before it is defined"));
+  }
+
+  /// `loop` is the enclosing `for` when `b` is its body, else null.
+  void block(const Block &b, const Inst *loop) {
+    std::vector<int> scope;
+    auto def = [&](int id, const std::string &what) {
+      bool fresh = valid(id) && !defined_[id];
+      define(id, what);
+      if (fresh)
+        scope.push_back(id);
+    };
+    if (loop)
+      for (int a : b.args)
+        def(a, "block argument");
+    for (size_t i = 0; i < b.insts.size(); ++i) {
+      const Inst &in = b.insts[i];
+      bool term = in.op == Op::Return || in.op == Op::Yield;
+      if (term && i + 1 != b.insts.size())
+        instErr(in, "a terminator must be the last instruction of its block");
+      if (in.op == Op::Yield && !loop)
+        instErr(in, "`yield` outside a `for` body");
+      if (in.op == Op::Return && loop)
+        instErr(in, "`return` inside a `for` body");
+      for (int o : in.operands)
+        use(in, o);
+      inst(in, loop);
+      for (int r : in.results)
+        def(r, "result");
+    }
+    for (int id : scope)
+      visible_[id] = false;
+  }
+
+  void inst(const Inst &in, const Inst *loop) {
+    const OpInfo &info = opInfo(in.op);
+    size_t no = in.operands.size(), nr = in.results.size();
+    if (in.op == Op::Einsum) {
+      if (no != 1 && no != 2)
+        instErr(in, "takes 1 or 2 operands, got " + std::to_string(no));
+    } else if (info.numOperands >= 0 && no != (size_t)info.numOperands) {
+      instErr(in,
+              "takes " + std::to_string(info.numOperands) + " operands, got " + std::to_string(no));
+    }
+    if (info.numResults >= 0 && nr != (size_t)info.numResults)
+      instErr(in, "produces " + std::to_string(info.numResults) + " results, got " +
+                      std::to_string(nr));
+    if (in.op != Op::For && !in.regions.empty())
+      instErr(in, "cannot have regions");
+    for (int o : in.operands)
+      if (!valid(o))
+        return; // already reported; the checks below read operand types
+    for (int r : in.results)
+      if (!valid(r))
+        return;
+    switch (in.op) {
+    case Op::For:
+      forLoop(in);
+      return;
+    case Op::Yield:
+      yield(in, loop);
+      return;
+    case Op::Return:
+      ret(in);
+      return;
+    case Op::Call:
+    case Op::Grad:
+      call(in);
+      return;
+    default:
+      break;
+    }
+    attrs(in);
+    checkInferredTypes(in);
+  }
+
+  void forLoop(const Inst &in) {
+    if (in.attrs.ints.size() != 3)
+      instErr(in, "needs bounds `ints = {lo, hi, step}`");
+    else if (in.attrs.ints[2] == 0)
+      instErr(in, "step must not be 0");
+    if (in.regions.size() != 1) {
+      instErr(in, "needs exactly one body region, got " + std::to_string(in.regions.size()));
+      return;
+    }
+    const Block &body = in.regions[0];
+    size_t n = in.operands.size();
+    if (in.results.size() != n)
+      instErr(in, "has " + std::to_string(in.results.size()) + " results for " + std::to_string(n) +
+                      " loop-carried values");
+    if (body.args.size() != n + 1) {
+      instErr(in, "body has " + std::to_string(body.args.size()) +
+                      " arguments; expected the induction variable and " + std::to_string(n) +
+                      " loop-carried values");
+    } else {
+      int iv = body.args[0];
+      if (valid(iv) && !(f_.type(iv) == TensorType{DType::I64, {}, nullptr, {}}))
+        instErr(in,
+                "induction variable " + v(iv) + " must have type `i64[]`, got `" + ty(iv) + "`");
+      for (size_t k = 0; k < n; ++k)
+        if (!sameType(body.args[k + 1], in.operands[k]))
+          instErr(in, "loop-carried value " + std::to_string(k) + ": body argument has type `" +
+                          ty(body.args[k + 1]) + "` but the initial value has type `" +
+                          ty(in.operands[k]) + "`");
+    }
+    for (size_t k = 0; k < n && k < in.results.size(); ++k)
+      if (!sameType(in.results[k], in.operands[k]))
+        instErr(in, "result " + std::to_string(k) + " has type `" + ty(in.results[k]) +
+                        "` but the loop carries `" + ty(in.operands[k]) + "`");
+    if (body.insts.empty() || body.insts.back().op != Op::Yield)
+      instErr(in, "body must end with `yield`");
+    block(body, &in);
+  }
+
+  void yield(const Inst &in, const Inst *loop) {
+    if (!loop)
+      return;
+    if (in.operands.size() != loop->operands.size()) {
+      instErr(in, "yields " + std::to_string(in.operands.size()) + " values but the loop carries " +
+                      std::to_string(loop->operands.size()));
+      return;
+    }
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      if (valid(loop->operands[k]) && !sameType(in.operands[k], loop->operands[k]))
+        instErr(in, "value " + std::to_string(k) + " has type `" + ty(in.operands[k]) +
+                        "` but the loop carries `" + ty(loop->operands[k]) + "`");
+  }
+
+  void ret(const Inst &in) {
+    if (in.operands.size() != f_.results.size()) {
+      instErr(in, "gives " + std::to_string(in.operands.size()) + " values but @" + f_.name +
+                      " declares " + std::to_string(f_.results.size()) + " results");
+      return;
+    }
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      if (!(f_.type(in.operands[k]) == f_.results[k]))
+        instErr(in, "value " + std::to_string(k) + " has type `" + ty(in.operands[k]) + "` but @" +
+                        f_.name + " declares `" + printType(f_.results[k]) + "`");
+  }
+
+  void call(const Inst &in) {
+    const Function *g = m_.find(in.attrs.str);
+    if (!g) {
+      instErr(in, "unknown callee `@" + in.attrs.str + "`");
+      return;
+    }
+    if (in.op == Op::Grad) {
+      for (auto w : in.attrs.ints)
+        if (w < 0 || w >= (int64_t)g->params.size())
+          instErr(in,
+                  "`wrt` index " + std::to_string(w) + " is not a parameter of `@" + g->name + "`");
+      return;
+    }
+    if (in.operands.size() != g->params.size())
+      instErr(in, "passes " + std::to_string(in.operands.size()) + " arguments to `@" + g->name +
+                      "`, which takes " + std::to_string(g->params.size()));
+    if (in.results.size() != g->results.size())
+      instErr(in, "has " + std::to_string(in.results.size()) + " results but `@" + g->name +
+                      "` returns " + std::to_string(g->results.size()));
+    for (size_t k = 0; k < in.operands.size() && k < g->params.size(); ++k) {
+      int p = g->params[k];
+      if (p < 0 || p >= (int)g->values.size())
+        continue;
+      const TensorType &want = g->values[p].type;
+      const TensorType &got = f_.type(in.operands[k]);
+      bool ok = isConcrete(want.shape) ? got == want
+                                       : got.dtype == want.dtype && got.rank() == want.rank();
+      if (!ok)
+        instErr(in, "argument " + std::to_string(k) + " has type `" + printType(got) + "` but `@" +
+                        g->name + "` takes `" + printType(want) + "`");
+    }
+  }
+
+  void attrs(const Inst &in) {
+    const Attrs &a = in.attrs;
+    const TensorType *x = in.operands.empty() ? nullptr : &f_.type(in.operands[0]);
+    const TensorType *r = in.results.empty() ? nullptr : &f_.type(in.results[0]);
+    auto dimOk = [&](int64_t d, const TensorType *t) { return t && d >= 0 && d < t->rank(); };
+    switch (in.op) {
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+      for (size_t i = 0; i < a.ints.size(); ++i)
+        if (!dimOk(a.ints[i], x) || (i && a.ints[i] <= a.ints[i - 1])) {
+          instErr(in, "reduce dims must be sorted, unique and in range");
+          break;
+        }
+      break;
+    case Op::Transpose: {
+      auto p = a.ints;
+      std::sort(p.begin(), p.end());
+      bool ok = x && (int)p.size() == x->rank();
+      for (size_t i = 0; ok && i < p.size(); ++i)
+        ok = p[i] == (int64_t)i;
+      if (!ok)
+        instErr(in, "`perm` is not a permutation of the operand's dims");
+      break;
+    }
+    case Op::IndexSelect:
+    case Op::IndexAdd:
+    case Op::Iota:
+      if (a.ints.size() != 1 || !dimOk(a.ints[0], in.op == Op::Iota ? r : x))
+        instErr(in, "needs one dim attribute in range");
+      break;
+    case Op::Einsum:
+      if (a.str.empty())
+        instErr(in, "needs an einsum spec");
+      break;
+    case Op::Random:
+      if ((a.str != "normal" && a.str != "uniform") || a.ints.size() != 1)
+        instErr(in, "needs a distribution (`normal` or `uniform`) and a seed");
+      break;
+    case Op::Fill:
+      if (a.floats.size() != 1)
+        instErr(in, "needs exactly one value");
+      break;
+    case Op::Const:
+      if (r && a.floats.size() != 1 && isConcrete(r->shape) &&
+          (int64_t)a.floats.size() != numElements(r->shape))
+        instErr(in, "has " + std::to_string(a.floats.size()) + " values for type `" +
+                        printType(*r) + "`");
+      break;
+    default:
+      break;
+    }
+  }
+
+  /// Re-infers the result types of a non-control instruction with ir/Infer.h
+  /// and compares them with the declared ones: a pass that rewrites an
+  /// instruction must keep its type consistent with the placement rules.
+  void checkInferredTypes(const Inst &in) {
+    if (!opts_.inferTypes || in.results.empty())
+      return;
+    std::vector<TensorType> ops, given;
+    for (int o : in.operands)
+      ops.push_back(f_.type(o));
+    for (int r : in.results)
+      given.push_back(f_.type(r));
+    Inferred inf = inferTypes(in.op, ops, in.attrs, given);
+    if (!inf.ok()) {
+      instErr(in, "type inference rejects it: " +
+                      formatDiag(diagFormat(inf.error->id), inf.error->args));
+      return;
+    }
+    for (size_t i = 0; i < inf.results.size() && i < given.size(); ++i)
+      if (!(inf.results[i] == given[i]))
+        instErr(in, "result " + v(in.results[i]) + " has type `" + printType(given[i]) +
+                        "` but its operands give `" + printType(inf.results[i]) + "`");
+  }
+
+  const Module &m_;
+  const Function &f_;
+  std::vector<std::string> &errs_;
+  const VerifyOptions &opts_;
+  std::vector<bool> defined_, visible_;
+};
+
+} // namespace
+
+bool verifyFunction(const Module &m, const Function &f, std::vector<std::string> &errors,
+                    const VerifyOptions &opts) {
+  size_t before = errors.size();
+  FnVerifier(m, f, errors, opts).run();
+  return errors.size() == before;
+}
+
+bool verifyModule(const Module &m, std::vector<std::string> &errors, const VerifyOptions &opts) {
+  size_t before = errors.size();
+  std::set<std::string> meshNames, fnNames;
+  for (auto &mesh : m.meshes) {
+    if (!meshNames.insert(mesh->name).second)
+      errors.push_back("mesh `" + mesh->name + "` is declared twice");
+    if ((int64_t)mesh->devices.size() != mesh->size())
+      errors.push_back("mesh `" + mesh->name + "` has " + std::to_string(mesh->size()) +
+                       " devices in its shape but " + std::to_string(mesh->devices.size()) +
+                       " device ids");
+  }
+  for (auto &f : m.functions) {
+    if (!fnNames.insert(f.name).second)
+      errors.push_back("function `@" + f.name + "` is defined twice");
+    verifyFunction(m, f, errors, opts);
+  }
+  return errors.size() == before;
+}
+
+std::string verifyModuleText(const Module &m, const VerifyOptions &opts) {
+  std::vector<std::string> errs;
+  verifyModule(m, errs, opts);
+  std::string r;
+  for (auto &e : errs)
+    r += (r.empty() ? "" : "\n") + e;
+  return r;
+}
+
+} // namespace dt

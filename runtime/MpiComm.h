@@ -1,0 +1,96 @@
+// This file implements the multi-process communicator: one process per rank,
+// started by a standard launcher (`mpirun -np 6 dtensorc run prog.dt`), with
+// collectives through Open MPI (no home-made network protocol). MpiWorld
+// initializes MPI once per process and hands out an MpiComm for the world and
+// for each mesh-axis group (MPI_Comm_split). The header needs no <mpi.h>: MPI
+// types stay in MpiComm.cpp, so every target can include it; when dtensor is
+// built without MPI (DT_HAVE_MPI unset), MpiWorld's constructor throws
+// RuntimeFault and MpiWorld::available() is false.
+//
+// Mapping onto MPI: allReduce -> MPI_Allreduce (MPI_IN_PLACE when send ==
+// recv), allGatherV -> MPI_Allgatherv, reduceScatterV -> MPI_Reduce_scatter,
+// allToAllV -> MPI_Alltoallv, broadcast -> MPI_Bcast, barrier -> MPI_Barrier.
+// Datatypes: f32 MPI_FLOAT, f64 MPI_DOUBLE, i32 MPI_INT32_T, i64 MPI_INT64_T,
+// bool MPI_UINT8_T (sum/max -> MPI_BOR, min -> MPI_BAND). Avg is MPI_SUM then
+// a local division by the group size. Overlapping send/recv buffers other than
+// MPI's in-place forms go through a temporary copy.
+//
+// Limits: MPI-3 counts and displacements are `int`; a collective whose counts
+// or offsets exceed INT_MAX elements throws RuntimeFault (split it). Unlike
+// ThreadComm, MPI's reduction order is the library's (deterministic for a fixed
+// process count, but not necessarily rank order). Errors returned by MPI
+// (MPI_ERRORS_RETURN is installed) become RuntimeFault with MPI's message.
+#pragma once
+
+#include "runtime/Communicator.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace dt {
+
+/// A Communicator over one MPI communicator.
+class MpiComm final : public Communicator {
+public:
+  struct Handle; ///< wraps the MPI_Comm (defined in MpiComm.cpp)
+  explicit MpiComm(std::unique_ptr<Handle> h);
+  ~MpiComm() override;
+  MpiComm(const MpiComm &) = delete;
+  MpiComm &operator=(const MpiComm &) = delete;
+
+  int rank() const override;
+  int size() const override;
+  void allReduce(const void *send, void *recv, int64_t count, DType dtype, ReduceOp op) override;
+  void allGatherV(const void *send, void *recv, const std::vector<int64_t> &counts,
+                  DType dtype) override;
+  void reduceScatterV(const void *send, void *recv, const std::vector<int64_t> &counts, DType dtype,
+                      ReduceOp op) override;
+  void allToAllV(const void *send, const std::vector<int64_t> &sendCounts, void *recv,
+                 const std::vector<int64_t> &recvCounts, DType dtype) override;
+  void broadcast(void *buf, int64_t count, DType dtype, int root) override;
+  void barrier() override;
+
+  /// Address of the underlying MPI_Comm (cast to MPI_Comm *), for code that calls MPI directly.
+  void *nativeHandle();
+
+private:
+  std::unique_ptr<Handle> h_;
+  int rank_ = 0, size_ = 1;
+};
+
+/// The MPI process world. Create one per process (it calls MPI_Init_thread unless MPI is already
+/// initialized, and MPI_Finalize in its destructor when it initialized MPI).
+class MpiWorld {
+public:
+  /// argc/argv may be null (MPI does not need them with Open MPI's launcher).
+  explicit MpiWorld(int *argc = nullptr, char ***argv = nullptr);
+  ~MpiWorld();
+  MpiWorld(const MpiWorld &) = delete;
+  MpiWorld &operator=(const MpiWorld &) = delete;
+
+  /// Whether dtensor was built with MPI support.
+  static bool available();
+  int rank() const; ///< this process's world rank
+  int size() const;
+  Communicator &world();
+  /// The group `members` (world ranks in group-rank order; must contain this rank), split from
+  /// the world with MPI_Comm_split. Collective over the world the first time: every world rank
+  /// calls group() with its own group, and the groups asked for together must be disjoint (the
+  /// groups of one mesh axis). Cached: later calls with the same list are local, which stays
+  /// consistent because every rank of an SPMD program asks for its groups in the same order.
+  Communicator &group(const std::vector<int> &members);
+  /// Splits the world into the disjoint groups of `groups` (every rank passes the same list; ranks
+  /// in no group take part and get nullptr). Collective over the world the first time; cached.
+  Communicator *partition(const std::vector<std::vector<int>> &groups);
+
+private:
+  Communicator *split(int color, int key, const std::vector<int> &label);
+  bool initializedHere_ = false;
+  int rank_ = 0, size_ = 1;
+  std::unique_ptr<MpiComm> world_;
+  std::map<std::vector<int>, std::unique_ptr<MpiComm>> groups_;
+  std::map<std::vector<std::vector<int>>, Communicator *> partitions_;
+};
+
+} // namespace dt

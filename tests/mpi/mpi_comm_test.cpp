@@ -1,0 +1,269 @@
+// The multi-process communicator test (runtime/MpiComm.h), run by ctest as
+// `mpirun -np 2 dt_mpi_comm_test` and `-np 4`: every collective x dtype x
+// reduce op on the world with uneven and zero counts and in-place buffers,
+// then mesh-axis groups (rows and columns of a 2x2 mesh at np 4) and a
+// partition that leaves a rank out. Each rank counts its own failures; the
+// exit status is 0 when no rank failed (an MPI_Allreduce of the counts),
+// 77 (ctest SKIP) when dtensor was built without MPI.
+#include "frontend/Diagnostics.h"
+#include "runtime/MpiComm.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace dt;
+
+namespace {
+
+int failures = 0;
+
+void fail(int rank, const std::string &what) {
+  if (failures++ < 10)
+    std::fprintf(stderr, "rank %d: FAIL %s\n", rank, what.c_str());
+}
+
+/// A small typed buffer read and written as doubles.
+struct Buf {
+  DType dt;
+  std::vector<unsigned char> bytes;
+  Buf(DType t, int64_t n) : dt(t), bytes((size_t)(n * dtypeSize(t)) + 1) {}
+  void *data() { return bytes.data(); }
+  unsigned char *at(int64_t i) { return bytes.data() + i * dtypeSize(dt); }
+  double get(int64_t i) {
+    double v = 0;
+    switch (dt) {
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, at(i), 4);
+      v = x;
+      break;
+    }
+    case DType::F64:
+      std::memcpy(&v, at(i), 8);
+      break;
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, at(i), 4);
+      v = x;
+      break;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, at(i), 8);
+      v = (double)x;
+      break;
+    }
+    case DType::Bool:
+      v = *at(i);
+      break;
+    }
+    return v;
+  }
+  void set(int64_t i, double v) {
+    switch (dt) {
+    case DType::F32: {
+      float x = (float)v;
+      std::memcpy(at(i), &x, 4);
+      break;
+    }
+    case DType::F64:
+      std::memcpy(at(i), &v, 8);
+      break;
+    case DType::I32: {
+      int32_t x = (int32_t)v;
+      std::memcpy(at(i), &x, 4);
+      break;
+    }
+    case DType::I64: {
+      int64_t x = (int64_t)v;
+      std::memcpy(at(i), &x, 8);
+      break;
+    }
+    case DType::Bool:
+      *at(i) = (unsigned char)v;
+      break;
+    }
+  }
+};
+
+double value(DType dt, int r, int64_t i, int salt) {
+  int64_t h = (r * 131 + i * 7 + salt * 17 + (i * i) % 13) % 17;
+  return dt == DType::Bool ? (double)(h & 1) : (double)(h - 8);
+}
+
+double reduced(DType dt, ReduceOp op, int n, int64_t i, int salt) {
+  double acc = value(dt, 0, i, salt);
+  for (int r = 1; r < n; ++r) {
+    double v = value(dt, r, i, salt);
+    if (dt == DType::Bool)
+      acc = op == ReduceOp::Min ? (double)((int)acc & (int)v) : (double)((int)acc | (int)v);
+    else
+      acc = op == ReduceOp::Max   ? std::max(acc, v)
+            : op == ReduceOp::Min ? std::min(acc, v)
+                                  : acc + v;
+  }
+  if (op == ReduceOp::Avg)
+    acc = isFloat(dt) ? acc / n : std::trunc(acc / n);
+  return acc;
+}
+
+bool near(DType dt, double a, double b) {
+  return isFloat(dt) ? std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)) : a == b;
+}
+
+const DType kDTypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
+
+std::vector<int64_t> uneven(int n, int p) {
+  std::vector<int64_t> c(n);
+  for (int r = 0; r < n; ++r)
+    c[r] = p == 0 ? 5 : p == 1 ? (r * 3 + 1) % 4 : p == 2 ? 3000 + r : 0;
+  return c;
+}
+
+/// Every collective of `c` (group rank r of n), checked against the formulas above.
+void checkAll(Communicator &c, const std::string &name) {
+  const int r = c.rank(), n = c.size();
+  auto where = [&](const char *coll, DType dt) {
+    return name + " " + coll + " " + dtypeName(dt) + " n=" + std::to_string(n);
+  };
+  for (DType dt : kDTypes) {
+    for (ReduceOp op : kOps) {
+      if (dt == DType::Bool && op == ReduceOp::Avg)
+        continue;
+      for (int64_t count : {0, 1, 7, 1000})
+        for (bool inPlace : {false, true}) {
+          Buf in(dt, count), out(dt, count);
+          for (int64_t i = 0; i < count; ++i)
+            in.set(i, value(dt, r, i, (int)count));
+          Buf &dst = inPlace ? in : out;
+          c.allReduce(in.data(), dst.data(), count, dt, op);
+          for (int64_t i = 0; i < count; ++i)
+            if (!near(dt, dst.get(i), reduced(dt, op, n, i, (int)count))) {
+              fail(r, where("allReduce", dt) + " " + reduceOpName(op));
+              break;
+            }
+        }
+      for (int p = 0; p < 4; ++p)
+        for (int mode = 0; mode < 3; ++mode) { // separate, recv = my block, recv = send
+          std::vector<int64_t> counts = uneven(n, p), off = countOffsets(counts);
+          Buf in(dt, off[n]), out(dt, counts[r]);
+          for (int64_t i = 0; i < off[n]; ++i)
+            in.set(i, value(dt, r, i, p));
+          void *recv = mode == 0 ? out.data() : mode == 1 ? (void *)in.at(off[r]) : in.data();
+          c.reduceScatterV(in.data(), recv, counts, dt, op);
+          for (int64_t i = 0; i < counts[r]; ++i) {
+            double got = mode == 0 ? out.get(i) : mode == 1 ? in.get(off[r] + i) : in.get(i);
+            if (!near(dt, got, reduced(dt, op, n, off[r] + i, p))) {
+              fail(r, where("reduceScatterV", dt) + " mode " + std::to_string(mode));
+              break;
+            }
+          }
+        }
+    }
+    for (int p = 0; p < 4; ++p)
+      for (bool inPlace : {false, true}) {
+        std::vector<int64_t> counts = uneven(n, p), off = countOffsets(counts);
+        Buf in(dt, counts[r]), out(dt, off[n]);
+        for (int64_t i = 0; i < counts[r]; ++i)
+          in.set(i, value(dt, r, i, p));
+        const void *send = in.data();
+        if (inPlace) {
+          std::memcpy(out.at(off[r]), in.data(), counts[r] * dtypeSize(dt));
+          send = out.at(off[r]);
+        }
+        c.allGatherV(send, out.data(), counts, dt);
+        for (int j = 0; j < n; ++j)
+          for (int64_t i = 0; i < counts[j]; ++i)
+            if (out.get(off[j] + i) != value(dt, j, i, p))
+              fail(r, where("allGatherV", dt));
+      }
+    for (int p = 0; p < 3; ++p) {
+      auto sc = [&](int i, int j) -> int64_t {
+        return p == 0 ? 2 : p == 1 ? (i * 2 + j * 3) % 5 : 0;
+      };
+      std::vector<int64_t> sendCounts(n), recvCounts(n);
+      for (int j = 0; j < n; ++j)
+        sendCounts[j] = sc(r, j), recvCounts[j] = sc(j, r);
+      std::vector<int64_t> so = countOffsets(sendCounts), ro = countOffsets(recvCounts);
+      Buf in(dt, so[n]), out(dt, ro[n]);
+      for (int j = 0; j < n; ++j)
+        for (int64_t k = 0; k < sendCounts[j]; ++k)
+          in.set(so[j] + k, value(dt, r, j * 100 + k, 9));
+      c.allToAllV(in.data(), sendCounts, out.data(), recvCounts, dt);
+      for (int j = 0; j < n; ++j)
+        for (int64_t k = 0; k < recvCounts[j]; ++k)
+          if (out.get(ro[j] + k) != value(dt, j, r * 100 + k, 9))
+            fail(r, where("allToAllV", dt));
+    }
+    for (int root = 0; root < n; ++root) {
+      Buf b(dt, 100);
+      for (int64_t i = 0; i < 100; ++i)
+        b.set(i, value(dt, r, i, root));
+      c.broadcast(b.data(), 100, dt, root);
+      for (int64_t i = 0; i < 100; ++i)
+        if (b.get(i) != value(dt, root, i, root)) {
+          fail(r, where("broadcast", dt));
+          break;
+        }
+    }
+  }
+  c.barrier();
+  try {
+    uint8_t b = 1;
+    c.allReduce(&b, &b, 1, DType::Bool, ReduceOp::Avg);
+    fail(r, name + " bool avg accepted");
+  } catch (const RuntimeFault &) {
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (!MpiWorld::available()) {
+    std::printf("SKIP: dtensor was built without MPI\n");
+    return 77;
+  }
+  try {
+    MpiWorld world(&argc, &argv);
+    const int me = world.rank(), n = world.size();
+    checkAll(world.world(), "world");
+    if (n % 2 == 0) {
+      // A (n/2) x 2 mesh: rows {2i, 2i+1} and columns {j, j+2, ...}, both axes in turn.
+      Communicator &row = world.group({me & ~1, me | 1});
+      std::vector<int> colMembers;
+      for (int j = me % 2; j < n; j += 2)
+        colMembers.push_back(j);
+      Communicator &col = world.group(colMembers);
+      checkAll(row, "row");
+      checkAll(col, "col");
+      if (&world.group({me & ~1, me | 1}) != &row)
+        fail(me, "group() not cached");
+      int64_t v = me;
+      row.allReduce(&v, &v, 1, DType::I64, ReduceOp::Sum);
+      if (v != (me & ~1) + (me | 1))
+        fail(me, "row sum");
+    }
+    // A partition that leaves rank 0 out when there is more than one rank.
+    std::vector<int> rest;
+    for (int j = (n > 1 ? 1 : 0); j < n; ++j)
+      rest.push_back(j);
+    Communicator *p = world.partition({rest});
+    if ((p == nullptr) != (n > 1 && me == 0))
+      fail(me, "partition membership");
+    if (p)
+      checkAll(*p, "partition");
+    int local = failures, total = 0;
+    world.world().allReduce(&local, &total, 1, DType::I32, ReduceOp::Sum);
+    if (me == 0)
+      std::printf("mpi_comm_test: %d ranks, %s (%d failures)\n", n, total ? "FAILED" : "passed",
+                  total);
+    return total ? 1 : 0;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "mpi_comm_test: %s\n", e.what());
+    return 1;
+  }
+}

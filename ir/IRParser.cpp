@@ -29,13 +29,14 @@ public:
       ws();
       if (eof())
         return;
+      size_t at = p_;
       std::string kw = ident("`mesh` or `func`");
       if (kw == "mesh")
         mesh();
       else if (kw == "func")
         function();
       else
-        fail("expected `mesh` or `func`, got `" + kw + "`");
+        failAt(at, "expected `mesh` or `func`, got `" + kw + "`");
     }
   }
 

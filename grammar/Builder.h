@@ -8,8 +8,9 @@
 //
 // Location convention: a Binary or Unary expression spans the whole
 // expression when it sits on one line, otherwise its operator; a Call spans
-// its callee name; a CallExpr spans its callee expression; a statement spans
-// the whole statement when on one line, otherwise its first token.
+// its callee name; a CallExpr spans its callee expression; statements, lists,
+// types and layouts span themselves when on one line, otherwise they point at
+// their first byte (endCol 0).
 #pragma once
 
 #include "frontend/AST.h"

@@ -94,6 +94,10 @@ public:
 
   /// The next significant token; End forever after the input (or an abort).
   Token next();
+  /// Called on a syntax error: forgets the open `(`, `[` and layout braces of
+  /// the current block so that the next newline ends the broken statement
+  /// (an unclosed `(` would otherwise swallow the rest of the file).
+  void recover();
   /// True once nesting exceeded kMaxNesting; the lexer then only yields End.
   bool aborted() const { return aborted_; }
   /// The raw source bytes of the last token returned (for error messages).

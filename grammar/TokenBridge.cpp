@@ -46,6 +46,19 @@ static const char *const kExprStarts[] = {"integer",    "number", "`true`", "`fa
 static const char *const kStmtStarts[] = {"`mesh`", "`let`",    "`var`",   "`fn`",
                                           "`for`",  "`return`", "`print`", "`import`"};
 
+/// Token classes read as noun phrases in messages.
+static std::string phrase(const std::string &name) {
+  if (name == "identifier")
+    return "a name";
+  if (name == "integer")
+    return "an integer";
+  if (name == "number")
+    return "a number";
+  if (name == "string")
+    return "a string";
+  return name;
+}
+
 std::string describeSyntaxError(const std::vector<std::string> &expected, const std::string &found,
                                 const Lexer &lex) {
   auto has = [&](const char *n) {
@@ -64,10 +77,10 @@ std::string describeSyntaxError(const std::vector<std::string> &expected, const 
                    (stmt && std::find(std::begin(kStmtStarts), std::end(kStmtStarts), e) !=
                                 std::end(kStmtStarts));
     if (!covered)
-      items.push_back(e);
+      items.push_back(phrase(e));
   }
 
-  std::string what = found;
+  std::string what = phrase(found);
   switch (lex.lastKind()) {
   case TokKind::Name:
   case TokKind::Int:
@@ -76,6 +89,19 @@ std::string describeSyntaxError(const std::vector<std::string> &expected, const 
     break;
   default:
     break;
+  }
+  static const char *const kCmp[] = {"`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`"};
+  if (std::find(std::begin(kCmp), std::end(kCmp), found) != std::end(kCmp) && !has("`<`"))
+    return "comparisons do not chain, found " + what + "; combine them with `&&`";
+  if (items.size() > 6) {
+    // After a complete expression every binary operator could follow; leave
+    // them out and name what would end or close it.
+    static const char *const kContinue[] = {"`+`",  "`-`",  "`*`", "`/`",  "`@`", "`**`",
+                                            "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`",
+                                            "`&&`", "`||`", "`(`", "`.`"};
+    std::erase_if(items, [](const std::string &e) {
+      return std::find(std::begin(kContinue), std::end(kContinue), e) != std::end(kContinue);
+    });
   }
   if (items.empty() || items.size() > 6)
     return "unexpected " + what;

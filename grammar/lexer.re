@@ -252,6 +252,11 @@ bool Lexer::track(const Token &t) {
   return true;
 }
 
+void Lexer::recover() {
+  while (!brackets_.empty() && brackets_.back() != Bracket::Block)
+    brackets_.pop_back();
+}
+
 Token Lexer::next() {
   if (aborted_ || endSent_) {
     const char *e = lim_;

@@ -4,6 +4,7 @@
 #include "codegen/KernelIR.h"
 
 #include "frontend/Diagnostics.h"
+#include "runtime/Random.h"
 
 #include <algorithm>
 #include <cmath>
@@ -390,23 +391,9 @@ double kernelConstFloat(const KNode &n) {
   return n.dtype == DType::F32 ? (double)(float)n.value : n.value;
 }
 
-uint64_t kernelSplitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-float kernelUniform01(uint64_t seed, uint64_t i) {
-  uint64_t bits = kernelSplitmix64(kernelSplitmix64(seed) ^ i);
-  return (float)(bits >> 40) * 0x1p-24f;
-}
-
-float kernelNormal(uint64_t seed, uint64_t i) {
-  float u1 = kernelUniform01(seed, 2 * i), u2 = kernelUniform01(seed, 2 * i + 1);
-  const float twoPi = (float)(2.0 * 3.14159265358979323846);
-  return ::sqrtf(-2.0f * ::logf(1.0f - u1)) * ::cosf(twoPi * u2);
-}
+uint64_t kernelSplitmix64(uint64_t x) { return splitmix64(x); }
+float kernelUniform01(uint64_t seed, uint64_t i) { return uniform01(seed, i); }
+float kernelNormal(uint64_t seed, uint64_t i) { return normal(seed, i); }
 
 // --- printing and hashing --------------------------------------------------------------
 

@@ -37,7 +37,7 @@
 //   const v : t        : v converted to t by the `cast` rules (from f64)
 //   neg abs            : numeric (not bool); ints wrap (neg/abs of INT_MIN =
 //                        INT_MIN); floats flip/clear the sign bit
-//   relu               : numeric; x if x > 0 or x is NaN, else 0
+//   relu               : numeric; x < 0 ? 0 : x (NaN and -0 pass through)
 //   exp log sqrt rsqrt tanh sin cos sigmoid : float only (f32 via the f32
 //                        libm function, f64 via the f64 one); rsqrt(x) =
 //                        1 / sqrt(x); sigmoid(x) = 1 / (1 + exp(-x))
@@ -54,8 +54,10 @@
 //                        2^bits (square-and-multiply, wraps); for a negative
 //                        exponent the truncated real result (1 for base 1,
 //                        +-1 for base -1, 0 otherwise; 0^negative = 0)
-//   maximum(a, b)      : a if a > b or a is NaN, else b (NaN propagates; for
-//                        equal values, e.g. +0/-0, b); minimum symmetric (<)
+//   maximum(a, b)      : floats: a + b (a NaN) if either is NaN, else
+//                        (a < b ? b : a); minimum: NaN as maximum, else
+//                        (b < a ? b : a) (so equal values, e.g. +-0, give a);
+//                        ints: the same comparisons
 //   eq ne lt le gt ge  : same dtype operands, result bool; floats: ordered
 //                        except ne (NaN != x is true); bool compares as 0 < 1
 //   and or             : bool only
@@ -242,8 +244,8 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params);
 int64_t kernelConstInt(const KNode &n);
 double kernelConstFloat(const KNode &n);
 
-/// The RNG of runtime/Random.h, repeated here so that the interpreter and the
-/// lowerings share one definition of the bits (must stay bit-identical).
+/// The RNG of runtime/Random.h (these forward to it), for lowerings that need
+/// the bits at compile time (the LLVM lowering pre-mixes the seed).
 uint64_t kernelSplitmix64(uint64_t x);
 float kernelUniform01(uint64_t seed, uint64_t i);
 float kernelNormal(uint64_t seed, uint64_t i);

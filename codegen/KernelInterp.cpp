@@ -79,8 +79,13 @@ int64_t intPow(DType t, int64_t b, int64_t e) {
   return wrap(t, r);
 }
 
-double fmaximum(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
-double fminimum(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
+// Float maximum/minimum as the reference evaluator (runtime/RefKernels.cpp).
+double fmaximum(double a, double b) {
+  return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
+}
+double fminimum(double a, double b) {
+  return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
+}
 
 /// Transcendental `op` on a float of dtype `t`, through the same libm entry
 /// points the LLVM lowering calls.

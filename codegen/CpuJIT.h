@@ -1,0 +1,59 @@
+// This file implements CpuJIT, the CPU kernel compiler of a Session: kernel IR
+// -> LLVM IR (codegen/LLVMCodegen) -> the O3 pipeline for the host CPU ->
+// native code in an ORC LLJIT, with a content-hash cache.
+//
+// Needs: verified kernels. Guarantees: compile(k) returns a function with the
+// run-time ABI of KernelIR.h; an unchanged kernel (same kernelHash and the
+// same printed text, which guards hash collisions) is compiled once per
+// CpuJIT, whatever sizes it later runs on (sizes are run-time params, so a new
+// batch size never recompiles). Returned functions stay valid until the CpuJIT
+// is destroyed.
+//
+// State: everything lives in the CpuJIT object (one per Session; no globals).
+// The only process-wide step is LLVM's native-target registration, done once
+// through a function-local std::once_flag because LLVM's target registry is
+// itself process-global. compile() is thread-safe (rank threads share one
+// CpuJIT); the kernels it returns may run concurrently.
+#pragma once
+
+#include "codegen/KernelIR.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dt {
+
+class CpuJIT {
+public:
+  using KernelFn = void (*)(void **, const int64_t *);
+
+  struct Options {
+    int optLevel = 3; ///< 0..3: the PassBuilder default pipeline level
+  };
+
+  CpuJIT();
+  explicit CpuJIT(Options opts);
+  ~CpuJIT();
+  CpuJIT(const CpuJIT &) = delete;
+  CpuJIT &operator=(const CpuJIT &) = delete;
+
+  /// Returns the native code for `k`, compiling it on a cache miss.
+  /// InternalError for an invalid kernel or an LLVM failure.
+  KernelFn compile(const Kernel &k);
+
+  /// LLVM IR text of `k` (optimised for the host when `optimized`), for
+  /// `dtensorc --emit=llvm` and tests; does not touch the cache.
+  std::string emitLLVM(const Kernel &k, bool optimized);
+
+  int64_t compiles() const;      ///< kernels compiled (cache misses)
+  int64_t cacheHits() const;     ///< compile() calls answered from the cache
+  double compileSeconds() const; ///< total wall time spent compiling
+  std::string hostCPU() const;   ///< the CPU name code is generated for
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace dt

@@ -1,0 +1,599 @@
+// This file implements the kernel IR -> LLVM IR lowering (see LLVMCodegen.h
+// for the loop structure and the guarantees). Every node's meaning here must
+// equal KernelIR.h and interpretKernel; comments name the rule where the LLVM
+// instruction alone would be ambiguous (saturating casts, division by zero,
+// unsigned bool compares).
+#include "codegen/LLVMCodegen.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace dt {
+
+std::vector<LibmSymbol> kernelLibmSymbols() {
+  using F1 = float (*)(float);
+  using D1 = double (*)(double);
+  using F2 = float (*)(float, float);
+  using D2 = double (*)(double, double);
+  return {
+      {"expf", (void *)(F1)::expf}, {"exp", (void *)(D1)::exp},     {"logf", (void *)(F1)::logf},
+      {"log", (void *)(D1)::log},   {"tanhf", (void *)(F1)::tanhf}, {"tanh", (void *)(D1)::tanh},
+      {"sinf", (void *)(F1)::sinf}, {"sin", (void *)(D1)::sin},     {"cosf", (void *)(F1)::cosf},
+      {"cos", (void *)(D1)::cos},   {"powf", (void *)(F2)::powf},   {"pow", (void *)(D2)::pow}};
+}
+
+namespace {
+using namespace llvm;
+// dt has its own Value/Function/Module (ir/IR.h); inside the lowering the
+// LLVM ones are meant.
+using llvm::Function;
+using llvm::Module;
+using llvm::Value;
+
+/// How the innermost loop addresses one buffer: `off + i*stride`, `off + i`
+/// (stride 1) or `off` (stride 0).
+enum class Mode { Strided, Contig, Bcast };
+
+/// Inputs up to which the fast path specialises every 0/1 stride pattern
+/// (2^n loop copies); beyond it only the all-contiguous pattern is fast.
+constexpr int kMaxMaskInputs = 3;
+
+class Lowering {
+public:
+  Lowering(const Kernel &k, LLVMContext &ctx, Module &m)
+      : k_(k), ctx_(ctx), m_(m), b_(ctx), R_(k.rank), nIn_((int)k.inputs.size()),
+        nOut_((int)k.outputs.size()) {}
+
+  void run(const std::string &symbol);
+
+private:
+  using Offs = std::vector<Value *>;
+  Type *regTy(DType t) {
+    switch (t) {
+    case DType::F32:
+      return b_.getFloatTy();
+    case DType::F64:
+      return b_.getDoubleTy();
+    case DType::I32:
+      return b_.getInt32Ty();
+    case DType::I64:
+      return b_.getInt64Ty();
+    case DType::Bool:
+      return b_.getInt1Ty();
+    }
+    return nullptr;
+  }
+  Type *memTy(DType t) { return t == DType::Bool ? b_.getInt8Ty() : regTy(t); }
+  DType bufTy(int buf) { return buf < nIn_ ? k_.inputs[buf] : k_.outputs[buf - nIn_]; }
+  Value *i64(int64_t v) { return b_.getInt64((uint64_t)v); }
+
+  void loadParams(Value *buffers, Value *params);
+  void loop(Value *n, const std::function<void(Value *)> &body);
+  void emitLevel(int level, const Offs &off, Value *gl);
+  void emitInner(int level, const Offs &off, Value *gl);
+  void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
+  void emitPoint(const Offs &off, Value *glin);
+  std::vector<Value *> emitNodes(const Offs &off, Value *glin);
+  Value *emitNode(const KNode &n, const std::vector<Value *> &v, const Offs &off, Value *glin);
+  Value *emitCast(Value *v, DType from, DType to);
+  Value *emitBinary(KOp op, DType t, Value *a, Value *c);
+  Value *emitMaxMin(bool isMax, DType t, Value *a, Value *c);
+  Value *emitIntPow(DType t, Value *base, Value *e);
+  Value *emitUniform(uint64_t seed, Value *ctr);
+  Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
+  Value *tag(Instruction *i, int buf);
+  Value *addr(int buf, Value *off) {
+    return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);
+  }
+  bool usedInput(int in) const {
+    for (const KNode &n : k_.nodes)
+      if (n.op == KOp::Load && n.index == in)
+        return true;
+    return false;
+  }
+
+  // Accumulators (reduction kernels), one per store.
+  Type *accTy(DType t) { return isFloat(t) ? (Type *)b_.getDoubleTy() : regTy(t); }
+  Type *accTyOf(DType t) { return k_.reduce == KReduce::Sum ? accTy(t) : regTy(t); }
+  Value *identity(DType t);
+
+  const Kernel &k_;
+  LLVMContext &ctx_;
+  Module &m_;
+  IRBuilder<> b_;
+  int R_, nIn_, nOut_;
+  Function *f_ = nullptr;
+  std::vector<Value *> shape_, gOff_, gStr_, base_;
+  std::vector<std::vector<Value *>> stride_; ///< [buffer][dim]
+  std::vector<MDNode *> scope_, noalias_;
+  std::vector<int> order_; ///< loop order: kept dims, then reduced dims
+  int nKept_ = 0;
+  bool inReduction_ = false;
+  std::vector<Value *> idx_; ///< current index per dim (for iota)
+  std::vector<AllocaInst *> acc_;
+};
+
+Value *Lowering::tag(Instruction *i, int buf) {
+  i->setMetadata(LLVMContext::MD_alias_scope, MDNode::get(ctx_, {scope_[buf]}));
+  i->setMetadata(LLVMContext::MD_noalias, noalias_[buf]);
+  return i;
+}
+
+void Lowering::loadParams(Value *buffers, Value *params) {
+  int p = 0;
+  auto next = [&] {
+    return b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), params, p++));
+  };
+  for (int d = 0; d < R_; ++d)
+    shape_.push_back(next());
+  stride_.assign(nIn_ + nOut_, {});
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+    for (int d = 0; d < R_; ++d)
+      stride_[bf].push_back(next());
+  if (usesGlobalIndex(k_)) {
+    for (int d = 0; d < R_; ++d)
+      gOff_.push_back(next());
+    for (int d = 0; d < R_; ++d)
+      gStr_.push_back(next());
+  }
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+    base_.push_back(
+        b_.CreateLoad(b_.getPtrTy(), b_.CreateConstGEP1_64(b_.getPtrTy(), buffers, bf)));
+  MDBuilder mdb(ctx_);
+  MDNode *domain = mdb.createAnonymousAliasScopeDomain("dtk.buffers");
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+    scope_.push_back(mdb.createAnonymousAliasScope(domain, "buf" + std::to_string(bf)));
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
+    std::vector<Metadata *> others;
+    for (int o = 0; o < nIn_ + nOut_; ++o)
+      if (o != bf)
+        others.push_back(scope_[o]);
+    noalias_.push_back(MDNode::get(ctx_, others));
+  }
+}
+
+void Lowering::loop(Value *n, const std::function<void(Value *)> &body) {
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  AllocaInst *iv = eb.CreateAlloca(b_.getInt64Ty(), nullptr, "iv");
+  b_.CreateStore(i64(0), iv);
+  BasicBlock *head = BasicBlock::Create(ctx_, "loop", f_);
+  BasicBlock *bodyBB = BasicBlock::Create(ctx_, "body", f_);
+  BasicBlock *exit = BasicBlock::Create(ctx_, "exit", f_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  Value *i = b_.CreateLoad(b_.getInt64Ty(), iv, "i");
+  b_.CreateCondBr(b_.CreateICmpSLT(i, n), bodyBB, exit);
+  b_.SetInsertPoint(bodyBB);
+  body(i);
+  b_.CreateStore(b_.CreateAdd(i, i64(1), "", true, true), iv);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+}
+
+Value *Lowering::identity(DType t) {
+  if (k_.reduce == KReduce::Sum)
+    return Constant::getNullValue(accTyOf(t));
+  bool mx = k_.reduce == KReduce::Max;
+  if (isFloat(t))
+    return ConstantFP::getInfinity(regTy(t), mx);
+  unsigned bits = t == DType::I32 ? 32 : 64;
+  return b_.getInt(mx ? APInt::getSignedMinValue(bits) : APInt::getSignedMaxValue(bits));
+}
+
+void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
+  if (k_.reduce != KReduce::None && level == nKept_ && !inReduction_) {
+    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      DType t = k_.outputs[k_.stores[s].output];
+      if (acc_.size() <= s)
+        acc_.push_back(eb.CreateAlloca(accTyOf(t), nullptr, "acc"));
+      b_.CreateStore(identity(t), acc_[s]);
+    }
+    inReduction_ = true;
+    emitLevel(level, off, gl);
+    inReduction_ = false;
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      int o = k_.stores[s].output;
+      DType t = k_.outputs[o];
+      Value *v = b_.CreateLoad(accTyOf(t), acc_[s]);
+      if (v->getType() != regTy(t))
+        v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+      tag(b_.CreateStore(v, addr(nIn_ + o, off[nIn_ + o])), nIn_ + o);
+    }
+    return;
+  }
+  if (level == R_)
+    return emitPoint(off, gl);
+  if (level == R_ - 1)
+    return emitInner(level, off, gl);
+  int d = order_[level];
+  loop(shape_[d], [&](Value *i) {
+    Offs o2(off);
+    for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+      o2[bf] =
+          b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
+    Value *g2 = gl;
+    if (gl)
+      g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+    idx_[d] = i;
+    emitLevel(level + 1, o2, g2);
+  });
+}
+
+void Lowering::emitInner(int level, const Offs &off, Value *gl) {
+  int d = order_[level];
+  bool ew = k_.reduce == KReduce::None;
+  std::vector<int> used;
+  for (int in = 0; in < nIn_; ++in)
+    if (usedInput(in))
+      used.push_back(in);
+  bool masks = (int)used.size() <= kMaxMaskInputs;
+  // Fast when every used input's inner stride is 0 or 1 (or exactly 1 past
+  // kMaxMaskInputs) and, elementwise, every output's inner stride is 1.
+  Value *fast = b_.getTrue();
+  for (int in : used)
+    fast = b_.CreateAnd(fast, masks ? b_.CreateICmpULE(stride_[in][d], i64(1))
+                                    : b_.CreateICmpEQ(stride_[in][d], i64(1)));
+  if (ew)
+    for (int o = 0; o < nOut_; ++o)
+      fast = b_.CreateAnd(fast, b_.CreateICmpEQ(stride_[nIn_ + o][d], i64(1)));
+  BasicBlock *fastBB = BasicBlock::Create(ctx_, "fast", f_);
+  BasicBlock *slowBB = BasicBlock::Create(ctx_, "strided", f_);
+  BasicBlock *join = BasicBlock::Create(ctx_, "inner.done", f_);
+  b_.CreateCondBr(fast, fastBB, slowBB);
+
+  std::vector<Mode> modes(nIn_ + nOut_, ew ? Mode::Contig : Mode::Bcast);
+  b_.SetInsertPoint(fastBB);
+  if (!masks || used.empty()) {
+    for (int in = 0; in < nIn_; ++in)
+      modes[in] = Mode::Contig;
+    emitInnerLoop(d, modes, off, gl);
+    b_.CreateBr(join);
+  } else {
+    Value *mask = i64(0);
+    for (size_t j = 0; j < used.size(); ++j)
+      mask = b_.CreateOr(
+          mask,
+          b_.CreateShl(b_.CreateZExt(b_.CreateICmpEQ(stride_[used[j]][d], i64(0)), b_.getInt64Ty()),
+                       (uint64_t)j));
+    BasicBlock *none = BasicBlock::Create(ctx_, "unreachable", f_);
+    SwitchInst *sw = b_.CreateSwitch(mask, none, 1u << used.size());
+    for (unsigned m = 0; m < (1u << used.size()); ++m) {
+      BasicBlock *bb = BasicBlock::Create(ctx_, "fast.m" + std::to_string(m), f_);
+      sw->addCase(b_.getInt64(m), bb);
+      b_.SetInsertPoint(bb);
+      for (size_t j = 0; j < used.size(); ++j)
+        modes[used[j]] = (m >> j) & 1 ? Mode::Bcast : Mode::Contig;
+      emitInnerLoop(d, modes, off, gl);
+      b_.CreateBr(join);
+    }
+    b_.SetInsertPoint(none);
+    b_.CreateUnreachable();
+  }
+  b_.SetInsertPoint(slowBB);
+  std::fill(modes.begin(), modes.end(), Mode::Strided);
+  emitInnerLoop(d, modes, off, gl);
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+}
+
+void Lowering::emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl) {
+  loop(shape_[d], [&](Value *i) {
+    Offs o2(off);
+    for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
+      if (modes[bf] == Mode::Contig)
+        o2[bf] = b_.CreateAdd(off[bf], i, "", false, true);
+      else if (modes[bf] == Mode::Strided)
+        o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false,
+                              true);
+    }
+    Value *g2 = gl;
+    if (gl)
+      g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+    idx_[d] = i;
+    emitPoint(o2, g2);
+  });
+}
+
+void Lowering::emitPoint(const Offs &off, Value *glin) {
+  std::vector<Value *> v = emitNodes(off, glin);
+  for (size_t s = 0; s < k_.stores.size(); ++s) {
+    int o = k_.stores[s].output, bf = nIn_ + o;
+    DType t = k_.outputs[o];
+    Value *x = v[k_.stores[s].node];
+    if (k_.reduce == KReduce::None) {
+      if (t == DType::Bool)
+        x = b_.CreateZExt(x, b_.getInt8Ty());
+      tag(b_.CreateStore(x, addr(bf, off[bf])), bf);
+      continue;
+    }
+    Value *a = b_.CreateLoad(accTyOf(t), acc_[s]);
+    Value *r;
+    if (k_.reduce == KReduce::Sum && isFloat(t)) {
+      // f64 accumulation; `reassoc` lets the vectorizer split the sum.
+      r = b_.CreateFAdd(a, t == DType::F32 ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
+      if (auto *inst = dyn_cast<Instruction>(r))
+        inst->setHasAllowReassoc(true);
+    } else if (k_.reduce == KReduce::Sum) {
+      r = b_.CreateAdd(a, x);
+    } else {
+      r = emitMaxMin(k_.reduce == KReduce::Max, t, a, x);
+    }
+    b_.CreateStore(r, acc_[s]);
+  }
+}
+
+std::vector<Value *> Lowering::emitNodes(const Offs &off, Value *glin) {
+  std::vector<Value *> v(k_.nodes.size(), nullptr);
+  std::vector<Value *> loaded(nIn_, nullptr);
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const KNode &n = k_.nodes[i];
+    if (n.op == KOp::Load) {
+      if (!loaded[n.index]) {
+        auto *ld = b_.CreateLoad(memTy(n.dtype), addr(n.index, off[n.index]));
+        tag(ld, n.index);
+        loaded[n.index] = n.dtype == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : (Value *)ld;
+      }
+      v[i] = loaded[n.index];
+      continue;
+    }
+    v[i] = emitNode(n, v, off, glin);
+  }
+  return v;
+}
+
+Value *Lowering::libm(const char *f32Name, const char *f64Name, DType t,
+                      std::vector<Value *> args) {
+  Type *ty = regTy(t);
+  std::vector<Type *> params(args.size(), ty);
+  FunctionCallee fc = m_.getOrInsertFunction(t == DType::F32 ? f32Name : f64Name,
+                                             FunctionType::get(ty, params, false));
+  if (auto *fn = dyn_cast<Function>(fc.getCallee())) {
+    fn->setDoesNotThrow();
+    fn->setDoesNotAccessMemory(); // errno is never read
+    fn->addFnAttr(Attribute::WillReturn);
+  }
+  CallInst *c = b_.CreateCall(fc, args);
+  // No libcall simplification (pow(x, 2) -> x*x, pow(2, x) -> exp2): the
+  // interpreter calls exactly these functions, so the results are bitwise.
+  c->addFnAttr(Attribute::NoBuiltin);
+  return c;
+}
+
+Value *Lowering::emitCast(Value *v, DType from, DType to) {
+  if (from == to)
+    return v;
+  Type *ty = regTy(to);
+  if (to == DType::Bool)
+    return isFloat(from) ? b_.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))
+                         : b_.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
+  if (isFloat(from)) {
+    if (isFloat(to))
+      return b_.CreateFPCast(v, ty);
+    // Truncates toward zero, saturates, NaN -> 0.
+    return b_.CreateIntrinsic(Intrinsic::fptosi_sat, {ty, v->getType()}, {v});
+  }
+  if (from == DType::Bool)
+    return isFloat(to) ? b_.CreateUIToFP(v, ty) : b_.CreateZExt(v, ty);
+  if (isFloat(to))
+    return b_.CreateSIToFP(v, ty);
+  return b_.CreateSExtOrTrunc(v, ty);
+}
+
+Value *Lowering::emitMaxMin(bool isMax, DType t, Value *a, Value *c) {
+  if (!isFloat(t)) {
+    Value *lt = isMax ? b_.CreateICmpSLT(a, c) : b_.CreateICmpSLT(c, a);
+    return b_.CreateSelect(lt, c, a);
+  }
+  // NaN in either -> a + b; else maximum = a < b ? b : a, minimum = b < a ? b : a.
+  Value *lt = isMax ? b_.CreateFCmpOLT(a, c) : b_.CreateFCmpOLT(c, a);
+  Value *pick = b_.CreateSelect(lt, c, a);
+  return b_.CreateSelect(b_.CreateFCmpUNO(a, c), b_.CreateFAdd(a, c), pick);
+}
+
+Value *Lowering::emitIntPow(DType t, Value *base, Value *e) {
+  unsigned bits = t == DType::I32 ? 32 : 64;
+  Type *ty = regTy(t);
+  Value *one = ConstantInt::get(ty, 1), *r = one, *x = base;
+  // Square-and-multiply over the exponent's non-sign bits, branch-free.
+  for (unsigned j = 0; j + 1 < bits; ++j) {
+    Value *bit = b_.CreateICmpNE(b_.CreateAnd(b_.CreateLShr(e, j), one), ConstantInt::get(ty, 0));
+    r = b_.CreateSelect(bit, b_.CreateMul(r, x), r);
+    if (j + 2 < bits)
+      x = b_.CreateMul(x, x);
+  }
+  Value *minus1 = ConstantInt::get(ty, -1, true), *zero = ConstantInt::get(ty, 0);
+  Value *odd = b_.CreateICmpNE(b_.CreateAnd(e, one), zero);
+  Value *negRes = b_.CreateSelect(
+      b_.CreateICmpEQ(base, one), one,
+      b_.CreateSelect(b_.CreateICmpEQ(base, minus1), b_.CreateSelect(odd, minus1, one), zero));
+  return b_.CreateSelect(b_.CreateICmpSLT(e, zero), negRes, r);
+}
+
+Value *Lowering::emitUniform(uint64_t seed, Value *ctr) {
+  Value *x = b_.CreateXor(b_.getInt64(kernelSplitmix64(seed)), ctr);
+  x = b_.CreateAdd(x, b_.getInt64(0x9E3779B97F4A7C15ull));
+  x = b_.CreateMul(b_.CreateXor(x, b_.CreateLShr(x, 30)), b_.getInt64(0xBF58476D1CE4E5B9ull));
+  x = b_.CreateMul(b_.CreateXor(x, b_.CreateLShr(x, 27)), b_.getInt64(0x94D049BB133111EBull));
+  x = b_.CreateXor(x, b_.CreateLShr(x, 31));
+  Value *f = b_.CreateUIToFP(b_.CreateLShr(x, 40), b_.getFloatTy());
+  return b_.CreateFMul(f, ConstantFP::get(b_.getFloatTy(), 0x1p-24));
+}
+
+Value *Lowering::emitBinary(KOp op, DType t, Value *a, Value *c) {
+  bool fl = isFloat(t);
+  switch (op) {
+  case KOp::Add:
+    return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+  case KOp::Sub:
+    return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+  case KOp::Mul:
+    return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+  case KOp::Div: {
+    if (fl)
+      return b_.CreateFDiv(a, c);
+    // x / 0 = 0 and INT_MIN / -1 wraps: divide by a safe divisor, then patch.
+    Value *zero = ConstantInt::get(a->getType(), 0), *m1 = ConstantInt::get(a->getType(), -1, true);
+    Value *isZero = b_.CreateICmpEQ(c, zero), *isM1 = b_.CreateICmpEQ(c, m1);
+    Value *safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), ConstantInt::get(a->getType(), 1), c);
+    Value *q = b_.CreateSDiv(a, safe);
+    return b_.CreateSelect(isZero, zero, b_.CreateSelect(isM1, b_.CreateSub(zero, a), q));
+  }
+  case KOp::Pow:
+    return fl ? libm("powf", "pow", t, {a, c}) : emitIntPow(t, a, c);
+  case KOp::Maximum:
+    return emitMaxMin(true, t, a, c);
+  case KOp::Minimum:
+    return emitMaxMin(false, t, a, c);
+  case KOp::And:
+    return b_.CreateAnd(a, c);
+  case KOp::Or:
+    return b_.CreateOr(a, c);
+  default:
+    break;
+  }
+  // Comparisons: floats ordered except `ne`; bool compares unsigned (0 < 1).
+  CmpInst::Predicate p;
+  bool bl = t == DType::Bool;
+  switch (op) {
+  case KOp::Eq:
+    p = fl ? CmpInst::FCMP_OEQ : CmpInst::ICMP_EQ;
+    break;
+  case KOp::Ne:
+    p = fl ? CmpInst::FCMP_UNE : CmpInst::ICMP_NE;
+    break;
+  case KOp::Lt:
+    p = fl ? CmpInst::FCMP_OLT : bl ? CmpInst::ICMP_ULT : CmpInst::ICMP_SLT;
+    break;
+  case KOp::Le:
+    p = fl ? CmpInst::FCMP_OLE : bl ? CmpInst::ICMP_ULE : CmpInst::ICMP_SLE;
+    break;
+  case KOp::Gt:
+    p = fl ? CmpInst::FCMP_OGT : bl ? CmpInst::ICMP_UGT : CmpInst::ICMP_SGT;
+    break;
+  case KOp::Ge:
+    p = fl ? CmpInst::FCMP_OGE : bl ? CmpInst::ICMP_UGE : CmpInst::ICMP_SGE;
+    break;
+  default:
+    throw InternalError(std::string("LLVM lowering: unexpected `") + kopName(op) + "`");
+  }
+  return fl ? b_.CreateFCmp(p, a, c) : b_.CreateICmp(p, a, c);
+}
+
+Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const Offs &,
+                          Value *glin) {
+  Type *ty = regTy(n.dtype);
+  auto A = [&](int i) { return v[n.args[i]]; };
+  DType at = n.args[0] >= 0 ? k_.nodes[n.args[0]].dtype : n.dtype;
+  bool fl = isFloat(n.dtype);
+  switch (n.op) {
+  case KOp::Const:
+    return fl ? (Value *)ConstantFP::get(ty, kernelConstFloat(n))
+              : (Value *)ConstantInt::get(ty, (uint64_t)kernelConstInt(n), true);
+  case KOp::Random: {
+    Value *r;
+    if (n.random == RandomKind::Uniform) {
+      r = emitUniform(n.seed, glin);
+    } else {
+      Value *c1 = b_.CreateShl(glin, 1), *c2 = b_.CreateOr(c1, b_.getInt64(1));
+      Value *u1 = emitUniform(n.seed, c1), *u2 = emitUniform(n.seed, c2);
+      Type *f = b_.getFloatTy();
+      Value *lg = libm("logf", "logf", DType::F32, {b_.CreateFSub(ConstantFP::get(f, 1.0), u1)});
+      Value *s =
+          b_.CreateIntrinsic(Intrinsic::sqrt, {f}, {b_.CreateFMul(ConstantFP::get(f, -2.0), lg)});
+      const float twoPi = 6.28318530717958647692f; // as runtime/Random.h
+      Value *c = libm("cosf", "cosf", DType::F32, {b_.CreateFMul(ConstantFP::get(f, twoPi), u2)});
+      r = b_.CreateFMul(s, c);
+    }
+    return n.dtype == DType::F64 ? b_.CreateFPExt(r, b_.getDoubleTy()) : r;
+  }
+  case KOp::Iota:
+    return emitCast(b_.CreateAdd(gOff_[n.index], idx_[n.index]), DType::I64, n.dtype);
+  case KOp::Cast:
+    return emitCast(A(0), at, n.dtype);
+  case KOp::Not:
+    return b_.CreateNot(A(0));
+  case KOp::Neg:
+    return fl ? b_.CreateFNeg(A(0)) : b_.CreateNeg(A(0));
+  case KOp::Abs:
+    if (fl)
+      return b_.CreateUnaryIntrinsic(Intrinsic::fabs, A(0));
+    return b_.CreateSelect(b_.CreateICmpSLT(A(0), ConstantInt::get(ty, 0)), b_.CreateNeg(A(0)),
+                           A(0));
+  case KOp::Relu: // x < 0 ? 0 : x (NaN, -0 pass through)
+    return b_.CreateSelect(fl ? b_.CreateFCmpOLT(A(0), ConstantFP::get(ty, 0.0))
+                              : b_.CreateICmpSLT(A(0), ConstantInt::get(ty, 0)),
+                           Constant::getNullValue(ty), A(0));
+  case KOp::Exp:
+    return libm("expf", "exp", n.dtype, {A(0)});
+  case KOp::Log:
+    return libm("logf", "log", n.dtype, {A(0)});
+  case KOp::Tanh:
+    return libm("tanhf", "tanh", n.dtype, {A(0)});
+  case KOp::Sin:
+    return libm("sinf", "sin", n.dtype, {A(0)});
+  case KOp::Cos:
+    return libm("cosf", "cos", n.dtype, {A(0)});
+  case KOp::Sqrt:
+    return b_.CreateUnaryIntrinsic(Intrinsic::sqrt, A(0));
+  case KOp::Rsqrt:
+    return b_.CreateFDiv(ConstantFP::get(ty, 1.0), b_.CreateUnaryIntrinsic(Intrinsic::sqrt, A(0)));
+  case KOp::Sigmoid: {
+    Value *e = libm("expf", "exp", n.dtype, {b_.CreateFNeg(A(0))});
+    return b_.CreateFDiv(ConstantFP::get(ty, 1.0), b_.CreateFAdd(ConstantFP::get(ty, 1.0), e));
+  }
+  case KOp::Select:
+    return b_.CreateSelect(A(0), A(1), A(2));
+  default:
+    return emitBinary(n.op, at, A(0), A(1));
+  }
+}
+
+void Lowering::run(const std::string &symbol) {
+  auto *fty = FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy()}, false);
+  f_ = Function::Create(fty, Function::ExternalLinkage, symbol, m_);
+  f_->setDoesNotThrow();
+  f_->getArg(0)->setName("buffers");
+  f_->getArg(1)->setName("params");
+  b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", f_));
+  loadParams(f_->getArg(0), f_->getArg(1));
+  for (int d = 0; d < R_; ++d)
+    if (!isReducedDim(k_, d))
+      order_.push_back(d);
+  nKept_ = (int)order_.size();
+  for (int d : k_.reduceDims)
+    order_.push_back(d);
+  idx_.assign(R_, nullptr);
+  Offs off(nIn_ + nOut_, i64(0));
+  emitLevel(0, off, usesGlobalIndex(k_) ? i64(0) : nullptr);
+  b_.CreateRetVoid();
+}
+
+} // namespace
+
+std::unique_ptr<llvm::Module> lowerKernelToLLVM(const Kernel &k, llvm::LLVMContext &ctx,
+                                                const std::string &symbol) {
+  std::string err = verifyKernel(k);
+  if (!err.empty())
+    throw InternalError("LLVM lowering: invalid kernel: " + err);
+  auto m = std::make_unique<llvm::Module>("dtk." + k.name, ctx);
+  Lowering(k, ctx, *m).run(symbol);
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(*m, &os))
+    throw InternalError("LLVM lowering produced invalid IR for kernel `" + k.name +
+                        "`: " + os.str());
+  return m;
+}
+
+} // namespace dt

@@ -1,0 +1,191 @@
+// Differential tests of the CPU JIT (codegen/LLVMCodegen + codegen/CpuJIT)
+// against the reference interpreter of the kernel IR: every op on every dtype
+// over corner-case values, and random kernels (random DAGs of every op, every
+// dtype, ranks 0..4, random shapes with size-0 dims, broadcasting and
+// permuted strides, with and without reductions). Tolerance: ints and bools
+// exactly; floats bitwise (NaNs of any payload count as equal) because the JIT
+// calls the same libm functions as the interpreter with libcall simplification
+// off; float *sums* within 2^-40 * sum|x| plus one f32 ulp (the JIT may
+// reassociate the f64 accumulation). Every failure prints the kernel's seed.
+#include "codegen/CpuJIT.h"
+#include "codegen/KernelIR.h"
+#include "frontend/Diagnostics.h"
+
+#include "kernel_test_util.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace dt;
+using namespace dt::ktest;
+
+TEST_CASE("kernel jit: every op on every dtype over corner-case values") {
+  CpuJIT jit;
+  std::mt19937_64 rng(1);
+  const DType all[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+  int tested = 0;
+  for (int opi = 0; opi <= (int)KOp::Select; ++opi) {
+    KOp op = (KOp)opi;
+    if (op == KOp::Load || op == KOp::Const || op == KOp::Random || op == KOp::Iota)
+      continue;
+    for (DType t : all)
+      for (DType to : all) {
+        if (op != KOp::Cast && to != t)
+          continue;
+        Kernel k;
+        k.rank = 1;
+        std::vector<int> args;
+        for (int a = 0; a < kopArity(op); ++a)
+          k.addInput(a == 0 && op == KOp::Select ? DType::Bool : t);
+        for (int a = 0; a < kopArity(op); ++a)
+          args.push_back(k.load(a));
+        int r;
+        try {
+          if (op == KOp::Cast)
+            r = k.cast(args[0], to);
+          else if (kopArity(op) == 1)
+            r = k.unary(op, args[0]);
+          else if (kopArity(op) == 2)
+            r = k.binary(op, args[0], args[1]);
+          else
+            r = k.select(args[0], args[1], args[2]);
+        } catch (const InternalError &) {
+          continue; // not defined on this dtype
+        }
+        k.addOutput(k.nodes[r].dtype);
+        k.store(0, r);
+        INFO(printKernel(k));
+        // Every pair of corner values (n = corners^arity, capped).
+        Case c = makeCase(k, rng, /*cornerValues=*/true);
+        CHECK(runAndCompare(jit, k, c) == "");
+        ++tested;
+      }
+  }
+  CHECK(tested > 80);
+  MESSAGE("op/dtype kernels tested: " << tested);
+}
+
+TEST_CASE("kernel jit: random kernels match the interpreter") {
+  CpuJIT jit;
+  const int kKernels = 300;
+  int reductions = 0, elementwise = 0;
+  for (int s = 0; s < kKernels; ++s) {
+    uint64_t seed = 1000 + s;
+    std::mt19937_64 rng(seed);
+    Kernel k = randomKernel(rng);
+    (k.reduce == KReduce::None ? elementwise : reductions)++;
+    for (int rep = 0; rep < 2; ++rep) { // two shapes per kernel, one compile
+      Case c = makeCase(k, rng, false);
+      std::string err = runAndCompare(jit, k, c);
+      INFO("seed " << seed << " rep " << rep << "\n" << printKernel(k) << describe(c));
+      CHECK(err == "");
+      if (!err.empty())
+        break;
+    }
+  }
+  CHECK(jit.compiles() <= kKernels);
+  MESSAGE("random kernels: " << elementwise << " elementwise, " << reductions
+                             << " reductions; compile time " << jit.compileSeconds() << " s for "
+                             << jit.compiles() << " kernels");
+}
+
+TEST_CASE("kernel jit: the cache compiles an unchanged kernel once, for every size") {
+  CpuJIT jit;
+  Kernel k;
+  k.name = "a";
+  k.rank = 1;
+  k.addInput(DType::F32);
+  k.addOutput(DType::F32);
+  k.store(0, k.unary(KOp::Exp, k.load(0)));
+  CpuJIT::KernelFn f = jit.compile(k);
+  Kernel same = k;
+  same.name = "b"; // the name is not part of the kernel's identity
+  CHECK((jit.compile(same) == f));
+  CHECK(jit.compiles() == 1);
+  CHECK(jit.cacheHits() == 1);
+  for (int64_t n : {0, 1, 7, 1000, 4097}) {
+    std::vector<float> x(n, 1.0f), y(n, 0.0f);
+    void *bufs[] = {x.data(), y.data()};
+    int64_t p[] = {n, 1, 1};
+    f(bufs, p);
+    for (int64_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == std::exp(1.0f));
+  }
+  Kernel other = k;
+  other.nodes[1].op = KOp::Log;
+  CHECK((jit.compile(other) != f));
+  CHECK(jit.compiles() == 2);
+}
+
+TEST_CASE("kernel jit: a sharded random/iota block equals the slice of the full tensor") {
+  CpuJIT jit;
+  for (DType t : {DType::F32, DType::F64}) {
+    Kernel k;
+    k.rank = 2;
+    k.addOutput(t);
+    k.addOutput(t);
+    k.addOutput(DType::I64);
+    k.store(0, k.random(RandomKind::Normal, 42, t));
+    k.store(1, k.random(RandomKind::Uniform, 43, t));
+    k.store(2, k.iota(1, DType::I64));
+    CpuJIT::KernelFn f = jit.compile(k);
+    const int64_t N = 7, M = 9;
+    std::vector<double> full[2];
+    std::vector<int64_t> fullIota(N * M);
+    for (auto &v : full)
+      v.assign(N * M, 0);
+    auto run = [&](int64_t r0, int64_t c0, int64_t rows, int64_t cols, std::vector<double> *o,
+                   std::vector<int64_t> &io, bool interp) {
+      size_t es = t == DType::F32 ? 4 : 8;
+      std::vector<char> b0(rows * cols * es), b1(rows * cols * es);
+      void *bufs[] = {b0.data(), b1.data(), io.data()};
+      auto p =
+          kernelParams(k, {rows, cols}, {}, {{cols, 1}, {cols, 1}, {cols, 1}}, {r0, c0}, {M, 1});
+      if (interp)
+        interpretKernel(k, bufs, p.data());
+      else
+        f(bufs, p.data());
+      for (int i = 0; i < rows * cols; ++i) {
+        o[0][i] = t == DType::F32 ? ((float *)b0.data())[i] : ((double *)b0.data())[i];
+        o[1][i] = t == DType::F32 ? ((float *)b1.data())[i] : ((double *)b1.data())[i];
+      }
+    };
+    run(0, 0, N, M, full, fullIota, true);
+    // Rank (1, 1) of a 2x3 mesh sharding both dims: rows [4, 7), cols [3, 6).
+    std::vector<double> part[2];
+    for (auto &v : part)
+      v.assign(9, 0);
+    std::vector<int64_t> partIota(9);
+    run(4, 3, 3, 3, part, partIota, false);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        CHECK(part[0][i * 3 + j] == full[0][(4 + i) * M + 3 + j]);
+        CHECK(part[1][i * 3 + j] == full[1][(4 + i) * M + 3 + j]);
+        CHECK(partIota[i * 3 + j] == 3 + j);
+      }
+    // The normal samples are f32 values, widened for f64.
+    CHECK(full[0][5] == (double)kernelNormal(42, 5));
+  }
+}
+
+TEST_CASE("kernel jit: the contiguous fast path vectorizes") {
+  CpuJIT jit;
+  Kernel k;
+  k.rank = 1;
+  k.addInput(DType::F32);
+  k.addInput(DType::F32);
+  k.addOutput(DType::F32);
+  k.store(0, k.binary(KOp::Add, k.binary(KOp::Mul, k.load(0), k.load(1)), k.load(0)));
+  std::string ir = jit.emitLLVM(k, true);
+  CHECK(ir.find("<4 x float>") + ir.find("<8 x float>") + ir.find("<16 x float>") !=
+        3 * std::string::npos);
+  Kernel r;
+  r.rank = 1;
+  r.addInput(DType::F32);
+  r.addOutput(DType::F32);
+  r.store(0, r.load(0));
+  r.setReduce(KReduce::Sum, {0});
+  std::string rir = jit.emitLLVM(r, true);
+  CHECK(rir.find("x double>") != std::string::npos);
+}

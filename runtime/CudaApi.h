@@ -58,7 +58,7 @@
   X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitAll)              \
   X(ncclCommDestroy) X(ncclCommAbort) X(ncclGetErrorString) X(ncclCommGetAsyncError)       \
   X(ncclCommCount) X(ncclCommUserRank) X(ncclAllReduce) X(ncclAllGather)                   \
-  X(ncclReduceScatter) X(ncclBroadcast) X(ncclBcast) X(ncclSend) X(ncclRecv)               \
+  X(ncclReduceScatter) X(ncclReduce) X(ncclBroadcast) X(ncclBcast) X(ncclSend) X(ncclRecv)  \
   X(ncclGroupStart) X(ncclGroupEnd)
 // clang-format on
 

@@ -1,0 +1,576 @@
+// This file implements emitCudaKernel: the kernel IR's scalar DAG becomes one
+// inlined device function `dt_body` (one `const` local per live node), and a
+// __global__ wrapper drives it: a grid-stride elementwise loop with a
+// vectorized contiguous path, or a warp/block-per-output reduction. See
+// CudaEmitter.h for the ABI and the launch geometry.
+#include "codegen/CudaEmitter.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace dt {
+
+namespace {
+
+const char *cType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  case DType::I32:
+    return "int";
+  case DType::I64:
+    return "dt_i64";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+/// The type in memory (bool is one byte).
+const char *memType(DType t) { return t == DType::Bool ? "unsigned char" : cType(t); }
+
+/// The reduction accumulator type: float sums accumulate in f64.
+const char *accType(KReduce r, DType t) {
+  return (r == KReduce::Sum && isFloat(t)) ? "double" : cType(t);
+}
+
+std::string hexFloat(double v, bool f32) {
+  if (std::isnan(v))
+    return f32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v)) {
+    std::string inf =
+        f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    return v > 0 ? inf : "(-" + inf + ")";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return std::string("(") + buf + (f32 ? "f)" : ")");
+}
+
+std::string intLit(int64_t v, DType t) {
+  char buf[64];
+  if (t == DType::I32)
+    std::snprintf(buf, sizeof buf, "dt_wrap32(0x%xu)", (unsigned)(uint32_t)v);
+  else if (t == DType::I64)
+    std::snprintf(buf, sizeof buf, "dt_wrap64(0x%llxull)", (unsigned long long)v);
+  else
+    return v ? "true" : "false";
+  return buf;
+}
+
+/// `(T)x` under the cast rules of KernelIR.h, from dtype `from` to `to`.
+std::string castExpr(const std::string &x, DType from, DType to) {
+  if (from == to)
+    return x;
+  if (to == DType::Bool)
+    return "(" + x + " != 0)";
+  if (isFloat(from)) {
+    if (isFloat(to))
+      return std::string("(") + cType(to) + ")" + x;
+    return std::string(to == DType::I32 ? "dt_sat_i32" : "dt_sat_i64") + "((double)" + x + ")";
+  }
+  if (isFloat(to)) // int -> float rounds to nearest; bool gives 0 or 1
+    return std::string("(") + cType(to) + ")" + x;
+  if (to == DType::I32) // truncate (two's complement)
+    return "dt_wrap32((unsigned)(dt_u64)" + x + ")";
+  return "(dt_i64)" + x; // i32/bool -> i64 sign-extends
+}
+
+struct Emitter {
+  const Kernel &k;
+  int R, I, O, NB;
+  std::vector<bool> live, usedInput;
+  std::ostringstream os;
+
+  explicit Emitter(const Kernel &kk)
+      : k(kk), R(kk.rank), I((int)kk.inputs.size()), O((int)kk.outputs.size()), NB(I + O) {
+    live.assign(k.nodes.size(), false);
+    for (const KStore &s : k.stores)
+      live[s.node] = true;
+    for (int i = (int)k.nodes.size() - 1; i >= 0; --i)
+      if (live[i])
+        for (int a = 0; a < kopArity(k.nodes[i].op); ++a)
+          live[k.nodes[i].args[a]] = true;
+    usedInput.assign(I, false);
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (live[i] && k.nodes[i].op == KOp::Load)
+        usedInput[k.nodes[i].index] = true;
+  }
+
+  std::string word(int i) const { return "a.w[" + std::to_string(i) + "]"; }
+  std::string param(int i) const { return "((dt_i64)" + word(NB + i) + ")"; }
+  std::string shape(int d) const { return param(d); }
+  std::string inStride(int in, int d) const { return param(R * (1 + in) + d); }
+  std::string outStride(int o, int d) const { return param(R * (1 + I + o) + d); }
+  std::string gOff(int d) const { return param(R * (1 + I + O) + d); }
+  std::string gStride(int d) const { return param(R * (1 + I + O) + R + d); }
+  std::string ptr(int buf, DType t, bool isConst) const {
+    return std::string("reinterpret_cast<") + (isConst ? "const " : "") + memType(t) + " *>(" +
+           word(buf) + ")";
+  }
+
+  std::string v(int node) const { return "v" + std::to_string(node); }
+
+  /// The expression of node `i` (operands are earlier `const` locals).
+  std::string nodeExpr(int i) const {
+    const KNode &n = k.nodes[i];
+    const bool fl = isFloat(n.dtype), f32 = n.dtype == DType::F32;
+    auto A = [&](int a) { return v(n.args[a]); };
+    auto AT = [&](int a) { return k.nodes[n.args[a]].dtype; };
+    const std::string T = cType(n.dtype);
+    const std::string U = n.dtype == DType::I32 ? "unsigned" : "dt_u64";
+    const std::string W = n.dtype == DType::I32 ? "dt_wrap32" : "dt_wrap64";
+    auto wrapOp = [&](const char *op) {
+      return W + "((" + U + ")" + A(0) + " " + op + " (" + U + ")" + A(1) + ")";
+    };
+    auto math = [&](const char *name) {
+      return std::string(name) + (f32 ? "f(" : "(") + A(0) + ")";
+    };
+    const std::string one = f32 ? "1.0f" : "1.0";
+    switch (n.op) {
+    case KOp::Load:
+      return "x" + std::to_string(n.index);
+    case KOp::Const:
+      return fl ? hexFloat(kernelConstFloat(n), f32) : intLit(kernelConstInt(n), n.dtype);
+    case KOp::Random: {
+      std::string lin = "0ull";
+      for (int d = 0; d < R; ++d)
+        lin +=
+            " + (dt_u64)(" + gOff(d) + " + idx[" + std::to_string(d) + "]) * (dt_u64)" + gStride(d);
+      char ks[40];
+      std::snprintf(ks, sizeof ks, "0x%llxull", (unsigned long long)kernelSplitmix64(n.seed));
+      std::string e = std::string(n.random == RandomKind::Normal ? "dt_normal(" : "dt_uniform01(") +
+                      ks + ", " + lin + ")";
+      return f32 ? e : "(double)" + e;
+    }
+    case KOp::Iota:
+      return castExpr("(" + gOff(n.index) + " + idx[" + std::to_string(n.index) + "])", DType::I64,
+                      n.dtype);
+    case KOp::Neg:
+      return fl ? "(-" + A(0) + ")" : W + "((" + U + ")0 - (" + U + ")" + A(0) + ")";
+    case KOp::Abs:
+      return fl ? math("fabs")
+                : "(" + A(0) + " < 0 ? " + W + "((" + U + ")0 - (" + U + ")" + A(0) +
+                      ") : " + A(0) + ")";
+    case KOp::Relu:
+      return fl ? "dt_fmax(" + A(0) + ", " + (f32 ? "0.0f" : "0.0") + ")"
+                : "(" + A(0) + " > 0 ? " + A(0) + " : (" + T + ")0)";
+    case KOp::Exp:
+      return math("exp");
+    case KOp::Log:
+      return math("log");
+    case KOp::Sqrt:
+      return math("sqrt");
+    case KOp::Rsqrt: // 1 / sqrt(x), both IEEE-rounded (not the approximate rsqrtf)
+      return "(" + one + " / " + math("sqrt") + ")";
+    case KOp::Tanh:
+      return math("tanh");
+    case KOp::Sigmoid:
+      return "(" + one + " / (" + one + " + " + (f32 ? "expf(-" : "exp(-") + A(0) + ")))";
+    case KOp::Sin:
+      return math("sin");
+    case KOp::Cos:
+      return math("cos");
+    case KOp::Not:
+      return "(!" + A(0) + ")";
+    case KOp::Cast:
+      return castExpr(A(0), AT(0), n.dtype);
+    case KOp::Add:
+    case KOp::Sub:
+    case KOp::Mul: {
+      const char *op = n.op == KOp::Add ? "+" : n.op == KOp::Sub ? "-" : "*";
+      return fl ? "(" + A(0) + " " + op + " " + A(1) + ")" : wrapOp(op);
+    }
+    case KOp::Div:
+      return fl ? "(" + A(0) + " / " + A(1) + ")" : "dt_idiv(" + A(0) + ", " + A(1) + ")";
+    case KOp::Pow:
+      return fl ? std::string(f32 ? "powf(" : "pow(") + A(0) + ", " + A(1) + ")"
+                : "dt_ipow(" + A(0) + ", " + A(1) + ")";
+    case KOp::Maximum:
+      return fl ? "dt_fmax(" + A(0) + ", " + A(1) + ")"
+                : "(" + A(0) + " < " + A(1) + " ? " + A(1) + " : " + A(0) + ")";
+    case KOp::Minimum:
+      return fl ? "dt_fmin(" + A(0) + ", " + A(1) + ")"
+                : "(" + A(1) + " < " + A(0) + " ? " + A(1) + " : " + A(0) + ")";
+    case KOp::Eq:
+    case KOp::Ne:
+    case KOp::Lt:
+    case KOp::Le:
+    case KOp::Gt:
+    case KOp::Ge: {
+      static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
+      return "(" + A(0) + " " + ops[(int)n.op - (int)KOp::Eq] + " " + A(1) + ")";
+    }
+    case KOp::And:
+      return "(" + A(0) + " && " + A(1) + ")";
+    case KOp::Or:
+      return "(" + A(0) + " || " + A(1) + ")";
+    case KOp::Select:
+      return "(" + A(0) + " ? " + A(1) + " : " + A(2) + ")";
+    }
+    throw InternalError("emitCudaKernel: unknown kernel node");
+  }
+
+  /// `dt_body(a, idx, x<in>..., y<store>&...)`: the DAG at one point.
+  void emitBody() {
+    os << "static __device__ __forceinline__ void dt_body(const dt_args &a, const dt_i64 *idx";
+    for (int i = 0; i < I; ++i)
+      if (usedInput[i])
+        os << ", const " << cType(k.inputs[i]) << " x" << i;
+    for (size_t s = 0; s < k.stores.size(); ++s)
+      os << ", " << cType(k.outputs[k.stores[s].output]) << " &y" << s;
+    os << ") {\n  (void)a;\n  (void)idx;\n";
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (live[i])
+        os << "  const " << cType(k.nodes[i].dtype) << " " << v((int)i) << " = " << nodeExpr((int)i)
+           << ";\n";
+    for (size_t s = 0; s < k.stores.size(); ++s)
+      os << "  y" << s << " = " << v(k.stores[s].node) << ";\n";
+    os << "}\n\n";
+  }
+
+  /// `idx[d] = ...` for `dims` (row-major, last fastest) from linear `lin`.
+  void emitUnravel(const std::vector<int> &dims, const std::string &lin, const char *ind) {
+    if (dims.empty())
+      return;
+    os << ind << "{\n" << ind << "  dt_u64 t = (dt_u64)(" << lin << ");\n";
+    for (int j = (int)dims.size() - 1; j > 0; --j) {
+      std::string d = std::to_string(dims[j]);
+      os << ind << "  idx[" << d << "] = (dt_i64)(t % (dt_u64)" << shape(dims[j]) << ");\n"
+         << ind << "  t /= (dt_u64)" << shape(dims[j]) << ";\n";
+    }
+    os << ind << "  idx[" << dims[0] << "] = (dt_i64)t;\n" << ind << "}\n";
+  }
+
+  std::string product(const std::vector<int> &dims) const {
+    std::string p = "(dt_i64)1";
+    for (int d : dims)
+      p += " * " + shape(d);
+    return p;
+  }
+
+  std::string offset(bool input, int b) const {
+    std::string s = "(dt_i64)0";
+    for (int d = 0; d < R; ++d)
+      s += " + idx[" + std::to_string(d) + "] * " + (input ? inStride(b, d) : outStride(b, d));
+    return s;
+  }
+
+  std::string loadAt(int in, const std::string &off) const {
+    std::string e = ptr(in, k.inputs[in], true) + "[" + off + "]";
+    return k.inputs[in] == DType::Bool ? "(" + e + " != 0)" : e;
+  }
+
+  std::string storeVal(DType t, const std::string &y) const {
+    return t == DType::Bool ? "(unsigned char)(" + y + " ? 1 : 0)" : y;
+  }
+
+  std::string bodyCall(const std::vector<std::string> &xs, const std::vector<std::string> &ys) {
+    std::string c = "dt_body(a, idx";
+    for (int i = 0; i < I; ++i)
+      if (usedInput[i])
+        c += ", " + xs[i];
+    for (const auto &y : ys)
+      c += ", " + y;
+    return c + ")";
+  }
+
+  std::vector<int> allDims() const {
+    std::vector<int> d(R);
+    for (int i = 0; i < R; ++i)
+      d[i] = i;
+    return d;
+  }
+
+  void emitElementwise(const std::string &sym);
+  void emitReduction(const std::string &sym);
+};
+
+void Emitter::emitElementwise(const std::string &sym) {
+  const size_t S = k.stores.size();
+  const bool global = usesGlobalIndex(k);
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
+     << "(const dt_args a) {\n"
+     << "  const dt_i64 total = " << product(allDims()) << ";\n"
+     << "  if (total <= 0)\n    return;\n"
+     << "  const dt_u64 tid = (dt_u64)blockIdx.x * blockDim.x + threadIdx.x;\n"
+     << "  const dt_u64 nth = (dt_u64)gridDim.x * blockDim.x;\n"
+     << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  // Rank 0 is one element: only the general loop (a constant-true fast path
+  // would make it unreachable, which NVRTC warns about). The fast path's text
+  // goes to `os` and is dropped again for rank 0.
+  const std::streampos fastStart = os.tellp();
+  // Row-major strides of the iteration space, for the contiguity test.
+  for (int d = R - 1; d >= 0; --d)
+    os << "  const dt_i64 rm" << d << " = "
+       << (d == R - 1 ? std::string("1") : "rm" + std::to_string(d + 1) + " * " + shape(d + 1))
+       << ";\n";
+  auto contig = [&](bool input, int b) {
+    std::string c = "true";
+    for (int d = 0; d < R; ++d)
+      c += " && (" + shape(d) + " <= 1 || " + (input ? inStride(b, d) : outStride(b, d)) +
+           " == rm" + std::to_string(d) + ")";
+    return c;
+  };
+  std::string fast = "true";
+  for (int i = 0; i < I; ++i) {
+    if (!usedInput[i])
+      continue;
+    std::string zero = "true";
+    for (int d = 0; d < R; ++d)
+      zero += " && " + inStride(i, d) + " == 0";
+    os << "  const bool c" << i << " = " << contig(true, i) << ";\n"
+       << "  const bool z" << i << " = !c" << i << " && " << zero << ";\n";
+    fast += " && (c" + std::to_string(i) + " || z" + std::to_string(i) + ")";
+  }
+  for (size_t s = 0; s < S; ++s)
+    fast += " && (" + contig(false, k.stores[s].output) + ")";
+  os << "  if (" << fast << ") {\n"
+     << "    for (dt_u64 base = tid * " << kCudaVector << "; base < (dt_u64)total; base += nth * "
+     << kCudaVector << ") {\n"
+     << "      if (base + " << kCudaVector << " <= (dt_u64)total) {\n";
+  std::vector<std::string> xs(I), ys(S);
+  for (int i = 0; i < I; ++i)
+    if (usedInput[i]) {
+      os << "        " << memType(k.inputs[i]) << " m" << i << "[4];\n"
+         << "        dt_ld4(" << ptr(i, k.inputs[i], true) << " + (z" << i << " ? 0 : base), z" << i
+         << ", m" << i << ");\n";
+      xs[i] = k.inputs[i] == DType::Bool ? "(m" + std::to_string(i) + "[j] != 0)"
+                                         : "m" + std::to_string(i) + "[j]";
+    }
+  for (size_t s = 0; s < S; ++s) {
+    os << "        " << memType(k.outputs[k.stores[s].output]) << " n" << s << "[4];\n";
+    ys[s] = "y" + std::to_string(s);
+  }
+  os << "#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n";
+  if (global)
+    emitUnravel(allDims(), "base + j", "          ");
+  for (size_t s = 0; s < S; ++s)
+    os << "          " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
+  os << "          " << bodyCall(xs, ys) << ";\n";
+  for (size_t s = 0; s < S; ++s)
+    os << "          n" << s << "[j] = " << storeVal(k.outputs[k.stores[s].output], ys[s]) << ";\n";
+  os << "        }\n";
+  for (size_t s = 0; s < S; ++s) {
+    int o = k.stores[s].output;
+    os << "        dt_st4(" << ptr(NB - O + o, k.outputs[o], false) << " + base, n" << s << ");\n";
+  }
+  // The tail (fewer than 4 elements left) and the strided path share one
+  // scalar loop body, parameterized by how offsets are computed.
+  auto scalarBody = [&](const char *ind, bool strided) {
+    std::vector<std::string> sx(I), sy(S);
+    for (int i = 0; i < I; ++i)
+      if (usedInput[i]) {
+        std::string off =
+            strided ? offset(true, i) : "(z" + std::to_string(i) + " ? 0 : (dt_i64)e)";
+        os << ind << "const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, off)
+           << ";\n";
+        sx[i] = "s" + std::to_string(i);
+      }
+    for (size_t s = 0; s < S; ++s) {
+      os << ind << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
+      sy[s] = "y" + std::to_string(s);
+    }
+    os << ind << bodyCall(sx, sy) << ";\n";
+    for (size_t s = 0; s < S; ++s) {
+      int o = k.stores[s].output;
+      std::string off = strided ? offset(false, o) : "(dt_i64)e";
+      os << ind << ptr(NB - O + o, k.outputs[o], false) << "[" << off
+         << "] = " << storeVal(k.outputs[o], sy[s]) << ";\n";
+    }
+  };
+  os << "      } else {\n"
+     << "        for (dt_u64 e = base; e < (dt_u64)total; ++e) {\n";
+  if (global)
+    emitUnravel(allDims(), "e", "          ");
+  scalarBody("          ", false);
+  os << "        }\n      }\n    }\n    return;\n  }\n";
+  if (R == 0) {
+    std::string text = os.str();
+    os.str(text.substr(0, (size_t)fastStart));
+    os.seekp(0, std::ios::end);
+  }
+  os << "  for (dt_u64 e = tid; e < (dt_u64)total; e += nth) {\n";
+  emitUnravel(allDims(), "e", "    ");
+  scalarBody("    ", true);
+  os << "  }\n}\n";
+}
+
+void Emitter::emitReduction(const std::string &sym) {
+  const size_t S = k.stores.size();
+  std::vector<int> kept, red = k.reduceDims;
+  for (int d = 0; d < R; ++d)
+    if (!isReducedDim(k, d))
+      kept.push_back(d);
+  const KReduce rop = k.reduce;
+  // acc = combine(acc, x) in the accumulator type, as a device lambda source.
+  auto combine = [&](DType t) -> std::string {
+    std::string A = accType(rop, t);
+    if (isFloat(t))
+      return rop == KReduce::Sum   ? "(p + q)"
+             : rop == KReduce::Max ? "dt_fmax(p, q)"
+                                   : "dt_fmin(p, q)";
+    if (rop == KReduce::Sum)
+      return t == DType::I32 ? "dt_wrap32((unsigned)p + (unsigned)q)"
+                             : "dt_wrap64((dt_u64)p + (dt_u64)q)";
+    return rop == KReduce::Max ? "(p < q ? q : p)" : "(q < p ? q : p)";
+  };
+  auto identity = [&](DType t) -> std::string {
+    if (rop == KReduce::Sum)
+      return std::string("(") + accType(rop, t) + ")0";
+    bool mx = rop == KReduce::Max;
+    if (isFloat(t))
+      return hexFloat(mx ? -INFINITY : INFINITY, t == DType::F32);
+    if (t == DType::I32)
+      return mx ? "(-2147483647 - 1)" : "2147483647";
+    return mx ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  };
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
+     << "(const dt_args a) {\n"
+     << "  const dt_i64 kept = " << product(kept) << ";\n"
+     << "  const dt_i64 red = " << product(red) << ";\n"
+     << "  if (kept <= 0)\n    return;\n"
+     << "  // One block per output for long reductions, else one warp per output.\n"
+     << "  const bool perBlock = red >= " << kCudaBlockReduceMin << "LL;\n"
+     << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+     << "  const int nwarps = blockDim.x >> 5;\n"
+     << "  const dt_i64 first = perBlock ? (dt_i64)blockIdx.x : (dt_i64)blockIdx.x * nwarps + "
+        "warp;\n"
+     << "  const dt_i64 step = perBlock ? (dt_i64)gridDim.x : (dt_i64)gridDim.x * nwarps;\n"
+     << "  const dt_i64 tfirst = perBlock ? (dt_i64)threadIdx.x : (dt_i64)lane;\n"
+     << "  const dt_i64 tstep = perBlock ? (dt_i64)blockDim.x : (dt_i64)32;\n"
+     << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "  __shared__ " << accType(rop, t) << " sh" << s << "[32];\n"
+       << "  auto comb" << s << " = [](" << accType(rop, t) << " p, " << accType(rop, t)
+       << " q) { return (" << accType(rop, t) << ")" << combine(t) << "; };\n";
+  }
+  os << "  for (dt_i64 o = first; o < kept; o += step) {\n";
+  emitUnravel(kept, "o", "    ");
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
+  }
+  os << "    for (dt_i64 r = tfirst; r < red; r += tstep) {\n";
+  emitUnravel(red, "r", "      ");
+  std::vector<std::string> xs(I), ys(S);
+  for (int i = 0; i < I; ++i)
+    if (usedInput[i]) {
+      os << "      const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, offset(true, i))
+         << ";\n";
+      xs[i] = "s" + std::to_string(i);
+    }
+  for (size_t s = 0; s < S; ++s) {
+    os << "      " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
+    ys[s] = "y" + std::to_string(s);
+  }
+  os << "      " << bodyCall(xs, ys) << ";\n";
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "      acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(rop, t) << ")y" << s
+       << ");\n";
+  }
+  os << "    }\n";
+  for (size_t s = 0; s < S; ++s)
+    os << "    acc" << s << " = dt_warp_reduce(acc" << s << ", comb" << s << ");\n";
+  auto store = [&](const char *ind) {
+    for (size_t s = 0; s < S; ++s) {
+      int o = k.stores[s].output;
+      DType t = k.outputs[o];
+      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = (" << cType(t)
+         << ")acc" << s << ";\n";
+    }
+  };
+  os << "    if (perBlock) {\n      if (lane == 0) {\n";
+  for (size_t s = 0; s < S; ++s)
+    os << "        sh" << s << "[warp] = acc" << s << ";\n";
+  os << "      }\n      __syncthreads();\n      if (threadIdx.x == 0) {\n"
+     << "        for (int w = 1; w < nwarps; ++w) {\n";
+  for (size_t s = 0; s < S; ++s)
+    os << "          acc" << s << " = comb" << s << "(acc" << s << ", sh" << s << "[w]);\n";
+  os << "        }\n";
+  store("        ");
+  os << "      }\n      __syncthreads();\n    } else if (lane == 0) {\n";
+  store("      ");
+  os << "    }\n  }\n}\n";
+}
+
+} // namespace
+
+int cudaArgWords(const Kernel &k) {
+  return (int)std::max<int64_t>(1, (int64_t)(k.inputs.size() + k.outputs.size()) + numParams(k));
+}
+
+CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
+  std::string err = verifyKernel(k);
+  if (!err.empty())
+    throw InternalError("emitCudaKernel: invalid kernel: " + err);
+  if (symbol.empty() || !(std::isalpha((unsigned char)symbol[0]) || symbol[0] == '_') ||
+      !std::all_of(symbol.begin(), symbol.end(),
+                   [](char c) { return std::isalnum((unsigned char)c) || c == '_'; }))
+    throw InternalError("emitCudaKernel: `" + symbol + "` is not a C identifier");
+  CudaKernelSource out;
+  out.symbol = symbol;
+  out.argWords = cudaArgWords(k);
+  if (out.argWords > 512)
+    throw InternalError("emitCudaKernel: " + std::to_string(out.argWords) +
+                        " argument words exceed the 4 KiB kernel-argument limit");
+  Emitter e(k);
+  // The kernel IR text as a comment: what this source implements.
+  std::istringstream text(printKernel(k));
+  for (std::string line; std::getline(text, line);)
+    e.os << "// " << line << "\n";
+  e.os << cudaPrelude() << "\n"
+       << "struct dt_args {\n  dt_u64 w[" << out.argWords << "];\n};\n\n";
+  e.emitBody();
+  if (k.reduce == KReduce::None)
+    e.emitElementwise(symbol);
+  else
+    e.emitReduction(symbol);
+  out.source = e.os.str();
+  return out;
+}
+
+std::vector<uint64_t> cudaKernelArgs(const Kernel &k, void *const *deviceBuffers,
+                                     const int64_t *params) {
+  std::vector<uint64_t> w(cudaArgWords(k), 0);
+  size_t nb = k.inputs.size() + k.outputs.size();
+  for (size_t i = 0; i < nb; ++i)
+    w[i] = (uint64_t)(uintptr_t)deviceBuffers[i];
+  for (int64_t p = 0; p < numParams(k); ++p)
+    w[nb + p] = (uint64_t)params[p];
+  return w;
+}
+
+CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs) {
+  CudaLaunchDims d;
+  int64_t kept = 1, red = 1;
+  for (int i = 0; i < k.rank; ++i)
+    (isReducedDim(k, i) ? red : kept) *= params[i];
+  if (kept <= 0)
+    return d;
+  // Enough blocks to fill the machine several times; grid-stride loops do
+  // the rest. (kept * red may be 0: an empty reduction still stores identities.)
+  const int64_t cap = (int64_t)std::max(numSMs, 1) * 32;
+  int64_t blocks;
+  if (k.reduce == KReduce::None) {
+    blocks = (kept + (int64_t)kCudaBlock * kCudaVector - 1) / ((int64_t)kCudaBlock * kCudaVector);
+  } else if (red >= kCudaBlockReduceMin) {
+    blocks = kept;
+  } else {
+    const int64_t warps = kCudaBlock / 32;
+    blocks = (kept + warps - 1) / warps;
+  }
+  d.grid = (unsigned)std::clamp<int64_t>(blocks, 1, cap);
+  return d;
+}
+
+} // namespace dt

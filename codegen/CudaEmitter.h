@@ -1,0 +1,93 @@
+// This file implements the lowering of one kernel of the kernel IR
+// (codegen/KernelIR.h) to CUDA C++ for NVRTC (codegen/Nvrtc.h). The emitted
+// kernel has exactly the semantics of KernelIR.h, which the reference
+// interpreter states; the LLVM lowering implements the same contract.
+//
+// Needs: a kernel that passes verifyKernel (InternalError otherwise).
+// Guarantees: one self-contained translation unit (no #include: NVRTC ships
+// no C++ standard headers) that compiles with NVRTC without a warning, for
+// sm_80 and sm_90 at least, and defines
+//
+//   extern "C" __global__ void <symbol>(const dt_args a);
+//   struct dt_args { unsigned long long w[W]; };   // W = cudaArgWords(k)
+//
+// GPU ABI: the CPU ABI's two arrays passed BY VALUE as one kernel argument, so
+// a launch copies nothing to the device: words [0, I+O) are the buffers
+// (device pointers: inputs, then outputs), words [I+O, W) are the int64
+// params in exactly the layout of KernelIR.h. cudaKernelArgs builds it. The
+// kernel reads every index it needs from literal word positions, so the
+// argument stays in the constant bank.
+//
+// Launch: blockDim = kCudaBlock (256) threads, gridDim from cudaLaunchDims.
+//  * Elementwise: a grid-stride loop over the flattened iteration space. When
+//    every used input is contiguous (row-major strides on dims of size > 1) or
+//    a broadcast scalar (all strides 0) and every output is contiguous, each
+//    thread handles 4 consecutive elements with 16-byte vector loads/stores
+//    where aligned; otherwise it unravels the index and uses the strides.
+//  * Reduction: when the reduced extent is >= kCudaBlockReduceMin, one block
+//    per output element (warp shuffles, then shared memory across warps);
+//    otherwise one warp per output element (shuffles only). The kernel makes
+//    that choice itself from the params; cudaLaunchDims makes the same one.
+//    Float sums accumulate in f64 (as the IR says) but the association order is
+//    the tree order of the threads, not row-major (the IR allows it).
+//
+// Floating point: NVRTC runs with --fmad=false (no contraction), IEEE division
+// and sqrt, no fast math, so +, -, *, /, sqrt, casts and comparisons are
+// bit-identical to the CPU backend and the interpreter. CUDA's expf, logf,
+// sinf, cosf, tanhf, powf (and their f64 forms) are accurate to a few ulp but
+// not always correctly rounded like glibc, so exp/log/tanh/sigmoid/sin/cos/pow
+// results may differ from the CPU in the last 1-4 ulp; `random normal`
+// inherits that through logf/cosf (|gpu - cpu| <= 4 ulp of the f32 result,
+// about 5e-7 relative). `random uniform`, iota and all integer ops are
+// bit-exact. Integer semantics (wrap, truncating division, x / 0 = 0,
+// saturating float->int casts) are the interpreter's exactly.
+#pragma once
+
+#include "codegen/KernelIR.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+/// Threads per block for every emitted kernel.
+constexpr int kCudaBlock = 256;
+/// Reduced extents from this size up get one block per output element.
+constexpr int64_t kCudaBlockReduceMin = 1024;
+/// Elements each thread handles per step on the contiguous elementwise path.
+constexpr int kCudaVector = 4;
+
+/// The emitted translation unit.
+struct CudaKernelSource {
+  std::string source; ///< CUDA C++ for NVRTC
+  std::string symbol; ///< the extern "C" __global__ function
+  int argWords = 0;   ///< W: 8-byte words of the by-value dt_args argument
+};
+
+/// Lowers `k` to CUDA C++ defining `symbol` (a C identifier).
+CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol);
+
+/// W = max(1, I + O + numParams(k)). At most 512 (the 4 KiB kernel-argument
+/// limit every driver accepts); emitCudaKernel rejects larger kernels.
+int cudaArgWords(const Kernel &k);
+
+/// The dt_args words for a launch: the device pointers, then the params.
+std::vector<uint64_t> cudaKernelArgs(const Kernel &k, void *const *deviceBuffers,
+                                     const int64_t *params);
+
+struct CudaLaunchDims {
+  unsigned grid = 0; ///< 0 means nothing to launch (empty iteration space)
+  unsigned block = kCudaBlock;
+};
+
+/// Launch geometry for `params` (the ABI array) on a device with `numSMs`
+/// multiprocessors; grid-stride loops cover whatever the grid does not.
+CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs);
+
+/// The device helpers every emitted kernel starts with (splitmix64 RNG,
+/// NaN-propagating maximum/minimum, saturating casts, wrapping integer
+/// division and power, vector loads). Exposed for tests.
+const char *cudaPrelude();
+
+} // namespace dt

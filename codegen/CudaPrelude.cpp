@@ -1,0 +1,154 @@
+// This file implements cudaPrelude(): the device helpers that every kernel
+// emitted by codegen/CudaEmitter starts with. Each helper is the CUDA spelling
+// of one rule of codegen/KernelIR.h (and of the matching code in
+// KernelInterp.cpp, the oracle); keep them in step.
+#include "codegen/CudaEmitter.h"
+
+namespace dt {
+
+const char *cudaPrelude() {
+  return R"CUDA(// dtensor CUDA prelude: the kernel IR's scalar rules (codegen/KernelIR.h).
+typedef unsigned long long dt_u64;
+typedef long long dt_i64;
+
+// RNG: rngBits(s, i) = splitmix64(splitmix64(s) ^ i); the emitter folds the
+// inner splitmix64(s) to a constant `ks`.
+__device__ __forceinline__ dt_u64 dt_splitmix64(dt_u64 x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+__device__ __forceinline__ float dt_uniform01(dt_u64 ks, dt_u64 i) {
+  return (float)(dt_splitmix64(ks ^ i) >> 40) * 0x1p-24f;
+}
+__device__ __forceinline__ float dt_normal(dt_u64 ks, dt_u64 i) {
+  const float u1 = dt_uniform01(ks, 2 * i), u2 = dt_uniform01(ks, 2 * i + 1);
+  const float twoPi = 0x1.921fb6p+2f; // (float)(2 * pi)
+  return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(twoPi * u2);
+}
+
+// maximum/minimum: NaN in either operand gives a + b; else (a < b ? b : a)
+// and (b < a ? b : a), so equal values (+0/-0) give a.
+__device__ __forceinline__ float dt_fmax(float a, float b) {
+  return (a != a || b != b) ? a + b : (a < b ? b : a);
+}
+__device__ __forceinline__ double dt_fmax(double a, double b) {
+  return (a != a || b != b) ? a + b : (a < b ? b : a);
+}
+__device__ __forceinline__ float dt_fmin(float a, float b) {
+  return (a != a || b != b) ? a + b : (b < a ? b : a);
+}
+__device__ __forceinline__ double dt_fmin(double a, double b) {
+  return (a != a || b != b) ? a + b : (b < a ? b : a);
+}
+
+// float -> int: truncate toward zero, saturate, NaN -> 0 (f32 widens exactly).
+__device__ __forceinline__ int dt_sat_i32(double v) {
+  return v != v ? 0
+       : v >= 2147483648.0 ? 2147483647
+       : v <= -2147483649.0 ? (-2147483647 - 1)
+       : (int)v;
+}
+__device__ __forceinline__ dt_i64 dt_sat_i64(double v) {
+  return v != v ? 0
+       : v >= 9223372036854775808.0 ? 9223372036854775807LL
+       : v < -9223372036854775808.0 ? (-9223372036854775807LL - 1)
+       : (dt_i64)v;
+}
+
+// Integers wrap (two's complement): arithmetic goes through unsigned types.
+__device__ __forceinline__ int dt_wrap32(unsigned v) { return (int)v; }
+__device__ __forceinline__ dt_i64 dt_wrap64(dt_u64 v) { return (dt_i64)v; }
+// x / 0 = 0; INT_MIN / -1 = INT_MIN; otherwise truncating.
+__device__ __forceinline__ int dt_idiv(int a, int b) {
+  return b == 0 ? 0 : b == -1 ? dt_wrap32(0u - (unsigned)a) : a / b;
+}
+__device__ __forceinline__ dt_i64 dt_idiv(dt_i64 a, dt_i64 b) {
+  return b == 0 ? 0 : b == -1 ? dt_wrap64(0ull - (dt_u64)a) : a / b;
+}
+// Exact power modulo 2^64 by square-and-multiply; a negative exponent gives
+// the truncated real result (1 for base 1, +-1 for base -1, else 0).
+__device__ __forceinline__ dt_u64 dt_ipow_bits(dt_i64 b, dt_i64 e) {
+  if (e < 0)
+    return b == 1 ? 1ull : b == -1 ? ((e & 1) ? ~0ull : 1ull) : 0ull;
+  dt_u64 r = 1, x = (dt_u64)b;
+  for (dt_u64 n = (dt_u64)e; n; n >>= 1) {
+    if (n & 1)
+      r *= x;
+    x *= x;
+  }
+  return r;
+}
+__device__ __forceinline__ int dt_ipow(int b, int e) {
+  return dt_wrap32((unsigned)dt_ipow_bits(b, e));
+}
+__device__ __forceinline__ dt_i64 dt_ipow(dt_i64 b, dt_i64 e) {
+  return dt_wrap64(dt_ipow_bits(b, e));
+}
+
+// Four consecutive elements of M (the memory type) from p: one 16-byte (or
+// 4-byte) load when p is aligned, else four scalar loads. A broadcast scalar
+// operand (`scalar`) reads p[0] once for all four.
+template <class M>
+__device__ __forceinline__ void dt_ld4(const M *__restrict__ p, bool scalar, M (&x)[4]) {
+  if (scalar) {
+    x[0] = x[1] = x[2] = x[3] = p[0];
+    return;
+  }
+  constexpr int kBytes = 4 * (int)sizeof(M);
+  constexpr dt_u64 kAlign = kBytes < 16 ? kBytes : 16;
+  if (((dt_u64)p & (kAlign - 1)) == 0) {
+    if constexpr (kBytes == 4) {
+      union { unsigned u; M m[4]; } v;
+      v.u = *reinterpret_cast<const unsigned *>(p);
+      x[0] = v.m[0]; x[1] = v.m[1]; x[2] = v.m[2]; x[3] = v.m[3];
+    } else if constexpr (kBytes == 16) {
+      union { uint4 u; M m[4]; } v;
+      v.u = *reinterpret_cast<const uint4 *>(p);
+      x[0] = v.m[0]; x[1] = v.m[1]; x[2] = v.m[2]; x[3] = v.m[3];
+    } else {
+      union { uint4 u[2]; M m[4]; } v;
+      v.u[0] = reinterpret_cast<const uint4 *>(p)[0];
+      v.u[1] = reinterpret_cast<const uint4 *>(p)[1];
+      x[0] = v.m[0]; x[1] = v.m[1]; x[2] = v.m[2]; x[3] = v.m[3];
+    }
+  } else {
+    x[0] = p[0]; x[1] = p[1]; x[2] = p[2]; x[3] = p[3];
+  }
+}
+template <class M>
+__device__ __forceinline__ void dt_st4(M *__restrict__ p, const M (&x)[4]) {
+  constexpr int kBytes = 4 * (int)sizeof(M);
+  constexpr dt_u64 kAlign = kBytes < 16 ? kBytes : 16;
+  if (((dt_u64)p & (kAlign - 1)) == 0) {
+    if constexpr (kBytes == 4) {
+      union { unsigned u; M m[4]; } v;
+      v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];
+      *reinterpret_cast<unsigned *>(p) = v.u;
+    } else if constexpr (kBytes == 16) {
+      union { uint4 u; M m[4]; } v;
+      v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];
+      *reinterpret_cast<uint4 *>(p) = v.u;
+    } else {
+      union { uint4 u[2]; M m[4]; } v;
+      v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];
+      reinterpret_cast<uint4 *>(p)[0] = v.u[0];
+      reinterpret_cast<uint4 *>(p)[1] = v.u[1];
+    }
+  } else {
+    p[0] = x[0]; p[1] = x[1]; p[2] = x[2]; p[3] = x[3];
+  }
+}
+
+// Warp-wide combination (all 32 lanes take part; every lane gets the result).
+template <class T, class F>
+__device__ __forceinline__ T dt_warp_reduce(T v, F combine) {
+  for (int off = 16; off > 0; off >>= 1)
+    v = combine(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+)CUDA";
+}
+
+} // namespace dt

@@ -1,0 +1,258 @@
+// GPU execution tests (label `gpu`; need an NVIDIA GPU and driver): emitted
+// kernels against the reference interpreter, the caching allocator, cuBLAS
+// GEMM against a host loop, and the CudaCopyComm / NcclComm collectives.
+#include "codegen/CudaEmitter.h"
+#include "frontend/Diagnostics.h"
+#include "runtime/CudaComm.h"
+#include "runtime/CudaRuntime.h"
+#include "runtime/HostTensor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+using namespace dt;
+
+namespace {
+
+/// Fills `t` elements of dtype `dt` with small random values (a few NaN-free
+/// specials for floats: 0, -0, negatives).
+std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
+  std::vector<char> v(n * dtypeSize(t));
+  std::uniform_int_distribution<int> d(-5, 5);
+  for (int64_t i = 0; i < n; ++i) {
+    int x = d(g);
+    switch (t) {
+    case DType::F32:
+      reinterpret_cast<float *>(v.data())[i] = x * 0.75f;
+      break;
+    case DType::F64:
+      reinterpret_cast<double *>(v.data())[i] = x * 0.75;
+      break;
+    case DType::I32:
+      reinterpret_cast<int32_t *>(v.data())[i] = x;
+      break;
+    case DType::I64:
+      reinterpret_cast<int64_t *>(v.data())[i] = x;
+      break;
+    case DType::Bool:
+      reinterpret_cast<uint8_t *>(v.data())[i] = x > 0;
+      break;
+    }
+  }
+  return v;
+}
+
+/// Runs `k` on shape `shape` (row-major buffers; input 1 broadcast along dim 0
+/// when `broadcast`) on the GPU and with interpretKernel; compares outputs
+/// within `ulps` (0: bitwise, except NaN == NaN).
+void checkKernel(CudaContext &ctx, const Kernel &k, std::vector<int64_t> shape, bool broadcast,
+                 double relTol) {
+  std::mt19937 g(1234);
+  const int R = k.rank, I = (int)k.inputs.size(), O = (int)k.outputs.size();
+  std::vector<int64_t> rm = rowMajorStrides(shape);
+  int64_t n = 1;
+  for (auto s : shape)
+    n *= s;
+  std::vector<std::vector<int64_t>> inS(I, rm), outS(O, rm);
+  for (int i = 0; i < I; ++i)
+    if (broadcast && i == 1 && R > 0)
+      inS[i][0] = 0;
+  int64_t kept = 1;
+  for (int d = 0; d < R; ++d)
+    if (!isReducedDim(k, d))
+      kept *= shape[d];
+  for (int o = 0; o < O; ++o) {
+    std::vector<int64_t> keptShape;
+    for (int d = 0; d < R; ++d)
+      keptShape.push_back(isReducedDim(k, d) ? 1 : shape[d]);
+    outS[o] = rowMajorStrides(keptShape);
+    for (int d = 0; d < R; ++d)
+      if (isReducedDim(k, d))
+        outS[o][d] = 0;
+  }
+  std::vector<int64_t> params = kernelParams(k, shape, inS, outS);
+  std::vector<std::vector<char>> host;
+  std::vector<void *> hb, db;
+  for (int i = 0; i < I; ++i)
+    host.push_back(randomData(k.inputs[i], n, g));
+  for (int o = 0; o < O; ++o)
+    host.push_back(std::vector<char>(kept * dtypeSize(k.outputs[o])));
+  CudaStream s = ctx.streamForRank(0);
+  for (auto &h : host) {
+    hb.push_back(h.data());
+    void *d = ctx.alloc((int64_t)h.size() + 1, s);
+    ctx.copyToDevice(d, h.data(), (int64_t)h.size(), s);
+    db.push_back(d);
+  }
+  interpretKernel(k, hb.data(), params.data());
+  ctx.launch(ctx.kernel(k), db.data(), params.data(), s);
+  for (int o = 0; o < O; ++o) {
+    std::vector<char> got(host[I + o].size());
+    ctx.copyToHost(got.data(), db[I + o], (int64_t)got.size(), s);
+    HostTensor want(k.outputs[o], {kept}), have(k.outputs[o], {kept});
+    std::memcpy(want.raw(), host[I + o].data(), got.size());
+    std::memcpy(have.raw(), got.data(), got.size());
+    for (int64_t i = 0; i < kept; ++i) {
+      double w = want.get(i), h = have.get(i);
+      INFO(k.name << " output " << o << " element " << i);
+      if (std::isnan(w))
+        CHECK(std::isnan(h));
+      else if (relTol == 0)
+        CHECK(w == h);
+      else
+        CHECK(std::fabs(w - h) <= relTol * std::max(1.0, std::fabs(w)));
+    }
+  }
+  for (void *d : db)
+    ctx.free(d);
+}
+
+} // namespace
+
+TEST_CASE("cuda gpu: context, allocator reuse and stats") {
+  CudaLibraries libs;
+  CudaContext ctx(libs);
+  MESSAGE(ctx.deviceName() << " " << ctx.arch() << " SMs " << ctx.numSMs());
+  CHECK(ctx.computeCapability() >= 70);
+  void *a = ctx.alloc(1000);
+  ctx.free(a);
+  void *b = ctx.alloc(900); // same size class, same stream: reused
+  CHECK(a == b);
+  CHECK(ctx.allocStats().deviceAllocs == 1);
+  CHECK(ctx.allocStats().cacheHits == 1);
+  ctx.free(b);
+  ctx.releaseCache();
+  CHECK(ctx.allocStats().bytesCached == 0);
+}
+
+TEST_CASE("cuda gpu: elementwise and reduction kernels match the interpreter") {
+  CudaLibraries libs;
+  CudaContext ctx(libs);
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64}) {
+    Kernel k;
+    k.name = std::string("arith_") + dtypeName(t);
+    k.rank = 2;
+    int a = k.load(k.addInput(t)), b = k.load(k.addInput(t));
+    for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Maximum, KOp::Minimum, KOp::Pow})
+      k.store(k.addOutput(t), k.binary(op, a, b));
+    k.store(k.addOutput(DType::Bool), k.binary(KOp::Lt, a, b));
+    k.store(k.addOutput(DType::I32), k.cast(a, DType::I32));
+    double tol = isFloat(t) ? 4e-7 : 0; // powf/pow differ from libm by a few ulp
+    checkKernel(ctx, k, {37, 129}, false, tol);
+    checkKernel(ctx, k, {37, 129}, true, tol);
+    for (KReduce r : {KReduce::Sum, KReduce::Max, KReduce::Min}) {
+      Kernel rk;
+      rk.name = std::string("reduce_") + kreduceName(r) + "_" + dtypeName(t);
+      rk.rank = 2;
+      rk.store(rk.addOutput(t), rk.load(rk.addInput(t)));
+      rk.setReduce(r, {1});
+      checkKernel(ctx, rk, {33, 5000}, false, isFloat(t) ? 1e-12 : 0); // block per output
+      checkKernel(ctx, rk, {3000, 7}, false, isFloat(t) ? 1e-12 : 0);  // warp per output
+    }
+  }
+  Kernel u;
+  u.name = "transcendental";
+  u.rank = 1;
+  int x = u.load(u.addInput(DType::F32));
+  for (KOp op : {KOp::Exp, KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Sqrt, KOp::Rsqrt})
+    u.store(u.addOutput(DType::F32), u.unary(op, x));
+  checkKernel(ctx, u, {4099}, false, 5e-7);
+  Kernel rng;
+  rng.name = "rng";
+  rng.rank = 2;
+  rng.store(rng.addOutput(DType::F32), rng.random(RandomKind::Uniform, 9, DType::F32));
+  rng.store(rng.addOutput(DType::F32), rng.random(RandomKind::Normal, 9, DType::F32));
+  rng.store(rng.addOutput(DType::I64), rng.iota(1, DType::I64));
+  checkKernel(ctx, rng, {65, 33}, false, 1e-6); // normal: logf/cosf within a few ulp
+}
+
+TEST_CASE("cuda gpu: cuBLAS f32 GEMM (no TF32) matches a host loop") {
+  CudaLibraries libs;
+  CudaContext ctx(libs);
+  const int64_t m = 67, n = 45, kk = 129;
+  std::vector<float> A(m * kk), B(kk * n), C(m * n), ref(m * n, 0);
+  std::mt19937 g(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto &v : A)
+    v = d(g);
+  for (auto &v : B)
+    v = d(g);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < kk; ++p)
+        s += (double)A[i * kk + p] * B[p * n + j];
+      ref[i * n + j] = (float)s;
+    }
+  CudaStream s = ctx.streamForRank(0);
+  void *dA = ctx.alloc(A.size() * 4, s), *dB = ctx.alloc(B.size() * 4, s),
+       *dC = ctx.alloc(C.size() * 4, s);
+  ctx.copyToDevice(dA, A.data(), A.size() * 4, s);
+  ctx.copyToDevice(dB, B.data(), B.size() * 4, s);
+  GemmDesc gd;
+  gd.m = m, gd.n = n, gd.k = kk, gd.a = dA, gd.b = dB, gd.c = dC;
+  ctx.gemm(gd, s);
+  ctx.copyToHost(C.data(), dC, C.size() * 4, s);
+  for (int64_t i = 0; i < m * n; ++i)
+    CHECK(std::fabs(C[i] - ref[i]) <= 1e-4f); // TF32 would be off by ~1e-2
+}
+
+TEST_CASE("cuda gpu: CudaCopyComm collectives over 4 virtual ranks on one GPU") {
+  CudaLibraries libs;
+  CudaContext ctx(libs);
+  const int P = 4;
+  const int64_t n = 1000;
+  CudaCopyGroup group(ctx, P);
+  std::vector<std::vector<float>> got(P, std::vector<float>(n));
+  std::vector<std::vector<float>> gathered(P, std::vector<float>(n * P));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < P; ++r)
+    threads.emplace_back([&, r] {
+      ctx.makeCurrent();
+      CudaStream s = ctx.streamForRank(r);
+      CudaCopyComm comm(group, r, s);
+      std::vector<float> mine(n);
+      for (int64_t i = 0; i < n; ++i)
+        mine[i] = (float)(r + 1) * i;
+      void *d = ctx.alloc(n * 4, s), *all = ctx.alloc(n * 4 * P, s);
+      ctx.copyToDevice(d, mine.data(), n * 4, s);
+      comm.allGatherV(d, all, std::vector<int64_t>(P, n), DType::F32);
+      comm.allReduce(d, d, n, DType::F32, ReduceOp::Sum); // in place
+      ctx.copyToHost(got[r].data(), d, n * 4, s);
+      ctx.copyToHost(gathered[r].data(), all, n * 4 * P, s);
+      comm.barrier();
+      ctx.free(d);
+      ctx.free(all);
+    });
+  for (auto &t : threads)
+    t.join();
+  for (int r = 0; r < P; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      CHECK(got[r][i] == 10.0f * i);
+      for (int j = 0; j < P; ++j)
+        CHECK(gathered[r][j * n + i] == (float)(j + 1) * i);
+    }
+}
+
+TEST_CASE("cuda gpu: NcclComm with one rank per GPU (single process, rank 0 of 1)") {
+  CudaLibraries libs;
+  std::string why;
+  if (!libs.available(CudaLib::Nccl, &why)) {
+    MESSAGE("no NCCL: " << why);
+    return;
+  }
+  CudaContext ctx(libs);
+  CudaStream s = ctx.streamForRank(0);
+  NcclComm comm(ctx, 1, 0, NcclComm::uniqueId(libs), s);
+  std::vector<int32_t> v = {1, 2, 3, 4}, out(4);
+  void *d = ctx.alloc(16, s);
+  ctx.copyToDevice(d, v.data(), 16, s);
+  comm.allReduce(d, d, 4, DType::I32, ReduceOp::Avg);
+  ctx.copyToHost(out.data(), d, 16, s);
+  CHECK(out == v);
+  ctx.free(d);
+}

@@ -1,0 +1,201 @@
+// Unit tests of codegen/CudaEmitter: the text of emitted kernels, the launch
+// geometry and argument words, and (label `nvrtc`) that a representative set
+// of kernels -- every unary and binary node on every dtype it accepts, every
+// cast, select, constants, sum/max/min reductions, RNG, iota, several outputs,
+// rank 0 -- compiles with NVRTC for sm_80 and sm_90 without a single warning.
+#include "codegen/CudaEmitter.h"
+#include "codegen/Nvrtc.h"
+#include "frontend/Diagnostics.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <doctest/doctest.h>
+
+using namespace dt;
+
+namespace {
+
+const DType kAll[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+const DType kNumeric[] = {DType::F32, DType::F64, DType::I32, DType::I64};
+
+/// Every unary node valid on `t`, each stored to its own output.
+Kernel unaryKernel(DType t) {
+  Kernel k;
+  k.name = std::string("unary_") + dtypeName(t);
+  k.rank = 2;
+  int x = k.load(k.addInput(t));
+  for (KOp op : {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt,
+                 KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not}) {
+    bool ok = op == KOp::Not         ? t == DType::Bool
+              : isTranscendental(op) ? isFloat(t)
+                                     : t != DType::Bool;
+    if (ok)
+      k.store(k.addOutput(t), k.unary(op, x));
+  }
+  return k;
+}
+
+/// Every binary node valid on `t` (two inputs, one a broadcast in tests).
+Kernel binaryKernel(DType t) {
+  Kernel k;
+  k.name = std::string("binary_") + dtypeName(t);
+  k.rank = 2;
+  int a = k.load(k.addInput(t)), b = k.load(k.addInput(t));
+  for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum})
+    if (t != DType::Bool)
+      k.store(k.addOutput(t), k.binary(op, a, b));
+  for (KOp op : {KOp::Eq, KOp::Ne, KOp::Lt, KOp::Le, KOp::Gt, KOp::Ge})
+    k.store(k.addOutput(DType::Bool), k.binary(op, a, b));
+  if (t == DType::Bool)
+    for (KOp op : {KOp::And, KOp::Or})
+      k.store(k.addOutput(DType::Bool), k.binary(op, a, b));
+  return k;
+}
+
+/// `t` cast to every dtype, plus select and constants (incl. inf/nan/extremes).
+Kernel castKernel(DType t) {
+  Kernel k;
+  k.name = std::string("cast_") + dtypeName(t);
+  k.rank = 1;
+  int x = k.load(k.addInput(t));
+  for (DType to : kAll)
+    k.store(k.addOutput(to), k.cast(x, to));
+  int c = k.load(k.addInput(DType::Bool));
+  double special = isFloat(t) ? INFINITY : t == DType::I32 ? -2147483648.0 : 1.0;
+  int s = k.select(c, x, k.constant(special, t));
+  k.store(k.addOutput(t), s);
+  if (isFloat(t))
+    k.store(k.addOutput(t), k.binary(KOp::Add, x, k.constant(NAN, t)));
+  return k;
+}
+
+Kernel reduceKernel(KReduce r, DType t, int rank, std::vector<int> dims) {
+  Kernel k;
+  k.name = std::string("reduce_") + kreduceName(r) + "_" + dtypeName(t);
+  k.rank = rank;
+  int x = k.load(k.addInput(t));
+  int y = k.binary(KOp::Mul, x, k.load(k.addInput(t)));
+  k.store(k.addOutput(t), y);
+  k.store(k.addOutput(t), x);
+  k.setReduce(r, std::move(dims));
+  return k;
+}
+
+Kernel sourceKernel(DType t) {
+  Kernel k;
+  k.name = std::string("source_") + dtypeName(t);
+  k.rank = 3;
+  if (isFloat(t)) {
+    k.store(k.addOutput(t), k.random(RandomKind::Uniform, 42, t));
+    k.store(k.addOutput(t), k.random(RandomKind::Normal, 7, t));
+  }
+  for (int d = 0; d < 3; ++d)
+    k.store(k.addOutput(t), t == DType::Bool ? k.cast(k.iota(d, DType::I64), t) : k.iota(d, t));
+  return k;
+}
+
+std::vector<Kernel> representativeKernels() {
+  std::vector<Kernel> ks;
+  for (DType t : kAll) {
+    ks.push_back(unaryKernel(t));
+    ks.push_back(binaryKernel(t));
+    ks.push_back(castKernel(t));
+    ks.push_back(sourceKernel(t));
+  }
+  for (DType t : kNumeric)
+    for (KReduce r : {KReduce::Sum, KReduce::Max, KReduce::Min})
+      ks.push_back(reduceKernel(r, t, 2, {1}));
+  ks.push_back(reduceKernel(KReduce::Sum, DType::F32, 2, {0, 1})); // to a scalar
+  ks.push_back(reduceKernel(KReduce::Max, DType::F64, 3, {0, 2}));
+  Kernel r0; // rank 0: one element, a constant plus an input
+  r0.name = "rank0";
+  r0.inputs = {};
+  int in = r0.addInput(DType::F32);
+  r0.store(r0.addOutput(DType::F32),
+           r0.binary(KOp::Add, r0.load(in), r0.constant(1.5, DType::F32)));
+  ks.push_back(r0);
+  Kernel dead; // a node no store uses must not leave an unused variable
+  dead.name = "dead_node";
+  dead.rank = 1;
+  int a = dead.load(dead.addInput(DType::F32));
+  dead.unary(KOp::Exp, a);
+  dead.store(dead.addOutput(DType::F32), a);
+  ks.push_back(dead);
+  return ks;
+}
+
+} // namespace
+
+TEST_CASE("cuda emitter: text, symbol and argument words") {
+  Kernel k = reduceKernel(KReduce::Sum, DType::F32, 2, {1});
+  CudaKernelSource s = emitCudaKernel(k, "dt_k_sum");
+  CHECK(s.symbol == "dt_k_sum");
+  CHECK(s.argWords == 4 + numParams(k));
+  CHECK(s.source.find(
+            "extern \"C\" __global__ void __launch_bounds__(256) dt_k_sum(const dt_args a)") !=
+        std::string::npos);
+  CHECK(s.source.find("// kernel @reduce_sum_f32 rank 2") == 0);
+  CHECK(s.source.find("#include") == std::string::npos);
+  CHECK_THROWS_AS(emitCudaKernel(k, "1bad"), InternalError);
+  // The RNG's inner splitmix64(seed) is folded to a constant.
+  Kernel r = sourceKernel(DType::F32);
+  char ks[40];
+  std::snprintf(ks, sizeof ks, "0x%llxull", (unsigned long long)kernelSplitmix64(42));
+  CHECK(emitCudaKernel(r, "rng").source.find(ks) != std::string::npos);
+}
+
+TEST_CASE("cuda emitter: kernel args and launch dims follow the ABI") {
+  Kernel k = binaryKernel(DType::F32);
+  std::vector<int64_t> shape = {3, 5};
+  std::vector<std::vector<int64_t>> in = {{5, 1}, {0, 1}};
+  std::vector<std::vector<int64_t>> out(k.outputs.size(), {5, 1});
+  std::vector<int64_t> params = kernelParams(k, shape, in, out);
+  std::vector<void *> bufs(k.inputs.size() + k.outputs.size());
+  for (size_t i = 0; i < bufs.size(); ++i)
+    bufs[i] = reinterpret_cast<void *>(0x1000 * (i + 1));
+  auto w = cudaKernelArgs(k, bufs.data(), params.data());
+  REQUIRE((int)w.size() == cudaArgWords(k));
+  CHECK(w[0] == 0x1000);
+  CHECK(w[bufs.size()] == 3);
+  CHECK(w[bufs.size() + 1] == 5);
+  CHECK(cudaLaunchDims(k, params.data(), 132).grid == 1);
+  std::vector<int64_t> big = params;
+  big[0] = 1 << 20;
+  CHECK(cudaLaunchDims(k, big.data(), 132).grid == 132 * 32);
+  big[0] = 0;
+  CHECK(cudaLaunchDims(k, big.data(), 132).grid == 0);
+
+  Kernel r = reduceKernel(KReduce::Sum, DType::F32, 2, {1});
+  std::vector<int64_t> rp = kernelParams(r, {100, 10}, {{10, 1}, {10, 1}}, {{1, 0}, {1, 0}});
+  CHECK(cudaLaunchDims(r, rp.data(), 132).grid == 13); // warp per output: 8 per block
+  rp = kernelParams(r, {100, 5000}, {{5000, 1}, {5000, 1}}, {{1, 0}, {1, 0}});
+  CHECK(cudaLaunchDims(r, rp.data(), 132).grid == 100); // block per output
+  rp = kernelParams(r, {7, 0}, {{0, 1}, {0, 1}}, {{1, 0}, {1, 0}});
+  CHECK(cudaLaunchDims(r, rp.data(), 132).grid == 1); // empty reduction stores identities
+}
+
+TEST_CASE("nvrtc: every representative emitted kernel compiles for sm_80 and sm_90 warning-free") {
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  NvrtcCompiler nvrtc(libs, "");
+  int n = 0;
+  for (const Kernel &k : representativeKernels()) {
+    CudaKernelSource src = emitCudaKernel(k, "dt_" + k.name);
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      NvrtcRequest req;
+      req.source = src.source;
+      req.name = k.name + ".cu";
+      req.arch = arch;
+      req.warningsAsErrors = true;
+      NvrtcResult r = nvrtc.compile(req);
+      INFO(k.name << " for " << std::string(arch) << ":\n"
+                  << r.log << "\n"
+                  << (r.ok ? "" : src.source));
+      CHECK(r.ok);
+      ++n;
+    }
+  }
+  MESSAGE(n << " NVRTC compilations");
+}

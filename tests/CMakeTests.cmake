@@ -1,0 +1,37 @@
+# Language-level tests, included by tests/CMakeLists.txt.
+#   lang/<name>     one ctest per tests/lang/*.dt       (LABELS lang)
+#   example/<name>  one ctest per examples/*.dt         (LABELS example)
+#   fuzz/hostile    truncated and random programs never crash `dtensorc check`
+#                   (LABELS fuzz)
+# Each .dt file carries its expectations in comments; see tests/LangExpect.h.
+# The runners start the real `dtensorc` as a child process with a timeout.
+
+add_executable(dt_lang_runner lang_runner.cpp)
+add_dependencies(dt_lang_runner dtensorc)
+add_executable(dt_hostile hostile_test.cpp)
+add_dependencies(dt_hostile dtensorc)
+
+set(DT_LANG_DIR ${CMAKE_CURRENT_SOURCE_DIR}/lang)
+set(DT_EXAMPLES_DIR ${CMAKE_SOURCE_DIR}/examples)
+
+file(GLOB DT_LANG_TESTS CONFIGURE_DEPENDS ${DT_LANG_DIR}/*.dt)
+foreach(f ${DT_LANG_TESTS})
+  get_filename_component(name ${f} NAME_WE)
+  add_test(NAME lang/${name}
+           COMMAND dt_lang_runner --dtensorc $<TARGET_FILE:dtensorc> --timeout 30 ${f})
+  set_tests_properties(lang/${name} PROPERTIES LABELS lang TIMEOUT 60)
+endforeach()
+
+file(GLOB DT_EXAMPLES CONFIGURE_DEPENDS ${DT_EXAMPLES_DIR}/*.dt)
+foreach(f ${DT_EXAMPLES})
+  get_filename_component(name ${f} NAME_WE)
+  add_test(NAME example/${name}
+           COMMAND dt_lang_runner --dtensorc $<TARGET_FILE:dtensorc> --timeout 30 ${f})
+  set_tests_properties(example/${name} PROPERTIES LABELS example TIMEOUT 60)
+endforeach()
+
+# Deterministic (fixed seed); prints the seed of every random program it feeds.
+add_test(NAME fuzz/hostile
+         COMMAND dt_hostile --dtensorc $<TARGET_FILE:dtensorc> --seed 20240601 --random 300
+                 --jobs 2 ${DT_LANG_DIR} ${DT_EXAMPLES_DIR})
+set_tests_properties(fuzz/hostile PROPERTIES LABELS fuzz TIMEOUT 120)

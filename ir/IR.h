@@ -38,6 +38,8 @@
 //   %13 = to_host %12 : f32[2, 2]
 //   %r:2 = for 0 to 10 step 1 iter(%w, %m) { ^(%i, %w1, %m1): ... yield %w2, %m2 }
 //   print %12 "d"
+//   %14 = all_reduce %7 attrs{ints [0]} : f32[2, 2] @ m{x: replicate, y: replicate}
+//     (collectives exist only after SPMD lowering; ints = mesh axes, see Ops.def)
 #pragma once
 
 #include "ir/Types.h"
@@ -55,7 +57,7 @@ enum class Op {
 };
 
 enum class OpClass { Elementwise1, Elementwise2, Elementwise3, Reduce, Contract, Data, Layout,
-                     Source, Control, Effect };
+                     Source, Control, Effect, Collective };
 
 struct OpInfo {
   const char *name;

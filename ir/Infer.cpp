@@ -2,6 +2,8 @@
 // rules via index signatures, and the derived placement rule (see Infer.h).
 #include "ir/Infer.h"
 
+#include "ir/Collectives.h"
+
 #include <algorithm>
 
 namespace dt {
@@ -407,6 +409,12 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
       e.notes.push_back("`print` reads the value to the host; it is `" + ops[0].str() + "`");
       return fail(e);
     }
+    return out;
+  }
+  case OpClass::Collective: { // SPMD IR only: one step of a placement change
+    std::string why = checkCollective(op, ops[0], givenType(), attrs.ints);
+    if (!why.empty()) return fail(err(DiagId::Unsupported, {why}));
+    out.results = {givenType()};
     return out;
   }
   case OpClass::Control: throw InternalError("control ops are typed by the IR builder");

@@ -3,6 +3,7 @@
 
 #include "frontend/BuildIR.h"
 #include "ir/Printer.h"
+#include "passes/SpmdLower.h"
 #if __has_include("ir/Verifier.h")
 #include "ir/Verifier.h"
 #define DT_HAVE_VERIFIER 1
@@ -17,6 +18,7 @@ namespace {
 struct Pass {
   const char *name;
   bool (*run)(Session &s);
+  bool spmd = false; ///< runs only when PipelineOptions::spmd
 };
 
 /// The IR builder ran in Session::compile; this step only verifies its output.
@@ -24,9 +26,10 @@ bool verifyBuilt(Session &) { return true; }
 
 const Pass kPasses[] = {
     {"build", verifyBuilt},
+    {"spmd", runSpmdLowering, true},
 };
 
-const char *const kNames[] = {"build"};
+const char *const kNames[] = {"build", "spmd"};
 
 } // namespace
 
@@ -37,6 +40,7 @@ const char *const *pipelinePassNames(int &count) {
 
 bool runPipeline(Session &s, const PipelineOptions &opts, std::ostream &log) {
   for (auto &p : kPasses) {
+    if (p.spmd && !opts.spmd) continue;
     auto t0 = std::chrono::steady_clock::now();
     if (!p.run(s)) return false;
     auto t1 = std::chrono::steady_clock::now();

@@ -14,6 +14,9 @@ namespace dt {
 struct PipelineOptions {
   std::string printAfter; ///< pass name: print the IR after it
   bool timePasses = false;
+  /// Also run the passes that make the program per-rank (`spmd`: SPMD
+  /// lowering). Off for the global IR (`emit ir`, `run --reference`).
+  bool spmd = false;
 };
 
 /// Runs every pass in order on `s.module`, verifying the IR after each (when

@@ -4,12 +4,17 @@
 // or runtime), 2 usage error, 3 internal compiler error.
 #include "frontend/Session.h"
 #include "ir/Printer.h"
+#include "passes/Explain.h"
 #include "passes/Pipeline.h"
+#include "runtime/Executor.h"
 #include "runtime/Reference.h"
+#include "runtime/Verify.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,10 +31,26 @@ struct Command {
 const Command kCommands[] = {
     {"check", "dtensorc check FILE",
      "Parses and type-checks FILE (shapes and placements); prints every error with its fix."},
-    {"run", "dtensorc run FILE [--reference]",
-     "Runs FILE. --reference runs the single-device reference evaluator of the global IR."},
-    {"emit", "dtensorc emit ir|ast FILE [--print-after=PASS] [--time-passes]",
-     "Prints a stage of the compiler: `ir` is the typed global IR (it parses back)."},
+    {"run", "dtensorc run FILE [--ranks N] [--components] [--visualize] [--reference]",
+     "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
+     "      device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
+     "      global value. --components also lists, per print, each device's local block of\n"
+     "      the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
+     "      which devices hold which block. --reference runs the single-device reference\n"
+     "      evaluator of the global IR instead."},
+    {"explain", "dtensorc explain FILE",
+     "Prints, per statement, each collective the program runs (also inside called and\n"
+     "      gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
+     "      the busiest rank receives; then the totals."},
+    {"verify", "dtensorc verify FILE [--mesh NAME=[a,b]]...",
+     "Runs FILE distributed and on the reference evaluator and compares every printed\n"
+     "      value and every value main returns: the largest absolute/relative difference\n"
+     "      per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
+     "      |d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
+     "      mesh's axis sizes (same number of axes; devices 0..n-1), repeatable."},
+    {"emit", "dtensorc emit ir|spmd|ast FILE [--print-after=PASS] [--time-passes]",
+     "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
+     "      the per-rank program after SPMD lowering (collectives explicit)."},
 };
 
 int usage(const std::string &why) {
@@ -43,6 +64,7 @@ int usage(const std::string &why) {
 struct Args {
   std::string cmd, sub, file;
   std::map<std::string, std::string> flags;
+  std::vector<std::string> meshes; ///< every `--mesh` value, in order
 };
 
 /// Parses `cmd [sub] FILE --flag[=value]...`; returns "" or an error.
@@ -62,6 +84,7 @@ std::string parseArgs(int argc, char **argv, Args &a) {
         v = argv[++i];
       }
       a.flags[k] = v;
+      if (k == "mesh") a.meshes.push_back(v);
     } else {
       pos.push_back(s);
     }
@@ -70,7 +93,7 @@ std::string parseArgs(int argc, char **argv, Args &a) {
   a.cmd = pos[0];
   size_t next = 1;
   if (a.cmd == "emit") {
-    if (pos.size() < 2) return a.flags.count("help") ? "" : "`emit` needs a stage: ir or ast";
+    if (pos.size() < 2) return a.flags.count("help") ? "" : "`emit` needs a stage: ir, spmd or ast";
     a.sub = pos[1];
     next = 2;
   }
@@ -99,30 +122,78 @@ int main(int argc, char **argv) {
   for (auto &c : kCommands) known |= a.cmd == c.name;
   if (!known) return usage("unknown command `" + a.cmd + "`");
   if (a.file.empty()) return usage("`" + a.cmd + "` needs a FILE");
-  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "ast")
-    return usage("unknown stage `" + a.sub + "` (ir, ast)");
+  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "ast")
+    return usage("unknown stage `" + a.sub + "` (ir, spmd, ast)");
+  std::vector<MeshOverride> overrides;
+  for (auto &text : a.meshes) {
+    MeshOverride o;
+    std::string why = parseMeshOverride(text, o);
+    if (!why.empty()) return usage("--mesh: " + why);
+    overrides.push_back(o);
+  }
+  int ranks = 0;
+  if (a.flags.count("ranks")) {
+    ranks = std::atoi(a.flags["ranks"].c_str());
+    if (ranks < 1) return usage("--ranks needs a positive number");
+  }
 
-  Session s;
   PipelineOptions po;
   po.printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
   po.timePasses = a.flags.count("time-passes") > 0;
+  bool reference = a.flags.count("reference") > 0;
+  po.spmd = a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd";
   try {
-    bool ok = s.compileFile(a.file) && runPipeline(s, po, std::cerr);
-    std::cerr << s.diags.renderAll();
-    if (!ok) {
-      int n = s.diags.errorCount();
-      if (n > 1) std::cerr << n << " errors\n";
-      return 1;
-    }
+    // Compiles FILE into `s` (mesh overrides applied) and runs the pipeline.
+    auto build = [&](Session &s, PipelineOptions p) {
+      bool ok = s.compileFile(a.file);
+      for (auto &o : overrides) {
+        if (!ok) break;
+        std::string why = applyMeshOverride(s.module, o);
+        if (!why.empty()) throw RuntimeFault("--mesh: " + why);
+      }
+      ok = ok && runPipeline(s, p, std::cerr);
+      std::cerr << s.diags.renderAll();
+      if (!ok && s.diags.errorCount() > 1) std::cerr << s.diags.errorCount() << " errors\n";
+      return ok;
+    };
+    Session s;
+    if (!build(s, po)) return 1;
     if (a.cmd == "check") return 0;
     if (a.cmd == "emit") {
-      if (a.sub == "ir") std::cout << printModule(s.module);
-      else std::cout << emitAst(s);
+      if (a.sub == "ast") std::cout << emitAst(s);
+      else std::cout << printModule(s.module);
       return 0;
     }
+    if (a.cmd == "explain") {
+      std::cout << explainModule(s.module, s.sources);
+      return 0;
+    }
+    if (a.cmd == "verify") {
+      std::ostringstream refOut, distOut;
+      ReferenceEvaluator ev(s.module, refOut);
+      auto refResults = ev.run("main", {});
+      Session d;
+      PipelineOptions dpo = po;
+      dpo.spmd = true;
+      if (!build(d, dpo)) return 1;
+      Executor ex(d.module, distOut, ExecOptions{ranks, false, false});
+      auto results = ex.run("main", {});
+      auto checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
+      std::cout << formatChecks(checks);
+      return allPass(checks) ? 0 : 1;
+    }
     // run
-    ReferenceEvaluator ev(s.module, std::cout);
-    ev.run("main", {});
+    if (reference) {
+      ReferenceEvaluator ev(s.module, std::cout);
+      ev.run("main", {});
+      return 0;
+    }
+    ExecOptions eo;
+    eo.ranks = ranks;
+    eo.components = a.flags.count("components") > 0;
+    eo.visualize = a.flags.count("visualize") > 0;
+    Executor ex(s.module, std::cout, eo);
+    ex.run("main", {});
     return 0;
   } catch (const RuntimeFault &f) {
     std::cout.flush();

@@ -1,0 +1,245 @@
+// This file implements the transition and tiling checks and the cost model of
+// the collective ops (see Collectives.h).
+#include "ir/Collectives.h"
+
+#include <algorithm>
+
+namespace dt {
+
+int64_t Box::volume() const {
+  int64_t v = 1;
+  for (auto s : shape)
+    v *= s;
+  return v;
+}
+
+Box blockBox(const TensorType &t, int64_t meshRank) {
+  LocalBlock b = localBlock(t, meshRank);
+  return Box{b.offset, b.shape};
+}
+
+Box intersect(const Box &a, const Box &b) {
+  Box r;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    int64_t lo = std::max(a.offset[d], b.offset[d]);
+    int64_t hi = std::min(a.offset[d] + a.shape[d], b.offset[d] + b.shape[d]);
+    r.offset.push_back(lo);
+    r.shape.push_back(std::max<int64_t>(0, hi - lo));
+  }
+  return r;
+}
+
+bool contains(const Box &outer, const Box &inner) {
+  if (inner.volume() == 0)
+    return true;
+  for (size_t d = 0; d < outer.shape.size(); ++d)
+    if (inner.offset[d] < outer.offset[d] ||
+        inner.offset[d] + inner.shape[d] > outer.offset[d] + outer.shape[d])
+      return false;
+  return true;
+}
+
+std::string axesName(const Mesh &mesh, const std::vector<int64_t> &axes) {
+  std::string r;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    bool ok = axes[i] >= 0 && axes[i] < (int64_t)mesh.axes.size();
+    r += (i ? ", " : "") + (ok ? mesh.axes[axes[i]].name : std::string("?"));
+  }
+  return axes.size() == 1 ? r : "(" + r + ")";
+}
+
+std::vector<int64_t> axesGroup(const Mesh &mesh, int64_t meshRank,
+                               const std::vector<int64_t> &axes) {
+  auto c = mesh.coords(meshRank);
+  int64_t k = 1;
+  for (auto a : axes)
+    k *= mesh.axes[a].size;
+  std::vector<int64_t> out;
+  for (int64_t g = 0; g < k; ++g) {
+    int64_t rest = g;
+    for (size_t i = axes.size(); i-- > 0;) {
+      int64_t n = mesh.axes[axes[i]].size;
+      c[axes[i]] = rest % n;
+      rest /= n;
+    }
+    out.push_back(mesh.rankOf(c));
+  }
+  return out;
+}
+
+namespace {
+
+/// True when the non-empty `parts` are disjoint, lie inside `box` and cover it.
+bool tiles(const std::vector<Box> &parts, const Box &box) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].volume() == 0)
+      continue;
+    if (!contains(box, parts[i]))
+      return false;
+    sum += parts[i].volume();
+    for (size_t j = 0; j < i; ++j)
+      if (intersect(parts[i], parts[j]).volume() != 0)
+        return false;
+  }
+  return sum == box.volume();
+}
+
+/// The smallest box around the non-empty `parts` (volume 0 when all are empty).
+Box boundingBox(const std::vector<Box> &parts, size_t rank) {
+  Box r{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 0)};
+  bool any = false;
+  std::vector<int64_t> hi(rank, 0);
+  for (auto &p : parts) {
+    if (p.volume() == 0)
+      continue;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t lo = any ? std::min(r.offset[d], p.offset[d]) : p.offset[d];
+      hi[d] = any ? std::max(hi[d], p.offset[d] + p.shape[d]) : p.offset[d] + p.shape[d];
+      r.offset[d] = lo;
+    }
+    any = true;
+  }
+  for (size_t d = 0; d < rank && any; ++d)
+    r.shape[d] = hi[d] - r.offset[d];
+  return r;
+}
+
+/// Checks the block arithmetic of a structurally valid step on every rank.
+std::string checkTiling(Op op, const TensorType &src, const TensorType &dst,
+                        const std::vector<int64_t> &axes) {
+  const Mesh &mesh = *src.mesh;
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    Box oldB = blockBox(src, r), newB = blockBox(dst, r);
+    std::vector<Box> olds, news;
+    for (auto q : axesGroup(mesh, r, axes)) {
+      olds.push_back(blockBox(src, q));
+      news.push_back(blockBox(dst, q));
+    }
+    bool ok = true;
+    switch (op) {
+    case Op::AllGather:
+      ok = tiles(olds, newB);
+      break;
+    case Op::AllReduce:
+    case Op::LocalPartial:
+      ok = oldB.offset == newB.offset && oldB.shape == newB.shape;
+      break;
+    case Op::ReduceScatter:
+      for (auto &o : olds)
+        ok &= o.offset == oldB.offset && o.shape == oldB.shape;
+      ok = ok && tiles(news, oldB);
+      break;
+    case Op::AllToAll: {
+      Box bb = boundingBox(olds, oldB.shape.size());
+      ok = tiles(olds, bb) && tiles(news, bb);
+      break;
+    }
+    case Op::LocalSlice:
+      ok = contains(oldB, newB);
+      break;
+    default:
+      break;
+    }
+    if (!ok)
+      return "the blocks of mesh rank " + std::to_string(r) + "'s group over " +
+             axesName(mesh, axes) + " do not tile (uneven torch.chunk blocks of a different " +
+             "axis set); gather over the joint group and slice instead";
+  }
+  return "";
+}
+
+} // namespace
+
+std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
+                            const std::vector<int64_t> &axes) {
+  std::string name = opName(op);
+  if (src.isHost() || dst.isHost())
+    return "`" + name + "` needs distributed values";
+  if (!(*src.mesh == *dst.mesh))
+    return "`" + name + "` cannot change the mesh";
+  if (src.dtype != dst.dtype || src.shape != dst.shape)
+    return "`" + name + "` cannot change the dtype or shape";
+  if (axes.empty())
+    return "`" + name + "` needs at least one mesh axis";
+  const Mesh &mesh = *src.mesh;
+  if (src.placements.size() != mesh.axes.size() || dst.placements.size() != mesh.axes.size())
+    return "`" + name + "` needs one placement per mesh axis";
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= (int64_t)mesh.axes.size() || (i && axes[i] <= axes[i - 1]))
+      return "`" + name + "` axes must be ascending mesh axis indices";
+  for (size_t a = 0; a < mesh.axes.size(); ++a)
+    if (std::find(axes.begin(), axes.end(), (int64_t)a) == axes.end() &&
+        src.placements[a] != dst.placements[a])
+      return "`" + name + "` changes the placement of axis `" + mesh.axes[a].name +
+             "`, which it does not run over";
+  using K = Placement::Kind;
+  K from = K::Replicate, to = K::Replicate;
+  switch (op) {
+  case Op::AllGather:
+    from = K::Shard, to = K::Replicate;
+    break;
+  case Op::AllReduce:
+    from = K::Partial, to = K::Replicate;
+    break;
+  case Op::ReduceScatter:
+    from = K::Partial, to = K::Shard;
+    break;
+  case Op::AllToAll:
+    from = K::Shard, to = K::Shard;
+    break;
+  case Op::LocalSlice:
+    from = K::Replicate, to = K::Shard;
+    break;
+  case Op::LocalPartial:
+    from = K::Replicate, to = K::Partial;
+    break;
+  default:
+    return "`" + name + "` is not a collective";
+  }
+  const Placement &s0 = src.placements[axes[0]], &d0 = dst.placements[axes[0]];
+  for (auto a : axes) {
+    const Placement &s = src.placements[a], &d = dst.placements[a];
+    if (s.kind != from || d.kind != to || s != s0 || d != d0)
+      return "`" + name + "` over " + axesName(mesh, axes) + " cannot take `" + src.layoutStr() +
+             "` to `" + dst.layoutStr() + "`";
+  }
+  if (op == Op::AllToAll && s0.dim == d0.dim)
+    return "`all_to_all` must move the shard to another dim";
+  if (!isConcrete(src.shape))
+    return "";
+  return checkTiling(op, src, dst, axes);
+}
+
+int64_t collectiveBytes(Op op, const TensorType &src, const TensorType &dst,
+                        const std::vector<int64_t> &axes) {
+  const Mesh &mesh = *src.mesh;
+  int64_t k = 1;
+  for (auto a : axes)
+    k *= mesh.axes[a].size;
+  int64_t worst = 0;
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    Box o = blockBox(src, r), n = blockBox(dst, r);
+    int64_t e = 0;
+    switch (op) {
+    case Op::AllGather:
+      e = n.volume() - o.volume();
+      break;
+    case Op::AllToAll:
+      e = n.volume() - intersect(n, o).volume();
+      break;
+    case Op::ReduceScatter:
+      e = (k - 1) * n.volume();
+      break;
+    case Op::AllReduce:
+      e = 2 * (k - 1) * o.volume() / k;
+      break;
+    default:
+      break;
+    }
+    worst = std::max(worst, e);
+  }
+  return worst * dtypeSize(src.dtype);
+}
+
+} // namespace dt

@@ -1,0 +1,113 @@
+// This file implements the communication report (see Explain.h).
+#include "passes/Explain.h"
+
+#include "ir/Collectives.h"
+
+#include <map>
+#include <tuple>
+
+namespace dt {
+
+namespace {
+
+class Walker {
+public:
+  explicit Walker(const Module &m) : m_(m) {}
+
+  void function(const Function &f, int64_t times, int depth) {
+    if (depth > 64)
+      return; // recursion is not a feature; the executor reports it
+    block(f, f.body, times, depth);
+  }
+
+  std::vector<ExplainEntry> entries;
+
+private:
+  void block(const Function &f, const Block &b, int64_t times, int depth) {
+    for (auto &in : b.insts) {
+      if (opInfo(in.op).cls == OpClass::Collective) {
+        auto key = std::make_tuple(f.name, &in);
+        auto it = index_.find(key);
+        if (it != index_.end()) {
+          entries[it->second].count += times;
+          continue;
+        }
+        ExplainEntry e{f.name,
+                       in.loc,
+                       in.op,
+                       in.attrs.ints,
+                       f.type(in.operands.at(0)),
+                       f.type(in.results.at(0)),
+                       0,
+                       times};
+        e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes) : 0;
+        index_[key] = entries.size();
+        entries.push_back(std::move(e));
+      } else if (in.op == Op::For && in.attrs.ints.size() == 3 && in.attrs.ints[2] != 0 &&
+                 !in.regions.empty()) {
+        int64_t lo = in.attrs.ints[0], hi = in.attrs.ints[1], st = in.attrs.ints[2];
+        int64_t trips = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0)
+                               : (lo > hi ? (lo - hi - st - 1) / -st : 0);
+        block(f, in.regions[0], times * trips, depth);
+      } else if (in.op == Op::Call || in.op == Op::Grad) {
+        if (const Function *g = m_.find(in.attrs.str))
+          function(*g, times, depth + 1);
+      }
+    }
+  }
+
+  const Module &m_;
+  std::map<std::tuple<std::string, const Inst *>, size_t> index_;
+};
+
+bool communicates(Op op) { return op != Op::LocalSlice && op != Op::LocalPartial; }
+
+std::string trim(const std::string &s) {
+  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+} // namespace
+
+std::vector<ExplainEntry> collectCollectives(const Module &m, const std::string &entry) {
+  Walker w(m);
+  if (const Function *f = m.find(entry))
+    w.function(*f, 1, 0);
+  return std::move(w.entries);
+}
+
+std::string explainModule(const Module &m, const SourceManager &sources, const std::string &entry) {
+  auto entries = collectCollectives(m, entry);
+  std::string out;
+  std::string lastHead;
+  int64_t total = 0, steps = 0, comm = 0;
+  for (auto &e : entries) {
+    std::string head = e.function == entry ? "" : "in @" + e.function + ", ";
+    if (e.loc.known()) {
+      head += "line " + std::to_string(e.loc.line);
+      if (e.loc.file < sources.count())
+        head += ": " + trim(sources.line(e.loc.file, e.loc.line));
+    } else {
+      head += "(no source line)";
+    }
+    if (head != lastHead)
+      out += head + "\n";
+    lastHead = head;
+    out += "  " + std::string(opName(e.op)) + " over " + axesName(*e.from.mesh, e.axes) + ": " +
+           e.from.layoutStr() + " -> " + e.to.layoutStr() + ", " + std::to_string(e.bytes) +
+           " B per rank";
+    if (e.count != 1)
+      out += " x " + std::to_string(e.count);
+    out += communicates(e.op) ? "\n" : " (local, no communication)\n";
+    total += e.bytes * e.count;
+    steps += e.count;
+    comm += communicates(e.op) ? e.count : 0;
+  }
+  if (entries.empty())
+    out += "no collectives: every statement runs on local blocks\n";
+  out += "total: " + std::to_string(steps) + " collective steps (" + std::to_string(comm) +
+         " communicating), " + std::to_string(total) + " B per rank\n";
+  return out;
+}
+
+} // namespace dt

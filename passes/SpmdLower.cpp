@@ -1,0 +1,117 @@
+// This file implements SPMD lowering (see SpmdLower.h).
+#include "passes/SpmdLower.h"
+
+#include "passes/Redistribute.h"
+
+#include <map>
+
+namespace dt {
+
+namespace {
+
+class Lowerer {
+public:
+  explicit Lowerer(Function &f) : f_(f) {}
+
+  int run() {
+    block(f_.body);
+    return inserted_;
+  }
+
+private:
+  int renamed(int id) const {
+    auto it = rename_.find(id);
+    return it == rename_.end() ? id : it->second;
+  }
+
+  /// Emits the steps that move `src` to type `to` into `out`; the last step
+  /// defines `result` (a fresh value when result < 0). Returns the value that
+  /// holds the moved data (src itself when nothing moves).
+  int emitMove(int src, const TensorType &to, int result, SrcLoc loc, std::vector<Inst> &out) {
+    TensorType from = f_.type(src);
+    RedistPlan plan = planRedistribution(from, to);
+    int cur = src;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const RedistStep &st = plan.steps[i];
+      bool last = i + 1 == plan.steps.size();
+      int r = last && result >= 0 ? result : f_.newValue(st.to);
+      Inst in;
+      in.op = st.op;
+      in.operands = {cur};
+      in.results = {r};
+      in.attrs.ints = st.axes;
+      in.loc = loc;
+      out.push_back(std::move(in));
+      cur = r;
+      ++inserted_;
+    }
+    return cur;
+  }
+
+  static TensorType replicated(const TensorType &t) {
+    return replicatedType(t.dtype, t.shape, t.mesh);
+  }
+
+  void block(Block &b) {
+    std::vector<Inst> out;
+    out.reserve(b.insts.size());
+    for (auto &in0 : b.insts) {
+      Inst in = std::move(in0);
+      for (auto &o : in.operands)
+        o = renamed(o);
+      for (auto &r : in.regions)
+        block(r);
+      switch (in.op) {
+      case Op::Relayout: {
+        int got = emitMove(in.operands[0], f_.type(in.results[0]), in.results[0], in.loc, out);
+        if (got != in.results[0])
+          rename_[in.results[0]] = got;
+        continue;
+      }
+      case Op::Distribute: {
+        TensorType target = f_.type(in.results[0]);
+        TensorType rep = replicated(target);
+        if (rep == target)
+          break;
+        int result = in.results[0];
+        int r = f_.newValue(rep);
+        in.results = {r};
+        out.push_back(std::move(in));
+        emitMove(r, target, result, out.back().loc, out);
+        continue;
+      }
+      case Op::ToHost:
+      case Op::Print: {
+        TensorType t = f_.type(in.operands[0]);
+        if (!t.isHost())
+          in.operands[0] = emitMove(in.operands[0], replicated(t), -1, in.loc, out);
+        break;
+      }
+      default:
+        break;
+      }
+      out.push_back(std::move(in));
+    }
+    b.insts = std::move(out);
+  }
+
+  Function &f_;
+  std::map<int, int> rename_;
+  int inserted_ = 0;
+};
+
+} // namespace
+
+int lowerToSpmd(Module &m) {
+  int n = 0;
+  for (auto &f : m.functions)
+    n += Lowerer(f).run();
+  return n;
+}
+
+bool runSpmdLowering(Session &s) {
+  lowerToSpmd(s.module);
+  return true;
+}
+
+} // namespace dt

@@ -1,0 +1,139 @@
+// This file implements the per-rank collective steps (see CollectiveSteps.h).
+#include "runtime/CollectiveSteps.h"
+
+#include "frontend/Diagnostics.h"
+#include "ir/Collectives.h"
+#include "runtime/LocalOps.h"
+
+namespace dt {
+
+namespace {
+
+std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  std::vector<int64_t> r(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    r[i] = a[i] - b[i];
+  return r;
+}
+
+/// Copies the global box `region` out of `block` (whose global box is `at`)
+/// into the flat buffer `dst`.
+void pack(const HostTensor &block, const Box &at, const Box &region, char *dst) {
+  copyRegion(block.raw(), block.shape, minus(region.offset, at.offset), dst, region.shape,
+             std::vector<int64_t>(region.shape.size(), 0), region.shape, dtypeSize(block.dtype));
+}
+
+/// Copies the flat `src` holding the global box `region` into `block` (global box `at`).
+void unpack(const char *src, const Box &region, HostTensor &block, const Box &at) {
+  copyRegion(src, region.shape, std::vector<int64_t>(region.shape.size(), 0), block.raw(),
+             block.shape, minus(region.offset, at.offset), region.shape, dtypeSize(block.dtype));
+}
+
+} // namespace
+
+HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const TensorType &dst,
+                             const HostTensor &block, int64_t meshRank, const GroupFn &group) {
+  const Mesh &mesh = *src.mesh;
+  const std::vector<int64_t> &axes = in.attrs.ints;
+  Box oldB = blockBox(src, meshRank), newB = blockBox(dst, meshRank);
+  if (block.shape != oldB.shape)
+    throw InternalError(std::string("executor: `") + opName(in.op) + "` got a block of the " +
+                        "wrong shape for `" + src.str() + "`");
+  auto meshGroup = axesGroup(mesh, meshRank, axes);
+  std::vector<int> members;
+  int me = -1;
+  for (size_t i = 0; i < meshGroup.size(); ++i) {
+    members.push_back((int)mesh.devices[meshGroup[i]]);
+    if (meshGroup[i] == meshRank)
+      me = (int)i;
+  }
+  if (me < 0)
+    throw InternalError("executor: rank is not in its own axis group");
+  const DType dt = src.dtype;
+  const int64_t es = dtypeSize(dt);
+  HostTensor out(dt, newB.shape);
+  auto peersOld = [&]() {
+    std::vector<Box> r;
+    for (auto q : meshGroup)
+      r.push_back(blockBox(src, q));
+    return r;
+  };
+  auto peersNew = [&]() {
+    std::vector<Box> r;
+    for (auto q : meshGroup)
+      r.push_back(blockBox(dst, q));
+    return r;
+  };
+  switch (in.op) {
+  case Op::LocalSlice:
+    pack(block, oldB, newB, static_cast<char *>(out.raw()));
+    return out;
+  case Op::LocalPartial: {
+    auto c = mesh.coords(meshRank);
+    const Placement &p = dst.placements[axes[0]];
+    if (p.op == ReduceOp::Sum)
+      for (auto a : axes)
+        if (c[a] != 0)
+          return out; // zeros
+    return block;
+  }
+  case Op::AllReduce: {
+    Communicator &comm = group(members);
+    comm.allReduce(block.raw(), out.raw(), block.numel(), dt, src.placements[axes[0]].op);
+    return out;
+  }
+  case Op::AllGather: {
+    auto olds = peersOld();
+    std::vector<int64_t> counts;
+    for (auto &b : olds)
+      counts.push_back(b.volume());
+    HostTensor recv(dt, {totalCount(counts)});
+    group(members).allGatherV(block.raw(), recv.raw(), counts, dt);
+    auto offs = countOffsets(counts);
+    for (size_t q = 0; q < olds.size(); ++q)
+      if (counts[q])
+        unpack(static_cast<const char *>(recv.raw()) + offs[q] * es, olds[q], out, newB);
+    return out;
+  }
+  case Op::ReduceScatter: {
+    auto news = peersNew();
+    std::vector<int64_t> counts;
+    for (auto &b : news)
+      counts.push_back(b.volume());
+    HostTensor send(dt, {totalCount(counts)});
+    auto offs = countOffsets(counts);
+    for (size_t q = 0; q < news.size(); ++q)
+      if (counts[q])
+        pack(block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
+    group(members).reduceScatterV(send.raw(), out.raw(), counts, dt, src.placements[axes[0]].op);
+    return out;
+  }
+  case Op::AllToAll: {
+    auto olds = peersOld();
+    auto news = peersNew();
+    std::vector<Box> sendBoxes, recvBoxes;
+    std::vector<int64_t> sendCounts, recvCounts;
+    for (size_t q = 0; q < meshGroup.size(); ++q) {
+      sendBoxes.push_back(intersect(oldB, news[q]));
+      recvBoxes.push_back(intersect(olds[q], newB));
+      sendCounts.push_back(sendBoxes.back().volume());
+      recvCounts.push_back(recvBoxes.back().volume());
+    }
+    HostTensor send(dt, {totalCount(sendCounts)}), recv(dt, {totalCount(recvCounts)});
+    auto so = countOffsets(sendCounts), ro = countOffsets(recvCounts);
+    for (size_t q = 0; q < sendBoxes.size(); ++q)
+      if (sendCounts[q])
+        pack(block, oldB, sendBoxes[q], static_cast<char *>(send.raw()) + so[q] * es);
+    group(members).allToAllV(send.raw(), sendCounts, recv.raw(), recvCounts, dt);
+    for (size_t q = 0; q < recvBoxes.size(); ++q)
+      if (recvCounts[q])
+        unpack(static_cast<const char *>(recv.raw()) + ro[q] * es, recvBoxes[q], out, newB);
+    return out;
+  }
+  default:
+    break;
+  }
+  throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a collective");
+}
+
+} // namespace dt

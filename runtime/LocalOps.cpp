@@ -1,0 +1,202 @@
+// This file implements local compute on blocks (see LocalOps.h).
+#include "runtime/LocalOps.h"
+
+#include "frontend/Diagnostics.h"
+#include "runtime/Random.h"
+#include "runtime/RefKernels.h"
+
+#include <cstring>
+
+namespace dt {
+
+namespace {
+
+/// The local block of `t` (host: the whole concrete shape).
+LocalBlock blockOf(const TensorType &t, int64_t meshRank) {
+  if (!isConcrete(t.shape))
+    throw InternalError("executor: `" + t.str() + "` has a symbolic shape");
+  if (t.isHost() || meshRank < 0)
+    return localBlock(TensorType{t.dtype, t.shape, nullptr, {}}, 0);
+  return localBlock(t, meshRank);
+}
+
+/// Calls f(local linear index, global linear index) for every element of the block.
+template <class F> void forEachGlobal(const TensorType &t, const LocalBlock &b, F &&f) {
+  auto gdims = concreteDims(t.shape);
+  auto gst = rowMajorStrides(gdims);
+  int64_t n = 1;
+  for (auto s : b.shape)
+    n *= s;
+  std::vector<int64_t> idx(b.shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t g = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      g += (idx[d] + b.offset[d]) * gst[d];
+    f(i, g, idx);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < b.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
+  LocalBlock b = blockOf(t, meshRank);
+  const Attrs &a = in.attrs;
+  std::vector<double> data;
+  switch (in.op) {
+  case Op::Fill:
+    if (a.floats.size() != 1)
+      throw InternalError("executor: `fill` needs one value");
+    return ref::fill(a.floats[0], t.dtype, b.shape);
+  case Op::Const:
+    if (a.floats.size() == 1)
+      return ref::fill(a.floats[0], t.dtype, b.shape);
+    if ((int64_t)a.floats.size() != numElements(t.shape))
+      throw InternalError("executor: `const` has the wrong number of values");
+    forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) { data.push_back(a.floats[g]); });
+    break;
+  case Op::Random: {
+    if (a.ints.empty())
+      throw InternalError("executor: `random` needs a seed");
+    bool normalDist = a.str == "normal";
+    if (!normalDist && a.str != "uniform")
+      throw InternalError("executor: unknown random distribution `" + a.str + "`");
+    uint64_t seed = (uint64_t)a.ints[0];
+    forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) {
+      data.push_back(normalDist ? normal(seed, (uint64_t)g) : uniform01(seed, (uint64_t)g));
+    });
+    break;
+  }
+  case Op::Iota: {
+    if (a.ints.size() != 1 || a.ints[0] < 0 || a.ints[0] >= t.rank())
+      throw InternalError("executor: bad `iota` dim");
+    int64_t dim = a.ints[0];
+    forEachGlobal(t, b, [&](int64_t, int64_t, auto &idx) {
+      data.push_back((double)(idx[dim] + b.offset[dim]));
+    });
+    break;
+  }
+  default:
+    throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a source");
+  }
+  return ref::constant(data.empty() ? std::vector<double>{0} : data, t.dtype, b.shape);
+}
+
+} // namespace
+
+void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
+                const std::vector<int64_t> &srcStart, void *dst,
+                const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstStart,
+                const std::vector<int64_t> &extent, int64_t esize) {
+  int64_t n = 1;
+  for (auto e : extent)
+    n *= e;
+  if (n == 0)
+    return;
+  size_t r = extent.size();
+  if (r == 0) {
+    std::memcpy(dst, src, esize);
+    return;
+  }
+  auto ss = rowMajorStrides(srcShape), ds = rowMajorStrides(dstShape);
+  int64_t row = extent[r - 1] * esize;
+  std::vector<int64_t> idx(r - 1, 0);
+  const char *s = static_cast<const char *>(src);
+  char *d = static_cast<char *>(dst);
+  for (;;) {
+    int64_t so = srcStart[r - 1], doff = dstStart[r - 1];
+    for (size_t k = 0; k + 1 < r; ++k) {
+      so += (idx[k] + srcStart[k]) * ss[k];
+      doff += (idx[k] + dstStart[k]) * ds[k];
+    }
+    std::memcpy(d + doff * esize, s + so * esize, row);
+    size_t k = r - 1;
+    while (k-- > 0) {
+      if (++idx[k] < extent[k])
+        break;
+      idx[k] = 0;
+    }
+    if (k == (size_t)-1)
+      return;
+  }
+}
+
+HostTensor applyPartialSource(HostTensor block, const TensorType &t, int64_t meshRank) {
+  if (t.isHost() || !t.hasPartial() || meshRank < 0)
+    return block;
+  auto c = t.mesh->coords(meshRank);
+  for (size_t a = 0; a < t.placements.size(); ++a)
+    if (t.placements[a].isPartial() && t.placements[a].op == ReduceOp::Sum && c[a] != 0)
+      return HostTensor(block.dtype, block.shape);
+  return block;
+}
+
+HostTensor blockOfGlobal(const HostTensor &global, const TensorType &t, int64_t meshRank) {
+  LocalBlock b = blockOf(t, meshRank);
+  HostTensor out(global.dtype, b.shape);
+  copyRegion(global.raw(), global.shape, b.offset, out.raw(), b.shape,
+             std::vector<int64_t>(b.shape.size(), 0), b.shape, dtypeSize(global.dtype));
+  return applyPartialSource(std::move(out), t, meshRank);
+}
+
+std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostTensor *> &args,
+                                   const std::vector<TensorType> &resultTypes, LocalPlace place) {
+  auto arg = [&](size_t i) -> const HostTensor & {
+    if (i >= args.size() || !args[i])
+      throw InternalError(std::string("executor: `") + opName(in.op) + "` is missing operand " +
+                          std::to_string(i));
+    return *args[i];
+  };
+  if (resultTypes.size() != 1)
+    throw InternalError(std::string("executor: `") + opName(in.op) + "` needs one result type");
+  const TensorType &rt = resultTypes[0];
+  auto one = [](HostTensor t) { return std::vector<HostTensor>{std::move(t)}; };
+  auto dim0 = [&]() {
+    if (in.attrs.ints.size() != 1)
+      throw InternalError("executor: missing dim attribute");
+    return in.attrs.ints[0];
+  };
+  switch (opInfo(in.op).cls) {
+  case OpClass::Source:
+    return one(applyPartialSource(source(in, rt, place.meshRank), rt, place.meshRank));
+  case OpClass::Elementwise1:
+    if (in.op == Op::Cast)
+      return one(ref::cast(arg(0), rt.dtype));
+    return one(ref::unary(in.op, arg(0), rt.dtype));
+  case OpClass::Elementwise2:
+    return one(ref::binary(in.op, arg(0), arg(1), rt.dtype));
+  case OpClass::Elementwise3:
+    return one(ref::select(arg(0), arg(1), arg(2), rt.dtype));
+  case OpClass::Reduce:
+    return one(ref::reduce(in.op, arg(0), in.attrs.ints, rt.dtype));
+  default:
+    break;
+  }
+  switch (in.op) {
+  case Op::MatMul:
+    return one(ref::matmul(arg(0), arg(1), rt.dtype));
+  case Op::Einsum: {
+    std::vector<HostTensor> xs;
+    for (size_t i = 0; i < args.size(); ++i)
+      xs.push_back(arg(i));
+    return one(ref::einsum(in.attrs.str, xs, rt.dtype));
+  }
+  case Op::Transpose:
+    return one(ref::transpose(arg(0), in.attrs.ints));
+  case Op::Reshape:
+    return one(ref::reshape(arg(0), blockOf(rt, place.meshRank).shape));
+  case Op::Broadcast:
+    return one(ref::broadcastTo(arg(0), blockOf(rt, place.meshRank).shape));
+  case Op::IndexSelect:
+    return one(ref::indexSelect(arg(0), arg(1), dim0()));
+  case Op::IndexAdd:
+    return one(ref::indexAdd(arg(0), arg(1), arg(2), dim0()));
+  default:
+    break;
+  }
+  throw InternalError(std::string("executor: no local semantics for `") + opName(in.op) + "`");
+}
+
+} // namespace dt

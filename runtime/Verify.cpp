@@ -1,0 +1,275 @@
+// This file implements differential verification helpers (see Verify.h).
+#include "runtime/Verify.h"
+
+#include "runtime/Format.h"
+#include "runtime/RefKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace dt {
+
+std::string parseMeshOverride(const std::string &text, MeshOverride &out) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return "expected NAME=[a,b,...], got `" + text + "`";
+  out.mesh = text.substr(0, eq);
+  std::string rest = text.substr(eq + 1);
+  if (rest.size() < 2 || rest.front() != '[' || rest.back() != ']')
+    return "expected NAME=[a,b,...], got `" + text + "`";
+  out.sizes.clear();
+  std::stringstream ss(rest.substr(1, rest.size() - 2));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char *end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    while (end && *end == ' ')
+      ++end;
+    if (!end || *end || item.find_first_not_of(' ') == std::string::npos)
+      return "bad axis size `" + item + "` in `" + text + "`";
+    out.sizes.push_back(v);
+  }
+  if (out.sizes.empty())
+    return "no axis sizes in `" + text + "`";
+  return "";
+}
+
+std::string applyMeshOverride(Module &m, const MeshOverride &o) {
+  MeshRef old = m.findMesh(o.mesh);
+  if (!old)
+    return "the program has no mesh `" + o.mesh + "`";
+  if (o.sizes.size() != old->axes.size())
+    return "mesh `" + o.mesh + "` has " + std::to_string(old->axes.size()) +
+           " axes, the override " + std::to_string(o.sizes.size());
+  auto nm = std::make_shared<Mesh>(*old);
+  int64_t n = 1;
+  for (size_t i = 0; i < o.sizes.size(); ++i) {
+    if (o.sizes[i] < 1)
+      return "mesh axis sizes must be at least 1";
+    nm->axes[i].size = o.sizes[i];
+    n *= o.sizes[i];
+  }
+  if (n != old->size() || nm->devices.size() != (size_t)n) {
+    nm->devices.resize(n);
+    for (int64_t i = 0; i < n; ++i)
+      nm->devices[i] = i;
+  }
+  MeshRef ref = nm;
+  for (auto &mr : m.meshes)
+    if (mr->name == o.mesh)
+      mr = ref;
+  auto fix = [&](TensorType &t) {
+    if (t.mesh && t.mesh->name == o.mesh)
+      t.mesh = ref;
+  };
+  for (auto &f : m.functions) {
+    for (auto &v : f.values)
+      fix(v.type);
+    for (auto &t : f.results)
+      fix(t);
+  }
+  return "";
+}
+
+namespace {
+
+struct Tol {
+  double rtol, atol;
+};
+
+Tol tolerance(DType dt) {
+  switch (dt) {
+  case DType::F32:
+    return {1e-4, 1e-5};
+  case DType::F64:
+    return {1e-10, 1e-10};
+  default:
+    return {0, 0};
+  }
+}
+
+/// Folds one element pair into `c`.
+void compareElem(double a, double r, Tol tol, OutputCheck &c) {
+  if (std::isnan(a) || std::isnan(r)) {
+    if (std::isnan(a) != std::isnan(r)) {
+      c.pass = false;
+      c.maxAbs = INFINITY;
+    }
+    return;
+  }
+  if (std::isinf(a) || std::isinf(r)) {
+    if (a != r) {
+      c.pass = false;
+      c.maxAbs = INFINITY;
+    }
+    return;
+  }
+  double d = std::fabs(a - r);
+  c.maxAbs = std::max(c.maxAbs, d);
+  if (d > 0)
+    c.maxRel = std::max(c.maxRel, d / std::max(std::fabs(r), 1e-300));
+  if (d > tol.atol + tol.rtol * std::fabs(r))
+    c.pass = false;
+}
+
+/// Tokens of a formatted tensor: numbers, `true`, `false`, `nan`, `inf`, `...`.
+std::vector<std::string> tokens(const std::string &s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == '[' || ch == ']' || ch == ',' || ch == ' ' || ch == '\n') {
+      if (!cur.empty())
+        out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty())
+    out.push_back(cur);
+  return out;
+}
+
+double tokenValue(const std::string &t, bool &ok) {
+  ok = true;
+  if (t == "true")
+    return 1;
+  if (t == "false")
+    return 0;
+  if (t == "nan" || t == "-nan")
+    return NAN;
+  if (t == "inf")
+    return INFINITY;
+  if (t == "-inf")
+    return -INFINITY;
+  char *end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  ok = end && !*end;
+  return v;
+}
+
+OutputCheck compareText(const std::string &what, const std::string &ref, const HostTensor &got) {
+  OutputCheck c;
+  c.what = what;
+  c.type = std::string(dtypeName(got.dtype)) + ref::dimsStr(got.shape);
+  std::string text = formatTensor(got);
+  auto a = tokens(text), r = tokens(ref);
+  if (a.size() != r.size()) {
+    c.pass = false;
+    c.note = "printed `" + text + "`, the reference printed `" + ref + "`";
+    return c;
+  }
+  Tol tol = tolerance(got.dtype);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "..." || r[i] == "...") {
+      if (a[i] != r[i])
+        c.pass = false;
+      continue;
+    }
+    bool oka = false, okr = false;
+    double va = tokenValue(a[i], oka), vr = tokenValue(r[i], okr);
+    if (!oka || !okr) {
+      c.pass &= a[i] == r[i];
+      continue;
+    }
+    compareElem(va, vr, tol, c);
+  }
+  if (!c.pass && c.note.empty() && text.size() < 200 && ref.size() < 200)
+    c.note = "printed `" + text + "`, the reference printed `" + ref + "`";
+  return c;
+}
+
+OutputCheck compareTensors(const std::string &what, const HostTensor &ref, const HostTensor &got) {
+  OutputCheck c;
+  c.what = what;
+  c.type = std::string(dtypeName(got.dtype)) + ref::dimsStr(got.shape);
+  if (ref.dtype != got.dtype || ref.shape != got.shape) {
+    c.pass = false;
+    c.note =
+        "the reference returned " + std::string(dtypeName(ref.dtype)) + ref::dimsStr(ref.shape);
+    return c;
+  }
+  Tol tol = tolerance(got.dtype);
+  for (int64_t i = 0; i < got.numel(); ++i)
+    compareElem(got.get(i), ref.get(i), tol, c);
+  return c;
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+} // namespace
+
+std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
+                                        const std::vector<HostTensor> &refResults,
+                                        const std::vector<PrintedValue> &printed,
+                                        const std::vector<HostTensor> &results) {
+  std::vector<OutputCheck> out;
+  std::vector<std::string> lines;
+  std::stringstream ss(refPrinted);
+  for (std::string l; std::getline(ss, l);)
+    lines.push_back(l);
+  size_t n = std::max(lines.size(), printed.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::string what = "print #" + std::to_string(i + 1);
+    if (i < printed.size() && !printed[i].label.empty())
+      what += " `" + printed[i].label + "`";
+    if (i >= printed.size() || i >= lines.size()) {
+      OutputCheck c;
+      c.what = what;
+      c.pass = false;
+      c.note =
+          i >= printed.size() ? "only the reference printed it" : "the reference did not print it";
+      out.push_back(c);
+      continue;
+    }
+    out.push_back(compareText(what, lines[i], printed[i].value));
+  }
+  for (size_t i = 0; i < std::max(refResults.size(), results.size()); ++i) {
+    std::string what = "result " + std::to_string(i) + " of main";
+    if (i >= refResults.size() || i >= results.size()) {
+      OutputCheck c;
+      c.what = what;
+      c.pass = false;
+      c.note = "the runs return different numbers of values";
+      out.push_back(c);
+      continue;
+    }
+    out.push_back(compareTensors(what, refResults[i], results[i]));
+  }
+  return out;
+}
+
+bool allPass(const std::vector<OutputCheck> &checks) {
+  for (auto &c : checks)
+    if (!c.pass)
+      return false;
+  return true;
+}
+
+std::string formatChecks(const std::vector<OutputCheck> &checks) {
+  std::string out;
+  int bad = 0;
+  for (auto &c : checks) {
+    out += std::string(c.pass ? "PASS " : "FAIL ") + c.what;
+    if (!c.type.empty())
+      out += ": " + c.type;
+    out += ", max abs diff " + fmt(c.maxAbs) + ", max rel diff " + fmt(c.maxRel) + "\n";
+    if (!c.note.empty())
+      out += "  " + c.note + "\n";
+    bad += c.pass ? 0 : 1;
+  }
+  if (bad == 0)
+    out += "PASS (" + std::to_string(checks.size()) + " outputs)\n";
+  else
+    out += "FAIL (" + std::to_string(bad) + " of " + std::to_string(checks.size()) +
+           " outputs differ)\n";
+  return out;
+}
+
+} // namespace dt

@@ -1,0 +1,63 @@
+// This file implements differential verification, the engine of
+// `dtensorc verify` and of the `diff` tests: a program runs distributed on
+// the virtual mesh (runtime/Executor.h) and on the single-device reference
+// evaluator (runtime/Reference.h), and every printed value and every value
+// `main` returns must agree — the layout-invariance property of DESIGN.md.
+//
+// Tolerances (per the distributed value's dtype): integers and bool exact;
+// f32 |a - r| <= 1e-5 + 1e-4 |r|; f64 |a - r| <= 1e-10 + 1e-10 |r|; NaN
+// matches NaN, infinities match exactly. Printed values are compared through
+// their text (formatTensor), element by element — the reference evaluator
+// only prints text, and the text is round-trip exact; values above 1000
+// elements are compared on the entries the summary shows.
+//
+// Mesh overrides (`--mesh m=[2,2]`) replace a mesh's axis sizes (same number
+// of axes; device ids become 0..n-1) in every type of a compiled module, so
+// one program can be verified on several meshes without editing it.
+#pragma once
+
+#include "ir/IR.h"
+#include "runtime/Executor.h"
+#include "runtime/HostTensor.h"
+
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct MeshOverride {
+  std::string mesh;
+  std::vector<int64_t> sizes;
+};
+
+/// Parses `NAME=[a,b,...]`; returns "" or the reason it is malformed.
+std::string parseMeshOverride(const std::string &text, MeshOverride &out);
+
+/// Applies `o` to every mesh reference of `m`; returns "" or an error (unknown
+/// mesh, wrong number of axes, a size < 1).
+std::string applyMeshOverride(Module &m, const MeshOverride &o);
+
+/// The comparison of one output.
+struct OutputCheck {
+  std::string what; ///< `print #1 "d"`, `result 0 of main`
+  std::string type; ///< `f32[2, 2]`
+  double maxAbs = 0, maxRel = 0;
+  bool pass = true;
+  std::string note; ///< why it failed, when not a numeric difference
+};
+
+/// Compares the reference's printed text (one formatted value a line) and
+/// results with the distributed run's printed values and results.
+std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
+                                        const std::vector<HostTensor> &refResults,
+                                        const std::vector<PrintedValue> &printed,
+                                        const std::vector<HostTensor> &results);
+
+/// One line per output (`PASS print #1 "d": f32[2, 2], max abs diff 0, max
+/// rel diff 0`) and a final `PASS (n outputs)` or `FAIL (k of n outputs
+/// differ)`.
+std::string formatChecks(const std::vector<OutputCheck> &checks);
+
+bool allPass(const std::vector<OutputCheck> &checks);
+
+} // namespace dt

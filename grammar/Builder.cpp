@@ -71,9 +71,10 @@ ExprPtr Builder::finish(ExprPtr e) {
     if (!reportedDepth_)
       diags_.error(DiagId::ParseTooDeep, e->loc, {std::to_string(kMaxNesting)});
     reportedDepth_ = true;
+    // The stub is a valid leaf so that the AST still prints as source.
     auto stub = std::make_unique<Expr>();
-    stub->kind = Expr::Name;
-    stub->text = "<too deep>";
+    stub->kind = Expr::Number;
+    stub->isInt = true;
     stub->loc = e->loc;
     depth_.erase(stub.get());
     return stub;
@@ -166,9 +167,12 @@ void Builder::addArg(CallArgs &a, ExprPtr e) {
 }
 
 void Builder::addKwarg(CallArgs &a, const std::string &k, ExprPtr e, const Span &s) {
-  for (const auto &kw : a.kwargs)
-    if (kw.first == k)
+  for (const auto &kw : a.kwargs) {
+    if (kw.first == k) {
       syntaxError(s, "keyword argument `" + k + "` given twice");
+      return;
+    }
+  }
   a.kwargs.emplace_back(k, std::move(e));
 }
 
@@ -216,11 +220,14 @@ LayoutPtr Builder::layout(const std::string &mesh, bool placementForm,
 ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
   ast::LayoutEntry e;
   e.loc = loc(s);
-  if (!(axes.names.size() == 1 && axes.names[0] == "_"))
-    e.axes = std::move(axes.names);
-  for (size_t i = 0; i < e.axes.size(); ++i)
-    if (e.axes[i] == "_")
+  if (axes.names.size() == 1 && axes.names[0] == "_")
+    return e;
+  for (size_t i = 0; i < axes.names.size(); ++i) {
+    if (axes.names[i] == "_")
       diags_.error(DiagId::ParseError, axes.locs[i], {"`_` cannot be part of an axis tuple"});
+    else
+      e.axes.push_back(axes.names[i]);
+  }
   return e;
 }
 
@@ -242,9 +249,11 @@ ast::LayoutEntry Builder::placement(const std::string &axis, const std::string &
     e.kind = k;
     if (!arg.empty())
       e.reduce = arg;
-    if (e.reduce != "sum" && e.reduce != "avg" && e.reduce != "max" && e.reduce != "min")
+    if (e.reduce != "sum" && e.reduce != "avg" && e.reduce != "max" && e.reduce != "min") {
       syntaxError(s, "expected `sum`, `avg`, `max` or `min` in `partial(...)`, found `" + e.reduce +
                          "`");
+      e.reduce = "sum"; // keep the AST printable as valid source
+    }
   } else {
     e.kind = "replicate";
     syntaxError(kindLoc, "expected a placement `replicate`, `shard(dim)` or `partial(op)`, "

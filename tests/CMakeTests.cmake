@@ -32,6 +32,6 @@ endforeach()
 
 # Deterministic (fixed seed); prints the seed of every random program it feeds.
 add_test(NAME fuzz/hostile
-         COMMAND dt_hostile --dtensorc $<TARGET_FILE:dtensorc> --seed 20240601 --random 300
+         COMMAND dt_hostile --dtensorc $<TARGET_FILE:dtensorc> --seed 20240601 --random 300 --inner-cuts 6
                  --jobs 2 ${DT_LANG_DIR} ${DT_EXAMPLES_DIR})
 set_tests_properties(fuzz/hostile PROPERTIES LABELS fuzz TIMEOUT 120)

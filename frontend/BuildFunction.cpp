@@ -126,11 +126,13 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   sawReturn_ = false;
   modulePrefix_ = fi.qualified.substr(0, fi.qualified.rfind('.') + 1);
   if (fi.qualified.find('.') == std::string::npos) modulePrefix_.clear();
-  fnStack_.push_back(&f);
-  blockStack_.push_back(&f.body);
+  auto savedFns = std::move(fnStack_);
+  auto savedBlocks = std::move(blockStack_);
+  fnStack_ = {&f};
+  blockStack_ = {&f.body};
   block(decl.body);
-  blockStack_.pop_back();
-  fnStack_.pop_back();
+  fnStack_ = std::move(savedFns);
+  blockStack_ = std::move(savedBlocks);
   if (!sawReturn_ && !decl.results.empty())
     diags().error(DiagId::MissingReturn, f.loc, {fi.qualified});
   if (decl.results.empty()) {
@@ -171,6 +173,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
 EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV> &args,
                        const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   (void)name;
+  if (fi.broken) return EV::bad(); // its own errors were reported where it is defined
   std::vector<int> ids;
   std::vector<TensorType> types;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -215,6 +218,8 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     return EV::bad();
   }
   const std::string &fname = callee.args[0]->text;
+  for (auto &a : args)
+    if (a.poison) return EV::bad();
   FnInfo *fi = nullptr;
   for (std::string cand : {modulePrefix_ + fname, fname})
     if (auto it = st_.functions.find(cand); it != st_.functions.end()) {
@@ -225,6 +230,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname});
     return EV::bad();
   }
+  if (fi->broken) return EV::bad();
   std::vector<int64_t> wrt = {0};
   for (auto &[k, v] : callee.kwargs)
     if (k == "wrt") {

@@ -31,7 +31,8 @@ void IRBuilder::block(const std::vector<ast::StmtPtr> &body) {
 
 void IRBuilder::stmt(const ast::Stmt &s) {
   using K = ast::Stmt::Kind;
-  bool topLevel = fnStack_.size() == 1 && blockStack_.size() == 1 && modulePrefix_.empty();
+  bool inFunction = expectedResults_ != nullptr;
+  bool topLevel = !inFunction && blockStack_.size() == 1 && modulePrefix_.empty();
   switch (s.kind) {
   case K::Mesh:
     if (!topLevel) {
@@ -52,7 +53,7 @@ void IRBuilder::stmt(const ast::Stmt &s) {
     }
     return importModule(s);
   case K::Fn:
-    if (fnStack_.size() != 1 || blockStack_.size() != 1) {
+    if (inFunction || blockStack_.size() != 1) {
       diags().error(DiagId::Unsupported, s.loc, {"functions are declared at the top level"});
       return;
     }

@@ -183,6 +183,17 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
     for (size_t i = 0; i < ops.size(); ++i)
       if (ops[i].placements[a].isPartial()) partials.push_back((int)i);
 
+    // index_add of rows sharded on this axis into a partial(sum) base: every
+    // rank adds its rows into its part of the sum (autodiff of index_select).
+    if (op == Op::IndexAdd && ops[0].placements[a].isPartial() &&
+        ops[0].placements[a].op == ReduceOp::Sum) {
+      int t = sig.operands[1][0];
+      const Placement &pi = ops[1].placements[a], &ps = ops[2].placements[a];
+      if (pi.isShard() && pi.dim == 0 && ps.isShard() && sig.operands[2][ps.dim] == t) {
+        r.placements[a] = Placement::partial(ReduceOp::Sum);
+        continue;
+      }
+    }
     if (!partials.empty()) {
       ReduceOp rop = ops[partials[0]].placements[a].op;
       for (int i : partials)

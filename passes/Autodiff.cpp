@@ -1,13 +1,424 @@
-// This file implements reverse-mode autodiff (see Autodiff.h).
+// This file implements reverse-mode autodiff on the global IR (Autodiff.h).
+//
+// The gradient function is the primal function, made straight-line (calls
+// inlined, constant-bound loops unrolled by passes/Flatten), followed by the
+// backward instructions in reverse order. Every backward instruction is typed
+// by ir/Infer exactly like user code, so a gradient's placement is derived
+// from the primal placements: e.g. the cotangent of a replicated weight that
+// meets token-sharded work comes out `partial(sum)`, and the program must
+// relayout it (an all-reduce, visible) before it can be printed or applied
+// to a replicated variable. Where two cotangent contributions of one value
+// have different placements, they are brought to a common placement first
+// (accumulate()): replicate+partial -> partial (local), shard+replicate ->
+// shard (local slice), partial+shard -> shard (reduce-scatter).
 #include "passes/Autodiff.h"
+
+#include "ir/Infer.h"
+#include "passes/Flatten.h"
+
+#include <algorithm>
+#include <map>
 
 namespace dt {
 
+namespace {
+
+struct NotDiff {
+  std::string why;
+};
+
+class Backward {
+public:
+  Backward(Function &f, std::vector<Inst> &out) : f_(f), out_(out) {}
+
+  /// Emits `op` typed by inferTypes; throws NotDiff if it does not check.
+  int op(Op o, std::vector<int> operands, Attrs attrs = {}, std::vector<TensorType> given = {}) {
+    std::vector<TensorType> types;
+    for (int id : operands) types.push_back(f_.type(id));
+    Inferred inf = inferTypes(o, types, attrs, given);
+    if (!inf.ok()) {
+      std::string m = formatDiag(diagFormat(inf.error->id), inf.error->args);
+      for (auto &n : inf.error->notes) m += "; " + n;
+      throw NotDiff{std::string("the backward `") + opName(o) + "` does not type-check: " + m};
+    }
+    Inst in;
+    in.op = o;
+    in.operands = std::move(operands);
+    in.attrs = std::move(attrs);
+    in.results = {f_.newValue(inf.results[0])};
+    out_.push_back(std::move(in));
+    return out_.back().results[0];
+  }
+  int fill(double v, const TensorType &t) {
+    Attrs a;
+    a.floats = {v};
+    return op(Op::Fill, {}, a, {t});
+  }
+  /// A rank-0 constant with `like`'s dtype and mesh, replicated.
+  int scalar(double v, int like) {
+    TensorType t = replicatedType(f_.type(like).dtype, {}, f_.type(like).mesh);
+    Attrs a;
+    a.floats = {v};
+    return op(Op::Const, {}, a, {t});
+  }
+  int relayout(int id, const TensorType &target) {
+    if (f_.type(id) == target) return id;
+    return op(Op::Relayout, {id}, {}, {target});
+  }
+  /// `x` cast to `like`'s dtype (for masks).
+  int castTo(int x, int like) {
+    TensorType t = f_.type(x);
+    t.dtype = f_.type(like).dtype;
+    return op(Op::Cast, {x}, {}, {t});
+  }
+  /// Sums `g` down to `shape` (undoing numpy broadcasting).
+  int unbroadcast(int g, const Shape &shape) {
+    const TensorType &gt = f_.type(g);
+    if (gt.shape == shape) return g;
+    int extra = gt.rank() - (int)shape.size();
+    Attrs a;
+    for (int d = 0; d < gt.rank(); ++d) {
+      bool ones = d >= extra && !shape[d - extra].isSym() && shape[d - extra].value == 1 &&
+                  !(gt.shape[d] == shape[d - extra]);
+      if (d < extra || ones) a.ints.push_back(d);
+    }
+    int r = a.ints.empty() ? g : op(Op::ReduceSum, {g}, a);
+    if (f_.type(r).shape == shape) return r;
+    TensorType t = f_.type(r);
+    t.shape = shape;
+    return op(Op::Reshape, {r}, {}, {t});
+  }
+  /// Cotangent target of a relayout's source: shard stays shard, partial
+  /// becomes replicate, replicate stays (partial cotangents stay partial).
+  TensorType relayoutBackTarget(const TensorType &src, const TensorType &g) {
+    TensorType t = src;
+    for (size_t a = 0; a < t.placements.size(); ++a) {
+      if (src.placements[a].isPartial()) t.placements[a] = Placement::replicate();
+      else if (src.placements[a].isReplicate() && g.placements[a].isPartial())
+        t.placements[a] = Placement::partial(ReduceOp::Sum);
+    }
+    return t;
+  }
+
+  Function &f_;
+  std::vector<Inst> &out_;
+};
+
+/// Common placement for adding two cotangents of one value (see file header).
+TensorType commonType(const TensorType &a, const TensorType &b) {
+  TensorType t = a;
+  for (size_t i = 0; i < t.placements.size(); ++i) {
+    const Placement &pa = a.placements[i], &pb = b.placements[i];
+    if (pa == pb) continue;
+    if (pa.isShard()) t.placements[i] = pa;
+    else if (pb.isShard()) t.placements[i] = pb;
+    else t.placements[i] = Placement::partial(ReduceOp::Sum); // replicate + partial
+  }
+  return t;
+}
+
+class Differentiator {
+public:
+  Differentiator(Function &g) : g_(g), bw_(g, insts_) {}
+
+  void accumulate(int v, int c) {
+    auto it = cot_.find(v);
+    if (it == cot_.end()) {
+      cot_[v] = c;
+      return;
+    }
+    TensorType t = commonType(g_.type(it->second), g_.type(c));
+    int a = bw_.relayout(it->second, t), b = bw_.relayout(c, t);
+    it->second = bw_.op(Op::Add, {a, b});
+  }
+
+  /// The cotangent moved to the primal result's sharding, so the backward
+  /// ops type-check like the forward ones did: replicate -> shard is a local
+  /// slice, partial -> shard a reduce-scatter; other axes keep their placement.
+  int align(int g, const TensorType &result) {
+    TensorType t = g_.type(g);
+    if (!t.mesh || t.shape != result.shape) return g;
+    for (size_t a = 0; a < t.placements.size(); ++a)
+      if (result.placements[a].isShard()) t.placements[a] = result.placements[a];
+    return bw_.relayout(g, t);
+  }
+
+  /// The backward of one forward instruction, given its result cotangent.
+  void backward(const Inst &in, int g) {
+    auto &B = bw_;
+    if (!in.results.empty()) g = align(g, g_.type(in.results[0]));
+    const auto &x = in.operands;
+    int out = in.results.empty() ? -1 : in.results[0];
+    auto T = [&](int id) -> const TensorType & { return g_.type(id); };
+    auto acc = [&](int operand, int c) {
+      if (isFloat(T(x[operand]).dtype)) accumulate(x[operand], B.unbroadcast(c, T(x[operand]).shape));
+    };
+    auto mask = [&](Op cmp, int a, int b) { return B.castTo(B.op(cmp, {a, b}), g); };
+    switch (in.op) {
+    case Op::Add: acc(0, g); acc(1, g); return;
+    case Op::Sub: acc(0, g); acc(1, B.op(Op::Neg, {g})); return;
+    case Op::Mul: acc(0, B.op(Op::Mul, {g, x[1]})); acc(1, B.op(Op::Mul, {g, x[0]})); return;
+    case Op::Div: {
+      acc(0, B.op(Op::Div, {g, x[1]}));
+      int q = B.op(Op::Div, {B.op(Op::Mul, {g, out}), x[1]});
+      acc(1, B.op(Op::Neg, {q}));
+      return;
+    }
+    case Op::Pow: {
+      int bm1 = B.op(Op::Sub, {x[1], B.scalar(1, x[1])});
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Mul, {x[1], B.op(Op::Pow, {x[0], bm1})})}));
+      acc(1, B.op(Op::Mul, {g, B.op(Op::Mul, {out, B.op(Op::Log, {x[0]})})}));
+      return;
+    }
+    case Op::Neg: acc(0, B.op(Op::Neg, {g})); return;
+    case Op::Exp: acc(0, B.op(Op::Mul, {g, out})); return;
+    case Op::Log: acc(0, B.op(Op::Div, {g, x[0]})); return;
+    case Op::Sqrt: acc(0, B.op(Op::Div, {B.op(Op::Mul, {g, B.scalar(0.5, g)}), out})); return;
+    case Op::Rsqrt:
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Div, {B.op(Op::Mul, {out, B.scalar(-0.5, out)}), x[0]})}));
+      return;
+    case Op::Tanh: {
+      int one = B.scalar(1, out);
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Sub, {one, B.op(Op::Mul, {out, out})})}));
+      return;
+    }
+    case Op::Sigmoid: {
+      int one = B.scalar(1, out);
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Mul, {out, B.op(Op::Sub, {one, out})})}));
+      return;
+    }
+    case Op::Relu: acc(0, B.op(Op::Mul, {g, mask(Op::Gt, x[0], B.scalar(0, x[0]))})); return;
+    case Op::Abs: {
+      int m = mask(Op::Ge, x[0], B.scalar(0, x[0]));
+      int sign = B.op(Op::Sub, {B.op(Op::Mul, {m, B.scalar(2, m)}), B.scalar(1, m)});
+      acc(0, B.op(Op::Mul, {g, sign}));
+      return;
+    }
+    case Op::Sin: acc(0, B.op(Op::Mul, {g, B.op(Op::Cos, {x[0]})})); return;
+    case Op::Cos: acc(0, B.op(Op::Neg, {B.op(Op::Mul, {g, B.op(Op::Sin, {x[0]})})})); return;
+    case Op::Maximum:
+    case Op::Minimum: {
+      Op cmp = in.op == Op::Maximum ? Op::Ge : Op::Le;
+      int m = mask(cmp, x[0], x[1]);
+      acc(0, B.op(Op::Mul, {g, m}));
+      acc(1, B.op(Op::Mul, {g, B.op(Op::Sub, {B.scalar(1, m), m})}));
+      return;
+    }
+    case Op::Select: {
+      int m = B.castTo(x[0], g);
+      acc(1, B.op(Op::Mul, {g, m}));
+      acc(2, B.op(Op::Mul, {g, B.op(Op::Sub, {B.scalar(1, m), m})}));
+      return;
+    }
+    case Op::Cast:
+      if (isFloat(T(x[0]).dtype)) {
+        TensorType t = T(g);
+        t.dtype = T(x[0]).dtype;
+        accumulate(x[0], B.op(Op::Cast, {g}, {}, {t}));
+      }
+      return;
+    case Op::ReduceSum: {
+      // reinsert the reduced dims as size 1, then broadcast
+      const TensorType &xt = T(x[0]);
+      TensorType k = T(g);
+      k.shape = xt.shape;
+      for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
+      int r = B.op(Op::Reshape, {g}, {}, {k});
+      TensorType b = T(r);
+      b.shape = xt.shape;
+      accumulate(x[0], B.op(Op::Broadcast, {r}, {}, {b}));
+      return;
+    }
+    case Op::ReduceMax:
+    case Op::ReduceMin: {
+      const TensorType &xt = T(x[0]);
+      TensorType k = T(out);
+      k.shape = xt.shape;
+      for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
+      int ro = B.op(Op::Reshape, {out}, {}, {k});
+      int rg = B.op(Op::Reshape, {g}, {}, {[&] { TensorType t = T(g); t.shape = k.shape; return t; }()});
+      int m = B.castTo(B.op(Op::Eq, {x[0], ro}), g);
+      accumulate(x[0], B.op(Op::Mul, {m, rg}));
+      return;
+    }
+    case Op::MatMul: return matmulBack(in, g);
+    case Op::Einsum: return einsumBack(in.attrs.str, x, g);
+    case Op::Transpose: {
+      Attrs a;
+      a.ints.resize(in.attrs.ints.size());
+      for (size_t i = 0; i < in.attrs.ints.size(); ++i) a.ints[in.attrs.ints[i]] = (int64_t)i;
+      accumulate(x[0], B.op(Op::Transpose, {g}, a));
+      return;
+    }
+    case Op::Reshape: {
+      TensorType t = T(g);
+      t.shape = T(x[0]).shape;
+      accumulate(x[0], B.op(Op::Reshape, {g}, {}, {t}));
+      return;
+    }
+    case Op::Broadcast: acc(0, g); return;
+    case Op::IndexSelect: return indexSelectBack(in, g);
+    case Op::IndexAdd: {
+      if (isFloat(T(x[0]).dtype)) accumulate(x[0], g);
+      accumulate(x[2], B.op(Op::IndexSelect, {g, x[1]}, in.attrs));
+      return;
+    }
+    case Op::Relayout:
+      accumulate(x[0], B.relayout(g, B.relayoutBackTarget(T(x[0]), T(g))));
+      return;
+    case Op::ToHost: accumulate(x[0], B.op(Op::Distribute, {g}, {}, {T(x[0])})); return;
+    case Op::Distribute: {
+      TensorType r = T(g);
+      for (auto &p : r.placements)
+        if (p.isPartial()) p = Placement::replicate();
+      int rg = B.relayout(g, r);
+      accumulate(x[0], B.op(Op::ToHost, {rg}, {}, {T(x[0])}));
+      return;
+    }
+    default: return; // comparisons, logic, sources: no gradient
+    }
+  }
+
+  void matmulBack(const Inst &in, int g) {
+    const TensorType &a = g_.type(in.operands[0]), &b = g_.type(in.operands[1]);
+    // Spell the matmul as an einsum and reuse its backward.
+    std::string batch = "abcdefgh";
+    auto spell = [&](const TensorType &t, bool left) {
+      std::string s;
+      int nb = std::max(0, t.rank() - 2);
+      int total = std::max(std::max(a.rank(), b.rank()) - 2, 0);
+      for (int i = 0; i < nb; ++i) s += batch[total - nb + i];
+      if (t.rank() == 1) return std::string(left ? "k" : "k");
+      return s + (left ? "mk" : "kn");
+    };
+    std::string sa = spell(a, true), sb = spell(b, false);
+    std::string so;
+    int total = std::max(std::max(a.rank(), b.rank()) - 2, 0);
+    for (int i = 0; i < total; ++i) so += batch[i];
+    if (a.rank() > 1) so += "m";
+    if (b.rank() > 1) so += "n";
+    for (int i = 0; i < total; ++i) {
+      // size-1 broadcast batch dims cannot share a letter
+      char c = batch[i];
+      int da = (int)sa.find(c), db = (int)sb.find(c);
+      if (da >= 0 && db >= 0 && a.shape[da] != b.shape[db])
+        throw NotDiff{"matmul with broadcast batch dims of size 1"};
+    }
+    einsumBack(sa + "," + sb + "->" + so, in.operands, g);
+  }
+
+  void einsumBack(const std::string &spec, const std::vector<int> &x, int g) {
+    std::vector<std::string> ins;
+    std::string outL, why;
+    parseEinsum(spec, ins, outL, why);
+    for (size_t i = 0; i < 2; ++i) {
+      int self = x[i], other = x[1 - i];
+      if (!isFloat(g_.type(self).dtype)) continue;
+      const std::string &ls = ins[i], &lo = ins[1 - i];
+      std::string avail = outL + lo, target;
+      for (char c : ls)
+        if (avail.find(c) != std::string::npos) target += c;
+      Attrs a;
+      a.str = outL + "," + lo + "->" + target;
+      int r = bw_.op(Op::Einsum, {g, other}, a);
+      if (target != ls) {
+        // letters only in this operand were summed: broadcast back over them
+        TensorType k = g_.type(r);
+        Shape full = g_.type(self).shape, kept;
+        for (size_t d = 0; d < ls.size(); ++d)
+          kept.push_back(target.find(ls[d]) != std::string::npos ? full[d] : Dim::lit(1));
+        k.shape = kept;
+        r = bw_.op(Op::Reshape, {r}, {}, {k});
+        TensorType bt = g_.type(r);
+        bt.shape = full;
+        r = bw_.op(Op::Broadcast, {r}, {}, {bt});
+      }
+      accumulate(self, r);
+    }
+  }
+
+  void indexSelectBack(const Inst &in, int g) {
+    int xv = in.operands[0], ids = in.operands[1];
+    const TensorType &xt = g_.type(xv), &gt = g_.type(g);
+    if (!isFloat(xt.dtype)) return;
+    int dim = in.attrs.ints.empty() ? 0 : (int)in.attrs.ints[0];
+    int idsRank = g_.type(ids).rank();
+    TensorType base = xt;
+    if (base.mesh)
+      for (size_t a = 0; a < base.placements.size(); ++a) {
+        const Placement &p = gt.placements[a];
+        if (p.isPartial()) base.placements[a] = Placement::partial(ReduceOp::Sum);
+        else if (p.isShard() && p.dim >= dim && p.dim < dim + idsRank)
+          base.placements[a] = Placement::partial(ReduceOp::Sum);
+        else if (p.isShard())
+          base.placements[a] = Placement::shard(p.dim < dim ? p.dim : p.dim - idsRank + 1);
+        else base.placements[a] = Placement::replicate();
+      }
+    int zeros = bw_.fill(0, base);
+    accumulate(xv, bw_.op(Op::IndexAdd, {zeros, ids, g}, in.attrs));
+  }
+
+  Function &g_;
+  std::vector<Inst> insts_;
+  Backward bw_;
+  std::map<int, int> cot_;
+};
+
+} // namespace
+
 std::string differentiate(Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
                           bool withValue, DiagEngine &diags, SrcLoc loc) {
-  (void)m, (void)wrt, (void)withValue;
-  diags.error(DiagId::Unsupported, loc, {"`grad` of `" + fn + "` is not supported yet"});
-  return "";
+  std::string name = fn + (withValue ? ".value_and_grad" : ".grad");
+  for (auto w : wrt) name += "." + std::to_string(w);
+  if (m.find(name)) return name;
+  const Function *primal = m.find(fn);
+  if (!primal) throw InternalError("differentiate: no function `" + fn + "`");
+  for (auto w : wrt)
+    if (!isFloat(primal->type(primal->params[w]).dtype)) {
+      diags.error(DiagId::NotDifferentiable, loc,
+                  {std::to_string(w), fn, "its type `" + primal->type(primal->params[w]).str() +
+                                              "` is not floating-point"});
+      return "";
+    }
+  Function g = *primal;
+  g.name = name;
+  std::string why;
+  if (!flattenFunction(m, g, why)) {
+    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt[0]), fn, why});
+    return "";
+  }
+  Inst ret = g.body.insts.back();
+  g.body.insts.pop_back();
+  int y = ret.operands[0];
+  Differentiator d(g);
+  try {
+    const TensorType &yt = g.type(y);
+    d.cot_[y] = d.bw_.fill(1, replicatedType(yt.dtype, {}, yt.mesh));
+    for (auto it = g.body.insts.rbegin(); it != g.body.insts.rend(); ++it) {
+      if (it->results.empty()) continue;
+      auto c = d.cot_.find(it->results[0]);
+      if (c == d.cot_.end()) continue;
+      d.backward(*it, c->second);
+    }
+  } catch (const NotDiff &e) {
+    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt[0]), fn, e.why});
+    return "";
+  }
+  Inst r;
+  r.op = Op::Return;
+  r.loc = loc;
+  if (withValue) r.operands.push_back(y);
+  for (auto w : wrt) {
+    int p = g.params[w];
+    auto c = d.cot_.find(p);
+    r.operands.push_back(c != d.cot_.end() ? c->second : d.bw_.fill(0, g.type(p)));
+  }
+  for (auto &in : d.insts_) g.body.insts.push_back(std::move(in));
+  g.body.insts.push_back(std::move(r));
+  g.results.clear();
+  for (int id : g.body.insts.back().operands) g.results.push_back(g.type(id));
+  m.functions.push_back(std::move(g));
+  return name;
 }
 
 } // namespace dt

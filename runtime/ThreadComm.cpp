@@ -30,12 +30,45 @@
 #include <string>
 #include <thread>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 namespace dt {
 namespace {
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#endif
+}
+
+/// memcpy with non-temporal stores: for large collectives, whose output another rank (or a
+/// later kernel) reads long after, this skips reading every destination line into the cache
+/// before overwriting it (a third of the memory traffic of a copy). Ends with a store fence so
+/// that the barrier that follows publishes the data.
+void streamCopy(void *dst, const void *src, size_t bytes) {
+#if defined(__x86_64__)
+  auto *d = static_cast<unsigned char *>(dst);
+  auto *s = static_cast<const unsigned char *>(src);
+  size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+  if (bytes < 256)
+    return (void)std::memcpy(d, s, bytes);
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  for (size_t i = 0, n = bytes / 64; i < n; ++i, d += 64, s += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)),
+            e = _mm_loadu_si128((const __m128i *)(s + 48));
+    _mm_stream_si128((__m128i *)d, a);
+    _mm_stream_si128((__m128i *)(d + 16), b);
+    _mm_stream_si128((__m128i *)(d + 32), c);
+    _mm_stream_si128((__m128i *)(d + 48), e);
+  }
+  std::memcpy(d, s, bytes % 64);
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, bytes);
 #endif
 }
 
@@ -108,6 +141,9 @@ struct Group {
 };
 
 constexpr uint64_t kArrivedMask = 0xffffffffu;
+/// Default spin iterations before sleeping (see collectives_bench's tiny all-reduce sweep): a
+/// spin only pays off when the awaited rank is running on another core at that moment.
+constexpr int kSpinIdle = 4000, kSpinOversubscribed = 0;
 
 } // namespace
 
@@ -152,6 +188,9 @@ public:
 
 private:
   static constexpr int64_t kBlockBytes = 32 * 1024; ///< reduction block, stays in L1/L2
+  /// Collectives moving at least this many bytes per rank write with non-temporal stores (their
+  /// output no longer fits in the caches anyway); smaller ones leave it in cache for the consumer.
+  static constexpr size_t kStreamBytes = 4 << 20;
 
   Slot &mine() { return g_.slots[rank_]; }
   const Slot &peer(int j) const { return g_.slots[j]; }
@@ -168,9 +207,19 @@ private:
   template <class Emit>
   void reduceRange(int64_t elemOff, int64_t len, DType dtype, ReduceOp op, Emit &&emit);
 
+  /// Copies a collective's output: streaming stores when streaming_ is set for this call.
+  void copyOut(void *dst, const void *src, size_t bytes) {
+    if (streaming_)
+      streamCopy(dst, src, bytes);
+    else
+      std::memcpy(dst, src, bytes);
+  }
+
   ThreadWorld::Impl &w_;
   Group &g_;
   int rank_;
+  bool streaming_ = false;
+  int spinBudget_ = 1 << 30; ///< current spin iterations before sleeping (clamped to the limit)
   std::vector<unsigned char> scratch_;
   alignas(64) unsigned char tmp_[kBlockBytes];
 };
@@ -191,12 +240,18 @@ void ThreadComm::phase(bool abortable) {
     return;
   }
   auto done = [&] { return (g.word.load(std::memory_order_acquire) >> 32) != gen; };
-  const int spins = w_.spinLimit.load(std::memory_order_relaxed);
-  for (int i = 0; i < spins; ++i) {
-    if (done())
+  // Adaptive spin: double the budget after a spin that paid off, halve it after a wasted one
+  // (a loaded or oversubscribed machine quickly stops spinning).
+  const int limit = w_.spinLimit.load(std::memory_order_relaxed);
+  spinBudget_ = std::clamp(spinBudget_, std::min(limit, 32), limit);
+  for (int i = 0; i < spinBudget_; ++i) {
+    if (done()) {
+      spinBudget_ = std::min(limit, spinBudget_ * 2);
       return;
+    }
     cpuRelax();
   }
+  spinBudget_ /= 2;
   auto interrupted = [&] { return abortable && (w_.abort.load() || g.departed.load() >= 0); };
   {
     std::unique_lock<std::mutex> lk(g.m);
@@ -273,6 +328,7 @@ void ThreadComm::allReduce(const void *send, void *recv, int64_t count, DType dt
     src = stage(send, bytes);
   Slot &s = mine();
   s.sig = {CollectiveKind::AllReduce, dtype, op, count, 0};
+  streaming_ = bytes >= kStreamBytes;
   s.send = src;
   s.recv = static_cast<unsigned char *>(recv);
   std::string err = enter();
@@ -282,7 +338,7 @@ void ThreadComm::allReduce(const void *send, void *recv, int64_t count, DType dt
     reduceRange(lo, hi - lo, dtype, op, [&](int64_t b, const void *tmp, int64_t m) {
       for (int k = 0; k < g_.n; ++k) {
         int j = (rank_ + k) % g_.n; // stagger the peers each rank writes to first
-        std::memcpy(peer(j).recv + (size_t)(lo + b) * es, tmp, (size_t)m * es);
+        copyOut(peer(j).recv + (size_t)(lo + b) * es, tmp, (size_t)m * es);
       }
     });
   }
@@ -304,6 +360,7 @@ void ThreadComm::allGatherV(const void *send, void *recv, const std::vector<int6
     src = stage(send, myBytes);
   Slot &s = mine();
   s.sig = {CollectiveKind::AllGatherV, dtype, ReduceOp::Sum, 0, 0};
+  streaming_ = (size_t)total * es >= kStreamBytes;
   s.send = src;
   s.recv = dst;
   s.counts = &counts;
@@ -317,7 +374,7 @@ void ThreadComm::allGatherV(const void *send, void *recv, const std::vector<int6
       int j = (rank_ + k) % g_.n;
       unsigned char *to = dst + off[j] * es;
       if (counts[j] && peer(j).send != to)
-        std::memcpy(to, peer(j).send, (size_t)counts[j] * es);
+        copyOut(to, peer(j).send, (size_t)counts[j] * es);
     }
   }
   leave(err);
@@ -344,6 +401,7 @@ void ThreadComm::reduceScatterV(const void *send, void *recv, const std::vector<
   }
   Slot &s = mine();
   s.sig = {CollectiveKind::ReduceScatterV, dtype, op, 0, 0};
+  streaming_ = myBytes >= kStreamBytes;
   s.send = src;
   s.recv = out;
   s.counts = &counts;
@@ -354,7 +412,7 @@ void ThreadComm::reduceScatterV(const void *send, void *recv, const std::vector<
             " pass different counts";
   if (err.empty())
     reduceRange(off[rank_], counts[rank_], dtype, op, [&](int64_t b, const void *tmp, int64_t m) {
-      std::memcpy(out + (size_t)b * es, tmp, (size_t)m * es);
+      copyOut(out + (size_t)b * es, tmp, (size_t)m * es);
     });
   leave(err);
   if (deferred && myBytes)
@@ -375,6 +433,7 @@ void ThreadComm::allToAllV(const void *send, const std::vector<int64_t> &sendCou
     src = stage(send, (size_t)sendTotal * es);
   Slot &s = mine();
   s.sig = {CollectiveKind::AllToAllV, dtype, ReduceOp::Sum, 0, 0};
+  streaming_ = (size_t)recvTotal * es >= kStreamBytes;
   s.send = src;
   s.recv = dst;
   s.counts = &sendCounts;
@@ -395,7 +454,7 @@ void ThreadComm::allToAllV(const void *send, const std::vector<int64_t> &sendCou
       const std::vector<int64_t> &theirs = *peer(j).counts;
       int64_t at = std::accumulate(theirs.begin(), theirs.begin() + rank_, (int64_t)0);
       if (recvCounts[j])
-        std::memcpy(dst + recvOff[j] * es, peer(j).send + at * es, (size_t)recvCounts[j] * es);
+        copyOut(dst + recvOff[j] * es, peer(j).send + at * es, (size_t)recvCounts[j] * es);
     }
   }
   leave(err);
@@ -409,11 +468,12 @@ void ThreadComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
     throw RuntimeFault("broadcast: negative count " + std::to_string(count));
   Slot &s = mine();
   s.sig = {CollectiveKind::Broadcast, dtype, ReduceOp::Sum, count, root};
+  streaming_ = (size_t)count * dtypeSize(dtype) >= kStreamBytes;
   s.send = static_cast<const unsigned char *>(buf);
   s.recv = static_cast<unsigned char *>(buf);
   std::string err = enter();
   if (err.empty() && rank_ != root && count)
-    std::memcpy(buf, peer(root).send, (size_t)count * dtypeSize(dtype));
+    copyOut(buf, peer(root).send, (size_t)count * dtypeSize(dtype));
   leave(err);
 }
 
@@ -447,7 +507,7 @@ ThreadWorld::ThreadWorld(int numRanks) : impl_(std::make_unique<Impl>()) {
   // Spinning only helps when every rank has a core; oversubscribed, it delays the rank that
   // everybody waits for.
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  impl_->spinLimit = (unsigned)numRanks <= hw ? 20000 : 50;
+  impl_->spinLimit = (unsigned)numRanks <= hw ? kSpinIdle : kSpinOversubscribed;
 }
 
 ThreadWorld::~ThreadWorld() = default;

@@ -25,9 +25,12 @@
 // collective kind, dtype, op, count, root or counts vector throws
 // RuntimeFault on every member.
 //
-// Waiting: a rank spins briefly on the group's generation counter, then
-// sleeps on a condition variable (short spins when there are more ranks than
-// cores, where spinning steals the core from the rank being waited for).
+// Waiting: a rank spins on the group's generation counter, then sleeps on a
+// condition variable. The spin budget adapts (doubled after a spin that paid
+// off, halved after a wasted one) up to a limit that is 0 when there are more
+// ranks than cores: there a spin steals the core from the awaited rank.
+// Large collectives (>= 4 MiB of output per rank) write with non-temporal
+// stores.
 //
 // All state lives in the ThreadWorld; no globals. Communicators returned by
 // group() stay valid for the ThreadWorld's lifetime and are meant to be used

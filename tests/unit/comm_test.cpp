@@ -318,6 +318,39 @@ TEST_CASE("comm: broadcast from every root and barrier ordering") {
   }
 }
 
+TEST_CASE("comm: large collectives (non-temporal stores) on 3 ranks, odd sizes") {
+  Watchdog wd("large", 120);
+  ThreadWorld world(3);
+  Errors errs;
+  const int64_t count = (5 << 20) / 4 + 3; // > 4 MiB of f32, not a multiple of the block
+  world.run([&](int r) {
+    Communicator &c = world.world(r);
+    std::vector<float> a(count), b(count);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] = (float)((i + r) % 5);
+    c.allReduce(a.data(), b.data(), count, DType::F32, ReduceOp::Sum);
+    for (int64_t i = 0; i < count; ++i)
+      if (b[i] != (float)(i % 5 + (i + 1) % 5 + (i + 2) % 5)) {
+        errs.add("large allReduce wrong at " + std::to_string(i));
+        break;
+      }
+    std::vector<int64_t> counts = {count / 2 + 1, 0, count / 2 + 7};
+    std::vector<float> all(countOffsets(counts).back());
+    std::vector<float> mine(counts[r], (float)r);
+    c.allGatherV(mine.data(), all.data(), counts, DType::F32);
+    for (int64_t i = 0; i < (int64_t)all.size(); ++i)
+      if (all[i] != (i < counts[0] ? 0.0f : 2.0f)) {
+        errs.add("large allGatherV wrong at " + std::to_string(i));
+        break;
+      }
+    std::vector<float> bc(count, (float)r + 1);
+    c.broadcast(bc.data(), count, DType::F32, 2);
+    if (bc.front() != 3.0f || bc.back() != 3.0f)
+      errs.add("large broadcast wrong");
+  });
+  errs.check();
+}
+
 namespace {
 
 /// Along every axis of `mesh` (concurrently across the other coordinates): allReduce of the

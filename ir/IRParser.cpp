@@ -372,6 +372,10 @@ private:
       a.ints = intList();
       break;
     default:
+      if (opInfo(in.op).cls == OpClass::Collective) {
+        keyword("axes");
+        a.ints = intList();
+      }
       break;
     }
   }

@@ -207,6 +207,10 @@ public:
       rest.ints.clear();
       break;
     default:
+      if (opInfo(in.op).cls == OpClass::Collective) {
+        out += " axes " + intList(a.ints);
+        rest.ints.clear();
+      }
       break;
     }
   }

@@ -22,7 +22,7 @@
 //      index_select %x, %ids dim 0 | index_add %b, %ids, %s dim 0
 //      call @f(%1, %2) | grad @f(%1, %2) wrt [0, 1] [value_and_grad]
 //      for 0 to 10 step 1 iter(%w) { ^(%9: i64[], %10: f32[4]): ... yield %11 }
-//      print %3 "label"
+//      print %3 "label" | all_gather %3 axes [0] (every collective: mesh axis indices)
 //    Any attribute field an op does not use canonically (e.g. a `str` on a
 //    `for`) prints in a trailing generic dict `attrs{ints [..], floats [..],
 //    str "..", flag}` so nothing is ever lost.

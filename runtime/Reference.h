@@ -3,10 +3,10 @@
 //
 // It needs a verified module whose `grad` instructions were expanded by the
 // autodiff pass, and computes every value's GLOBAL value on one device,
-// ignoring placements entirely: relayout, distribute and to_host are the
-// identity, and a Partial value's global value is simply the value. Numerics
-// are those of runtime/RefKernels.h (f32 math in f32, f32 accumulations in
-// double, wrapping integers, x / 0 = 0 for integers).
+// ignoring placements entirely: relayout, distribute, to_host and the
+// collectives of SPMD IR are the identity, and a Partial value's global value
+// is simply the value. Numerics are those of runtime/RefKernels.h (f32 math in
+// f32, f32 accumulations in double, wrapping integers, x / 0 = 0 for integers).
 //
 // Shapes must be concrete when an instruction runs. Size symbols of a generic
 // function are bound from the shapes of its arguments at each call; any other

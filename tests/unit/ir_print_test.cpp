@@ -90,6 +90,14 @@ Module everyOpModule() {
   int d = b.emit(Op::Distribute, {c}, ty(DType::F32, {2, 3}, q, {Placement::shard(1)}));
   b.emit(Op::ToHost, {d}, f23);
   b.emit(Op::Call, {fl}, sh, strAttr("helper"));
+  // The collectives of SPMD IR, each one step of a placement change on axis x.
+  Placement R = Placement::replicate(), P = Placement::partial();
+  int ag = b.emit(Op::AllGather, {fl}, ty(DType::F32, {4, 3}, m, {R, R}), ints({0}));
+  b.emit(Op::LocalSlice, {ag}, ty(DType::F32, {4, 3}, m, {Placement::shard(1), R}), ints({0}));
+  b.emit(Op::AllToAll, {fl}, ty(DType::F32, {4, 3}, m, {Placement::shard(1), R}), ints({0}));
+  int lp = b.emit(Op::LocalPartial, {ag}, ty(DType::F32, {4, 3}, m, {P, R}), ints({0}));
+  b.emit(Op::AllReduce, {lp}, ty(DType::F32, {4, 3}, m, {R, R}), ints({0}));
+  b.emit(Op::ReduceScatter, {lp}, sh, ints({0}));
   (void)rl;
   Attrs ga = strAttr("loss", {0});
   ga.flag = true;
@@ -171,6 +179,8 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find(" = einsum \"ik,kj->ij\" %0, %") != std::string::npos);
   CHECK(text.find(" = transpose %0 perm [1, 0] : f32[3, 2]\n") != std::string::npos);
   CHECK(text.find(" = call @helper(%") != std::string::npos);
+  CHECK(text.find(" = all_gather %2 axes [0] : f32[4, 3] @ m{x: replicate, y: replicate}\n") !=
+        std::string::npos);
   CHECK(text.find(":dw = grad @loss(%0) wrt [0] value_and_grad : f32[], f32[2, 3]\n") !=
         std::string::npos);
   CHECK(text.find(" = for 0 to 3 step 1 iter(%0) attrs{str \"T\"} {\n    ^(%") !=

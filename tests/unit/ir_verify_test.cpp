@@ -48,6 +48,14 @@ std::string mainFn(const std::string &lines) {
 TEST_CASE("ir verify: valid modules pass, types re-inferred") {
   CHECK(verify(kSeed000, true) == "");
   CHECK(verify(kLoop, true) == "");
+  CHECK(verify(R"(mesh m = [x = 2]
+func @main() {
+  %0 = fill 1 : f32[4] @ m{x: shard(0)}
+  %1 = all_gather %0 axes [0] : f32[4] @ m{x: replicate}
+  return
+}
+)",
+               true) == "");
 }
 
 TEST_CASE("ir verify: re-inferred result types must match") {

@@ -72,6 +72,23 @@ func @main() -> (f32[2, 2] @ m{x: replicate, y: replicate}) {
   CHECK(printed == "[[20, 14], [56, 41]]\n");
 }
 
+TEST_CASE("reference: collectives of SPMD IR keep the global value") {
+  auto r = run(R"(mesh m = [x = 2, y = 2]
+func @main() -> (f32[2, 2] @ m{x: replicate, y: replicate}) {
+  %0 = const [[1, 2], [3, 4]] : f32[2, 2] @ m{x: shard(0), y: replicate}
+  %1 = all_gather %0 axes [0] : f32[2, 2] @ m{x: replicate, y: replicate}
+  %2 = local_partial %1 axes [1] : f32[2, 2] @ m{x: replicate, y: partial(sum)}
+  %3 = reduce_scatter %2 axes [1] : f32[2, 2] @ m{x: replicate, y: shard(1)}
+  %4 = all_to_all %3 axes [1] : f32[2, 2] @ m{x: replicate, y: shard(0)}
+  %5 = all_gather %4 axes [1] : f32[2, 2] @ m{x: replicate, y: replicate}
+  %6 = local_slice %5 axes [0] : f32[2, 2] @ m{x: shard(1), y: replicate}
+  %7 = all_gather %6 axes [0] : f32[2, 2] @ m{x: replicate, y: replicate}
+  return %7
+}
+)");
+  CHECK(r[0] == "[[1, 2], [3, 4]]");
+}
+
 TEST_CASE("reference: unary elementwise ops") {
   CHECK(one("f32[4]", "  %0 = const [-1, 0, 0.5, 4] : f32[4]\n  %1 = relu %0 : f32[4]", 1) ==
         "[0, 0, 0.5, 4]");

@@ -1,8 +1,11 @@
 // This file implements differential verification helpers (see Verify.h).
 #include "runtime/Verify.h"
 
+#include "frontend/Session.h"
+#include "passes/Pipeline.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
+#include "runtime/Reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -270,6 +273,38 @@ std::string formatChecks(const std::vector<OutputCheck> &checks) {
     out += "FAIL (" + std::to_string(bad) + " of " + std::to_string(checks.size()) +
            " outputs differ)\n";
   return out;
+}
+
+VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
+                        int ranks) {
+  VerifyResult vr;
+  auto build = [&](Session &s, bool spmd) {
+    bool ok = s.compileFile(path);
+    for (auto &o : overrides) {
+      if (!ok)
+        break;
+      std::string why = applyMeshOverride(s.module, o);
+      if (!why.empty())
+        throw RuntimeFault("--mesh: " + why);
+    }
+    PipelineOptions po;
+    po.spmd = spmd;
+    std::ostringstream log;
+    ok = ok && runPipeline(s, po, log);
+    vr.diagnostics += s.diags.renderAll();
+    return ok;
+  };
+  Session ref, dist;
+  if (!build(ref, false) || !build(dist, true))
+    return vr;
+  vr.compiled = true;
+  std::ostringstream refOut, distOut;
+  ReferenceEvaluator ev(ref.module, refOut);
+  auto refResults = ev.run("main", {});
+  Executor ex(dist.module, distOut, ExecOptions{ranks, false, false});
+  auto results = ex.run("main", {});
+  vr.checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
+  return vr;
 }
 
 } // namespace dt

@@ -37,6 +37,20 @@ std::string parseMeshOverride(const std::string &text, MeshOverride &out);
 /// mesh, wrong number of axes, a size < 1).
 std::string applyMeshOverride(Module &m, const MeshOverride &o);
 
+/// The outcome of verifying one program.
+struct VerifyResult {
+  bool compiled = false;   ///< false: diagnostics says why (no run happened)
+  std::string diagnostics; ///< rendered compiler diagnostics
+  std::vector<struct OutputCheck> checks;
+};
+
+/// Compiles `path` twice (global pipeline for the reference evaluator, SPMD
+/// pipeline for the executor), applies `overrides` to both, runs `main` on
+/// both and compares the outputs. `ranks` as ExecOptions::ranks. Throws what
+/// the runs throw (RuntimeFault, InternalError).
+VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
+                        int ranks = 0);
+
 /// The comparison of one output.
 struct OutputCheck {
   std::string what; ///< `print #1 "d"`, `result 0 of main`

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -143,6 +142,13 @@ int main(int argc, char **argv) {
   bool reference = a.flags.count("reference") > 0;
   po.spmd = a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd";
   try {
+    if (a.cmd == "verify") {
+      VerifyResult vr = verifyFile(a.file, overrides, ranks);
+      std::cerr << vr.diagnostics;
+      if (!vr.compiled) return 1;
+      std::cout << formatChecks(vr.checks);
+      return allPass(vr.checks) ? 0 : 1;
+    }
     // Compiles FILE into `s` (mesh overrides applied) and runs the pipeline.
     auto build = [&](Session &s, PipelineOptions p) {
       bool ok = s.compileFile(a.file);
@@ -167,20 +173,6 @@ int main(int argc, char **argv) {
     if (a.cmd == "explain") {
       std::cout << explainModule(s.module, s.sources);
       return 0;
-    }
-    if (a.cmd == "verify") {
-      std::ostringstream refOut, distOut;
-      ReferenceEvaluator ev(s.module, refOut);
-      auto refResults = ev.run("main", {});
-      Session d;
-      PipelineOptions dpo = po;
-      dpo.spmd = true;
-      if (!build(d, dpo)) return 1;
-      Executor ex(d.module, distOut, ExecOptions{ranks, false, false});
-      auto results = ex.run("main", {});
-      auto checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
-      std::cout << formatChecks(checks);
-      return allPass(checks) ? 0 : 1;
     }
     // run
     if (reference) {

@@ -1,0 +1,287 @@
+// This file implements the random program generator of the differential
+// tests: well-typed random .dt programs (random mesh, shapes, dtypes,
+// layouts, ops and relayouts, including partial values, uneven and
+// size-0 blocks) whose every intermediate is printed through a relayout to a
+// random layout. The generator tracks each value's type with the placement
+// rule of DESIGN.md, so a program it writes that the checker rejects is a
+// bug too. Deterministic in the seed (std::mt19937_64), so a failure is
+// reproduced by its seed alone. Header-only; used by tests/diff_runner.cpp
+// and tests/unit/spmd_fuzz_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace dt::gen {
+
+/// Placement per mesh axis: kRep, a dim >= 0 (shard), or a partial op.
+constexpr int kRep = -1, kSum = -2, kMax = -3, kMin = -4;
+
+struct GType {
+  std::string dtype; ///< f32, f64, i32, i64
+  std::vector<int64_t> shape;
+  std::vector<int> pl; ///< one per mesh axis
+};
+
+class ProgramGen {
+public:
+  explicit ProgramGen(uint64_t seed) : rng_(seed) {}
+
+  std::string run() {
+    int axes = pick(1, 3);
+    const char *names[] = {"x", "y", "z"};
+    out_ = "# random program\nmesh m = [";
+    for (int a = 0; a < axes; ++a) {
+      axisNames_.push_back(names[a]);
+      out_ += std::string(a ? ", " : "") + names[a] + " = 2";
+    }
+    out_ += "]\n";
+    int n = pick(6, 12);
+    for (int i = 0; i < n; ++i)
+      step();
+    for (size_t i = 0; i < pool_.size(); i += 1 + (size_t)pick(0, 1))
+      printValue((int)i);
+    return out_;
+  }
+
+private:
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool coin(int pct = 50) { return pick(1, 100) <= pct; }
+
+  std::string layoutStr(const GType &t) const {
+    std::string r = "m{";
+    for (size_t a = 0; a < t.pl.size(); ++a) {
+      int p = t.pl[a];
+      std::string s = p == kRep   ? "replicate"
+                      : p == kSum ? "partial(sum)"
+                      : p == kMax ? "partial(max)"
+                      : p == kMin ? "partial(min)"
+                                  : "shard(" + std::to_string(p) + ")";
+      r += (a ? ", " : "") + axisNames_[a] + ": " + s;
+    }
+    return r + "}";
+  }
+  std::string typeStr(const GType &t) const {
+    std::string r = t.dtype + "[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      r += (i ? ", " : "") + std::to_string(t.shape[i]);
+    return r + "] @ " + layoutStr(t);
+  }
+
+  /// A random non-partial layout for a tensor of rank `rank`.
+  std::vector<int> randomLayout(int rank) {
+    std::vector<int> pl;
+    for (size_t a = 0; a < axisNames_.size(); ++a)
+      pl.push_back(rank > 0 && coin(60) ? pick(0, rank - 1) : kRep);
+    return pl;
+  }
+
+  std::string fresh() { return "v" + std::to_string(counter_++); }
+
+  /// Emits `let NAME = expr` for a value of type `t` and adds it to the pool.
+  int define(const std::string &expr, const GType &t) {
+    std::string name = fresh();
+    out_ += "let " + name + " = " + expr + "\n";
+    pool_.push_back({name, t});
+    return (int)pool_.size() - 1;
+  }
+
+  int source(std::string dtype, std::vector<int64_t> shape) {
+    GType t{dtype, shape, randomLayout((int)shape.size())};
+    std::string name = fresh();
+    std::string init;
+    if (dtype == "f32" || dtype == "f64")
+      init = coin() ? "randn(seed=" + std::to_string(pick(1, 999)) + ")"
+                    : "rand(seed=" + std::to_string(pick(1, 999)) + ")";
+    else
+      init =
+          "arange(dim=" + std::to_string(shape.empty() ? 0 : pick(0, (int)shape.size() - 1)) + ")";
+    if (shape.empty())
+      init = dtype[0] == 'f' ? "full(1.5)" : "full(3)";
+    out_ += "let " + name + " : " + typeStr(t) + " = " + init + "\n";
+    pool_.push_back({name, t});
+    return (int)pool_.size() - 1;
+  }
+
+  int64_t size() { return coin(10) ? 0 : pick(1, 9); }
+
+  int anySource() {
+    static const char *dts[] = {"f32", "f32", "f64", "i32", "i64"};
+    std::vector<int64_t> shape;
+    int rank = pick(1, 3);
+    for (int i = 0; i < rank; ++i)
+      shape.push_back(size());
+    return source(dts[pick(0, 4)], shape);
+  }
+
+  /// `relayout(v, L)` to a random layout (partial targets only for floats and
+  /// ints under sum), as a new pool value.
+  int relayoutTo(int v, std::vector<int> pl) {
+    GType t = pool_[v].t;
+    t.pl = std::move(pl);
+    return define("relayout(" + pool_[v].name + ", " + layoutStr(t) + ")", t);
+  }
+
+  /// A value of the same type as `like`: a fresh source relayouted to it.
+  int sameTypeAs(int like) {
+    GType t = pool_[like].t; // a copy: source() grows the pool
+    int s = source(t.dtype, t.shape);
+    return relayoutTo(s, t.pl);
+  }
+
+  void step() {
+    if (pool_.empty() || coin(20)) {
+      anySource();
+      return;
+    }
+    std::vector<int> plain; // values that are not partial: any op may use them
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (!isPartial(pool_[i].t))
+        plain.push_back((int)i);
+    if (plain.empty()) {
+      anySource();
+      return;
+    }
+    int v = plain[pick(0, (int)plain.size() - 1)];
+    GType t = pool_[v].t;
+    bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
+    switch (pick(0, 6)) {
+    case 0: { // relayout through a partial (sum) or a random layout
+      std::vector<int> mid = randomLayout((int)t.shape.size());
+      if (coin(40))
+        mid[pick(0, (int)mid.size() - 1)] = kSum;
+      int p = relayoutTo(v, mid);
+      relayoutTo(p, randomLayout((int)t.shape.size()));
+      return;
+    }
+    case 1: { // unary
+      static const char *fu[] = {"exp(tanh(", "sin(", "relu(", "abs(", "sigmoid(", "-("};
+      if (!fl) {
+        define((bl ? "!(" : "-(") + pool_[v].name + ")", t);
+        return;
+      }
+      int k = pick(0, 5);
+      std::string close = k == 0 ? "))" : ")";
+      define(std::string(fu[k]) + pool_[v].name + close, t);
+      return;
+    }
+    case 2: { // binary with a value of the same type
+      int w = sameTypeAs(v);
+      static const char *ops[] = {" + ", " - ", " * "};
+      const char *op = bl ? (coin() ? " && " : " || ") : ops[pick(0, 2)];
+      if (!bl && coin(25)) {
+        GType b = t;
+        b.dtype = "bool";
+        define(pool_[v].name + " < " + pool_[w].name, b);
+        return;
+      }
+      define(pool_[v].name + op + pool_[w].name, t);
+      return;
+    }
+    case 3:
+      reduce(v);
+      return;
+    case 4:
+      matmul(t.dtype);
+      return;
+    case 5: { // transpose of a 2-D value
+      if (t.shape.size() != 2)
+        return;
+      GType r = t;
+      std::swap(r.shape[0], r.shape[1]);
+      for (auto &p : r.pl)
+        if (p >= 0)
+          p = 1 - p;
+      define("transpose(" + pool_[v].name + ")", r);
+      return;
+    }
+    default:
+      anySource();
+      return;
+    }
+  }
+
+  void reduce(int v) {
+    GType t = pool_[v].t;
+    if (t.dtype == "bool" || t.shape.empty())
+      return;
+    int d = pick(0, (int)t.shape.size() - 1);
+    int kind = pick(0, 2);
+    static const char *fn[] = {"sum", "max", "min"};
+    GType r = t;
+    r.shape.erase(r.shape.begin() + d);
+    for (auto &p : r.pl) {
+      if (p == d)
+        p = kind == 0 ? kSum : kind == 1 ? kMax : kMin;
+      else if (p > d)
+        --p;
+    }
+    // max/min over an empty dim have no value worth comparing; skip them.
+    if (kind && t.shape[d] == 0)
+      return;
+    int red =
+        define(std::string(fn[kind]) + "(" + pool_[v].name + ", dim=" + std::to_string(d) + ")", r);
+    relayoutTo(red, randomLayout((int)r.shape.size()));
+  }
+
+  void matmul(const std::string &dtype) {
+    if (dtype == "bool")
+      return;
+    int64_t mm = size(), k = size(), nn = size();
+    GType a{dtype, {mm, k}, {}}, b{dtype, {k, nn}, {}}, r{dtype, {mm, nn}, {}};
+    for (size_t ax = 0; ax < axisNames_.size(); ++ax) {
+      switch (pick(0, 3)) {
+      case 0:
+        a.pl.push_back(kRep), b.pl.push_back(kRep), r.pl.push_back(kRep);
+        break;
+      case 1:
+        a.pl.push_back(0), b.pl.push_back(kRep), r.pl.push_back(0);
+        break;
+      case 2:
+        a.pl.push_back(kRep), b.pl.push_back(1), r.pl.push_back(1);
+        break;
+      default:
+        a.pl.push_back(1), b.pl.push_back(0), r.pl.push_back(kSum);
+        break;
+      }
+    }
+    int sa = relayoutTo(source(dtype, a.shape), a.pl);
+    int sb = relayoutTo(source(dtype, b.shape), b.pl);
+    int c = define(pool_[sa].name + " @ " + pool_[sb].name, r);
+    relayoutTo(c, randomLayout(2));
+  }
+
+  static bool isPartial(const GType &t) {
+    for (int p : t.pl)
+      if (p < kRep)
+        return true;
+    return false;
+  }
+
+  void printValue(int v) {
+    if (isPartial(pool_[v].t))
+      return; // printed after their relayout
+    out_ += "print(" + pool_[v].name + ")\n";
+  }
+
+  struct Named {
+    std::string name;
+    GType t;
+  };
+  std::mt19937_64 rng_;
+  std::vector<std::string> axisNames_;
+  std::vector<Named> pool_;
+  std::string out_;
+  int counter_ = 0;
+};
+
+/// A random well-typed program for `seed`.
+inline std::string generateSpmdProgram(uint64_t seed) { return ProgramGen(seed).run(); }
+
+} // namespace dt::gen
+
+namespace dt {
+using gen::generateSpmdProgram;
+} // namespace dt

@@ -1,5 +1,5 @@
 // This file implements CpuJIT (see CpuJIT.h): an ORC LLJIT for the host CPU,
-// the O3 pipeline run on each kernel module before it is added, and the
+// the default pipeline run on each kernel module before it is added, and the
 // kernel cache keyed by kernelHash and guarded by the printed kernel text.
 #include "codegen/CpuJIT.h"
 

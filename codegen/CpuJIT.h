@@ -1,5 +1,5 @@
 // This file implements CpuJIT, the CPU kernel compiler of a Session: kernel IR
-// -> LLVM IR (codegen/LLVMCodegen) -> the O3 pipeline for the host CPU ->
+// -> LLVM IR (codegen/LLVMCodegen) -> the O2 pipeline for the host CPU ->
 // native code in an ORC LLJIT, with a content-hash cache.
 //
 // Needs: verified kernels. Guarantees: compile(k) returns a function with the
@@ -29,7 +29,10 @@ public:
   using KernelFn = void (*)(void **, const int64_t *);
 
   struct Options {
-    int optLevel = 3; ///< 0..3: the PassBuilder default pipeline level
+    /// 0..3: the PassBuilder default pipeline level. O2 (with the loop and
+    /// SLP vectorizers) is the default: on the fused benchmark it runs as fast
+    /// as O3 and compiles ~1.5x faster.
+    int optLevel = 2;
   };
 
   CpuJIT();

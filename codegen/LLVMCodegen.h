@@ -30,7 +30,7 @@ namespace dt {
 
 /// Lowers `k` (verified; InternalError otherwise) to a module in `ctx` that
 /// defines the kernel as `symbol`. The module is unoptimised; CpuJIT runs the
-/// O3 pipeline for the host target on it.
+/// default O2 pipeline for the host target on it.
 std::unique_ptr<llvm::Module> lowerKernelToLLVM(const Kernel &k, llvm::LLVMContext &ctx,
                                                 const std::string &symbol);
 

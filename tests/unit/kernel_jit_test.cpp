@@ -16,6 +16,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <thread>
 
 using namespace dt;
 using namespace dt::ktest;
@@ -178,8 +179,7 @@ TEST_CASE("kernel jit: the contiguous fast path vectorizes") {
   k.addOutput(DType::F32);
   k.store(0, k.binary(KOp::Add, k.binary(KOp::Mul, k.load(0), k.load(1)), k.load(0)));
   std::string ir = jit.emitLLVM(k, true);
-  CHECK(ir.find("<4 x float>") + ir.find("<8 x float>") + ir.find("<16 x float>") !=
-        3 * std::string::npos);
+  CHECK(ir.find(" x float>") != std::string::npos);
   Kernel r;
   r.rank = 1;
   r.addInput(DType::F32);
@@ -188,4 +188,35 @@ TEST_CASE("kernel jit: the contiguous fast path vectorizes") {
   r.setReduce(KReduce::Sum, {0});
   std::string rir = jit.emitLLVM(r, true);
   CHECK(rir.find("x double>") != std::string::npos);
+}
+
+TEST_CASE("kernel jit: concurrent compiles from rank threads share one cache") {
+  CpuJIT jit;
+  auto make = [](KOp op) {
+    Kernel k;
+    k.rank = 1;
+    k.addInput(DType::F64);
+    k.addOutput(DType::F64);
+    k.store(0, k.unary(op, k.load(0)));
+    return k;
+  };
+  const KOp ops[] = {KOp::Exp, KOp::Tanh, KOp::Neg, KOp::Sqrt};
+  std::vector<std::thread> threads;
+  std::vector<int> ok(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      Kernel k = make(ops[t % 4]);
+      CpuJIT::KernelFn f = jit.compile(k);
+      std::vector<double> x(100, 0.5), y(100), ref(100);
+      void *b[] = {x.data(), y.data()}, *rb[] = {x.data(), ref.data()};
+      int64_t p[] = {100, 1, 1};
+      f(b, p);
+      interpretKernel(k, rb, p);
+      ok[t] = y == ref;
+    });
+  for (auto &th : threads)
+    th.join();
+  CHECK(ok == std::vector<int>(8, 1));
+  CHECK(jit.compiles() == 4);
+  CHECK(jit.cacheHits() == 4);
 }

@@ -132,5 +132,7 @@ struct Program {
 
 /// Prints the AST back as source-like text (for tests and `dtensorc emit ast`).
 std::string printProgram(const Program &p);
+/// Prints one expression (binary and unary ones fully parenthesized).
+std::string printExpr(const Expr &e);
 
 } // namespace dt::ast

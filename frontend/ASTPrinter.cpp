@@ -124,6 +124,7 @@ private:
     }
   }
 
+public:
   void expr(const Expr &e) {
     switch (e.kind) {
     case Expr::Number:
@@ -279,6 +280,12 @@ private:
 };
 
 } // namespace
+
+std::string printExpr(const Expr &e) {
+  Printer pr;
+  pr.expr(e);
+  return pr.out;
+}
 
 std::string printProgram(const Program &p) {
   Printer pr;

@@ -81,7 +81,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       diags().error(DiagId::Unsupported, e.loc, {"`" + name + "` needs a tensor"});
       return EV::bad();
     }
-    const TensorType &t = typeOf(x.ids[0]);
+    const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
     std::vector<int64_t> dims;
     const ast::Expr *d = kwarg(e, "dim");
     if (!d) d = kwarg(e, "dims");
@@ -219,7 +219,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
                     {"the second argument of `" + name + "` is a layout such as `m[_, x]` or `m{x: shard(0)}`"});
       return EV::bad();
     }
-    const TensorType &t = typeOf(x.ids[0]);
+    const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
     auto target = applyLayout(*l.layout, t.dtype, t.shape);
     if (!target) return EV::bad();
     return emit(name == "relayout" ? Op::Relayout : Op::Distribute, {x}, {ex(0)}, e.loc, {},

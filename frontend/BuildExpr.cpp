@@ -4,6 +4,7 @@
 #include "frontend/BuildIR.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 namespace dt {
@@ -35,6 +36,12 @@ double foldBinary(const std::string &op, double a, double b, bool isInt) {
 
 } // namespace
 
+static std::string formatLiteral(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
   TensorType t = replicatedType(like.dtype, {}, like.mesh);
   if (lit.isBool) t.dtype = DType::Bool;
@@ -64,6 +71,13 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
   std::vector<TensorType> types;
   for (auto &o : operands) {
     int id;
+    if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool &&
+        o.number != (double)(int64_t)o.number) {
+      auto &d = diags().error(DiagId::DTypeMismatch, loc,
+                              {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
+      d.hint = "write an integer, or `cast` the tensor to `f32` first";
+      return EV::bad();
+    }
     if (o.literal) {
       TensorType host = replicatedType(o.isBool ? DType::Bool : o.isInt ? DType::I64 : DType::F32,
                                        {}, nullptr);

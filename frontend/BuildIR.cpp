@@ -224,6 +224,11 @@ static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std
 
 void IRBuilder::forLoop(const ast::Stmt &s) {
   auto bound = [&](const ast::Expr &e, int64_t &out) {
+    if (e.kind == ast::Expr::Name && symbols_ && symbols_->count(e.text)) {
+      const Dim &d = symbols_->at(e.text);
+      out = d.isSym() ? 1 : d.value; // a symbolic check builds one iteration
+      return true;
+    }
     EV v = expr(e);
     if (v.poison) return false;
     if (!v.literal || !v.isInt) {

@@ -23,9 +23,10 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
       shape.push_back(Dim::lit(std::stoll(d)));
       continue;
     }
-    if (symbols) {
-      auto it = symbols->find(d);
-      if (it != symbols->end()) {
+    const std::map<std::string, Dim> *bound = symbols ? symbols : symbols_;
+    if (bound) {
+      auto it = bound->find(d);
+      if (it != bound->end()) {
         shape.push_back(it->second);
         continue;
       }
@@ -156,6 +157,7 @@ std::string IRBuilder::layoutText(const TensorType &t) const {
 std::string IRBuilder::exprText(const ast::Expr *e) const {
   if (!e) return "...";
   if (e->kind == ast::Expr::Name) return e->text;
+  if (e->kind == ast::Expr::Call || e->kind == ast::Expr::CallExpr) return ast::printExpr(*e);
   // Use the source text when the span is on one line.
   if (e->loc.known() && e->loc.endCol > e->loc.col) {
     std::string line = s_.sources.line(e->loc.file, e->loc.line);

@@ -67,6 +67,8 @@ struct OpInfo {
 };
 const OpInfo &opInfo(Op op);
 const char *opName(Op op);
+/// How an op is spelled in source (`+` for add, `@` for matmul), for messages.
+const char *opDisplayName(Op op);
 bool parseOpName(const std::string &s, Op &out);
 
 /// A position in a source file (1-based line and column; 0 = unknown).

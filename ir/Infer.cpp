@@ -12,6 +12,8 @@ namespace {
 
 enum class Lin { None, Single, Joint };
 
+const char *displayName(Op op) { return opDisplayName(op); }
+
 /// How an op treats partial operands: which operand slots are linear and
 /// whether partials combine jointly (add: all linear slots partial) or singly
 /// (mul: exactly one partial factor). Reductions allowed per op.
@@ -70,7 +72,7 @@ bool isNumeric(DType t) { return t != DType::Bool; }
 
 std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) {
   auto cls = opInfo(op).cls;
-  auto name = opName(op);
+  auto name = displayName(op);
   auto need = [&](bool ok, DiagId id, int i) -> std::optional<TypeError> {
     if (ok) return std::nullopt;
     auto e = err(id, {name, ops[i].str()});
@@ -158,6 +160,23 @@ std::optional<TypeError> checkMeshes(const std::vector<TensorType> &ops, MeshRef
   return std::nullopt;
 }
 
+/// Operand `j` relaid out to agree with operand `owner` on every axis: each
+/// factor `owner` shards is sharded the same way in `j` where `j` has it;
+/// everything else replicated. This is the relayout the hint proposes.
+TensorType matchLayout(const IndexSignature &sig, const std::vector<TensorType> &ops, int owner,
+                       int j, const MeshRef &mesh) {
+  TensorType t = ops[j];
+  t.mesh = mesh;
+  t.placements.assign(mesh->axes.size(), Placement::replicate());
+  for (size_t a = 0; a < t.placements.size(); ++a) {
+    const Placement &p = ops[owner].placements[a];
+    if (!p.isShard()) continue;
+    int d = sig.dimOf(j, sig.operands[owner][p.dim]);
+    if (d >= 0) t.placements[a] = Placement::shard(d);
+  }
+  return t;
+}
+
 } // namespace
 
 Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<TensorType> &ops,
@@ -198,12 +217,14 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       ReduceOp rop = ops[partials[0]].placements[a].op;
       for (int i : partials)
         if (ops[i].placements[a].op != rop) {
-          auto e = err(DiagId::PartialOpMismatch, {opName(op), axis});
+          auto e = err(DiagId::PartialOpMismatch, {displayName(op), axis});
+          e.notes.push_back("relayout both partial operands to `replicate` on `" + axis + "`");
           e.operand = i;
           e.suggest = withAxis(ops[i], a, Placement::replicate());
           return fail(e);
         }
       Linearity lin = linearity(op, ops);
+      if (op == Op::Cast && !isFloat(base.dtype)) lin.kind = Lin::None; // truncation
       auto replicateFix = [&](DiagId id, std::vector<std::string> args, int i) {
         auto e = err(id, std::move(args));
         e.operand = i;
@@ -211,27 +232,40 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         return fail(e);
       };
       bool opOk = std::find(lin.reduces.begin(), lin.reduces.end(), rop) != lin.reduces.end();
-      if (lin.kind == Lin::None || !opOk)
-        return replicateFix(DiagId::NonLinearPartial,
-                            {std::string(opName(op)) +
-                             (lin.kind == Lin::None ? "" : std::string(" of partial(") +
-                                                               reduceOpName(rop) + ")")},
-                            partials[0]);
+      if (lin.kind == Lin::None || !opOk) {
+        auto e = err(DiagId::NonLinearPartial, {displayName(op)});
+        if (lin.kind != Lin::None)
+          e.notes.push_back(std::string("`") + displayName(op) + "` combines only `partial(" +
+                            reduceOpName(lin.reduces[0]) + ")` values; this one is `partial(" +
+                            reduceOpName(rop) + ")`");
+        e.operand = partials[0];
+        e.suggest = withAxis(ops[partials[0]], a, Placement::replicate());
+        return fail(e);
+      }
       auto inSlots = [&](int i) {
         return std::find(lin.slots.begin(), lin.slots.end(), i) != lin.slots.end();
       };
       for (int i : partials)
-        if (!inSlots(i))
-          return replicateFix(DiagId::NonLinearPartial,
-                              {std::string(opName(op)) + "` operand `" + std::to_string(i)}, i);
+        if (!inSlots(i)) {
+          auto e = err(DiagId::NonLinearPartial, {displayName(op)});
+          e.notes.push_back(std::string("`") + displayName(op) + "` is linear in " +
+                            (lin.slots.size() == 1 ? "its first operand only"
+                                                   : "its data operands only") +
+                            "; operand " + std::to_string(i + 1) + " is partial");
+          e.operand = i;
+          e.suggest = withAxis(ops[i], a, Placement::replicate());
+          return fail(e);
+        }
       if (lin.kind == Lin::Joint) {
         for (int i : lin.slots)
           if (!ops[i].placements[a].isPartial()) {
             // fix: all-reduce the partial side (cheapest correct change)
-            return replicateFix(DiagId::PartialMixed, {opName(op), axis}, partials[0]);
+            return replicateFix(DiagId::PartialMixed, {displayName(op), axis}, partials[0]);
           }
       } else if (partials.size() > 1) {
-        auto e = err(DiagId::NonLinearPartial, {std::string(opName(op)) + " of two partial values"});
+        auto e = err(DiagId::NonLinearPartial, {displayName(op)});
+        e.notes.push_back(std::string("`") + displayName(op) +
+                          "` is linear in one operand at a time, and both are partial");
         e.operand = partials[1];
         e.suggest = withAxis(ops[partials[1]], a, Placement::replicate());
         return fail(e);
@@ -239,7 +273,7 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       // every non-partial operand must be replicated on this axis
       for (size_t i = 0; i < ops.size(); ++i)
         if (!ops[i].placements[a].isPartial() && !ops[i].placements[a].isReplicate()) {
-          auto e = err(DiagId::PartialMixed, {opName(op), axis});
+          auto e = err(DiagId::PartialMixed, {displayName(op), axis});
           e.operand = (int)i;
           e.suggest = withAxis(ops[i], a, Placement::replicate());
           return fail(e);
@@ -267,11 +301,10 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         owner = (int)i;
       } else if (f != factor) {
         auto e = err(contract ? DiagId::ContractionMismatch : DiagId::ShardingMismatch,
-                     contract ? std::vector<std::string>{opName(op), axis}
+                     contract ? std::vector<std::string>{displayName(op), axis}
                               : std::vector<std::string>{axis});
         e.operand = (int)i;
-        int d = sig.dimOf((int)i, factor);
-        e.suggest = withAxis(ops[i], a, d >= 0 ? Placement::shard(d) : Placement::replicate());
+        e.suggest = matchLayout(sig, ops, owner, (int)i, r.mesh);
         return fail(e);
       }
     }
@@ -285,10 +318,10 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
                          ? DiagId::ContractionMismatch
                          : DiagId::ShardingMismatch,
                      contract && sig.roles[factor] == FactorRole::Summed
-                         ? std::vector<std::string>{opName(op), axis}
+                         ? std::vector<std::string>{displayName(op), axis}
                          : std::vector<std::string>{axis});
         e.operand = (int)i;
-        e.suggest = withAxis(ops[i], a, Placement::shard(d));
+        e.suggest = matchLayout(sig, ops, owner, (int)i, r.mesh);
         return fail(e);
       }
     }
@@ -433,7 +466,8 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   }
 
   MeshRef mesh;
-  if (auto e = checkMeshes(ops, mesh)) return fail(*e);
+  auto meshErr = checkMeshes(ops, mesh);
+  if (meshErr && meshErr->id != DiagId::HostDistributedMix) return fail(*meshErr);
   if (auto e = checkDTypes(op, ops)) return fail(*e);
   std::vector<Shape> shapes;
   for (auto &t : ops) shapes.push_back(t.shape);
@@ -441,6 +475,13 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   ShapeError se;
   auto sig = buildSignature(op, shapes, attrs, givenShape, se);
   if (!sig) return fail(err(se.id, se.args));
+  if (meshErr) {
+    // propose the layout that agrees with the distributed operand
+    int owner = 0;
+    while (ops[owner].isHost()) ++owner;
+    meshErr->suggest = matchLayout(*sig, ops, owner, meshErr->operand, mesh);
+    return fail(*meshErr);
+  }
   TensorType base;
   base.dtype = op == Op::Cast ? givenType().dtype : resultDType(op, ops);
   base.shape = sig->resultShape;

@@ -103,7 +103,7 @@ std::optional<IndexSignature> elementwise(Op op, const std::vector<Shape> &shape
   for (size_t i = 1; i < shapes.size(); ++i) {
     auto b = broadcastShapes(out, shapes[i]);
     if (!b) {
-      err = {DiagId::ShapeMismatch, {opName(op), shapeStr(out), shapeStr(shapes[i])}};
+      err = {DiagId::ShapeMismatch, {opDisplayName(op), shapeStr(out), shapeStr(shapes[i])}};
       return std::nullopt;
     }
     out = *b;

@@ -2,6 +2,7 @@
 #include "runtime/LocalOps.h"
 
 #include "frontend/Diagnostics.h"
+#include "runtime/Blas.h"
 #include "runtime/Random.h"
 #include "runtime/RefKernels.h"
 
@@ -175,8 +176,18 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     break;
   }
   switch (in.op) {
-  case Op::MatMul:
-    return one(ref::matmul(arg(0), arg(1), rt.dtype));
+  case Op::MatMul: {
+    // Dense float matmul through BLAS (the reference kernel is a plain loop);
+    // other dtypes keep the reference kernel.
+    const HostTensor &a = arg(0), &b = arg(1);
+    if (isFloat(a.dtype) && a.dtype == b.dtype && a.dtype == rt.dtype && a.rank() >= 1 &&
+        b.rank() >= 1) {
+      HostTensor c;
+      gemm(a, b, c);
+      return one(std::move(c));
+    }
+    return one(ref::matmul(a, b, rt.dtype));
+  }
   case Op::Einsum: {
     std::vector<HostTensor> xs;
     for (size_t i = 0; i < args.size(); ++i)

@@ -14,6 +14,16 @@
 // for inner strides that are 0 or 1 (and outputs contiguous): such a loop has
 // affine unit-stride addresses and alias-scope metadata, so LLVM's loop
 // vectorizer fires. Float sums are marked `reassoc` so they vectorize too.
+//
+// Performance notes (limits, each deliberate for now):
+//  * Callers get the best code when the innermost iteration dim is long and
+//    contiguous: collapse dims that are contiguous in every operand first.
+//  * Loops run in kept-then-reduced order, so a reduction over a dim that is
+//    not innermost in memory (sum over rows of a row-major matrix) reads with
+//    a stride; a kept-innermost schedule would be faster.
+//  * max/min reductions do not vectorize (the NaN rule is a select chain).
+//  * Transcendentals are scalar libm calls (no vector math library), which is
+//    what keeps them bitwise equal to the interpreter.
 #pragma once
 
 #include "codegen/KernelIR.h"

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace dt {
@@ -39,41 +41,46 @@ std::string parseMeshOverride(const std::string &text, MeshOverride &out) {
   return "";
 }
 
-std::string applyMeshOverride(Module &m, const MeshOverride &o) {
-  MeshRef old = m.findMesh(o.mesh);
-  if (!old)
-    return "the program has no mesh `" + o.mesh + "`";
-  if (o.sizes.size() != old->axes.size())
-    return "mesh `" + o.mesh + "` has " + std::to_string(old->axes.size()) +
-           " axes, the override " + std::to_string(o.sizes.size());
-  auto nm = std::make_shared<Mesh>(*old);
-  int64_t n = 1;
-  for (size_t i = 0; i < o.sizes.size(); ++i) {
-    if (o.sizes[i] < 1)
-      return "mesh axis sizes must be at least 1";
-    nm->axes[i].size = o.sizes[i];
-    n *= o.sizes[i];
+std::string applyMeshOverride(std::string &text, const MeshOverride &o) {
+  std::regex decl("\\bmesh\\s+" + o.mesh +
+                  "\\s*=\\s*\\[([^\\]]*)\\](\\s*devices\\s*\\[[^\\]]*\\])?");
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    std::string code = line.substr(0, line.find('#'));
+    std::smatch mt;
+    if (std::regex_search(code, mt, decl)) {
+      std::vector<std::string> names;
+      std::stringstream ss(mt[1].str());
+      for (std::string item; std::getline(ss, item, ',');) {
+        auto eq = item.find('=');
+        if (eq == std::string::npos)
+          return "cannot read the axes of mesh `" + o.mesh + "`";
+        std::string n = item.substr(0, eq);
+        n.erase(0, n.find_first_not_of(" \t"));
+        n.erase(n.find_last_not_of(" \t") + 1);
+        names.push_back(n);
+      }
+      if (names.size() != o.sizes.size())
+        return "mesh `" + o.mesh + "` has " + std::to_string(names.size()) +
+               " axes, the override " + std::to_string(o.sizes.size());
+      std::string repl = "mesh " + o.mesh + " = [";
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (o.sizes[i] < 1)
+          return "mesh axis sizes must be at least 1";
+        repl += (i ? ", " : "") + names[i] + " = " + std::to_string(o.sizes[i]);
+      }
+      repl += "]"; // devices become 0..n-1
+      line = code.substr(0, mt.position(0)) + repl + line.substr(mt.position(0) + mt.length(0));
+      text = text.substr(0, pos) + line + text.substr(end);
+      return "";
+    }
+    pos = end + 1;
   }
-  if (n != old->size() || nm->devices.size() != (size_t)n) {
-    nm->devices.resize(n);
-    for (int64_t i = 0; i < n; ++i)
-      nm->devices[i] = i;
-  }
-  MeshRef ref = nm;
-  for (auto &mr : m.meshes)
-    if (mr->name == o.mesh)
-      mr = ref;
-  auto fix = [&](TensorType &t) {
-    if (t.mesh && t.mesh->name == o.mesh)
-      t.mesh = ref;
-  };
-  for (auto &f : m.functions) {
-    for (auto &v : f.values)
-      fix(v.type);
-    for (auto &t : f.results)
-      fix(t);
-  }
-  return "";
+  return "the program declares no mesh `" + o.mesh + "` on one line";
 }
 
 namespace {
@@ -278,15 +285,19 @@ std::string formatChecks(const std::vector<OutputCheck> &checks) {
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
                         int ranks) {
   VerifyResult vr;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw RuntimeFault("cannot read `" + path + "`");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  for (auto &o : overrides) {
+    std::string why = applyMeshOverride(text, o);
+    if (!why.empty())
+      throw RuntimeFault("--mesh: " + why);
+  }
   auto build = [&](Session &s, bool spmd) {
-    bool ok = s.compileFile(path);
-    for (auto &o : overrides) {
-      if (!ok)
-        break;
-      std::string why = applyMeshOverride(s.module, o);
-      if (!why.empty())
-        throw RuntimeFault("--mesh: " + why);
-    }
+    bool ok = s.compile(path, text);
     PipelineOptions po;
     po.spmd = spmd;
     std::ostringstream log;

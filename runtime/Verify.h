@@ -12,8 +12,9 @@
 // elements are compared on the entries the summary shows.
 //
 // Mesh overrides (`--mesh m=[2,2]`) replace a mesh's axis sizes (same number
-// of axes; device ids become 0..n-1) in every type of a compiled module, so
-// one program can be verified on several meshes without editing it.
+// of axes; device ids become 0..n-1) in the program text before it is
+// compiled, so one program can be verified on several meshes without editing
+// it, and the checker judges it on the mesh it will run on.
 #pragma once
 
 #include "ir/IR.h"
@@ -33,9 +34,13 @@ struct MeshOverride {
 /// Parses `NAME=[a,b,...]`; returns "" or the reason it is malformed.
 std::string parseMeshOverride(const std::string &text, MeshOverride &out);
 
-/// Applies `o` to every mesh reference of `m`; returns "" or an error (unknown
-/// mesh, wrong number of axes, a size < 1).
-std::string applyMeshOverride(Module &m, const MeshOverride &o);
+/// Rewrites the declaration `mesh NAME = [..] (devices [..])?` in the source
+/// `text` (one line; comments ignored) to the override's sizes with devices
+/// 0..n-1, so that the checker sees the real mesh (some placement rules, e.g.
+/// reshape of sharded dims, depend on axis sizes). Line and column of every
+/// other statement are unchanged. Returns "" or an error (no such mesh on one
+/// line, wrong number of axes, a size < 1).
+std::string applyMeshOverride(std::string &text, const MeshOverride &o);
 
 /// The outcome of verifying one program.
 struct VerifyResult {

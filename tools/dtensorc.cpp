@@ -151,13 +151,7 @@ int main(int argc, char **argv) {
     }
     // Compiles FILE into `s` (mesh overrides applied) and runs the pipeline.
     auto build = [&](Session &s, PipelineOptions p) {
-      bool ok = s.compileFile(a.file);
-      for (auto &o : overrides) {
-        if (!ok) break;
-        std::string why = applyMeshOverride(s.module, o);
-        if (!why.empty()) throw RuntimeFault("--mesh: " + why);
-      }
-      ok = ok && runPipeline(s, p, std::cerr);
+      bool ok = s.compileFile(a.file) && runPipeline(s, p, std::cerr);
       std::cerr << s.diags.renderAll();
       if (!ok && s.diags.errorCount() > 1) std::cerr << s.diags.errorCount() << " errors\n";
       return ok;

@@ -48,7 +48,7 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
 
 /// Runs `k` on shape `shape` (row-major buffers; input 1 broadcast along dim 0
 /// when `broadcast`) on the GPU and with interpretKernel; compares outputs
-/// within `ulps` (0: bitwise, except NaN == NaN).
+/// within relative tolerance `relTol` (0: exactly; NaN matches NaN).
 void checkKernel(CudaContext &ctx, const Kernel &k, std::vector<int64_t> shape, bool broadcast,
                  double relTol) {
   std::mt19937 g(1234);

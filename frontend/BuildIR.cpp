@@ -6,6 +6,7 @@
 
 #include "frontend/Parser.h"
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -473,6 +474,16 @@ Session::Session(SessionOptions opts) : options(std::move(opts)) {
   builderState = std::make_shared<BuilderState>();
   if (options.stdlibPaths.empty()) {
     if (const char *env = std::getenv("DTENSOR_STDLIB")) options.stdlibPaths.push_back(env);
+    // Next to the executable first (an installed or bundled copy), then the
+    // source tree it was built from.
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      auto dir = exe.parent_path();
+      for (auto rel : {"../share/dtensor/stdlib", "../stdlib", "stdlib"})
+        if (std::filesystem::is_directory(dir / rel, ec))
+          options.stdlibPaths.push_back((dir / rel).lexically_normal().string());
+    }
     options.stdlibPaths.push_back(DT_STDLIB_DIR);
   }
 }

@@ -3,6 +3,7 @@
 
 #include "frontend/BuildIR.h"
 #include "ir/Printer.h"
+#include "passes/Fusion.h"
 #include "passes/SpmdLower.h"
 #if __has_include("ir/Verifier.h")
 #include "ir/Verifier.h"
@@ -18,7 +19,8 @@ namespace {
 struct Pass {
   const char *name;
   bool (*run)(Session &s);
-  bool spmd = false; ///< runs only when PipelineOptions::spmd
+  bool spmd = false;   ///< runs only when PipelineOptions::spmd
+  bool fusion = false; ///< runs only when PipelineOptions::fusion too
 };
 
 /// The IR builder ran in Session::compile; this step only verifies its output.
@@ -27,9 +29,10 @@ bool verifyBuilt(Session &) { return true; }
 const Pass kPasses[] = {
     {"build", verifyBuilt},
     {"spmd", runSpmdLowering, true},
+    {"fusion", runFusion, true, true},
 };
 
-const char *const kNames[] = {"build", "spmd"};
+const char *const kNames[] = {"build", "spmd", "fusion"};
 
 } // namespace
 
@@ -41,6 +44,8 @@ const char *const *pipelinePassNames(int &count) {
 bool runPipeline(Session &s, const PipelineOptions &opts, std::ostream &log) {
   for (auto &p : kPasses) {
     if (p.spmd && !opts.spmd) continue;
+    if (p.fusion && !opts.fusion)
+      continue;
     auto t0 = std::chrono::steady_clock::now();
     if (!p.run(s)) return false;
     auto t1 = std::chrono::steady_clock::now();

@@ -17,6 +17,8 @@ struct PipelineOptions {
   /// Also run the passes that make the program per-rank (`spmd`: SPMD
   /// lowering). Off for the global IR (`emit ir`, `run --reference`).
   bool spmd = false;
+  /// Run the fusion pass after SPMD lowering (`--no-fusion` turns it off).
+  bool fusion = true;
 };
 
 /// Runs every pass in order on `s.module`, verifying the IR after each (when

@@ -3,6 +3,7 @@
 #include "runtime/Executor.h"
 
 #include "frontend/Diagnostics.h"
+#include "passes/Fusion.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Format.h"
 #include "runtime/Inspect.h"
@@ -46,15 +47,19 @@ struct Executor::Shared {
   std::mutex mu;
   std::string internal; ///< first InternalError of a rank (reported as such)
   bool wantSources = false;
+  const KernelTable *kernels = nullptr;    ///< compiled kernels (null: --no-jit)
+  const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
+  std::vector<RankState> state;            ///< per world rank
 
-  Shared(const Module &mod, int n) : m(mod), world(n), prints(n), results(n) {}
+  Shared(const Module &mod, int n, bool reuse)
+      : m(mod), world(n), prints(n), results(n), state(n, RankState(reuse)) {}
 };
 
 namespace {
 
 class RankRunner {
 public:
-  RankRunner(Executor::Shared &sh, int rank) : sh_(sh), rank_(rank) {}
+  RankRunner(Executor::Shared &sh, int rank) : sh_(sh), rank_(rank), rs_(sh.state[rank]) {}
 
   std::vector<Slot> call(const Function &f, const std::vector<Slot> &args, int depth) {
     if (depth > Executor::kMaxCallDepth)
@@ -99,18 +104,30 @@ private:
   }
 
   std::vector<Slot> block(const Block &b, Frame &fr, int depth) {
-    for (auto &in : b.insts) {
+    // The memory plan: values whose last use is instruction i (KernelRuntime.h).
+    const std::vector<std::vector<int>> *dies = sh_.liveness ? sh_.liveness->dies(b) : nullptr;
+    for (size_t ii = 0; ii < b.insts.size(); ++ii) {
+      const Inst &in = b.insts[ii];
       if (in.op == Op::Return || in.op == Op::Yield) {
         std::vector<Slot> r;
         for (int id : in.operands)
           r.push_back(fr.vals.at(id));
+        if (dies)
+          for (int id : (*dies)[ii])
+            rs_.release(fr.vals[id]);
         return r;
       }
+      dying_ = dies ? &(*dies)[ii] : nullptr;
       auto res = inst(in, fr, depth);
       for (size_t i = 0; i < in.results.size(); ++i) {
         fr.def[in.results[i]] = &in;
         fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
+        if (fr.vals[in.results[i]])
+          rs_.hold(*fr.vals[in.results[i]]);
       }
+      if (dies)
+        for (int id : (*dies)[ii])
+          rs_.release(fr.vals[id]);
     }
     return {};
   }
@@ -118,6 +135,8 @@ private:
   std::vector<Slot> inst(const Inst &in, Frame &fr, int depth) {
     switch (in.op) {
     case Op::Call: {
+      if (const KernelTable::Entry *k = sh_.kernels ? sh_.kernels->find(in) : nullptr)
+        return kernelCall(*k, in, fr);
       const Function *callee = sh_.m.find(in.attrs.str);
       if (!callee)
         throw InternalError("executor: unknown callee `" + in.attrs.str + "`");
@@ -150,6 +169,7 @@ private:
       GroupFn group = [&](const std::vector<int> &members) -> Communicator & {
         return sh_.world.group(rank_, members);
       };
+      ++rs_.stats.collectives;
       return {runCollectiveStep(in, st, rt, get(fr, in.operands[0], in), meshRank(st), group)};
     }
     std::vector<const HostTensor *> args;
@@ -160,6 +180,20 @@ private:
       types.push_back(fr.type(r));
     auto out = runLocalOp(in, args, types, LocalPlace{meshRank(rt)});
     return std::vector<Slot>(out.begin(), out.end());
+  }
+
+  /// A call of a compiled kernel: the rank runs it on its blocks (none off
+  /// the kernel's mesh); an input that dies here may be overwritten.
+  std::vector<Slot> kernelCall(const KernelTable::Entry &k, const Inst &in, Frame &fr) {
+    if (!holds(k.fk.iterType))
+      return {Slot{}};
+    std::vector<const HostTensor *> args;
+    std::vector<bool> dying;
+    for (int o : in.operands) {
+      args.push_back(&get(fr, o, in));
+      dying.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
+    }
+    return {rs_.runKernel(k, in, args, dying, meshRank(k.fk.iterType))};
   }
 
   /// Every rank holds host values, so a value read to the host from a mesh
@@ -195,8 +229,14 @@ private:
       HostTensor iv(DType::I64, {});
       iv.data<int64_t>()[0] = i;
       fr.vals.at(body.args.at(0)) = iv;
-      for (size_t k = 0; k < cur.size(); ++k)
-        fr.vals.at(body.args.at(k + 1)) = cur[k];
+      // Moved, not copied: a loop-carried value that dies in the body may then
+      // be updated in place (the memory plan, runtime/KernelRuntime.h).
+      for (size_t k = 0; k < cur.size(); ++k) {
+        Slot &arg = fr.vals.at(body.args.at(k + 1));
+        arg = std::move(cur[k]);
+        if (arg)
+          rs_.hold(*arg);
+      }
       cur = block(body, fr, depth);
     }
     return cur;
@@ -223,6 +263,8 @@ private:
 
   Executor::Shared &sh_;
   int rank_;
+  RankState &rs_;
+  const std::vector<int> *dying_ = nullptr; ///< values dying at the current instruction
   std::map<const Mesh *, int64_t> meshRanks_;
 };
 
@@ -273,7 +315,44 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
                          ref::dimsStr(args[i].shape));
   }
   printed_.clear();
-  Shared sh(m_, need);
+  // Kernels compile before the rank threads start; ranks share the table.
+  // The tables are kept for later runs of the same module.
+  stats_ = ExecStats{};
+  if (tablesFor_ != m_.functions.size()) {
+    kernels_.reset();
+    liveness_.reset();
+    tablesFor_ = m_.functions.size();
+  }
+  for (auto &fn : m_.functions)
+    stats_.kernels += isFusedKernel(fn);
+  if (opts_.jit && stats_.kernels > 0 && !kernels_) {
+    CpuJIT *jit = opts_.cpuJit, *quick = opts_.quickJit;
+    if (!jit) {
+      if (!ownJit_)
+        ownJit_ = std::make_unique<CpuJIT>();
+      jit = ownJit_.get();
+    }
+    if (!quick) {
+      if (!ownQuickJit_)
+        ownQuickJit_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
+      quick = ownQuickJit_.get();
+    }
+    auto counters = [&](int sign) {
+      for (CpuJIT *j : {jit, quick}) {
+        stats_.compiles += sign * j->compiles();
+        stats_.cacheHits += sign * j->cacheHits();
+        stats_.compileSeconds += sign * j->compileSeconds();
+      }
+    };
+    counters(-1);
+    kernels_ = std::make_unique<KernelTable>(m_, *jit, quick);
+    counters(+1);
+  }
+  if (opts_.memoryPlan && !liveness_)
+    liveness_ = std::make_unique<LivenessTable>(m_);
+  Shared sh(m_, need, opts_.memoryPlan);
+  sh.kernels = opts_.jit ? kernels_.get() : nullptr;
+  sh.liveness = opts_.memoryPlan ? liveness_.get() : nullptr;
   sh.wantSources = opts_.components || opts_.visualize;
   std::string failure;
   try {
@@ -323,6 +402,8 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     printed_.push_back(std::move(pv));
   }
   out_.flush();
+  for (auto &st : sh.state)
+    stats_.ranks.push_back(st.stats);
   if (!sh.internal.empty())
     throw InternalError(sh.internal);
   if (!failure.empty())

@@ -11,7 +11,10 @@
 // several meshes (`mesh q = [..] devices [2, 3, 6, 7]`), and the world has
 // max(device id) + 1 ranks (requiredRanks()).
 //
-// Local compute goes through runLocalOp (runtime/LocalOps.h), collectives
+// Local compute goes through runLocalOp (runtime/LocalOps.h), except calls of
+// fused kernels, which run JIT-compiled (runtime/KernelRuntime.h, with the
+// memory planner: buffers released after their last use, pooled and reused,
+// kernels in place over dying inputs); collectives
 // through runCollectiveStep (runtime/CollectiveSteps.h) on the group of world
 // ranks of the step's mesh axes. `print` prints, once, the global value
 // (formatted exactly as the reference evaluator does) in program order; the
@@ -21,13 +24,16 @@
 // completed before it are still written.
 //
 // Needs: a verified, SPMD-lowered module (no `relayout`, no `grad`) with
-// concrete shapes. No state outlives run() except the options and the output
-// stream, so one Executor may run several functions.
+// concrete shapes. No state outlives run() except the options, the output
+// stream and the compiled kernel tables, so one Executor may run several
+// functions, and later runs do not recompile.
 #pragma once
 
 #include "ir/IR.h"
 #include "runtime/HostTensor.h"
+#include "runtime/KernelRuntime.h"
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -43,6 +49,26 @@ struct ExecOptions {
   bool components = false;
   /// After each printed value, a table of which devices hold which block.
   bool visualize = false;
+  /// Run fused kernels (`call @fused.N`) as JIT-compiled native code; false
+  /// runs their ops one by one on the reference kernels (`--no-jit`).
+  bool jit = true;
+  /// The Session's kernel compilers (kernels compile once per CpuJIT): O2
+  /// for large iteration spaces, O0 (`quickJit`) for small ones; null = the
+  /// Executor makes its own when the module has kernels.
+  CpuJIT *cpuJit = nullptr;
+  CpuJIT *quickJit = nullptr;
+  /// Release buffers after their last use, reuse them and run kernels in
+  /// place (runtime/KernelRuntime.h); false keeps every value to the end.
+  bool memoryPlan = true;
+};
+
+/// Counters of the last run (`dtensorc run --stats`).
+struct ExecStats {
+  std::vector<RankStats> ranks; ///< per world rank
+  int64_t kernels = 0;          ///< kernel functions in the module
+  int64_t compiles = 0;         ///< JIT compiles during this run (cache misses)
+  int64_t cacheHits = 0;        ///< JIT cache hits during this run
+  double compileSeconds = 0;    ///< JIT compile time during this run
 };
 
 /// One `print` of a run: the global value and the layout it was printed from.
@@ -70,6 +96,9 @@ public:
   /// The values printed by the last run, in program order.
   const std::vector<PrintedValue> &printed() const { return printed_; }
 
+  /// Counters of the last run.
+  const ExecStats &stats() const { return stats_; }
+
   /// Calls deeper than this raise RuntimeFault.
   static constexpr int kMaxCallDepth = 256;
 
@@ -80,6 +109,13 @@ private:
   std::ostream &out_;
   ExecOptions opts_;
   std::vector<PrintedValue> printed_;
+  ExecStats stats_;
+  std::unique_ptr<CpuJIT> ownJit_, ownQuickJit_;
+  /// Compiled kernels and the memory plan of m_, kept across runs (rebuilt
+  /// when the module's function count changes).
+  std::unique_ptr<KernelTable> kernels_;
+  std::unique_ptr<LivenessTable> liveness_;
+  size_t tablesFor_ = 0;
 };
 
 } // namespace dt

@@ -2,9 +2,12 @@
 // Session and the pipeline (passes/Pipeline.h); diagnostics are rendered by
 // the one diagnostics engine. Exit codes: 0 ok, 1 program error (parse, type
 // or runtime), 2 usage error, 3 internal compiler error.
+#include "codegen/CpuJIT.h"
+#include "codegen/FusedKernel.h"
 #include "frontend/Session.h"
 #include "ir/Printer.h"
 #include "passes/Explain.h"
+#include "passes/Fusion.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
 #include "runtime/Reference.h"
@@ -30,13 +33,20 @@ struct Command {
 const Command kCommands[] = {
     {"check", "dtensorc check FILE",
      "Parses and type-checks FILE (shapes and placements); prints every error with its fix."},
-    {"run", "dtensorc run FILE [--ranks N] [--components] [--visualize] [--reference]",
+    {"run",
+     "dtensorc run FILE [--ranks N] [--components] [--visualize] [--reference] [--stats]\n"
+     "      [--no-jit] [--no-fusion] [--no-reuse] [--print-after=PASS] [--time-passes]",
      "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
      "      device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
      "      global value. --components also lists, per print, each device's local block of\n"
      "      the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
      "      which devices hold which block. --reference runs the single-device reference\n"
-     "      evaluator of the global IR instead."},
+     "      evaluator of the global IR instead. Elementwise chains run as fused kernels\n"
+     "      compiled by the LLVM JIT: --no-jit runs their ops on the reference kernels,\n"
+     "      --no-fusion skips the fusion pass (every op on the reference kernels),\n"
+     "      --no-reuse turns the memory planner off (every buffer lives to the end).\n"
+     "      --stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
+     "      peak memory, kernel launches (in place) and collectives."},
     {"explain", "dtensorc explain FILE",
      "Prints, per statement, each collective the program runs (also inside called and\n"
      "      gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
@@ -47,9 +57,11 @@ const Command kCommands[] = {
      "      per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
      "      |d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
      "      mesh's axis sizes (same number of axes; devices 0..n-1), repeatable."},
-    {"emit", "dtensorc emit ir|spmd|ast FILE [--print-after=PASS] [--time-passes]",
+    {"emit", "dtensorc emit ir|spmd|kernels|ast FILE [--print-after=PASS] [--time-passes]",
      "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
-     "      the per-rank program after SPMD lowering (collectives explicit)."},
+     "      the per-rank program after SPMD lowering (collectives explicit); `kernels` the\n"
+     "      program after fusion (`call @fused.N`) and then the kernel IR of every fused\n"
+     "      kernel. Passes, in order: build, spmd, fusion."},
 };
 
 int usage(const std::string &why) {
@@ -92,7 +104,8 @@ std::string parseArgs(int argc, char **argv, Args &a) {
   a.cmd = pos[0];
   size_t next = 1;
   if (a.cmd == "emit") {
-    if (pos.size() < 2) return a.flags.count("help") ? "" : "`emit` needs a stage: ir, spmd or ast";
+    if (pos.size() < 2)
+      return a.flags.count("help") ? "" : "`emit` needs a stage: ir, spmd, kernels or ast";
     a.sub = pos[1];
     next = 2;
   }
@@ -121,8 +134,8 @@ int main(int argc, char **argv) {
   for (auto &c : kCommands) known |= a.cmd == c.name;
   if (!known) return usage("unknown command `" + a.cmd + "`");
   if (a.file.empty()) return usage("`" + a.cmd + "` needs a FILE");
-  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "ast")
-    return usage("unknown stage `" + a.sub + "` (ir, spmd, ast)");
+  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "kernels" && a.sub != "ast")
+    return usage("unknown stage `" + a.sub + "` (ir, spmd, kernels, ast)");
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -140,7 +153,11 @@ int main(int argc, char **argv) {
   po.printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
   po.timePasses = a.flags.count("time-passes") > 0;
   bool reference = a.flags.count("reference") > 0;
-  po.spmd = a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd";
+  po.spmd =
+      a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || a.sub == "kernels";
+  // Fusion makes the program the CPU backend runs; `emit spmd` and `explain`
+  // show the program before it.
+  po.fusion = ((a.cmd == "run" && !reference) || a.sub == "kernels") && !a.flags.count("no-fusion");
   try {
     if (a.cmd == "verify") {
       VerifyResult vr = verifyFile(a.file, overrides, ranks);
@@ -162,6 +179,10 @@ int main(int argc, char **argv) {
     if (a.cmd == "emit") {
       if (a.sub == "ast") std::cout << emitAst(s);
       else std::cout << printModule(s.module);
+      if (a.sub == "kernels")
+        for (auto &f : s.module.functions)
+          if (isFusedKernel(f))
+            std::cout << "\n" << printKernel(buildFusedKernel(f).kernel);
       return 0;
     }
     if (a.cmd == "explain") {
@@ -178,8 +199,24 @@ int main(int argc, char **argv) {
     eo.ranks = ranks;
     eo.components = a.flags.count("components") > 0;
     eo.visualize = a.flags.count("visualize") > 0;
+    eo.jit = !a.flags.count("no-jit");
+    eo.memoryPlan = !a.flags.count("no-reuse");
+    CpuJIT jit, quickJit(CpuJIT::Options{0}); // the Session's kernel compilers
+    eo.cpuJit = &jit;
+    eo.quickJit = &quickJit;
     Executor ex(s.module, std::cout, eo);
     ex.run("main", {});
+    if (a.flags.count("stats")) {
+      const ExecStats &st = ex.stats();
+      std::cerr << "stats: " << st.kernels << " fused kernels, " << st.compiles << " compiled, "
+                << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling\n";
+      for (size_t r = 0; r < st.ranks.size(); ++r) {
+        const RankStats &rs = st.ranks[r];
+        std::cerr << "stats: rank " << r << ": peak " << rs.peakBytes << " bytes, "
+                  << rs.kernelCalls << " kernel launches (" << rs.inPlace << " in place, "
+                  << rs.reused << " reused buffers), " << rs.collectives << " collectives\n";
+      }
+    }
     return 0;
   } catch (const RuntimeFault &f) {
     std::cout.flush();

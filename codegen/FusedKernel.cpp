@@ -1,0 +1,169 @@
+// This file implements the global-IR -> kernel-IR bridge (see FusedKernel.h).
+#include "codegen/FusedKernel.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <unordered_map>
+
+namespace dt {
+
+namespace {
+
+KReduce kreduceOf(Op op) {
+  switch (op) {
+  case Op::ReduceSum:
+    return KReduce::Sum;
+  case Op::ReduceMax:
+    return KReduce::Max;
+  case Op::ReduceMin:
+    return KReduce::Min;
+  default:
+    return KReduce::None;
+  }
+}
+
+std::vector<int64_t> rowMajor(const std::vector<int64_t> &s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;)
+    st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+} // namespace
+
+FusedKernel buildFusedKernel(const Function &f) {
+  auto fail = [&](const std::string &why) -> InternalError {
+    return InternalError("fused kernel `@" + f.name + "`: " + why);
+  };
+  if (f.results.size() != 1 || f.body.insts.empty() || f.body.insts.back().op != Op::Return ||
+      f.body.insts.back().operands.size() != 1)
+    throw fail("must return exactly one value");
+  FusedKernel fk;
+  Kernel &k = fk.kernel;
+  k.name = f.name;
+  for (char &c : k.name)
+    if (c == '.')
+      c = '_';
+  fk.resultType = f.results[0];
+  const Inst *reduce = nullptr;
+  size_t n = f.body.insts.size() - 1;
+  if (n > 0 && opInfo(f.body.insts[n - 1].op).cls == OpClass::Reduce)
+    reduce = &f.body.insts[n - 1];
+  fk.iterType = reduce ? f.type(reduce->operands.at(0)) : f.results[0];
+  if (!isConcrete(fk.iterType.shape))
+    throw fail("has a symbolic iteration shape");
+  k.rank = fk.iterType.rank();
+  std::unordered_map<int, int> node;
+  for (int p : f.params) {
+    int in = k.addInput(f.type(p).dtype);
+    node[p] = k.load(in);
+  }
+  auto arg = [&](const Inst &in, size_t i) {
+    auto it = node.find(in.operands.at(i));
+    if (it == node.end())
+      throw fail("operand %" + std::to_string(in.operands[i]) + " is not computed in the kernel");
+    return it->second;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const Inst &in = f.body.insts[i];
+    if (&in == reduce)
+      break;
+    if (in.results.size() != 1)
+      throw fail(std::string("`") + opName(in.op) + "` must have one result");
+    const TensorType &rt = f.type(in.results[0]);
+    int x = -1;
+    switch (opInfo(in.op).cls) {
+    case OpClass::Elementwise1:
+      x = in.op == Op::Cast ? k.cast(arg(in, 0), rt.dtype) : k.unary(*kopFromOp(in.op), arg(in, 0));
+      break;
+    case OpClass::Elementwise2:
+      x = k.binary(*kopFromOp(in.op), arg(in, 0), arg(in, 1));
+      break;
+    case OpClass::Elementwise3:
+      x = k.select(arg(in, 0), arg(in, 1), arg(in, 2));
+      break;
+    case OpClass::Source:
+      if (in.op == Op::Random)
+        x = k.random(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
+                     (uint64_t)in.attrs.ints.at(0), rt.dtype);
+      else if (in.op == Op::Iota)
+        x = k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), rt.dtype);
+      else if (in.attrs.floats.size() == 1)
+        x = k.constant(in.attrs.floats[0], rt.dtype);
+      else
+        throw fail("a `const` with data cannot be fused");
+      break;
+    default:
+      throw fail(std::string("`") + opName(in.op) + "` is not a kernel op");
+    }
+    if (k.nodes[x].dtype != rt.dtype)
+      throw fail(std::string("`") + opName(in.op) + "` computes " + dtypeName(k.nodes[x].dtype) +
+                 " but the IR says " + dtypeName(rt.dtype));
+    node[in.results[0]] = x;
+  }
+  int out = k.addOutput(fk.resultType.dtype);
+  if (reduce) {
+    k.store(out, arg(*reduce, 0));
+    std::vector<int> dims(reduce->attrs.ints.begin(), reduce->attrs.ints.end());
+    k.setReduce(kreduceOf(reduce->op), dims);
+  } else {
+    k.store(out, arg(f.body.insts.back(), 0));
+  }
+  std::string err = verifyKernel(k);
+  if (!err.empty())
+    throw fail(err);
+  return fk;
+}
+
+FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int64_t>> &inShapes,
+                        int64_t meshRank) {
+  const TensorType &it = fk.iterType;
+  const Kernel &k = fk.kernel;
+  LocalBlock blk = it.isHost() || meshRank < 0
+                       ? localBlock(TensorType{it.dtype, it.shape, nullptr, {}}, 0)
+                       : localBlock(it, meshRank);
+  const std::vector<int64_t> &shape = blk.shape;
+  int R = k.rank;
+  if (inShapes.size() != k.inputs.size())
+    throw InternalError("fused kernel `" + k.name + "`: wrong number of inputs");
+  std::vector<std::vector<int64_t>> inSt, outSt;
+  for (auto &s : inShapes) {
+    int r = (int)s.size();
+    if (r > R)
+      throw InternalError("fused kernel `" + k.name + "`: input of rank " + std::to_string(r) +
+                          " in a rank-" + std::to_string(R) + " iteration space");
+    auto rm = rowMajor(s);
+    std::vector<int64_t> st(R, 0);
+    for (int j = 0; j < r; ++j) {
+      int d = j + R - r;
+      if (s[j] == shape[d])
+        st[d] = s[j] == 1 ? 0 : rm[j];
+      else if (s[j] != 1)
+        throw InternalError("fused kernel `" + k.name + "`: a local input of size " +
+                            std::to_string(s[j]) + " in a dim of size " + std::to_string(shape[d]));
+    }
+    inSt.push_back(std::move(st));
+  }
+  FusedLaunch l;
+  std::vector<int64_t> ost(R, 0);
+  for (int d = 0; d < R; ++d)
+    if (!isReducedDim(k, d))
+      l.outShape.push_back(shape[d]);
+  auto orm = rowMajor(l.outShape);
+  for (int d = 0, o = 0; d < R; ++d)
+    if (!isReducedDim(k, d))
+      ost[d] = orm[o++];
+  outSt.push_back(std::move(ost));
+  l.iterations = 1;
+  for (auto s : shape)
+    l.iterations *= s;
+  std::vector<int64_t> goff, gst;
+  if (usesGlobalIndex(k)) {
+    goff = blk.offset;
+    gst = rowMajor(concreteDims(it.shape));
+  }
+  l.params = kernelParams(k, shape, inSt, outSt, goff, gst);
+  return l;
+}
+
+} // namespace dt

@@ -1,0 +1,50 @@
+// This file implements the bridge from the global IR to the kernel IR: a
+// kernel function made by the fusion pass (passes/Fusion.h: straight-line
+// elementwise ops, sources and at most one trailing reduction, then `return`)
+// becomes one Kernel (codegen/KernelIR.h), and a rank's launch of it becomes
+// the kernel's run-time params. Both backends consume exactly this: the LLVM
+// lowering (codegen/LLVMCodegen) and the CUDA emitter (codegen/CudaEmitter)
+// take the Kernel, and the params follow the one ABI of KernelIR.h, so no
+// kernel meaning lives in a backend.
+//
+// Iteration space: the local block, on the calling rank, of the kernel's
+// iteration type (the returned value's type, or the reduction operand's type).
+// Inputs broadcast into it by numpy rules on their local shapes (stride 0 on
+// size-1 and missing leading dims); random/iota use the iteration block's
+// offset in the global tensor, so every layout generates the same global
+// values. A reduction output has stride 0 on the reduced dims.
+//
+// Needs: a function for which isFusedKernel() holds and that verifies.
+// Guarantees: the kernel passes verifyKernel and has the IR's dtypes
+// (InternalError otherwise, naming the function).
+#pragma once
+
+#include "codegen/KernelIR.h"
+
+#include <vector>
+
+namespace dt {
+
+struct FusedKernel {
+  Kernel kernel;
+  TensorType iterType;   ///< its local block is the iteration space
+  TensorType resultType; ///< the one result
+};
+
+/// Builds the kernel of a fusion-pass kernel function.
+FusedKernel buildFusedKernel(const Function &f);
+
+/// One rank's launch: the params of the ABI and the output's local shape.
+struct FusedLaunch {
+  std::vector<int64_t> params;
+  std::vector<int64_t> outShape;
+  int64_t iterations = 0; ///< elements of the iteration space
+};
+
+/// The launch of `fk` on the rank with index `meshRank` in the iteration
+/// type's mesh (-1 for host kernels), with inputs of local shapes `inShapes`.
+/// InternalError when an input does not broadcast to the iteration block.
+FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int64_t>> &inShapes,
+                        int64_t meshRank);
+
+} // namespace dt

@@ -1,0 +1,299 @@
+// This file implements the fusion pass (see Fusion.h): per block, groups are
+// grown bottom-up from a root by absorbing producers whose every use is in the
+// group, then outlined into `@fused.N` kernel functions.
+#include "passes/Fusion.h"
+
+#include "frontend/Diagnostics.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace dt {
+
+bool isFusedKernelName(const std::string &name) { return name.rfind(kFusedPrefix, 0) == 0; }
+
+bool isFusedKernel(const Function &f) { return isFusedKernelName(f.name); }
+
+namespace {
+
+bool isElementwise(Op op) {
+  OpClass c = opInfo(op).cls;
+  return c == OpClass::Elementwise1 || c == OpClass::Elementwise2 || c == OpClass::Elementwise3;
+}
+
+bool isReduce(Op op) { return opInfo(op).cls == OpClass::Reduce; }
+
+bool sameMesh(const TensorType &a, const TensorType &b) {
+  if (a.isHost() || b.isHost())
+    return a.isHost() && b.isHost();
+  return a.mesh == b.mesh || *a.mesh == *b.mesh;
+}
+
+/// Whether a value of type `t` broadcasts to the iteration type `it` so that
+/// every rank's local block broadcasts to the rank's iteration block (see the
+/// guarantees in Fusion.h).
+bool fits(const TensorType &t, const TensorType &it) {
+  if (!isConcrete(t.shape) || !isConcrete(it.shape) || t.rank() > it.rank() || !sameMesh(t, it))
+    return false;
+  int lead = it.rank() - t.rank();
+  for (int j = 0; j < t.rank(); ++j) {
+    int64_t ts = t.shape[j].value, is = it.shape[j + lead].value;
+    if (ts == is) {
+      if (!t.isHost() && t.axesShardingDim(j) != it.axesShardingDim(j + lead))
+        return false;
+    } else if (ts != 1 || (!t.isHost() && !t.axesShardingDim(j).empty())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Same shape, mesh and placements (dtype may differ).
+bool sameLayoutAndShape(const TensorType &a, const TensorType &b) {
+  return a.shape == b.shape && sameMesh(a, b) && (a.isHost() || a.placements == b.placements);
+}
+
+/// A source the kernel IR can generate on every rank without communication.
+bool fusableSource(const Inst &in, const Function &f) {
+  switch (in.op) {
+  case Op::Fill:
+    break;
+  case Op::Const:
+    if (in.attrs.floats.size() != 1)
+      return false;
+    break;
+  case Op::Random:
+    if (in.attrs.ints.size() != 1 || (in.attrs.str != "normal" && in.attrs.str != "uniform"))
+      return false;
+    break;
+  case Op::Iota:
+    if (in.attrs.ints.size() != 1)
+      return false;
+    break;
+  default:
+    return false;
+  }
+  const TensorType &t = f.type(in.results.at(0));
+  if (in.op == Op::Random && t.dtype != DType::F32 && t.dtype != DType::F64)
+    return false;
+  return !t.hasPartial() && isConcrete(t.shape);
+}
+
+bool fusableReduce(const Inst &in, const Function &f) {
+  if (!isReduce(in.op) || in.operands.size() != 1 || in.results.size() != 1)
+    return false;
+  const TensorType &x = f.type(in.operands[0]), &r = f.type(in.results[0]);
+  return x.dtype == r.dtype && x.dtype != DType::Bool && isConcrete(x.shape);
+}
+
+class BlockFuser {
+public:
+  BlockFuser(Module &m, Function &f, int &counter, int maxOps)
+      : m_(m), f_(f), counter_(counter), maxOps_(maxOps) {}
+
+  int made = 0;
+
+  void run(Block &b) {
+    for (auto &in : b.insts)
+      for (auto &r : in.regions)
+        run(r);
+    size_t n = b.insts.size();
+    defIdx_.clear();
+    users_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      for (int r : b.insts[i].results)
+        defIdx_[r] = (int)i;
+      noteUses(b.insts[i], (int)i);
+    }
+    group_.assign(n, -1);
+    std::vector<std::vector<int>> groups;
+    for (int i = (int)n - 1; i >= 0; --i) {
+      const Inst &root = b.insts[i];
+      if (group_[i] >= 0 || root.results.size() != 1)
+        continue;
+      bool reduce = fusableReduce(root, f_);
+      if (!reduce && !isElementwise(root.op) && !fusableSource(root, f_))
+        continue;
+      TensorType it = f_.type(reduce ? root.operands[0] : root.results[0]);
+      if (!isConcrete(it.shape))
+        continue;
+      bool ok = true;
+      for (int o : root.operands)
+        ok = ok && fits(f_.type(o), it);
+      if (!ok)
+        continue;
+      int g = (int)groups.size();
+      groups.push_back({i});
+      group_[i] = g;
+      grow(b, groups.back(), g, it);
+      // A lone source gains nothing from a kernel (the reference source is a
+      // fill or the same RNG loop) and would cost a compile.
+      if (groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source) {
+        group_[i] = -1;
+        groups.pop_back();
+      }
+    }
+    if (groups.empty())
+      return;
+    std::vector<int> rootOf(n, -1);
+    for (auto &members : groups)
+      rootOf[members.front()] = 1;
+    std::vector<Inst> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (group_[i] < 0)
+        out.push_back(std::move(b.insts[i]));
+      else if (rootOf[i] > 0)
+        out.push_back(outline(b, groups[group_[i]]));
+    }
+    b.insts = std::move(out);
+  }
+
+private:
+  /// Records the uses of `in` (and of everything nested in its regions) as
+  /// uses by instruction `i` of the current block.
+  void noteUses(const Inst &in, int i) {
+    for (int o : in.operands)
+      users_[o].push_back(i);
+    for (auto &r : in.regions)
+      for (auto &sub : r.insts)
+        noteUses(sub, i);
+  }
+
+  /// Absorbs producers until no more qualify (a diamond's shared producer
+  /// qualifies only once both of its users are members). Sources do not count
+  /// towards maxOps (they are constants and index arithmetic, no loads).
+  void grow(const Block &b, std::vector<int> &members, int g, const TensorType &it) {
+    auto isSource = [&](int i) { return opInfo(b.insts[i].op).cls == OpClass::Source; };
+    int ops = 0;
+    for (int i : members)
+      ops += !isSource(i);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t k = 0; k < members.size(); ++k) {
+        for (int o : std::vector<int>(b.insts[members[k]].operands)) {
+          auto d = defIdx_.find(o);
+          if (d == defIdx_.end() || group_[d->second] >= 0)
+            continue;
+          bool src = isSource(d->second);
+          if ((!src && ops >= maxOps_) || !absorbable(b.insts[d->second], g, it))
+            continue;
+          group_[d->second] = g;
+          members.push_back(d->second);
+          ops += !src;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  bool absorbable(const Inst &p, int g, const TensorType &it) {
+    if (p.results.size() != 1 || !p.regions.empty())
+      return false;
+    int v = p.results[0];
+    const TensorType &t = f_.type(v);
+    if (isElementwise(p.op)) {
+      if (!fits(t, it))
+        return false;
+    } else if (fusableSource(p, f_)) {
+      bool global = p.op == Op::Random || p.op == Op::Iota;
+      if (global ? !sameLayoutAndShape(t, it) : !fits(t, it))
+        return false;
+    } else {
+      return false;
+    }
+    for (int o : p.operands)
+      if (!fits(f_.type(o), it))
+        return false;
+    for (int u : users_[v])
+      if (group_[u] != g)
+        return false;
+    return true;
+  }
+
+  /// Moves the group's instructions into a new kernel function and returns
+  /// the call that replaces them (at the root's position).
+  Inst outline(Block &b, std::vector<int> members) {
+    std::sort(members.begin(), members.end());
+    const Inst &root = b.insts[members.back()];
+    Function &k = m_.functions.emplace_back();
+    k.name = std::string(kFusedPrefix) + std::to_string(counter_++);
+    k.loc = root.loc;
+    std::unordered_map<int, int> remap;
+    std::vector<int> inputs;
+    std::unordered_map<int, bool> internal;
+    for (int i : members)
+      for (int r : b.insts[i].results)
+        internal[r] = true;
+    for (int i : members)
+      for (int o : b.insts[i].operands)
+        if (!internal.count(o) && !remap.count(o)) {
+          int p = k.newValue(f_.type(o), f_.values[o].name);
+          remap[o] = p;
+          k.params.push_back(p);
+          inputs.push_back(o);
+        }
+    k.body.args = k.params;
+    for (int i : members) {
+      Inst c = b.insts[i];
+      for (int &o : c.operands)
+        o = remap.at(o);
+      for (int &r : c.results) {
+        int nr = k.newValue(f_.type(r), f_.values[r].name);
+        remap[r] = nr;
+        r = nr;
+      }
+      k.body.insts.push_back(std::move(c));
+    }
+    int result = root.results.at(0);
+    Inst ret;
+    ret.op = Op::Return;
+    ret.operands = {remap.at(result)};
+    ret.loc = root.loc;
+    k.body.insts.push_back(std::move(ret));
+    k.results = {f_.type(result)};
+    Inst call;
+    call.op = Op::Call;
+    call.operands = inputs;
+    call.results = {result};
+    call.attrs.str = k.name;
+    call.loc = root.loc;
+    ++made;
+    return call;
+  }
+
+  Module &m_;
+  Function &f_;
+  int &counter_;
+  int maxOps_;
+  std::unordered_map<int, int> defIdx_;
+  std::unordered_map<int, std::vector<int>> users_;
+  std::vector<int> group_;
+};
+
+} // namespace
+
+int fuseModule(Module &m, int maxOps) {
+  int counter = 0;
+  for (auto &f : m.functions)
+    if (isFusedKernel(f))
+      ++counter;
+  size_t n = m.functions.size(); // kernels appended below are not revisited
+  int made = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Function &f = m.functions[i]; // a deque: appending keeps this reference valid
+    if (isFusedKernel(f))
+      continue;
+    BlockFuser bf(m, f, counter, maxOps);
+    bf.run(f.body);
+    made += bf.made;
+  }
+  return made;
+}
+
+bool runFusion(Session &s) {
+  fuseModule(s.module);
+  return true;
+}
+
+} // namespace dt

@@ -1,0 +1,59 @@
+// This file implements the fusion pass: it groups rank-local elementwise work
+// into kernels. Each group — a maximal DAG of elementwise ops (unary, binary
+// with broadcasting, select, cast, compares), the sources feeding it (fill,
+// splat const, random, iota) and optionally one trailing reduction — is
+// outlined into a kernel function `@fused.N` of the module, and the group is
+// replaced by one `call @fused.N(inputs...)` at the position of its root.
+//
+// Representation: a kernel function is an ordinary function of the module
+// (the module's function list is the kernel table), so the IR printer/parser
+// round trip and the verifier need nothing new, and `--print-after=fusion`
+// shows every kernel. Its body is straight-line global-IR ops ending in
+// `return` of one value; codegen/FusedKernel.h turns it into the one kernel IR
+// (codegen/KernelIR.h) that both the LLVM and the CUDA lowerings consume.
+// Without a JIT the executor simply runs the call (op by op, reference kernels).
+//
+// Needs: an SPMD-lowered module (runs after `spmd`; collectives stay outside
+// kernels). Guarantees:
+//  * a group's root is the last of its members in block order; every other
+//    member's results are used only inside the group, so moving the group to
+//    the root keeps the program's meaning;
+//  * every member and input broadcasts (numpy, right-aligned) to the group's
+//    iteration type (the root's result type, or the reduction's operand type)
+//    on the same mesh, and a dim that does not broadcast is sharded by the
+//    same mesh axes as the iteration type's, so per-rank local blocks
+//    broadcast exactly as the global shapes do;
+//  * random/iota members have exactly the iteration type (their global index
+//    is the iteration space's); sources with a partial placement stay outside;
+//  * a reduction root keeps its dtype (no bool) and has the reduced operand's
+//    group feeding only it;
+//  * groups hold at most kMaxFusedOps non-source ops (bounded compile time);
+//  * a source alone is not a kernel (it stays on the reference kernels).
+#pragma once
+
+#include "frontend/Session.h"
+
+#include <string>
+
+namespace dt {
+
+/// Non-source ops per kernel at most: long chains split into several kernels,
+/// which keeps each LLVM compile short (and the identical chunks hit the JIT cache).
+constexpr int kMaxFusedOps = 64;
+
+/// Name prefix of kernel functions (`.` never appears in source identifiers).
+constexpr const char *kFusedPrefix = "fused.";
+
+/// True when `f` is a kernel function made by this pass.
+bool isFusedKernel(const Function &f);
+/// True when `name` names a kernel function.
+bool isFusedKernelName(const std::string &name);
+
+/// Fuses every function of `m` in place; returns the number of kernels made.
+/// `maxOps` caps the ops of one kernel (1: one kernel per op, no fusion).
+int fuseModule(Module &m, int maxOps = kMaxFusedOps);
+
+/// The pipeline step.
+bool runFusion(Session &s);
+
+} // namespace dt

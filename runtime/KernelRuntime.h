@@ -1,0 +1,112 @@
+// This file implements the compiled path of the CPU executor and its memory
+// planner: the JIT-compiled fused kernels of a module (KernelTable), the
+// per-block liveness of values (LivenessTable) and, per rank, the buffer pool,
+// the launch cache and the statistics (RankState).
+//
+// Kernels: every fusion-pass kernel function (passes/Fusion.h) is turned into
+// kernel IR (codegen/FusedKernel.h) and compiled through the Session's CpuJITs
+// (two tiers: O0 for small iteration spaces, O2 otherwise) BEFORE the rank
+// threads start, so ranks only read the table; CpuJIT's hash
+// cache makes a kernel compile once per CpuJIT whatever the sizes and however
+// many call sites or ranks use it.
+//
+// Memory plan (per rank, by liveness): a value defined in a block (or a block
+// argument) is released right after its last use in that block (a use inside a nested region counts
+// as a use by the instruction that owns the region; an unused value dies at
+// its definition). A released buffer that no other value shares goes to the
+// rank's pool, and a later kernel output of equal or smaller byte size (at
+// least half of the buffer) takes it instead of a new allocation. A kernel
+// without a reduction writes its output in place into an input that dies at
+// the call, has exactly the output's local shape and byte size and is not
+// shared: that is what makes `var` updates in place. The accounting counts
+// every distinct buffer held by a value of the rank or by its pool; the peak of
+// that sum is the rank's peak memory.
+//
+// State: the tables are built per Executor::run and read-only afterwards;
+// each RankState is touched by its rank's thread only.
+#pragma once
+
+#include "codegen/CpuJIT.h"
+#include "codegen/FusedKernel.h"
+#include "runtime/HostTensor.h"
+
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace dt {
+
+/// The compiled kernels of one module.
+class KernelTable {
+public:
+  struct Entry {
+    FusedKernel fk;
+    CpuJIT::KernelFn fn = nullptr;
+  };
+  /// Builds and compiles the kernel of every kernel function of `m`: through
+  /// `quick` (an O0 CpuJIT: ~5x faster to compile) when the kernel's whole
+  /// iteration space has at most kQuickElements elements, where launch
+  /// overhead dominates anyway, else through `optimizing` (O2, vectorised).
+  /// A null `quick` compiles everything through `optimizing`.
+  KernelTable(const Module &m, CpuJIT &optimizing, CpuJIT *quick = nullptr);
+  static constexpr int64_t kQuickElements = 1 << 14;
+  /// The kernel `in` calls, or null when `in` is not a kernel call.
+  const Entry *find(const Inst &in) const;
+
+private:
+  std::unordered_map<std::string, Entry> byName_;
+};
+
+/// For each block of a module: per instruction, the values defined in the
+/// block whose last use is that instruction.
+class LivenessTable {
+public:
+  explicit LivenessTable(const Module &m);
+  /// Null for a block the table does not know.
+  const std::vector<std::vector<int>> *dies(const Block &b) const;
+
+private:
+  void add(const Block &b);
+  std::unordered_map<const Block *, std::vector<std::vector<int>>> dies_;
+};
+
+/// Per-rank counters of one run.
+struct RankStats {
+  int64_t liveBytes = 0;
+  int64_t peakBytes = 0;
+  int64_t kernelCalls = 0; ///< compiled kernel launches
+  int64_t inPlace = 0;     ///< launches that wrote into a dying input
+  int64_t reused = 0;      ///< outputs that took a pooled buffer
+  int64_t collectives = 0; ///< collective steps run
+};
+
+/// One rank's pool, launch cache and accounting.
+class RankState {
+public:
+  explicit RankState(bool reuse) : reuse_(reuse) {}
+
+  /// A value slot now holds `t`.
+  void hold(const HostTensor &t);
+  /// A value's last use: drops `t` (pooling its buffer when nothing else holds it).
+  void release(std::optional<HostTensor> &t);
+
+  /// Runs the kernel `e` that `in` calls on `args`; `dying[i]` says that
+  /// args[i]'s value dies at this call (it may then be overwritten).
+  HostTensor runKernel(const KernelTable::Entry &e, const Inst &in,
+                       const std::vector<const HostTensor *> &args, const std::vector<bool> &dying,
+                       int64_t meshRank);
+
+  RankStats stats;
+
+private:
+  std::shared_ptr<Buffer> acquire(int64_t bytes);
+  void count(const Buffer *b, int delta);
+
+  bool reuse_;
+  std::unordered_map<const Buffer *, int> refs_;
+  std::multimap<int64_t, std::shared_ptr<Buffer>> pool_;
+  std::unordered_map<const Inst *, FusedLaunch> launches_;
+};
+
+} // namespace dt

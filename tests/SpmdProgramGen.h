@@ -147,7 +147,7 @@ private:
     int v = plain[pick(0, (int)plain.size() - 1)];
     GType t = pool_[v].t;
     bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
-    switch (pick(0, 6)) {
+    switch (pick(0, 9)) {
     case 0: { // relayout through a partial (sum) or a random layout
       std::vector<int> mid = randomLayout((int)t.shape.size());
       if (coin(40))
@@ -197,10 +197,59 @@ private:
       define("transpose(" + pool_[v].name + ")", r);
       return;
     }
+    case 6: { // cast: ints to anything, f64 to f32 (never widening a float's
+              // rounding error into a dtype with a tighter tolerance)
+      if (bl || t.dtype == "f32")
+        return;
+      static const char *dts[] = {"f32", "f64", "i32", "i64"};
+      GType r = t;
+      r.dtype = fl ? "f32" : dts[pick(0, 3)];
+      define("cast(" + pool_[v].name + ", " + r.dtype + ")", r);
+      return;
+    }
+    case 7: { // where with a comparison of two same-typed values
+      if (bl)
+        return;
+      int w = sameTypeAs(v);
+      define("where(" + pool_[v].name + " < " + pool_[w].name + ", " + pool_[v].name + ", " +
+                 pool_[w].name + ")",
+             t);
+      return;
+    }
+    case 8:
+      indexSelect(v);
+      return;
     default:
       anySource();
       return;
     }
+  }
+
+  /// index_select along dim 0 (which must be unsharded), ids sharded or not.
+  void indexSelect(int v) {
+    GType t = pool_[v].t;
+    if (t.shape.empty() || t.shape[0] == 0 || t.dtype == "bool")
+      return;
+    for (int p : t.pl)
+      if (p == 0)
+        return;
+    int64_t n = size();
+    std::string ids = "[";
+    for (int64_t i = 0; i < n; ++i)
+      ids += (i ? ", " : "") + std::to_string(pick(0, (int)t.shape[0] - 1));
+    ids += "]";
+    // The ids' only dim may be sharded on axes that replicate x.
+    GType it{"i32", {n}, {}};
+    for (int p : t.pl)
+      it.pl.push_back(p == kRep && coin() ? 0 : kRep);
+    std::string name = fresh();
+    out_ += "let " + name + " : " + typeStr(it) + " = " + (n ? ids : std::string("zeros()")) + "\n";
+    GType r = t;
+    r.shape[0] = n;
+    for (size_t a = 0; a < r.pl.size(); ++a)
+      if (it.pl[a] == 0)
+        r.pl[a] = 0;
+    define("index_select(" + pool_[v].name + ", " + name + ")", r);
   }
 
   void reduce(int v) {

@@ -11,6 +11,10 @@
 // have different placements, they are brought to a common placement first
 // (accumulate()): replicate+partial -> partial (local), shard+replicate ->
 // shard (local slice), partial+shard -> shard (reduce-scatter).
+// Only values that depend on a `wrt` argument get cotangents, and pure
+// instructions whose results end up unused are removed (the gradient of the
+// input batch is never computed). Same-rank matmuls differentiate to matmuls
+// (dA = g @ B^T, dB = A^T @ g) so the backward runs on BLAS like the forward.
 #include "passes/Autodiff.h"
 
 #include "ir/Infer.h"
@@ -71,9 +75,10 @@ public:
     t.dtype = f_.type(like).dtype;
     return op(Op::Cast, {x}, {}, {t});
   }
-  /// Sums `g` down to `shape` (undoing numpy broadcasting).
-  int unbroadcast(int g, const Shape &shape) {
-    const TensorType &gt = f_.type(g);
+  /// Sums `g` down to `shape` (undoing numpy broadcasting). `shape` is taken
+  /// by value: op() grows the value table, so a reference into it would dangle.
+  int unbroadcast(int g, Shape shape) {
+    const TensorType gt = f_.type(g);
     if (gt.shape == shape) return g;
     int extra = gt.rank() - (int)shape.size();
     Attrs a;
@@ -219,7 +224,7 @@ public:
       return;
     case Op::ReduceSum: {
       // reinsert the reduced dims as size 1, then broadcast
-      const TensorType &xt = T(x[0]);
+      const TensorType xt = T(x[0]); // a copy: B.op() grows the value table
       TensorType k = T(g);
       k.shape = xt.shape;
       for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
@@ -231,11 +236,17 @@ public:
     }
     case Op::ReduceMax:
     case Op::ReduceMin: {
-      const TensorType &xt = T(x[0]);
+      const TensorType xt = T(x[0]);
       TensorType k = T(out);
       k.shape = xt.shape;
       for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
       int ro = B.op(Op::Reshape, {out}, {}, {k});
+      // A max over a sharded dim is partial(max); the mask compares every
+      // element with the true maximum, so reduce it first (an all-reduce).
+      TensorType full = T(ro);
+      for (auto &p : full.placements)
+        if (p.isPartial()) p = Placement::replicate();
+      ro = B.relayout(ro, full);
       int rg = B.op(Op::Reshape, {g}, {}, {[&] { TensorType t = T(g); t.shape = k.shape; return t; }()});
       int m = B.castTo(B.op(Op::Eq, {x[0], ro}), g);
       accumulate(x[0], B.op(Op::Mul, {m, rg}));
@@ -279,9 +290,29 @@ public:
     }
   }
 
+  /// `x` with its last two dims swapped.
+  int swapLast(int x) {
+    Attrs a;
+    int r = g_.type(x).rank();
+    for (int i = 0; i < r; ++i) a.ints.push_back(i);
+    std::swap(a.ints[r - 2], a.ints[r - 1]);
+    return bw_.op(Op::Transpose, {x}, a);
+  }
+
   void matmulBack(const Inst &in, int g) {
-    const TensorType &a = g_.type(in.operands[0]), &b = g_.type(in.operands[1]);
-    // Spell the matmul as an einsum and reuse its backward.
+    const TensorType a = g_.type(in.operands[0]), b = g_.type(in.operands[1]);
+    // Same-rank matmuls (2-D, or batched with equal batch dims) stay matmuls:
+    // dA = g @ B^T, dB = A^T @ g. They have the einsum's index signature, so
+    // the same placements, and run as BLAS gemms where an einsum would not.
+    bool sameBatch = a.rank() >= 2 && a.rank() == b.rank();
+    for (int d = 0; sameBatch && d + 2 < a.rank(); ++d) sameBatch = a.shape[d] == b.shape[d];
+    if (sameBatch) {
+      int x = in.operands[0], y = in.operands[1];
+      if (isFloat(a.dtype)) accumulate(x, bw_.op(Op::MatMul, {g, swapLast(y)}));
+      if (isFloat(b.dtype)) accumulate(y, bw_.op(Op::MatMul, {swapLast(x), g}));
+      return;
+    }
+    // Otherwise spell the matmul as an einsum and reuse its backward.
     std::string batch = "abcdefgh";
     auto spell = [&](const TensorType &t, bool left) {
       std::string s;
@@ -364,6 +395,28 @@ public:
   std::map<int, int> cot_;
 };
 
+/// Removes pure instructions whose results are never used: cotangents of
+/// inactive operands (e.g. the input batch) and forward values that only the
+/// dropped primal result needed. Prints and control stay.
+void removeDeadCode(Function &g) {
+  std::vector<bool> used(g.values.size(), false);
+  auto &insts = g.body.insts;
+  std::vector<bool> keep(insts.size(), false);
+  for (size_t i = insts.size(); i-- > 0;) {
+    const Inst &in = insts[i];
+    OpClass cls = opInfo(in.op).cls;
+    bool live = in.results.empty() || cls == OpClass::Effect || cls == OpClass::Control;
+    for (int r : in.results) live = live || used[r];
+    if (!live) continue;
+    keep[i] = true;
+    for (int o : in.operands) used[o] = true;
+  }
+  std::vector<Inst> out;
+  for (size_t i = 0; i < insts.size(); ++i)
+    if (keep[i]) out.push_back(std::move(insts[i]));
+  insts = std::move(out);
+}
+
 } // namespace
 
 std::string differentiate(Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
@@ -390,12 +443,23 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   Inst ret = g.body.insts.back();
   g.body.insts.pop_back();
   int y = ret.operands[0];
+  // Active values depend on a `wrt` argument; only they need cotangents.
+  std::vector<bool> active(g.values.size(), false);
+  for (auto w : wrt) active[g.params[w]] = true;
+  auto anyActive = [&](const Inst &in) {
+    for (int o : in.operands)
+      if (active[o]) return true;
+    return false;
+  };
+  for (const Inst &in : g.body.insts)
+    if (anyActive(in))
+      for (int r : in.results) active[r] = true;
   Differentiator d(g);
   try {
     const TensorType &yt = g.type(y);
     d.cot_[y] = d.bw_.fill(1, replicatedType(yt.dtype, {}, yt.mesh));
     for (auto it = g.body.insts.rbegin(); it != g.body.insts.rend(); ++it) {
-      if (it->results.empty()) continue;
+      if (it->results.empty() || !anyActive(*it)) continue;
       auto c = d.cot_.find(it->results[0]);
       if (c == d.cot_.end()) continue;
       d.backward(*it, c->second);
@@ -415,6 +479,7 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   }
   for (auto &in : d.insts_) g.body.insts.push_back(std::move(in));
   g.body.insts.push_back(std::move(r));
+  removeDeadCode(g);
   g.results.clear();
   for (int id : g.body.insts.back().operands) g.results.push_back(g.type(id));
   m.functions.push_back(std::move(g));

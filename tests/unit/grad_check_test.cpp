@@ -1,0 +1,493 @@
+// Gradient checks of passes/Autodiff: for every differentiable op (unary,
+// binary with broadcasting, select, reductions, matmul in all its ranks,
+// einsum, transpose, reshape, broadcast_to, index_select, index_add, cast,
+// relayout, calls and loops inside the differentiated function) a small
+// program is compiled through dt::Session, the generated gradient function is
+// run by the reference evaluator in f64 and compared with central finite
+// differences of the primal, on several meshes and layouts. Per layout the
+// same gradient is also run distributed (SPMD lowering + the thread-mesh
+// executor), so the gradient's VALUE is checked not to depend on the layout;
+// its placement may, and the placement tests check the derived ones in the IR
+// (seed 001's modulation: cond and weight partial(sum), tokens shard(0)).
+//
+// Tolerances: finite differences with step h = 1e-5 (f64), pass when
+// |grad - fd| <= 1e-6 (1 + |fd|) (truncation ~h^2, rounding ~1e-16/h);
+// the cast-through-f32 case uses h = 1e-3 and 1e-3 (f32 rounding). A layout's
+// gradient (reference or distributed) must match the first layout's within
+// 1e-10 (1 + |g|) (reassociation of partial sums only).
+#include "frontend/Session.h"
+#include "passes/Pipeline.h"
+#include "runtime/Executor.h"
+#include "runtime/Reference.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace dt;
+
+namespace {
+
+/// A parameter of the function under test: `name: type @ <layout>`.
+struct Param {
+  std::string name, type;         ///< `x`, `f64[5, 3]`
+  std::vector<int64_t> ints = {}; ///< the values of an integer parameter
+};
+
+/// One mesh and one layout per parameter.
+struct Config {
+  std::string mesh;                 ///< `[x = 2, y = 2]`
+  std::vector<std::string> layouts; ///< `m[x, _]`, one per parameter
+};
+
+struct Case {
+  std::string name;
+  std::vector<Param> params;
+  /// The function body; returns a rank-0 f64. `{L1}` is parameter 1's layout.
+  std::string body;
+  std::vector<int64_t> wrt;
+  std::vector<Config> configs;
+  double h = 1e-5, tol = 1e-6;
+  std::string prelude = {}; ///< helper functions `f` calls
+};
+
+std::string join(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+/// The program: the function `f`, arguments `a0, a1, ...` and the grad call.
+std::string program(const Case &c, const Config &cf) {
+  std::string t = "mesh m = " + cf.mesh + "\n" + c.prelude + "fn f(";
+  std::string body = c.body;
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    t += (i ? ", " : "") + c.params[i].name + ": " + c.params[i].type + " @ " + cf.layouts[i];
+    std::string key = "{L" + std::to_string(i) + "}";
+    for (size_t p; (p = body.find(key)) != std::string::npos;)
+      body.replace(p, key.size(), cf.layouts[i]);
+  }
+  t += ") -> f64[] @ * {\n" + body + "\n}\n";
+  std::string args;
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    const Param &p = c.params[i];
+    std::string a = "a" + std::to_string(i);
+    t += "let " + a + " : " + p.type + " @ " + cf.layouts[i] + " = " +
+         (p.ints.empty() ? "randn(seed=" + std::to_string(i + 1) + ")" : "[" + join(p.ints) + "]") +
+         "\n";
+    args += (i ? ", " : "") + a;
+  }
+  std::string bound;
+  for (size_t i = 0; i < c.wrt.size(); ++i)
+    bound += (i ? ", g" : "g") + std::to_string(i);
+  if (c.wrt.size() > 1)
+    bound = "(" + bound + ")";
+  return t + "let " + bound + " = grad(f, wrt=[" + join(c.wrt) + "])(" + args + ")\n";
+}
+
+/// Deterministic argument values in [-1.5, 1.5] (floats) or the given ints.
+std::vector<HostTensor> arguments(const Function &f, const Case &c) {
+  std::vector<HostTensor> out;
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const TensorType &t = f.type(f.params[i]);
+    std::vector<int64_t> dims;
+    for (auto &d : t.shape)
+      dims.push_back(d.value);
+    HostTensor h(t.dtype, dims);
+    for (int64_t k = 0; k < h.numel(); ++k) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      double u = (double)(s >> 11) / (double)(1ull << 53);
+      h.set(k, c.params[i].ints.empty() ? 3.0 * u - 1.5 : (double)c.params[i].ints[k]);
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
+/// Compiles (global IR, or SPMD-lowered) and returns false with diagnostics.
+bool build(Session &s, const std::string &text, bool spmd) {
+  PipelineOptions po;
+  po.spmd = spmd;
+  std::ostringstream log;
+  bool ok = s.compile("grad.dt", text) && runPipeline(s, po, log);
+  INFO(text << s.diags.renderAll());
+  CHECK(ok);
+  return ok;
+}
+
+/// The gradient function `f.grad.*` and its primal.
+std::pair<std::string, std::string> names(const Module &m) {
+  for (auto &f : m.functions) {
+    auto p = f.name.find(".grad.");
+    if (f.name.rfind("f", 0) == 0 && p != std::string::npos)
+      return {f.name.substr(0, p), f.name};
+  }
+  return {"", ""};
+}
+
+double scalar(const std::vector<HostTensor> &r) { return r.at(0).get(0); }
+
+bool close(double a, double b, double tol) { return std::fabs(a - b) <= tol * (1 + std::fabs(b)); }
+
+/// Runs every configuration of `c`; checks FD, layout invariance, distributed.
+void check(const Case &c) {
+  std::vector<HostTensor> first;
+  for (size_t k = 0; k < c.configs.size(); ++k) {
+    const Config &cf = c.configs[k];
+    std::string text = program(c, cf);
+    INFO(c.name << " on m = " << cf.mesh << "\n" << text);
+    Session ref, dist;
+    if (!build(ref, text, false) || !build(dist, text, true))
+      continue;
+    auto [primal, gname] = names(ref.module);
+    REQUIRE(!gname.empty());
+    std::ostringstream sink;
+    ReferenceEvaluator ev(ref.module, sink);
+    auto args = arguments(*ref.module.find(primal), c);
+    auto grads = ev.run(gname, args);
+    REQUIRE(grads.size() == c.wrt.size());
+    // Central finite differences of the primal, element by element.
+    for (size_t w = 0; w < c.wrt.size(); ++w) {
+      HostTensor &x = args[c.wrt[w]];
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        double x0 = x.get(i);
+        x.set(i, x0 + c.h);
+        double up = scalar(ev.run(primal, args));
+        x.set(i, x0 - c.h);
+        double down = scalar(ev.run(primal, args));
+        x.set(i, x0);
+        double fd = (up - down) / (2 * c.h), g = grads[w].get(i);
+        INFO("d/d " << c.params[c.wrt[w]].name << "[" << i << "]: grad " << g << ", fd " << fd);
+        CHECK(close(g, fd, c.tol));
+      }
+    }
+    // The same gradient on the thread mesh, and equal to the first layout's.
+    std::vector<HostTensor> dg;
+    REQUIRE_NOTHROW(dg = Executor(dist.module, sink).run(gname, args));
+    REQUIRE(dg.size() == grads.size());
+    for (size_t w = 0; w < grads.size(); ++w)
+      for (int64_t i = 0; i < grads[w].numel(); ++i) {
+        INFO("distributed d/d " << c.params[c.wrt[w]].name << "[" << i << "]");
+        CHECK(close(dg[w].get(i), grads[w].get(i), 1e-10));
+        if (k > 0)
+          CHECK(close(grads[w].get(i), first[w].get(i), 1e-10));
+      }
+    if (k == 0)
+      first = grads;
+  }
+}
+
+// Layout sets, by the shapes the cases use.
+const std::string kMesh22 = "[x = 2, y = 2]", kMesh3 = "[x = 3, y = 1]", kMesh1 = "[x = 1, y = 1]";
+
+/// One-operand-layout configs for a [5, 3] tensor (with a same-layout weight).
+std::vector<Config> matrixConfigs(size_t n) {
+  std::vector<std::vector<std::string>> ls = {
+      {"m[_, _]"}, {"m[x, _]"}, {"m[x, y]"}, {"m[_, x]"}, {"m[(x, y), _]"}};
+  std::vector<std::string> meshes = {kMesh1, kMesh22, kMesh22, kMesh3, kMesh22};
+  std::vector<Config> out;
+  for (size_t i = 0; i < ls.size(); ++i)
+    out.push_back({meshes[i], std::vector<std::string>(n, ls[i][0])});
+  return out;
+}
+
+Case unaryCase(const std::string &op, const std::string &arg) {
+  return {"unary " + op,
+          {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+          "  return sum(" + op + "(" + arg + ") * c)",
+          {0},
+          matrixConfigs(2)};
+}
+
+} // namespace
+
+TEST_CASE("grad check: unary elementwise ops") {
+  for (auto op : {"exp", "tanh", "sigmoid", "relu", "abs", "sin", "cos", "neg"})
+    check(unaryCase(op, "x"));
+  for (auto op : {"log", "sqrt", "rsqrt"})
+    check(unaryCase(op, "x * x + 0.5"));
+  check(unaryCase("", "-x"));
+}
+
+TEST_CASE("grad check: binary ops with broadcasting") {
+  for (auto e :
+       {"x + y", "x - y", "x * y", "x / (y * y + 0.5)", "(x * x + 0.5) ** y", "pow(x * x + 0.5, y)",
+        "maximum(x, y)", "minimum(x, y)", "x * 2.0 - 3.0 / (y * y + 1.0)"}) {
+    // y: a row vector broadcast over the rows of x, then a column [5, 1]
+    check({std::string("binary ") + e,
+           {{"x", "f64[5, 3]"}, {"y", "f64[3]"}, {"c", "f64[5, 3]"}},
+           std::string("  return sum((") + e + ") * c)",
+           {0, 1},
+           {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}},
+            {kMesh22, {"m[x, _]", "m[_]", "m[x, _]"}},
+            {kMesh22, {"m[x, y]", "m[y]", "m[x, y]"}},
+            {kMesh3, {"m[_, x]", "m[x]", "m[_, x]"}}}});
+    check({std::string("binary column ") + e,
+           {{"x", "f64[5, 3]"}, {"y", "f64[5, 1]"}, {"c", "f64[5, 3]"}},
+           std::string("  return sum((") + e + ") * c)",
+           {0, 1},
+           {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]"}},
+            {kMesh22, {"m[x, _]", "m[x, _]", "m[x, _]"}},
+            {kMesh22, {"m[_, y]", "m[_, _]", "m[_, y]"}}}});
+  }
+}
+
+TEST_CASE("grad check: where (select)") {
+  check({"where",
+         {{"x", "f64[5, 3]"}, {"y", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+         "  return sum(where(x > y, x * 3.0, sin(y)) * c)",
+         {0, 1},
+         matrixConfigs(3)});
+}
+
+TEST_CASE("grad check: reductions sum, mean, max, min") {
+  for (auto r : {"sum", "mean", "max", "min"})
+    for (int d : {0, 1}) {
+      std::string len = d == 0 ? "3" : "5";
+      check({std::string("reduce ") + r + " dim " + std::to_string(d),
+             {{"x", "f64[5, 3]"}, {"c", "f64[" + len + "]"}},
+             std::string("  return sum(relayout(") + r + "(x, dim=" + std::to_string(d) +
+                 "), {L1}) * c)",
+             {0},
+             // reducing a sharded dim: partial(sum) / partial(max) results
+             {{kMesh1, {"m[_, _]", "m[_]"}},
+              {kMesh22, {"m[x, _]", d == 0 ? "m[_]" : "m[x]"}},
+              {kMesh22, {"m[x, y]", d == 0 ? "m[y]" : "m[x]"}},
+              {kMesh3, {"m[_, x]", d == 0 ? "m[x]" : "m[_]"}}}});
+    }
+  check({"reduce all dims",
+         {{"x", "f64[5, 3]"}},
+         "  return mean(x * x) + sum(x)",
+         {0},
+         matrixConfigs(1)});
+}
+
+TEST_CASE("grad check: matmul 2-D, batched, 1-D") {
+  check({"matmul 2-D",
+         {{"a", "f64[4, 3]"}, {"b", "f64[3, 5]"}, {"c", "f64[4, 5]"}},
+         "  return sum((a @ b) * c)",
+         {0, 1},
+         {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[x, _]", "m[_, y]", "m[x, y]"}},
+          {kMesh22, {"m[_, x]", "m[x, _]", "m[_, _]"}}, // contraction sharded: partial
+          {kMesh3, {"m[_, x]", "m[x, _]", "m[_, _]"}}}});
+  check({"matmul batched",
+         {{"a", "f64[2, 4, 3]"}, {"b", "f64[2, 3, 5]"}, {"c", "f64[2, 4, 5]"}},
+         "  return sum(matmul(a, b) * c)",
+         {0, 1},
+         {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _, _]"}},
+          {kMesh22, {"m[x, y, _]", "m[x, _, _]", "m[x, y, _]"}},
+          {kMesh22, {"m[x, _, y]", "m[x, y, _]", "m[x, _, _]"}}}});
+  check({"matmul 3-D @ 2-D",
+         {{"a", "f64[2, 4, 3]"}, {"b", "f64[3, 5]"}, {"c", "f64[2, 4, 5]"}},
+         "  return sum((a @ b) * c)",
+         {0, 1},
+         {{kMesh1, {"m[_, _, _]", "m[_, _]", "m[_, _, _]"}},
+          {kMesh22, {"m[x, _, _]", "m[_, y]", "m[x, _, y]"}}}});
+  check({"matmul vector @ matrix, matrix @ vector, vector @ vector",
+         {{"v", "f64[3]"}, {"a", "f64[3, 4]"}, {"u", "f64[4]"}},
+         "  return relayout(sum((v @ a) * u), m[]) + relayout(sum((a @ u) * v), m[]) * 0.5 + v @ v",
+         {0, 1, 2},
+         {{kMesh1, {"m[_]", "m[_, _]", "m[_]"}}, {kMesh22, {"m[_]", "m[_, y]", "m[y]"}}}});
+}
+
+TEST_CASE("grad check: einsum") {
+  check({"einsum ik,kj->ij",
+         {{"a", "f64[4, 3]"}, {"b", "f64[3, 5]"}, {"c", "f64[4, 5]"}},
+         "  return sum(einsum(\"ik,kj->ij\", a, b) * c)",
+         {0, 1},
+         {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[x, y]", "m[y, _]", "m[x, _]"}}}});
+  check({"einsum bij,bjk->bik and ij,j->i and ij,ij->i",
+         {{"a", "f64[2, 4, 3]"}, {"b", "f64[2, 3, 2]"}, {"m2", "f64[4, 3]"}, {"v", "f64[3]"}},
+         "  let e = einsum(\"bij,bjk->bik\", a, b)\n"
+         "  return (relayout(sum(e * e), m[]) + relayout(sum(einsum(\"ij,j->i\", m2, v)), m[]) +\n"
+         "          relayout(sum(einsum(\"ij,ij->i\", m2, m2)), m[]))",
+         {0, 1, 2, 3},
+         {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _]", "m[_]"}},
+          {kMesh22, {"m[x, _, _]", "m[x, _, _]", "m[_, y]", "m[y]"}}}});
+}
+
+TEST_CASE("grad check: transpose, reshape, broadcast_to") {
+  check({"transpose",
+         {{"x", "f64[2, 4, 3]"}, {"c", "f64[3, 2, 4]"}},
+         "  return sum(transpose(x, perm=[2, 0, 1]) * c) + sum(transpose(x, perm=[0, 2, 1]) * "
+         "transpose(x, perm=[0, 2, 1]))",
+         {0},
+         {{kMesh1, {"m[_, _, _]", "m[_, _, _]"}}, {kMesh22, {"m[x, y, _]", "m[_, x, y]"}}}});
+  check({"reshape",
+         {{"x", "f64[6, 4]"}, {"c", "f64[6, 2, 2]"}},
+         "  return sum(reshape(x, [6, 2, 2]) * c) + sum(reshape(x * x, [24]))",
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_, _, _]"}}, {kMesh22, {"m[x, _]", "m[x, _, _]"}}}});
+  check({"broadcast_to",
+         {{"v", "f64[3]"}, {"col", "f64[4, 1]"}, {"c", "f64[4, 3]"}},
+         "  return (sum(relayout(broadcast_to(v, [4, 3]), {L2}) * c) +\n"
+         "    sum(relayout(broadcast_to(col, [4, 3]), {L2}) * c * c))",
+         {0, 1},
+         {{kMesh1, {"m[_]", "m[_, _]", "m[_, _]"}}, {kMesh22, {"m[y]", "m[x, _]", "m[x, y]"}}}});
+}
+
+TEST_CASE("grad check: index_select and index_add") {
+  std::vector<int64_t> ids = {0, 4, 2, 2, 1, 0, 3};
+  check({"index_select dim 0 (sharded ids)",
+         {{"x", "f64[5, 3]"}, {"ids", "i32[7]", ids}, {"c", "f64[7, 3]"}},
+         "  return sum(index_select(x, ids) * c)",
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}},
+          {kMesh22, {"m[_, _]", "m[x]", "m[x, _]"}},
+          {kMesh22, {"m[_, y]", "m[x]", "m[x, y]"}},
+          {kMesh3, {"m[_, _]", "m[_]", "m[_, _]"}}}});
+  check({"index_select dim 1",
+         {{"x", "f64[3, 5]"}, {"ids", "i32[7]", ids}, {"c", "f64[3, 7]"}},
+         "  return sum(index_select(x, ids, dim=1) * c)",
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}}, {kMesh22, {"m[x, _]", "m[y]", "m[x, y]"}}}});
+  check({"index_add",
+         {{"base", "f64[5, 3]"}, {"ids", "i32[7]", ids}, {"src", "f64[7, 3]"}, {"c", "f64[5, 3]"}},
+         "  let r = index_add(base, ids, src)\n  return sum(r * r * c)",
+         {0, 2},
+         {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[_, y]", "m[_]", "m[_, y]", "m[_, y]"}}}});
+}
+
+TEST_CASE("grad check: cast and relayout") {
+  Case c{"cast f64 -> f32 -> f64",
+         {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+         "  return sum(cast(cast(x, f32), f64) * c)",
+         {0},
+         matrixConfigs(2)};
+  c.h = 1e-3;
+  c.tol = 1e-3;
+  check(c);
+  check({"relayout shard -> replicate, partial -> replicate, replicate -> shard",
+         {{"a", "f64[4, 3]"}, {"b", "f64[3, 5]"}},
+         "  let p = relayout(a @ b, m[_, _])\n"
+         "  let s = relayout(p * p, m[x, _])\n"
+         "  return relayout(sum(s * relayout(p, m[x, _])), m[]) + sum(relayout(a, m[_, _]))",
+         {0, 1},
+         {{kMesh1, {"m[_, x]", "m[x, _]"}},
+          {kMesh22, {"m[_, x]", "m[x, _]"}},
+          {kMesh22, {"m[_, y]", "m[y, x]"}},
+          {kMesh3, {"m[x, _]", "m[_, _]"}}}});
+}
+
+TEST_CASE("grad check: calls and for loops inside the differentiated function") {
+  // The loop carries a var through three calls of the generic helper `h`.
+  Case c{"call + loop",
+         {{"x", "f64[5, 3]"}, {"w", "f64[3, 3]"}},
+         "  var y = x\n  for i in 0..3 {\n    y = h(y, w)\n  }\n  return sum(y * y)",
+         {0, 1},
+         {{kMesh1, {"m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[x, _]", "m[_, _]"}},
+          {kMesh3, {"m[x, _]", "m[_, _]"}},
+          {kMesh22, {"m[(x, y), _]", "m[_, _]"}}}};
+  c.prelude = "fn h(y: f64[N, K] @ *, w: f64[K, K] @ *) -> f64[N, K] @ * {\n"
+              "  return tanh(y @ w) * 0.5 + y\n}\n";
+  check(c);
+}
+
+namespace {
+
+/// The result types of the gradient function `name` of `text` (global IR).
+std::vector<std::string> gradTypes(const std::string &text, const std::string &name) {
+  Session s;
+  std::vector<std::string> out;
+  if (!build(s, text, false))
+    return out;
+  const Function *g = s.module.find(name);
+  REQUIRE(g);
+  for (auto &t : g->results)
+    out.push_back(t.str());
+  return out;
+}
+
+const std::string kModulation = R"(mesh g = [t = 2]
+fn loss(tokens: f32[T, H] @ *, cond: f32[S, H] @ *, ids: i32[T] @ *, w: f32[H, H] @ *) -> f32[] @ * {
+  return sum(index_select(cond @ transpose(w), ids) * tokens)
+}
+)";
+
+} // namespace
+
+TEST_CASE("grad placements: seed 001 modulation, project then index") {
+  // tokens and ids sharded on the token axis, cond and weight replicated
+  auto t = gradTypes(kModulation + R"(let tk : f32[7, 4] @ g[t, _] = randn(seed=1)
+let c : f32[3, 4] @ g[_, _] = randn(seed=2)
+let ids : i32[7] @ g[t] = [0, 0, 0, 1, 1, 2, 2]
+let w : f32[4, 4] @ g[_, _] = randn(seed=3)
+let (a, b, d) = grad(loss, wrt=[0, 1, 3])(tk, c, ids, w)
+)",
+                     "loss.grad.0.1.3");
+  REQUIRE(t.size() == 3);
+  CHECK(t[0] == "f32[7, 4] @ g{t: shard(0)}");
+  CHECK(t[1] == "f32[3, 4] @ g{t: partial(sum)}");
+  CHECK(t[2] == "f32[4, 4] @ g{t: partial(sum)}");
+  // all replicated (the single-device plan): every gradient replicated
+  t = gradTypes(kModulation + R"(let tk : f32[7, 4] @ g[_, _] = randn(seed=1)
+let c : f32[3, 4] @ g[_, _] = randn(seed=2)
+let ids : i32[7] @ g[_] = [0, 0, 0, 1, 1, 2, 2]
+let w : f32[4, 4] @ g[_, _] = randn(seed=3)
+let (a, b, d) = grad(loss, wrt=[0, 1, 3])(tk, c, ids, w)
+)",
+                "loss.grad.0.1.3");
+  REQUIRE(t.size() == 3);
+  for (auto &s : t)
+    CHECK(s.find("{t: replicate}") != std::string::npos);
+}
+
+TEST_CASE("grad placements: seed 001 modulation, index then project with replicated ids") {
+  // The token slice of cond_per_token is replicate -> shard; its backward is
+  // an all-gather, so cond's gradient is replicated, weight's still partial.
+  auto t = gradTypes(R"(mesh g = [t = 2]
+fn loss(tokens: f32[T, H] @ g[t, _], cond: f32[S, H] @ g[_, _], ids: i32[T] @ g[_],
+        w: f32[H, H] @ g[_, _]) -> f32[] @ g{t: partial(sum)} {
+  let cpt = relayout(index_select(cond, ids), g[t, _])
+  return sum((cpt @ transpose(w)) * tokens)
+}
+let tk : f32[7, 4] @ g[t, _] = randn(seed=1)
+let c : f32[3, 4] @ g[_, _] = randn(seed=2)
+let ids : i32[7] @ g[_] = [0, 0, 0, 1, 1, 2, 2]
+let w : f32[4, 4] @ g[_, _] = randn(seed=3)
+let (a, b, d) = grad(loss, wrt=[0, 1, 3])(tk, c, ids, w)
+)",
+                     "loss.grad.0.1.3");
+  REQUIRE(t.size() == 3);
+  CHECK(t[0] == "f32[7, 4] @ g{t: shard(0)}");
+  CHECK(t[1] == "f32[3, 4] @ g{t: replicate}");
+  CHECK(t[2] == "f32[4, 4] @ g{t: partial(sum)}");
+}
+
+TEST_CASE("grad placements: FSDP gather inside the loss gives a reduce-scattered gradient") {
+  // The backward of shard(0) -> replicate is partial(sum) -> shard(0).
+  auto t = gradTypes(R"(mesh f = [dp = 4]
+fn loss(w: f32[8, 4] @ f[dp, _], x: f32[16, 8] @ f[dp, _]) -> f32[] @ f{dp: partial(sum)} {
+  let y = x @ relayout(w, f[_, _])
+  return sum(y * y)
+}
+let w : f32[8, 4] @ f[dp, _] = randn(seed=1)
+let x : f32[16, 8] @ f[dp, _] = randn(seed=2)
+let g = grad(loss)(w, x)
+)",
+                     "loss.grad.0");
+  REQUIRE(t.size() == 1);
+  CHECK(t[0] == "f32[8, 4] @ f{dp: shard(0)}");
+}
+
+TEST_CASE("grad placements: a max over a sharded dim differentiates (partial(max) reduced)") {
+  auto t = gradTypes(R"(mesh m = [x = 2]
+fn f(a: f32[3, 4] @ m[_, x]) -> f32[] @ m[] {
+  return relayout(sum(relayout(max(a, dim=1), m[_])), m[])
+}
+let a : f32[3, 4] @ m[_, x] = randn(seed=1)
+let g = grad(f)(a)
+)",
+                     "f.grad.0");
+  REQUIRE(t.size() == 1);
+  CHECK(t[0] == "f32[3, 4] @ m{x: shard(1)}");
+}

@@ -12,9 +12,11 @@
 //
 // Tolerances: finite differences with step h = 1e-5 (f64), pass when
 // |grad - fd| <= 1e-6 (1 + |fd|) (truncation ~h^2, rounding ~1e-16/h);
-// the cast-through-f32 case uses h = 1e-3 and 1e-3 (f32 rounding). A layout's
+// the cast-through-f32 case uses h = 1e-3 and 1e-3 (f32 rounding), and the
+// stdlib functions (f32 only) h = 1e-2 and 2e-2. A layout's
 // gradient (reference or distributed) must match the first layout's within
-// 1e-10 (1 + |g|) (reassociation of partial sums only).
+// 1e-10 (1 + |g|) in f64, 1e-4 (1 + |g|) in f32 (reassociation of partial
+// sums only).
 #include "frontend/Session.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
@@ -51,7 +53,9 @@ struct Case {
   std::vector<int64_t> wrt;
   std::vector<Config> configs;
   double h = 1e-5, tol = 1e-6;
-  std::string prelude = {}; ///< helper functions `f` calls
+  std::string prelude = {};   ///< helper functions `f` calls
+  std::string result = "f64"; ///< the element type of `f`'s result
+  double layoutTol = 1e-10;   ///< distributed / other layouts vs the first
 };
 
 std::string join(const std::vector<int64_t> &v) {
@@ -71,7 +75,7 @@ std::string program(const Case &c, const Config &cf) {
     for (size_t p; (p = body.find(key)) != std::string::npos;)
       body.replace(p, key.size(), cf.layouts[i]);
   }
-  t += ") -> f64[] @ * {\n" + body + "\n}\n";
+  t += ") -> " + c.result + "[] @ * {\n" + body + "\n}\n";
   std::string args;
   for (size_t i = 0; i < c.params.size(); ++i) {
     const Param &p = c.params[i];
@@ -173,9 +177,9 @@ void check(const Case &c) {
     for (size_t w = 0; w < grads.size(); ++w)
       for (int64_t i = 0; i < grads[w].numel(); ++i) {
         INFO("distributed d/d " << c.params[c.wrt[w]].name << "[" << i << "]");
-        CHECK(close(dg[w].get(i), grads[w].get(i), 1e-10));
+        CHECK(close(dg[w].get(i), grads[w].get(i), c.layoutTol));
         if (k > 0)
-          CHECK(close(grads[w].get(i), first[w].get(i), 1e-10));
+          CHECK(close(grads[w].get(i), first[w].get(i), c.layoutTol));
       }
     if (k == 0)
       first = grads;
@@ -490,4 +494,73 @@ let g = grad(f)(a)
                      "f.grad.0");
   REQUIRE(t.size() == 1);
   CHECK(t[0] == "f32[3, 4] @ m{x: shard(1)}");
+}
+
+TEST_CASE("grad check: stdlib nn functions (f32)") {
+  auto f32Case = [](std::string name, std::vector<Param> ps, std::string body,
+                    std::vector<int64_t> wrt, std::vector<Config> cfs) {
+    Case c{std::move(name), std::move(ps), std::move(body), std::move(wrt), std::move(cfs)};
+    c.prelude = "import nn\n";
+    c.result = "f32";
+    c.h = 1e-2;
+    c.tol = 2e-2;
+    c.layoutTol = 1e-4; // f32 partial sums in another order
+    return c;
+  };
+  auto run = [](const Case &c) { check(c); };
+  run(f32Case("nn.softmax, nn.log_softmax", {{"x", "f32[4, 5]"}, {"c", "f32[4, 5]"}},
+              "  return sum(nn.softmax(x) * c) + sum(nn.log_softmax(x) * c * c)", {0},
+              {{kMesh1, {"m[_, _]", "m[_, _]"}}, {kMesh22, {"m[x, _]", "m[x, _]"}}}));
+  run(f32Case("nn.cross_entropy, batch sharded", {{"x", "f32[4, 5]"}, {"t", "f32[4, 5]"}},
+              "  return relayout(nn.cross_entropy(x, t * t), m[])", {0},
+              {{kMesh1, {"m[_, _]", "m[_, _]"}}, {kMesh22, {"m[(x, y), _]", "m[(x, y), _]"}}}));
+  run(f32Case("nn.layer_norm",
+              {{"x", "f32[4, 5]"}, {"gm", "f32[5]"}, {"bt", "f32[5]"}, {"c", "f32[4, 5]"}},
+              "  return sum(nn.layer_norm(x, gm, bt) * c)", {0, 1, 2},
+              {{kMesh1, {"m[_, _]", "m[_]", "m[_]", "m[_, _]"}},
+               {kMesh22, {"m[x, _]", "m[_]", "m[_]", "m[x, _]"}}}));
+  // the feature dim sharded on y: moments partial(sum), relayouted to {L4}
+  run(f32Case(
+      "nn.layer_norm_moments + relayout + nn.layer_norm_apply",
+      {{"x", "f32[4, 6]"}, {"gm", "f32[6]"}, {"bt", "f32[6]"}, {"c", "f32[4, 6]"}, {"r", "f32[4]"}},
+      "  let (mu, ms) = nn.layer_norm_moments(x)\n"
+      "  let y = nn.layer_norm_apply(x, relayout(mu, {L4}), relayout(ms, {L4}), gm, bt)\n"
+      "  return sum(y * c)",
+      {0, 1, 2},
+      {{kMesh1, {"m[_, _]", "m[_]", "m[_]", "m[_, _]", "m[_]"}},
+       {kMesh22, {"m[x, y]", "m[y]", "m[y]", "m[x, y]", "m[x]"}}}));
+  // the class dim sharded: max and sum relayouted explicitly
+  run(f32Case("nn.softmax_sharded_exp + nn.softmax_sharded_norm + nn.log_softmax_sharded",
+              {{"x", "f32[3, 6]"}, {"c", "f32[3, 6]"}, {"r", "f32[3]"}},
+              "  let mx = relayout(max(x, dim=1), {L2})\n"
+              "  let (e, s) = nn.softmax_sharded_exp(x, mx)\n"
+              "  let sr = relayout(s, {L2})\n"
+              "  return sum(nn.softmax_sharded_norm(e, sr) * c) + sum(nn.log_softmax_sharded(x, "
+              "mx, sr) * c)",
+              {0},
+              {{kMesh1, {"m[_, _]", "m[_, _]", "m[_]"}},
+               {kMesh22, {"m[_, y]", "m[_, y]", "m[_]"}},
+               {kMesh22, {"m[x, y]", "m[x, y]", "m[x]"}}}));
+  run(f32Case("nn.attention, queries sharded",
+              {{"q", "f32[3, 4]"}, {"k", "f32[5, 4]"}, {"v", "f32[5, 2]"}, {"c", "f32[3, 2]"}},
+              "  return sum(nn.attention(q, k, v) * c)", {0, 1, 2},
+              {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]", "m[_, _]"}},
+               {kMesh22, {"m[x, _]", "m[_, _]", "m[_, _]", "m[x, _]"}}}));
+  run(f32Case("nn.mlp (column- then row-parallel), nn.gelu, nn.linear",
+              {{"x", "f32[4, 3]"},
+               {"w1", "f32[3, 6]"},
+               {"b1", "f32[6]"},
+               {"w2", "f32[6, 2]"},
+               {"c", "f32[4, 2]"}},
+              "  let y = relayout(nn.mlp(x, w1, b1, w2), {L4})\n"
+              "  let z = nn.linear(x, w1, b1)\n"
+              "  return relayout(sum(nn.gelu(y) * c), m[]) + relayout(sum(z * z), m[])",
+              {0, 1, 2, 3},
+              {{kMesh1, {"m[_, _]", "m[_, _]", "m[_]", "m[_, _]", "m[_, _]"}},
+               {kMesh22, {"m[x, _]", "m[_, y]", "m[y]", "m[y, _]", "m[x, _]"}}}));
+  run(f32Case(
+      "nn.embedding, ids sharded",
+      {{"tab", "f32[5, 4]"}, {"ids", "i32[7]", {0, 4, 2, 2, 1, 0, 3}}, {"c", "f32[7, 4]"}},
+      "  return sum(nn.embedding(tab, ids) * c)", {0},
+      {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}}, {kMesh22, {"m[_, y]", "m[x]", "m[x, y]"}}}));
 }

@@ -29,6 +29,26 @@ void unpack(const char *src, const Box &region, HostTensor &block, const Box &at
              block.shape, minus(region.offset, at.offset), region.shape, dtypeSize(block.dtype));
 }
 
+/// True when the non-empty `parts`, in order, are consecutive slabs of `box`
+/// along dim 0 (full extent in every other dim): their concatenation is `box`
+/// in row-major order.
+bool concatenates(const std::vector<Box> &parts, const Box &box) {
+  if (box.shape.empty())
+    return false;
+  int64_t next = box.offset[0];
+  for (auto &p : parts) {
+    if (p.volume() == 0)
+      continue;
+    if (p.offset[0] != next)
+      return false;
+    for (size_t d = 1; d < box.shape.size(); ++d)
+      if (p.offset[d] != box.offset[d] || p.shape[d] != box.shape[d])
+        return false;
+    next += p.shape[0];
+  }
+  return next == box.offset[0] + box.shape[0];
+}
+
 } // namespace
 
 HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const TensorType &dst,
@@ -87,6 +107,10 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
     std::vector<int64_t> counts;
     for (auto &b : olds)
       counts.push_back(b.volume());
+    if (concatenates(olds, newB)) { // blocks in group order along dim 0: no unpacking
+      group(members).allGatherV(block.raw(), out.raw(), counts, dt);
+      return out;
+    }
     HostTensor recv(dt, {totalCount(counts)});
     group(members).allGatherV(block.raw(), recv.raw(), counts, dt);
     auto offs = countOffsets(counts);

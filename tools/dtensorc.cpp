@@ -3,12 +3,14 @@
 // the one diagnostics engine. Exit codes: 0 ok, 1 program error (parse, type
 // or runtime), 2 usage error, 3 internal compiler error.
 #include "codegen/CpuJIT.h"
+#include "codegen/CudaEmitter.h"
 #include "codegen/FusedKernel.h"
 #include "frontend/Session.h"
 #include "ir/Printer.h"
 #include "passes/Explain.h"
 #include "passes/Fusion.h"
 #include "passes/Pipeline.h"
+#include "runtime/CudaRuntime.h"
 #include "runtime/Executor.h"
 #include "runtime/Reference.h"
 #include "runtime/Verify.h"
@@ -34,8 +36,9 @@ const Command kCommands[] = {
     {"check", "dtensorc check FILE",
      "Parses and type-checks FILE (shapes and placements); prints every error with its fix."},
     {"run",
-     "dtensorc run FILE [--ranks N] [--components] [--visualize] [--reference] [--stats]\n"
-     "      [--no-jit] [--no-fusion] [--no-reuse] [--print-after=PASS] [--time-passes]",
+     "dtensorc run FILE [--ranks N] [--backend cpu|cuda] [--components] [--visualize]\n"
+     "      [--reference] [--stats] [--no-jit] [--no-fusion] [--no-reuse] [--print-after=PASS]\n"
+     "      [--time-passes]",
      "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
      "      device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
      "      global value. --components also lists, per print, each device's local block of\n"
@@ -57,11 +60,12 @@ const Command kCommands[] = {
      "      per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
      "      |d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
      "      mesh's axis sizes (same number of axes; devices 0..n-1), repeatable."},
-    {"emit", "dtensorc emit ir|spmd|kernels|ast FILE [--print-after=PASS] [--time-passes]",
+    {"emit", "dtensorc emit ir|spmd|kernels|llvm|cuda|ast FILE [--print-after=PASS] [--time-passes]",
      "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
      "      the per-rank program after SPMD lowering (collectives explicit); `kernels` the\n"
      "      program after fusion (`call @fused.N`) and then the kernel IR of every fused\n"
-     "      kernel. Passes, in order: build, spmd, fusion."},
+     "      kernel; `llvm` the optimized LLVM IR and `cuda` the CUDA C++ (for NVRTC) of\n"
+     "      every fused kernel. Passes, in order: build, spmd, fusion."},
 };
 
 int usage(const std::string &why) {
@@ -134,8 +138,12 @@ int main(int argc, char **argv) {
   for (auto &c : kCommands) known |= a.cmd == c.name;
   if (!known) return usage("unknown command `" + a.cmd + "`");
   if (a.file.empty()) return usage("`" + a.cmd + "` needs a FILE");
-  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "kernels" && a.sub != "ast")
-    return usage("unknown stage `" + a.sub + "` (ir, spmd, kernels, ast)");
+  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "kernels" &&
+      a.sub != "llvm" && a.sub != "cuda" && a.sub != "ast")
+    return usage("unknown stage `" + a.sub + "` (ir, spmd, kernels, llvm, cuda, ast)");
+  std::string backend = a.flags.count("backend") ? a.flags["backend"] : "cpu";
+  if (backend != "cpu" && backend != "cuda")
+    return usage("unknown backend `" + backend + "` (cpu, cuda)");
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -153,11 +161,12 @@ int main(int argc, char **argv) {
   po.printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
   po.timePasses = a.flags.count("time-passes") > 0;
   bool reference = a.flags.count("reference") > 0;
+  bool kernelStage = a.sub == "kernels" || a.sub == "llvm" || a.sub == "cuda";
   po.spmd =
-      a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || a.sub == "kernels";
+      a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || kernelStage;
   // Fusion makes the program the CPU backend runs; `emit spmd` and `explain`
   // show the program before it.
-  po.fusion = ((a.cmd == "run" && !reference) || a.sub == "kernels") && !a.flags.count("no-fusion");
+  po.fusion = ((a.cmd == "run" && !reference) || kernelStage) && !a.flags.count("no-fusion");
   try {
     if (a.cmd == "verify") {
       VerifyResult vr = verifyFile(a.file, overrides, ranks);
@@ -176,6 +185,17 @@ int main(int argc, char **argv) {
     Session s;
     if (!build(s, po)) return 1;
     if (a.cmd == "check") return 0;
+    if (a.cmd == "emit" && (a.sub == "llvm" || a.sub == "cuda")) {
+      CpuJIT jit;
+      for (auto &f : s.module.functions) {
+        if (!isFusedKernel(f)) continue;
+        Kernel k = buildFusedKernel(f).kernel;
+        std::cout << "// " << f.name << "\n";
+        if (a.sub == "llvm") std::cout << jit.emitLLVM(k, true) << "\n";
+        else std::cout << emitCudaKernel(k, "dt_k_" + std::to_string(kernelHash(k))).source << "\n";
+      }
+      return 0;
+    }
     if (a.cmd == "emit") {
       if (a.sub == "ast") std::cout << emitAst(s);
       else std::cout << printModule(s.module);
@@ -190,6 +210,15 @@ int main(int argc, char **argv) {
       return 0;
     }
     // run
+    if (backend == "cuda") {
+      // Fails here with one line naming what is missing on a machine without
+      // a GPU; where a GPU is present, program execution is not wired yet.
+      CudaLibraries libs;
+      CudaContext ctx(libs);
+      throw RuntimeFault("--backend cuda: running programs on the CUDA backend is not "
+                         "implemented yet (the kernels, allocator, cuBLAS and NCCL layers are; "
+                         "the executor does not dispatch to them)");
+    }
     if (reference) {
       ReferenceEvaluator ev(s.module, std::cout);
       ev.run("main", {});

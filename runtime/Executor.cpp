@@ -49,10 +49,10 @@ struct Executor::Shared {
   bool wantSources = false;
   const KernelTable *kernels = nullptr;    ///< compiled kernels (null: --no-jit)
   const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
-  std::vector<RankState> state;            ///< per world rank
+  std::vector<RankState> &state;           ///< per world rank (kept across runs)
 
-  Shared(const Module &mod, int n, bool reuse)
-      : m(mod), world(n), prints(n), results(n), state(n, RankState(reuse)) {}
+  Shared(const Module &mod, int n, std::vector<RankState> &st)
+      : m(mod), world(n), prints(n), results(n), state(st) {}
 };
 
 namespace {
@@ -118,12 +118,22 @@ private:
         return r;
       }
       dying_ = dies ? &(*dies)[ii] : nullptr;
-      auto res = inst(in, fr, depth);
-      for (size_t i = 0; i < in.results.size(); ++i) {
-        fr.def[in.results[i]] = &in;
-        fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
-        if (fr.vals[in.results[i]])
-          rs_.hold(*fr.vals[in.results[i]]);
+      RankState::CallSite *cs =
+          in.op == Op::Call && sh_.kernels ? &rs_.site(in, *sh_.kernels) : nullptr;
+      if (cs && cs->kernel) { // fast path: a compiled kernel, one result
+        Slot &r = fr.vals.at(in.results.at(0));
+        fr.def[in.results[0]] = &in;
+        r = kernelCall(*cs, in, fr);
+        if (r)
+          rs_.hold(*r);
+      } else {
+        auto res = inst(in, fr, depth);
+        for (size_t i = 0; i < in.results.size(); ++i) {
+          fr.def[in.results[i]] = &in;
+          fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
+          if (fr.vals[in.results[i]])
+            rs_.hold(*fr.vals[in.results[i]]);
+        }
       }
       if (dies)
         for (int id : (*dies)[ii])
@@ -135,8 +145,6 @@ private:
   std::vector<Slot> inst(const Inst &in, Frame &fr, int depth) {
     switch (in.op) {
     case Op::Call: {
-      if (const KernelTable::Entry *k = sh_.kernels ? sh_.kernels->find(in) : nullptr)
-        return kernelCall(*k, in, fr);
       const Function *callee = sh_.m.find(in.attrs.str);
       if (!callee)
         throw InternalError("executor: unknown callee `" + in.attrs.str + "`");
@@ -182,18 +190,23 @@ private:
     return std::vector<Slot>(out.begin(), out.end());
   }
 
-  /// A call of a compiled kernel: the rank runs it on its blocks (none off
-  /// the kernel's mesh); an input that dies here may be overwritten.
-  std::vector<Slot> kernelCall(const KernelTable::Entry &k, const Inst &in, Frame &fr) {
-    if (!holds(k.fk.iterType))
-      return {Slot{}};
-    std::vector<const HostTensor *> args;
-    std::vector<bool> dying;
-    for (int o : in.operands) {
-      args.push_back(&get(fr, o, in));
-      dying.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
+  /// A call of a compiled kernel (the fast path of block()): the rank runs
+  /// it on its blocks (none off the kernel's mesh); an input that dies here
+  /// may be overwritten (the memory plan).
+  Slot kernelCall(RankState::CallSite &cs, const Inst &in, Frame &fr) {
+    if (!cs.launched) {
+      cs.runs = holds(cs.kernel->fk.iterType);
+      cs.meshRank = meshRank(cs.kernel->fk.iterType);
     }
-    return {rs_.runKernel(k, in, args, dying, meshRank(k.fk.iterType))};
+    if (!cs.runs)
+      return Slot{};
+    argSlots_.clear();
+    argDying_.clear();
+    for (int o : in.operands) {
+      argSlots_.push_back(&fr.vals.at(o));
+      argDying_.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
+    }
+    return rs_.runKernel(cs, argSlots_.data(), argDying_.data(), argSlots_.size());
   }
 
   /// Every rank holds host values, so a value read to the host from a mesh
@@ -265,6 +278,8 @@ private:
   int rank_;
   RankState &rs_;
   const std::vector<int> *dying_ = nullptr; ///< values dying at the current instruction
+  std::vector<Slot *> argSlots_;            ///< kernel-call scratch (no allocation per op)
+  std::vector<unsigned char> argDying_;
   std::map<const Mesh *, int64_t> meshRanks_;
 };
 
@@ -318,10 +333,21 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   // Kernels compile before the rank threads start; ranks share the table.
   // The tables are kept for later runs of the same module.
   stats_ = ExecStats{};
-  if (tablesFor_ != m_.functions.size()) {
+  // The tables and call-site caches point into the module: any function
+  // added, or a body that grew or moved (the REPL appends to `main`),
+  // invalidates them.
+  uint64_t key = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { key = (key ^ v) * 1099511628211ull; };
+  mix(m_.functions.size());
+  for (auto &fn : m_.functions) {
+    mix((uint64_t)(uintptr_t)fn.body.insts.data());
+    mix(fn.body.insts.size());
+  }
+  if (tablesFor_ != key) {
     kernels_.reset();
     liveness_.reset();
-    tablesFor_ = m_.functions.size();
+    tablesFor_ = key;
+    states_.clear();
   }
   for (auto &fn : m_.functions)
     stats_.kernels += isFusedKernel(fn);
@@ -350,10 +376,16 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   }
   if (opts_.memoryPlan && !liveness_)
     liveness_ = std::make_unique<LivenessTable>(m_);
-  Shared sh(m_, need, opts_.memoryPlan);
+  if (states_.size() != (size_t)need)
+    states_.assign(need, RankState(opts_.memoryPlan));
+  for (auto &st : states_)
+    st.startRun();
+  Shared sh(m_, need, states_);
   sh.kernels = opts_.jit ? kernels_.get() : nullptr;
-  sh.liveness = opts_.memoryPlan ? liveness_.get() : nullptr;
+  // Components/visualize read a printed value's source after its last use,
+  // so they keep every value (a debugging view).
   sh.wantSources = opts_.components || opts_.visualize;
+  sh.liveness = opts_.memoryPlan && !sh.wantSources ? liveness_.get() : nullptr;
   std::string failure;
   try {
     sh.world.run([&](int rank) {

@@ -112,10 +112,11 @@ private:
   ExecStats stats_;
   std::unique_ptr<CpuJIT> ownJit_, ownQuickJit_;
   /// Compiled kernels and the memory plan of m_, kept across runs (rebuilt
-  /// when the module's function count changes).
+  /// when the module's functions or their bodies change).
   std::unique_ptr<KernelTable> kernels_;
   std::unique_ptr<LivenessTable> liveness_;
-  size_t tablesFor_ = 0;
+  std::vector<RankState> states_; ///< per rank: call-site launch caches
+  uint64_t tablesFor_ = 0;        ///< fingerprint of the module the tables describe
 };
 
 } // namespace dt

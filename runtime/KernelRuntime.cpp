@@ -75,18 +75,35 @@ const std::vector<std::vector<int>> *LivenessTable::dies(const Block &b) const {
 void RankState::count(const Buffer *b, int delta) {
   if (!b)
     return;
-  if (delta < 0 && !refs_.count(b))
-    return; // a value this rank never held (a caller's argument)
-  int &n = refs_[b];
-  if (n == 0 && delta > 0) {
+  auto it = refs_.find(b);
+  if (it == refs_.end()) {
+    if (delta < 0)
+      return; // a value this rank never held (a caller's argument)
+    it = refs_.emplace(b, 0).first;
+  }
+  int &n = it->second;
+  if (delta < 0 && n <= 0)
+    return;
+  if (n == 0) {
     stats.liveBytes += (int64_t)b->bytes();
     stats.peakBytes = std::max(stats.peakBytes, stats.liveBytes);
   }
   n += delta;
-  if (n == 0) {
-    stats.liveBytes -= (int64_t)b->bytes();
-    refs_.erase(b);
+  if (n > 0)
+    return;
+  stats.liveBytes -= (int64_t)b->bytes();
+  // Zero entries stay (no map churn per op) until they pile up.
+  if (refs_.size() > purgeAt_) {
+    std::erase_if(refs_, [](const auto &e) { return e.second <= 0; });
+    purgeAt_ = std::max<size_t>(4096, 2 * refs_.size());
   }
+}
+
+void RankState::startRun() {
+  stats = RankStats{};
+  refs_.clear();
+  purgeAt_ = 4096;
+  pool_.clear();
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
@@ -100,7 +117,7 @@ void RankState::release(std::optional<HostTensor> &t) {
     return;
   // The slot's reference and `b` are the same one now: pool a buffer that no
   // other value or print event shares.
-  if (reuse_ && b.use_count() == 1 && b->bytes() > 0) {
+  if (reuse_ && b.use_count() == 1 && b->bytes() > 0 && pool_.size() < kPoolBuffers) {
     count(b.get(), +1); // the pool's hold
     pool_.emplace((int64_t)b->bytes(), b);
   }
@@ -121,46 +138,63 @@ std::shared_ptr<Buffer> RankState::acquire(int64_t bytes) {
   return std::make_shared<Buffer>((size_t)bytes);
 }
 
-HostTensor RankState::runKernel(const KernelTable::Entry &e, const Inst &in,
-                                const std::vector<const HostTensor *> &args,
-                                const std::vector<bool> &dying, int64_t meshRank) {
-  const Kernel &k = e.fk.kernel;
-  if (args.size() != k.inputs.size())
-    throw InternalError("executor: `@" + in.attrs.str + "` takes " +
-                        std::to_string(k.inputs.size()) + " inputs");
-  auto it = launches_.find(&in);
-  if (it == launches_.end()) {
-    std::vector<std::vector<int64_t>> shapes;
-    for (auto *a : args)
-      shapes.push_back(a->shape);
-    it = launches_.emplace(&in, fusedLaunch(e.fk, shapes, meshRank)).first;
+RankState::CallSite &RankState::site(const Inst &in, const KernelTable &table) {
+  CallSite &cs = sites_[&in];
+  if (!cs.resolved) {
+    cs.resolved = true;
+    cs.kernel = table.find(in);
   }
-  const FusedLaunch &l = it->second;
-  HostTensor out;
-  out.dtype = k.outputs[0];
-  out.shape = l.outShape;
-  int64_t bytes = out.bytes();
-  if (reuse_ && k.reduce == KReduce::None)
-    for (size_t i = 0; i < args.size() && !out.buf; ++i) {
-      const HostTensor &a = *args[i];
-      if (dying[i] && a.buf && a.buf.use_count() == 1 && a.shape == out.shape &&
-          a.bytes() == bytes && dtypeSize(a.dtype) == dtypeSize(out.dtype)) {
-        out.buf = a.buf;
-        ++stats.inPlace;
-      }
-    }
-  if (!out.buf)
-    out.buf = acquire(bytes);
-  void *bufs[8];
+  return cs;
+}
+
+HostTensor RankState::runKernel(CallSite &cs, std::optional<HostTensor> *const *args,
+                                const unsigned char *dying, size_t n) {
+  const KernelTable::Entry &e = *cs.kernel;
+  const Kernel &k = e.fk.kernel;
+  if (n != k.inputs.size())
+    throw InternalError("executor: `" + k.name + "` takes " + std::to_string(k.inputs.size()) +
+                        " inputs, got " + std::to_string(n));
+  for (size_t i = 0; i < n; ++i)
+    if (!*args[i])
+      throw InternalError("executor: `" + k.name + "` reads a value this rank does not hold");
+  if (!cs.launched) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < n; ++i)
+      shapes.push_back((*args[i])->shape);
+    cs.launch = fusedLaunch(e.fk, shapes, cs.meshRank);
+    cs.launched = true;
+  }
+  const FusedLaunch &l = cs.launch;
+  void *bufs[16];
   std::vector<void *> many;
   void **b = bufs;
-  if (args.size() + 1 > 8) {
-    many.resize(args.size() + 1);
+  if (n + 1 > 16) {
+    many.resize(n + 1);
     b = many.data();
   }
-  for (size_t i = 0; i < args.size(); ++i)
-    b[i] = const_cast<void *>(args[i]->raw());
-  b[args.size()] = out.raw();
+  for (size_t i = 0; i < n; ++i)
+    b[i] = (*args[i])->raw();
+  HostTensor out;
+  DType odt = k.outputs[0];
+  if (reuse_ && k.reduce == KReduce::None)
+    for (size_t i = 0; i < n; ++i) {
+      HostTensor &a = **args[i];
+      if (dying[i] && a.buf && a.buf.use_count() == 1 && a.shape == l.outShape &&
+          dtypeSize(a.dtype) == dtypeSize(odt)) {
+        out = std::move(a); // the value dies here: its buffer becomes the output
+        args[i]->reset();
+        count(out.buf.get(), -1); // the emptied slot's hold
+        out.dtype = odt;
+        ++stats.inPlace;
+        break;
+      }
+    }
+  if (!out.buf) {
+    out.dtype = odt;
+    out.shape = l.outShape;
+    out.buf = acquire(out.bytes());
+  }
+  b[n] = out.raw();
   if (l.iterations > 0 || k.reduce != KReduce::None)
     e.fn(b, l.params.data());
   ++stats.kernelCalls;

@@ -86,16 +86,38 @@ class RankState {
 public:
   explicit RankState(bool reuse) : reuse_(reuse) {}
 
+  /// Starts a run: clears the counters, the accounting and the pool; keeps
+  /// the call sites (their launches stay valid for the same module).
+  void startRun();
+
+  /// Buffers the pool keeps at most (a released buffer beyond that is freed:
+  /// only kernel outputs take pooled buffers).
+  static constexpr size_t kPoolBuffers = 32;
+
   /// A value slot now holds `t`.
   void hold(const HostTensor &t);
   /// A value's last use: drops `t` (pooling its buffer when nothing else holds it).
   void release(std::optional<HostTensor> &t);
 
-  /// Runs the kernel `e` that `in` calls on `args`; `dying[i]` says that
-  /// args[i]'s value dies at this call (it may then be overwritten).
-  HostTensor runKernel(const KernelTable::Entry &e, const Inst &in,
-                       const std::vector<const HostTensor *> &args, const std::vector<bool> &dying,
-                       int64_t meshRank);
+  /// What a rank knows about one `call` instruction: whether it calls a
+  /// compiled kernel and, after its first launch, the launch params (local
+  /// shapes are static, so they are computed once per rank and call site).
+  struct CallSite {
+    bool resolved = false;
+    const KernelTable::Entry *kernel = nullptr; ///< null: not a kernel call
+    bool runs = false;                          ///< the rank holds the kernel's mesh
+    int64_t meshRank = -1;
+    bool launched = false;
+    FusedLaunch launch;
+  };
+  /// The call site of `in` (resolved through `table` on first use).
+  CallSite &site(const Inst &in, const KernelTable &table);
+
+  /// Runs the site's kernel on the values in `args`; `dying[i]` says that
+  /// args[i]'s value dies at this call: an unshared one of the output's shape
+  /// and byte size is then moved out of its slot and overwritten in place.
+  HostTensor runKernel(CallSite &cs, std::optional<HostTensor> *const *args,
+                       const unsigned char *dying, size_t n);
 
   RankStats stats;
 
@@ -104,9 +126,10 @@ private:
   void count(const Buffer *b, int delta);
 
   bool reuse_;
-  std::unordered_map<const Buffer *, int> refs_;
+  std::unordered_map<const Buffer *, int> refs_; ///< holds per buffer (0: none now)
+  size_t purgeAt_ = 4096;
   std::multimap<int64_t, std::shared_ptr<Buffer>> pool_;
-  std::unordered_map<const Inst *, FusedLaunch> launches_;
+  std::unordered_map<const Inst *, CallSite> sites_;
 };
 
 } // namespace dt

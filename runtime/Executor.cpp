@@ -49,6 +49,7 @@ struct Executor::Shared {
   bool wantSources = false;
   const KernelTable *kernels = nullptr;    ///< compiled kernels (null: --no-jit)
   const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
+  bool referenceOnly = false;              ///< --no-jit: no BLAS either
   std::vector<RankState> &state;           ///< per world rank (kept across runs)
 
   Shared(const Module &mod, int n, std::vector<RankState> &st)
@@ -186,7 +187,7 @@ private:
     std::vector<TensorType> types;
     for (int r : in.results)
       types.push_back(fr.type(r));
-    auto out = runLocalOp(in, args, types, LocalPlace{meshRank(rt)});
+    auto out = runLocalOp(in, args, types, LocalPlace{meshRank(rt), sh_.referenceOnly});
     return std::vector<Slot>(out.begin(), out.end());
   }
 
@@ -382,6 +383,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     st.startRun();
   Shared sh(m_, need, states_);
   sh.kernels = opts_.jit ? kernels_.get() : nullptr;
+  sh.referenceOnly = !opts_.jit;
   // Components/visualize read a printed value's source after its last use,
   // so they keep every value (a debugging view).
   sh.wantSources = opts_.components || opts_.visualize;

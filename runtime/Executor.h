@@ -49,8 +49,9 @@ struct ExecOptions {
   bool components = false;
   /// After each printed value, a table of which devices hold which block.
   bool visualize = false;
-  /// Run fused kernels (`call @fused.N`) as JIT-compiled native code; false
-  /// runs their ops one by one on the reference kernels (`--no-jit`).
+  /// Run fused kernels (`call @fused.N`) as JIT-compiled native code and
+  /// float matmuls through BLAS; false runs every op on the reference kernels
+  /// (`--no-jit`, for debugging).
   bool jit = true;
   /// The Session's kernel compilers (kernels compile once per CpuJIT): O2
   /// for large iteration spaces, O0 (`quickJit`) for small ones; null = the

@@ -180,8 +180,8 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     // Dense float matmul through BLAS (the reference kernel is a plain loop);
     // other dtypes keep the reference kernel.
     const HostTensor &a = arg(0), &b = arg(1);
-    if (isFloat(a.dtype) && a.dtype == b.dtype && a.dtype == rt.dtype && a.rank() >= 1 &&
-        b.rank() >= 1) {
+    if (!place.referenceOnly && isFloat(a.dtype) && a.dtype == b.dtype && a.dtype == rt.dtype &&
+        a.rank() >= 1 && b.rank() >= 1) {
       HostTensor c;
       gemm(a, b, c);
       return one(std::move(c));

@@ -28,6 +28,8 @@ namespace dt {
 /// for host values, which every rank holds whole).
 struct LocalPlace {
   int64_t meshRank = -1;
+  /// Only the reference kernels (no BLAS): `dtensorc run --no-jit`.
+  bool referenceOnly = false;
 };
 
 /// Runs a non-control, non-collective instruction on local blocks; returns

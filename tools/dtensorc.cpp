@@ -45,8 +45,9 @@ const Command kCommands[] = {
      "      the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
      "      which devices hold which block. --reference runs the single-device reference\n"
      "      evaluator of the global IR instead. Elementwise chains run as fused kernels\n"
-     "      compiled by the LLVM JIT: --no-jit runs their ops on the reference kernels,\n"
-     "      --no-fusion skips the fusion pass (every op on the reference kernels),\n"
+     "      compiled by the LLVM JIT and float matmuls through BLAS: --no-jit runs every\n"
+     "      op on the reference kernels (debugging), --no-fusion skips the fusion pass\n"
+     "      (elementwise ops one by one on the reference kernels),\n"
      "      --no-reuse turns the memory planner off (every buffer lives to the end).\n"
      "      --stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
      "      peak memory, kernel launches (in place) and collectives."},
@@ -60,7 +61,8 @@ const Command kCommands[] = {
      "      per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
      "      |d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
      "      mesh's axis sizes (same number of axes; devices 0..n-1), repeatable."},
-    {"emit", "dtensorc emit ir|spmd|kernels|llvm|cuda|ast FILE [--print-after=PASS] [--time-passes]",
+    {"emit",
+     "dtensorc emit ir|spmd|kernels|llvm|cuda|ast FILE [--print-after=PASS] [--time-passes]",
      "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
      "      the per-rank program after SPMD lowering (collectives explicit); `kernels` the\n"
      "      program after fusion (`call @fused.N`) and then the kernel IR of every fused\n"

@@ -49,6 +49,7 @@ public:
     in.op = o;
     in.operands = std::move(operands);
     in.attrs = std::move(attrs);
+    in.loc = loc_;
     in.results = {f_.newValue(inf.results[0])};
     out_.push_back(std::move(in));
     return out_.back().results[0];
@@ -107,6 +108,9 @@ public:
 
   Function &f_;
   std::vector<Inst> &out_;
+  /// The forward instruction's location, given to its backward instructions
+  /// (so `explain` names the source line of a backward collective).
+  SrcLoc loc_;
 };
 
 /// Common placement for adding two cotangents of one value (see file header).
@@ -151,6 +155,7 @@ public:
   /// The backward of one forward instruction, given its result cotangent.
   void backward(const Inst &in, int g) {
     auto &B = bw_;
+    B.loc_ = in.loc;
     if (!in.results.empty()) g = align(g, g_.type(in.results[0]));
     const auto &x = in.operands;
     int out = in.results.empty() ? -1 : in.results[0];

@@ -1,6 +1,7 @@
 // Benchmark: a JIT-compiled fused chain of 8 elementwise f32 ops over 64 MiB
 // against a plain memcpy of 64 MiB, both single-threaded, bandwidth counting
 // bytes read + written. Target (not a timed test): fused >= 0.7x memcpy.
+#include "BenchUtil.h"
 #include "codegen/CpuJIT.h"
 #include "codegen/KernelIR.h"
 
@@ -12,21 +13,7 @@
 #include <vector>
 
 using namespace dt;
-
-namespace {
-
-/// Best wall time of `reps` runs of f, in seconds.
-template <class F> double best(int reps, F &&f) {
-  double b = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    b = std::min(b, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return b;
-}
-
-} // namespace
+using dt::bench::best;
 
 int main() {
   const int64_t bytes = 64ll << 20, n = bytes / 4;

@@ -2,6 +2,7 @@
 // cblas_sgemm call on the same buffers, both with OpenBLAS pinned to one
 // thread (as gemm runs inside a rank thread). Target (not a timed test):
 // gemm >= 0.9x the direct call.
+#include "BenchUtil.h"
 #include "runtime/Blas.h"
 
 #include <cblas.h>
@@ -11,20 +12,7 @@
 #include <cstdio>
 
 using namespace dt;
-
-namespace {
-
-template <class F> double best(int reps, F &&f) {
-  double b = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    b = std::min(b, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return b;
-}
-
-} // namespace
+using dt::bench::best;
 
 int main() {
   const int64_t n = 1024;

@@ -11,6 +11,7 @@
 // `reps` runs after one warm-up (the reference: one run). Not a timed test.
 //
 // usage: train_bench [B D H C] [reps]   (default 2048 1024 2048 512, 3 reps)
+#include "BenchUtil.h"
 #include "frontend/Session.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
@@ -25,6 +26,7 @@
 #include <vector>
 
 using namespace dt;
+using dt::bench::best;
 
 namespace {
 
@@ -88,16 +90,6 @@ std::vector<HostTensor> arguments(const Function &f) {
     out.push_back(h);
   }
   return out;
-}
-
-template <class F> double best(int reps, F &&f) {
-  double b = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    b = std::min(b, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return b;
 }
 
 bool compile(Session &s, const std::string &text, bool spmd) {

@@ -55,9 +55,11 @@ struct Expr {
     Name,     ///< `text`
     List,     ///< `[a, b, ...]`: `args` (nested lists are tensor literals)
     Unary,    ///< `op` in {"-", "!"}; args[0]
-    Binary,   ///< `op` in {"+","-","*","/","@","**","==","!=","<","<=",">",">=","&&","||"}; args[0..1]
+    Binary,   ///< `op` in {"+","-","*","/","@","**","==","!=","<","<=",">",">=","&&","||"};
+              ///< args[0..1]
     Call,     ///< `callee` (may be dotted `nn.linear`); args; kwargs
-    CallExpr, ///< call of a computed callee: args[0] is the callee (e.g. `grad(f)(x)`); rest are args
+    CallExpr, ///< call of a computed callee: args[0] is the callee (e.g. `grad(f)(x)`); rest are
+              ///< args
     Layout,   ///< a layout used as a value: `relayout(x, m[_, x])`; `layout`
     Index,    ///< `x[i]` tuple element access of multi-result values; args[0], `number` = index
   };
@@ -113,16 +115,16 @@ struct Stmt {
   };
   Kind kind = ExprStmt;
   SrcLoc loc;
-  std::vector<std::string> names;     ///< Let/Var/Assign/For target names
+  std::vector<std::string> names; ///< Let/Var/Assign/For target names
   std::vector<SrcLoc> nameLocs;
-  std::unique_ptr<TypeSpec> type;     ///< Let/Var annotation (optional)
-  ExprPtr value;                      ///< Let/Var init, Assign value, Print arg, ExprStmt
-  std::vector<ExprPtr> values;        ///< Return values
-  ExprPtr lo, hi;                     ///< For bounds
-  std::vector<StmtPtr> body;          ///< For body
-  std::unique_ptr<MeshDecl> mesh;     ///< Mesh
-  std::unique_ptr<FnDecl> fn;         ///< Fn
-  std::string module;                 ///< Import
+  std::unique_ptr<TypeSpec> type; ///< Let/Var annotation (optional)
+  ExprPtr value;                  ///< Let/Var init, Assign value, Print arg, ExprStmt
+  std::vector<ExprPtr> values;    ///< Return values
+  ExprPtr lo, hi;                 ///< For bounds
+  std::vector<StmtPtr> body;      ///< For body
+  std::unique_ptr<MeshDecl> mesh; ///< Mesh
+  std::unique_ptr<FnDecl> fn;     ///< Fn
+  std::string module;             ///< Import
 };
 
 struct Program {

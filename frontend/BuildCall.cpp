@@ -14,7 +14,8 @@ namespace {
 
 const ast::Expr *kwarg(const ast::Expr &e, const std::string &name) {
   for (auto &[k, v] : e.kwargs)
-    if (k == name) return v.get();
+    if (k == name)
+      return v.get();
   return nullptr;
 }
 
@@ -25,7 +26,8 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
   if (x.kind == ast::Expr::List) {
     for (auto &c : x.args) {
       EV v = b.expr(*c);
-      if (v.poison) return false;
+      if (v.poison)
+        return false;
       if (!v.literal || !v.isInt) {
         b.diags().error(DiagId::Unsupported, c->loc, {"expected an integer literal"});
         return false;
@@ -35,7 +37,8 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
     return true;
   }
   EV v = b.expr(x);
-  if (v.poison) return false;
+  if (v.poison)
+    return false;
   if (!v.literal || !v.isInt) {
     b.diags().error(DiagId::Unsupported, x.loc, {"expected an integer or a list of integers"});
     return false;
@@ -47,9 +50,11 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
 EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled) {
   handled = true;
   auto nargs = [&](size_t lo, size_t hi) {
-    if (e.args.size() >= lo && e.args.size() <= hi) return true;
+    if (e.args.size() >= lo && e.args.size() <= hi)
+      return true;
     diags().error(DiagId::ArgCount, e.loc,
-                  {name, lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi),
+                  {name,
+                   lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi),
                    std::to_string(e.args.size())});
     return false;
   };
@@ -62,21 +67,26 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   static const std::map<std::string, Op> binary = {
       {"maximum", Op::Maximum}, {"minimum", Op::Minimum}, {"pow", Op::Pow}, {"matmul", Op::MatMul}};
   if (auto it = unary.find(name); it != unary.end()) {
-    if (!nargs(1, 1)) return EV::bad();
+    if (!nargs(1, 1))
+      return EV::bad();
     return emit(it->second, {arg(0)}, {ex(0)}, e.loc);
   }
   if (auto it = binary.find(name); it != binary.end()) {
-    if (!nargs(2, 2)) return EV::bad();
+    if (!nargs(2, 2))
+      return EV::bad();
     return emit(it->second, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc);
   }
   if (name == "where") {
-    if (!nargs(3, 3)) return EV::bad();
+    if (!nargs(3, 3))
+      return EV::bad();
     return emit(Op::Select, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc);
   }
   if (name == "sum" || name == "mean" || name == "max" || name == "min") {
-    if (!nargs(1, 2)) return EV::bad();
+    if (!nargs(1, 2))
+      return EV::bad();
     EV x = arg(0);
-    if (x.poison) return x;
+    if (x.poison)
+      return x;
     if (!x.single()) {
       diags().error(DiagId::Unsupported, e.loc, {"`" + name + "` needs a tensor"});
       return EV::bad();
@@ -84,15 +94,20 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
     std::vector<int64_t> dims;
     const ast::Expr *d = kwarg(e, "dim");
-    if (!d) d = kwarg(e, "dims");
-    if (!d && e.args.size() > 1) d = ex(1);
+    if (!d)
+      d = kwarg(e, "dims");
+    if (!d && e.args.size() > 1)
+      d = ex(1);
     if (d) {
-      if (!intList(*this, *d, dims)) return EV::bad();
+      if (!intList(*this, *d, dims))
+        return EV::bad();
     } else {
-      for (int i = 0; i < t.rank(); ++i) dims.push_back(i);
+      for (int i = 0; i < t.rank(); ++i)
+        dims.push_back(i);
     }
     for (auto &v : dims) {
-      if (v < 0) v += t.rank();
+      if (v < 0)
+        v += t.rank();
       if (v < 0 || v >= t.rank()) {
         diags().error(DiagId::BadDim, e.loc, {std::to_string(v), std::to_string(t.rank())});
         return EV::bad();
@@ -104,9 +119,11 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     a.ints = dims;
     Op op = name == "max" ? Op::ReduceMax : name == "min" ? Op::ReduceMin : Op::ReduceSum;
     EV r = emit(op, {x}, {ex(0)}, e.loc, a);
-    if (name != "mean" || r.poison) return r;
+    if (name != "mean" || r.poison)
+      return r;
     double n = 1;
-    for (auto v : dims) n *= t.shape[v].isSym() ? 1 : (double)t.shape[v].value;
+    for (auto v : dims)
+      n *= t.shape[v].isSym() ? 1 : (double)t.shape[v].value;
     if (!isFloat(t.dtype)) {
       diags().error(DiagId::FloatOnly, e.loc, {"mean", t.str()});
       return EV::bad();
@@ -118,11 +135,13 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   }
   if (name == "einsum") {
     if (e.args.size() < 2 || e.args[0]->kind != ast::Expr::String) {
-      diags().error(DiagId::Unsupported, e.loc,
-                    {"`einsum` takes a spec string and one or two tensors: einsum(\"ik,kj->ij\", a, b)"});
+      diags().error(
+          DiagId::Unsupported, e.loc,
+          {"`einsum` takes a spec string and one or two tensors: einsum(\"ik,kj->ij\", a, b)"});
       return EV::bad();
     }
-    if (!nargs(2, 3)) return EV::bad();
+    if (!nargs(2, 3))
+      return EV::bad();
     Attrs a;
     a.str = e.args[0]->text;
     std::vector<EV> ops;
@@ -140,26 +159,34 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return emit(Op::Einsum, ops, exs, e.loc, a);
   }
   if (name == "transpose") {
-    if (!nargs(1, 2)) return EV::bad();
+    if (!nargs(1, 2))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     int r = typeOf(x.ids[0]).rank();
     Attrs a;
     const ast::Expr *p = kwarg(e, "perm");
-    if (!p && e.args.size() > 1) p = ex(1);
+    if (!p && e.args.size() > 1)
+      p = ex(1);
     if (p) {
-      if (!intList(*this, *p, a.ints)) return EV::bad();
+      if (!intList(*this, *p, a.ints))
+        return EV::bad();
     } else {
-      for (int i = r - 1; i >= 0; --i) a.ints.push_back(i);
+      for (int i = r - 1; i >= 0; --i)
+        a.ints.push_back(i);
     }
     return emit(Op::Transpose, {x}, {ex(0)}, e.loc, a);
   }
   if (name == "reshape" || name == "broadcast_to") {
-    if (!nargs(1, 2)) return EV::bad();
+    if (!nargs(1, 2))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     const ast::Expr *s = kwarg(e, "shape");
-    if (!s && e.args.size() > 1) s = ex(1);
+    if (!s && e.args.size() > 1)
+      s = ex(1);
     if (!s || s->kind != ast::Expr::List) {
       diags().error(DiagId::Unsupported, e.loc, {"`" + name + "` needs a shape list like [2, 3]"});
       return EV::bad();
@@ -171,9 +198,11 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
         continue;
       }
       EV v = expr(*c);
-      if (v.poison) return v;
+      if (v.poison)
+        return v;
       if (!v.literal || !v.isInt || v.number < 0) {
-        diags().error(DiagId::Unsupported, c->loc, {"shape entries are sizes: integers or size symbols"});
+        diags().error(DiagId::Unsupported, c->loc,
+                      {"shape entries are sizes: integers or size symbols"});
         return EV::bad();
       }
       shape.push_back(Dim::lit((int64_t)v.number));
@@ -184,22 +213,28 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   }
   if (name == "index_select" || name == "index_add") {
     bool sel = name == "index_select";
-    if (!nargs(sel ? 2 : 3, sel ? 3 : 4)) return EV::bad();
+    if (!nargs(sel ? 2 : 3, sel ? 3 : 4))
+      return EV::bad();
     Attrs a;
     const ast::Expr *d = kwarg(e, "dim");
-    if (!d && e.args.size() > (sel ? 2u : 3u)) d = ex(sel ? 2 : 3);
+    if (!d && e.args.size() > (sel ? 2u : 3u))
+      d = ex(sel ? 2 : 3);
     a.ints = {0};
     if (d) {
       a.ints.clear();
-      if (!intList(*this, *d, a.ints)) return EV::bad();
+      if (!intList(*this, *d, a.ints))
+        return EV::bad();
     }
-    if (sel) return emit(Op::IndexSelect, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc, a);
+    if (sel)
+      return emit(Op::IndexSelect, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc, a);
     return emit(Op::IndexAdd, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc, a);
   }
   if (name == "cast") {
-    if (!nargs(2, 2)) return EV::bad();
+    if (!nargs(2, 2))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     auto dt = e.args[1]->kind == ast::Expr::Name ? parseDType(e.args[1]->text) : std::nullopt;
     if (!dt) {
       diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))});
@@ -210,39 +245,48 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return emit(Op::Cast, {x}, {ex(0)}, e.loc, {}, {g});
   }
   if (name == "relayout" || name == "distribute") {
-    if (!nargs(2, 2)) return EV::bad();
+    if (!nargs(2, 2))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     const ast::Expr &l = *e.args[1];
     if (l.kind != ast::Expr::Layout || !l.layout) {
       diags().error(DiagId::Unsupported, l.loc,
-                    {"the second argument of `" + name + "` is a layout such as `m[_, x]` or `m{x: shard(0)}`"});
+                    {"the second argument of `" + name +
+                     "` is a layout such as `m[_, x]` or `m{x: shard(0)}`"});
       return EV::bad();
     }
     const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
     auto target = applyLayout(*l.layout, t.dtype, t.shape);
-    if (!target) return EV::bad();
+    if (!target)
+      return EV::bad();
     return emit(name == "relayout" ? Op::Relayout : Op::Distribute, {x}, {ex(0)}, e.loc, {},
                 {*target});
   }
   if (name == "to_host") {
-    if (!nargs(1, 1)) return EV::bad();
+    if (!nargs(1, 1))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     TensorType g = typeOf(x.ids[0]);
     g.mesh = nullptr;
     g.placements.clear();
     return emit(Op::ToHost, {x}, {ex(0)}, e.loc, {}, {g});
   }
   if (name == "zeros_like" || name == "ones_like" || name == "full_like") {
-    if (!nargs(name == "full_like" ? 2 : 1, name == "full_like" ? 2 : 1)) return EV::bad();
+    if (!nargs(name == "full_like" ? 2 : 1, name == "full_like" ? 2 : 1))
+      return EV::bad();
     EV x = arg(0);
-    if (!x.single()) return x.poison ? x : EV::bad();
+    if (!x.single())
+      return x.poison ? x : EV::bad();
     Attrs a;
     a.floats = {name == "ones_like" ? 1.0 : 0.0};
     if (name == "full_like") {
       EV v = arg(1);
-      if (v.poison) return v;
+      if (v.poison)
+        return v;
       if (!v.literal) {
         diags().error(DiagId::Unsupported, e.args[1]->loc, {"`full_like` needs a number"});
         return EV::bad();
@@ -253,7 +297,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     // A partial value's zeros are partial too; ones would not be (sum of ones).
     if (name != "zeros_like")
       for (auto &p : t.placements)
-        if (p.isPartial()) p = Placement::replicate();
+        if (p.isPartial())
+          p = Placement::replicate();
     return emit(Op::Fill, {}, {}, e.loc, a, {t});
   }
   if (name == "ones" || name == "zeros" || name == "full" || name == "randn" || name == "rand" ||
@@ -263,8 +308,9 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return EV::bad();
   }
   if (name == "grad" || name == "value_and_grad") {
-    diags().error(DiagId::Unsupported, e.loc,
-                  {"`" + name + "(f)` is a function; call it with the arguments: `" + name + "(f)(x)`"});
+    diags().error(
+        DiagId::Unsupported, e.loc,
+        {"`" + name + "(f)` is a function; call it with the arguments: `" + name + "(f)(x)`"});
     return EV::bad();
   }
   handled = false;
@@ -283,7 +329,8 @@ EV IRBuilder::call(const ast::Expr &e) {
     if (callee.kind == ast::Expr::Call &&
         (callee.callee == "grad" || callee.callee == "value_and_grad"))
       return gradCall(callee, args, exs, e.loc);
-    diags().error(DiagId::Unsupported, e.loc, {"only `grad(f)(...)` and `value_and_grad(f)(...)` can be called this way"});
+    diags().error(DiagId::Unsupported, e.loc,
+                  {"only `grad(f)(...)` and `value_and_grad(f)(...)` can be called this way"});
     return EV::bad();
   }
   // user functions first (a module's own functions, then qualified names)
@@ -308,7 +355,8 @@ EV IRBuilder::call(const ast::Expr &e) {
   }
   bool handled = false;
   EV r = builtin(e.callee, e, handled);
-  if (handled) return r;
+  if (handled)
+    return r;
   auto &d = diags().error(DiagId::UnknownFunction, e.loc, {e.callee});
   if (e.callee.find('.') != std::string::npos)
     d.hint = "did you `import " + e.callee.substr(0, e.callee.find('.')) + "`?";

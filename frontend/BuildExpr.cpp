@@ -12,25 +12,38 @@ namespace dt {
 namespace {
 
 const std::map<std::string, Op> kOperators = {
-    {"+", Op::Add}, {"-", Op::Sub}, {"*", Op::Mul}, {"/", Op::Div},  {"@", Op::MatMul},
-    {"**", Op::Pow}, {"==", Op::Eq}, {"!=", Op::Ne}, {"<", Op::Lt},   {"<=", Op::Le},
-    {">", Op::Gt},  {">=", Op::Ge}, {"&&", Op::And}, {"||", Op::Or},
+    {"+", Op::Add},  {"-", Op::Sub}, {"*", Op::Mul},  {"/", Op::Div}, {"@", Op::MatMul},
+    {"**", Op::Pow}, {"==", Op::Eq}, {"!=", Op::Ne},  {"<", Op::Lt},  {"<=", Op::Le},
+    {">", Op::Gt},   {">=", Op::Ge}, {"&&", Op::And}, {"||", Op::Or},
 };
 
 double foldBinary(const std::string &op, double a, double b, bool isInt) {
-  if (op == "+") return a + b;
-  if (op == "-") return a - b;
-  if (op == "*") return a * b;
-  if (op == "/") return isInt ? (b == 0 ? 0 : std::trunc(a / b)) : a / b;
-  if (op == "**") return std::pow(a, b);
-  if (op == "==") return a == b;
-  if (op == "!=") return a != b;
-  if (op == "<") return a < b;
-  if (op == "<=") return a <= b;
-  if (op == ">") return a > b;
-  if (op == ">=") return a >= b;
-  if (op == "&&") return a != 0 && b != 0;
-  if (op == "||") return a != 0 || b != 0;
+  if (op == "+")
+    return a + b;
+  if (op == "-")
+    return a - b;
+  if (op == "*")
+    return a * b;
+  if (op == "/")
+    return isInt ? (b == 0 ? 0 : std::trunc(a / b)) : a / b;
+  if (op == "**")
+    return std::pow(a, b);
+  if (op == "==")
+    return a == b;
+  if (op == "!=")
+    return a != b;
+  if (op == "<")
+    return a < b;
+  if (op == "<=")
+    return a <= b;
+  if (op == ">")
+    return a > b;
+  if (op == ">=")
+    return a >= b;
+  if (op == "&&")
+    return a != 0 && b != 0;
+  if (op == "||")
+    return a != 0 || b != 0;
   return 0;
 }
 
@@ -44,7 +57,8 @@ static std::string formatLiteral(double v) {
 
 int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
   TensorType t = replicatedType(like.dtype, {}, like.mesh);
-  if (lit.isBool) t.dtype = DType::Bool;
+  if (lit.isBool)
+    t.dtype = DType::Bool;
   Inst in;
   in.op = Op::Const;
   in.attrs.floats = {lit.number};
@@ -59,7 +73,8 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                    const std::vector<const ast::Expr *> &exprs, SrcLoc loc, Attrs attrs,
                    std::vector<TensorType> given) {
   for (auto &o : operands)
-    if (o.poison) return EV::bad();
+    if (o.poison)
+      return EV::bad();
   // Bare literals adopt the dtype and mesh of the first typed operand.
   const TensorType *like = nullptr;
   for (auto &o : operands)
@@ -73,13 +88,16 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
     int id;
     if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool &&
         o.number != (double)(int64_t)o.number) {
-      auto &d = diags().error(DiagId::DTypeMismatch, loc,
-                              {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
+      auto &d = diags().error(
+          DiagId::DTypeMismatch, loc,
+          {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
       d.hint = "write an integer, or `cast` the tensor to `f32` first";
       return EV::bad();
     }
     if (o.literal) {
-      TensorType host = replicatedType(o.isBool ? DType::Bool : o.isInt ? DType::I64 : DType::F32,
+      TensorType host = replicatedType(o.isBool  ? DType::Bool
+                                       : o.isInt ? DType::I64
+                                                 : DType::F32,
                                        {}, nullptr);
       id = materialize(o, like ? *like : host, loc);
     } else if (o.ids.size() != 1) {
@@ -151,23 +169,30 @@ EV IRBuilder::expr(const ast::Expr &e) {
       v.number = b->constant;
       return v;
     }
-    if (b->id < 0) return EV::bad();
+    if (b->id < 0)
+      return EV::bad();
     return EV::one(b->id);
   }
-  case K::List: return tensorLiteral(e, nullptr);
+  case K::List:
+    return tensorLiteral(e, nullptr);
   case K::Unary: {
     EV a = expr(*e.args[0]);
-    if (a.poison) return a;
+    if (a.poison)
+      return a;
     if (a.literal) {
-      if (e.op == "-") a.number = -a.number;
-      else a.number = a.number == 0;
+      if (e.op == "-")
+        a.number = -a.number;
+      else
+        a.number = a.number == 0;
       return a;
     }
     return emit(e.op == "-" ? Op::Neg : Op::Not, {a}, {e.args[0].get()}, e.loc);
   }
-  case K::Binary: return binary(e);
+  case K::Binary:
+    return binary(e);
   case K::Call:
-  case K::CallExpr: return call(e);
+  case K::CallExpr:
+    return call(e);
   case K::String:
     diags().error(DiagId::Unsupported, e.loc, {"a string is only allowed as an `einsum` spec"});
     return EV::bad();
@@ -185,7 +210,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
 EV IRBuilder::binary(const ast::Expr &e) {
   EV a = expr(*e.args[0]);
   EV b = expr(*e.args[1]);
-  if (a.poison || b.poison) return EV::bad();
+  if (a.poison || b.poison)
+    return EV::bad();
   if (a.literal && b.literal) {
     EV r;
     r.literal = true;
@@ -209,15 +235,18 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   std::vector<int64_t> shape;
   bool allInt = true, bad = false;
   std::function<void(const ast::Expr &, size_t)> walk = [&](const ast::Expr &x, size_t depth) {
-    if (bad) return;
+    if (bad)
+      return;
     if (x.kind == ast::Expr::List) {
-      if (depth == shape.size()) shape.push_back((int64_t)x.args.size());
+      if (depth == shape.size())
+        shape.push_back((int64_t)x.args.size());
       else if (depth > shape.size() || shape[depth] != (int64_t)x.args.size()) {
         diags().error(DiagId::Unsupported, x.loc, {"ragged tensor literal: rows differ in length"});
         bad = true;
         return;
       }
-      for (auto &c : x.args) walk(*c, depth + 1);
+      for (auto &c : x.args)
+        walk(*c, depth + 1);
       return;
     }
     EV v = expr(x);
@@ -235,9 +264,11 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
     data.push_back(v.number);
   };
   walk(e, 0);
-  if (bad) return EV::bad();
+  if (bad)
+    return EV::bad();
   Shape s;
-  for (auto d : shape) s.push_back(Dim::lit(d));
+  for (auto d : shape)
+    s.push_back(Dim::lit(d));
   TensorType type = t ? *t : replicatedType(allInt ? DType::I64 : DType::F32, s, nullptr);
   if (type.shape != s) {
     diags().error(DiagId::LiteralShape, e.loc, {shapeStr(s), shapeStr(type.shape)});
@@ -249,11 +280,13 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
 }
 
 EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
-  if (init.kind == ast::Expr::List) return tensorLiteral(init, &t);
+  if (init.kind == ast::Expr::List)
+    return tensorLiteral(init, &t);
   if (init.kind == ast::Expr::Number || init.kind == ast::Expr::Bool ||
       (init.kind == ast::Expr::Unary && init.args[0]->kind == ast::Expr::Number)) {
     EV v = expr(init);
-    if (v.poison) return v;
+    if (v.poison)
+      return v;
     if (v.literal) {
       Attrs a;
       a.floats = {v.number};
@@ -266,11 +299,15 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
     auto numberArg = [&](const char *kw, double dflt) -> std::optional<double> {
       const ast::Expr *x = nullptr;
       for (auto &[k, v] : init.kwargs)
-        if (k == kw) x = v.get();
-      if (!x && !init.args.empty()) x = init.args[0].get();
-      if (!x) return dflt;
+        if (k == kw)
+          x = v.get();
+      if (!x && !init.args.empty())
+        x = init.args[0].get();
+      if (!x)
+        return dflt;
       EV v = expr(*x);
-      if (v.poison) return std::nullopt;
+      if (v.poison)
+        return std::nullopt;
       if (!v.literal) {
         diags().error(DiagId::Unsupported, x->loc, {"`" + c + "` needs a number here"});
         return std::nullopt;
@@ -283,22 +320,26 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
     }
     if (c == "full") {
       auto v = numberArg("value", 0);
-      if (!v) return EV::bad();
+      if (!v)
+        return EV::bad();
       a.floats = {*v};
       return emit(Op::Fill, {}, {}, init.loc, a, {t});
     }
     if (c == "randn" || c == "rand") {
       auto v = numberArg("seed", 0);
-      if (!v) return EV::bad();
+      if (!v)
+        return EV::bad();
       a.str = c == "randn" ? "normal" : "uniform";
       a.ints = {(int64_t)*v};
       return emit(Op::Random, {}, {}, init.loc, a, {t});
     }
     if (c == "arange" || c == "iota") {
       auto v = numberArg("dim", 0);
-      if (!v) return EV::bad();
+      if (!v)
+        return EV::bad();
       if (*v < 0 || *v >= t.rank()) {
-        diags().error(DiagId::BadDim, init.loc, {std::to_string((int64_t)*v), std::to_string(t.rank())});
+        diags().error(DiagId::BadDim, init.loc,
+                      {std::to_string((int64_t)*v), std::to_string(t.rank())});
         return EV::bad();
       }
       a.ints = {(int64_t)*v};

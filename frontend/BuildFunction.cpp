@@ -10,7 +10,8 @@ namespace dt {
 
 static std::string signatureKey(const std::string &fn, const std::vector<TensorType> &types) {
   std::string k = fn + "(";
-  for (size_t i = 0; i < types.size(); ++i) k += (i ? "; " : "") + types[i].str();
+  for (size_t i = 0; i < types.size(); ++i)
+    k += (i ? "; " : "") + types[i].str();
   return k + ")";
 }
 
@@ -18,8 +19,9 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
                                    const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   const ast::FnDecl &decl = *fi.decl;
   if (argTypes.size() != decl.params.size()) {
-    diags().error(DiagId::ArgCount, loc,
-                  {fi.qualified, std::to_string(decl.params.size()), std::to_string(argTypes.size())});
+    diags().error(
+        DiagId::ArgCount, loc,
+        {fi.qualified, std::to_string(decl.params.size()), std::to_string(argTypes.size())});
     return "";
   }
   // Bind size symbols and check every argument against its parameter.
@@ -56,7 +58,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       symbolic |= at.shape[d].isSym();
     }
     auto pt = resolveType(spec, &symbols);
-    if (!pt) return "";
+    if (!pt)
+      return "";
     if (pt->dtype != at.dtype) {
       mismatch(pt->str());
       return "";
@@ -85,7 +88,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     fi.instances[key] = ""; // in progress: detects recursion
   }
   std::string name = fi.qualified;
-  if (s_.module.find(name)) name += "." + std::to_string(++st_.instanceCounter);
+  if (s_.module.find(name))
+    name += "." + std::to_string(++st_.instanceCounter);
 
   Function &f = s_.module.functions.emplace_back();
   f.name = name;
@@ -103,7 +107,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   for (auto &r : decl.results) {
     auto t = resolveType(r, &symbols);
     if (!t) {
-      if (!symbolic) fi.instances.erase(key);
+      if (!symbolic)
+        fi.instances.erase(key);
       return "";
     }
     expectedAny.push_back(r.layout && r.layout->mesh == "*");
@@ -125,7 +130,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   expectedAny_ = &expectedAny;
   sawReturn_ = false;
   modulePrefix_ = fi.qualified.substr(0, fi.qualified.rfind('.') + 1);
-  if (fi.qualified.find('.') == std::string::npos) modulePrefix_.clear();
+  if (fi.qualified.find('.') == std::string::npos)
+    modulePrefix_.clear();
   auto savedFns = std::move(fnStack_);
   auto savedBlocks = std::move(blockStack_);
   fnStack_ = {&f};
@@ -143,7 +149,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   f.results.clear();
   for (auto &in : f.body.insts)
     if (in.op == Op::Return)
-      for (int id : in.operands) f.results.push_back(f.type(id));
+      for (int id : in.operands)
+        f.results.push_back(f.type(id));
   scopes_ = std::move(savedScopes);
   symbols_ = savedSymbols;
   expectedResults_ = savedExpected;
@@ -154,31 +161,35 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   auto &all = const_cast<std::vector<Diagnostic> &>(diags().all());
   bool failed = false;
   for (size_t i = diagsBefore; i < all.size(); ++i) {
-    if (all[i].severity != Severity::Error) continue;
+    if (all[i].severity != Severity::Error)
+      continue;
     failed = true;
     if (loc.known())
-      all[i].notes.push_back("in `" + fi.qualified + "` called at " +
-                             s_.sources.path(loc.file) + ":" + std::to_string(loc.line) + ":" +
-                             std::to_string(loc.col));
+      all[i].notes.push_back("in `" + fi.qualified + "` called at " + s_.sources.path(loc.file) +
+                             ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col));
   }
   if (failed) {
-    if (!symbolic) fi.instances[key] = "";
+    if (!symbolic)
+      fi.instances[key] = "";
     fi.broken = true;
     return "";
   }
-  if (!symbolic) fi.instances[key] = name;
+  if (!symbolic)
+    fi.instances[key] = name;
   return name;
 }
 
 EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV> &args,
                        const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   (void)name;
-  if (fi.broken) return EV::bad(); // its own errors were reported where it is defined
+  if (fi.broken)
+    return EV::bad(); // its own errors were reported where it is defined
   std::vector<int> ids;
   std::vector<TensorType> types;
   for (size_t i = 0; i < args.size(); ++i) {
     const EV &a = args[i];
-    if (a.poison) return EV::bad();
+    if (a.poison)
+      return EV::bad();
     if (a.literal) {
       diags().error(DiagId::Unsupported, argExprs[i]->loc,
                     {"pass a tensor, not a bare number, to `" + fi.qualified + "`"});
@@ -192,7 +203,8 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
     types.push_back(typeOf(a.ids[0]));
   }
   std::string inst = instantiate(fi, types, argExprs, loc);
-  if (inst.empty()) return EV::bad();
+  if (inst.empty())
+    return EV::bad();
   const Function *callee = s_.module.find(inst);
   Inst in;
   in.op = Op::Call;
@@ -213,13 +225,15 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
                        const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   bool withValue = callee.callee == "value_and_grad";
   if (callee.args.empty() || callee.args[0]->kind != ast::Expr::Name) {
-    diags().error(DiagId::Unsupported, callee.loc,
-                  {"`" + callee.callee + "` takes a function name: `" + callee.callee + "(loss, wrt=[0])`"});
+    diags().error(
+        DiagId::Unsupported, callee.loc,
+        {"`" + callee.callee + "` takes a function name: `" + callee.callee + "(loss, wrt=[0])`"});
     return EV::bad();
   }
   const std::string &fname = callee.args[0]->text;
   for (auto &a : args)
-    if (a.poison) return EV::bad();
+    if (a.poison)
+      return EV::bad();
   FnInfo *fi = nullptr;
   for (std::string cand : {modulePrefix_ + fname, fname})
     if (auto it = st_.functions.find(cand); it != st_.functions.end()) {
@@ -230,7 +244,8 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname});
     return EV::bad();
   }
-  if (fi->broken) return EV::bad();
+  if (fi->broken)
+    return EV::bad();
   std::vector<int64_t> wrt = {0};
   for (auto &[k, v] : callee.kwargs)
     if (k == "wrt") {
@@ -246,7 +261,8 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       };
       if (w.kind == ast::Expr::List) {
         for (auto &c : w.args)
-          if (!one(*c)) return EV::bad();
+          if (!one(*c))
+            return EV::bad();
       } else if (!one(w)) {
         return EV::bad();
       }
@@ -260,7 +276,8 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   std::vector<int> ids;
   std::vector<TensorType> types;
   for (auto &a : args) {
-    if (a.poison) return EV::bad();
+    if (a.poison)
+      return EV::bad();
     if (!a.single()) {
       diags().error(DiagId::Unsupported, loc, {"`grad` arguments must be tensors"});
       return EV::bad();
@@ -269,17 +286,20 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     types.push_back(typeOf(a.ids[0]));
   }
   std::string inst = instantiate(*fi, types, argExprs, loc);
-  if (inst.empty()) return EV::bad();
+  if (inst.empty())
+    return EV::bad();
   const Function *primal = s_.module.find(inst);
   if (primal->results.size() != 1 || primal->results[0].rank() != 0 ||
       !isFloat(primal->results[0].dtype)) {
     std::string r;
-    for (size_t i = 0; i < primal->results.size(); ++i) r += (i ? ", " : "") + primal->results[i].str();
+    for (size_t i = 0; i < primal->results.size(); ++i)
+      r += (i ? ", " : "") + primal->results[i].str();
     diags().error(DiagId::GradNotScalar, loc, {fi->qualified, r.empty() ? "nothing" : r});
     return EV::bad();
   }
   std::string gname = differentiate(s_.module, inst, wrt, withValue, diags(), loc);
-  if (gname.empty()) return EV::bad();
+  if (gname.empty())
+    return EV::bad();
   const Function *g = s_.module.find(gname);
   Inst in;
   in.op = Op::Call;

@@ -19,7 +19,8 @@ IRBuilder::IRBuilder(Session &s) : s_(s), st_(*s.builderState) {}
 Binding *IRBuilder::lookup(const std::string &name) {
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
     auto f = it->find(name);
-    if (f != it->end()) return &f->second;
+    if (f != it->end())
+      return &f->second;
   }
   return nullptr;
 }
@@ -27,7 +28,8 @@ Binding *IRBuilder::lookup(const std::string &name) {
 void IRBuilder::bind(const std::string &name, Binding b) { scopes_.back()[name] = b; }
 
 void IRBuilder::block(const std::vector<ast::StmtPtr> &body) {
-  for (auto &s : body) stmt(*s);
+  for (auto &s : body)
+    stmt(*s);
 }
 
 void IRBuilder::stmt(const ast::Stmt &s) {
@@ -42,11 +44,16 @@ void IRBuilder::stmt(const ast::Stmt &s) {
     }
     return meshDecl(s);
   case K::Let:
-  case K::Var: return letOrVar(s);
-  case K::Assign: return assign(s);
-  case K::For: return forLoop(s);
-  case K::Return: return returnStmt(s);
-  case K::Print: return printStmt(s);
+  case K::Var:
+    return letOrVar(s);
+  case K::Assign:
+    return assign(s);
+  case K::For:
+    return forLoop(s);
+  case K::Return:
+    return returnStmt(s);
+  case K::Print:
+    return printStmt(s);
   case K::Import:
     if (!topLevel && modulePrefix_.empty()) {
       diags().error(DiagId::Unsupported, s.loc, {"`import` belongs at the top level"});
@@ -59,7 +66,9 @@ void IRBuilder::stmt(const ast::Stmt &s) {
       return;
     }
     return fnDecl(s, modulePrefix_);
-  case K::ExprStmt: expr(*s.value); return;
+  case K::ExprStmt:
+    expr(*s.value);
+    return;
   }
 }
 
@@ -103,7 +112,8 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
       }
     m->devices = d.devices;
   } else {
-    for (int64_t i = 0; i < n; ++i) m->devices.push_back(i);
+    for (int64_t i = 0; i < n; ++i)
+      m->devices.push_back(i);
   }
   st_.meshes[d.name] = m;
   s_.module.meshes.push_back(m);
@@ -117,7 +127,8 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     declared = resolveType(*s.type, nullptr);
     typeOk = declared.has_value();
     if (declared && s.type->layout && s.type->layout->mesh == "*") {
-      diags().error(DiagId::Unsupported, s.type->loc, {"`@ *` is only allowed in function signatures"});
+      diags().error(DiagId::Unsupported, s.type->loc,
+                    {"`@ *` is only allowed in function signatures"});
       typeOk = false;
     }
   }
@@ -147,12 +158,13 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
   }
   if (!v.poison && declared && v.ids.size() == 1 && typeOf(v.ids[0]) != *declared) {
     const TensorType &got = typeOf(v.ids[0]);
-    auto &d = diags().error(isVar ? DiagId::VarPlacement : DiagId::ArgType, s.value->loc,
-                            isVar ? std::vector<std::string>{s.names[0], got.str(), declared->str()}
-                                  : std::vector<std::string>{"1", "let " + s.names[0],
-                                                             declared->str(), got.str()});
-    if (!isVar) d.message = "`" + s.names[0] + "` is declared `" + declared->str() +
-                            "` but its value is `" + got.str() + "`";
+    auto &d = diags().error(
+        isVar ? DiagId::VarPlacement : DiagId::ArgType, s.value->loc,
+        isVar ? std::vector<std::string>{s.names[0], got.str(), declared->str()}
+              : std::vector<std::string>{"1", "let " + s.names[0], declared->str(), got.str()});
+    if (!isVar)
+      d.message = "`" + s.names[0] + "` is declared `" + declared->str() + "` but its value is `" +
+                  got.str() + "`";
     if (got.shape == declared->shape && got.dtype == declared->dtype && !got.isHost() &&
         !declared->isHost())
       d.hint = "write `relayout(" + exprText(s.value.get()) + ", " + layoutText(*declared) + ")`";
@@ -169,8 +181,10 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     b.kind = isVar ? Binding::Var : Binding::Value;
     b.id = v.poison ? -1 : v.ids[i];
     b.loc = i < s.nameLocs.size() ? s.nameLocs[i] : s.loc;
-    if (isVar) b.declared = declared ? *declared : (v.poison ? TensorType{} : typeOf(v.ids[i]));
-    if (!v.poison) fn().values[b.id].name = s.names[i];
+    if (isVar)
+      b.declared = declared ? *declared : (v.poison ? TensorType{} : typeOf(v.ids[i]));
+    if (!v.poison)
+      fn().values[b.id].name = s.names[i];
     bind(s.names[i], b);
   }
 }
@@ -189,12 +203,14 @@ void IRBuilder::assign(const ast::Stmt &s) {
     d.hint = "declare it with `var " + name + " = ...`";
     return;
   }
-  if (v.poison || b->id < 0) return;
+  if (v.poison || b->id < 0)
+    return;
   if (v.literal) {
     Attrs a;
     a.floats = {v.number};
     v = emit(Op::Fill, {}, {}, s.value->loc, a, {b->declared});
-    if (v.poison) return;
+    if (v.poison)
+      return;
   }
   if (v.ids.size() != 1) {
     diags().error(DiagId::Unsupported, s.value->loc, {"cannot assign a tuple to a variable"});
@@ -202,8 +218,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
   }
   const TensorType &got = typeOf(v.ids[0]);
   if (got != b->declared) {
-    auto &d = diags().error(DiagId::VarPlacement, s.value->loc,
-                            {name, got.str(), b->declared.str()});
+    auto &d =
+        diags().error(DiagId::VarPlacement, s.value->loc, {name, got.str(), b->declared.str()});
     if (got.shape == b->declared.shape && got.dtype == b->declared.dtype && !got.isHost() &&
         !b->declared.isHost())
       d.hint = "write `" + name + " = relayout(" + exprText(s.value.get()) + ", " +
@@ -216,10 +232,10 @@ void IRBuilder::assign(const ast::Stmt &s) {
 /// Names assigned anywhere in `body` (nested loops included).
 static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std::string> &out) {
   for (auto &s : body) {
-    if (s->kind == ast::Stmt::Assign &&
-        std::find(out.begin(), out.end(), s->names[0]) == out.end())
+    if (s->kind == ast::Stmt::Assign && std::find(out.begin(), out.end(), s->names[0]) == out.end())
       out.push_back(s->names[0]);
-    if (s->kind == ast::Stmt::For) assignedNames(s->body, out);
+    if (s->kind == ast::Stmt::For)
+      assignedNames(s->body, out);
   }
 }
 
@@ -231,7 +247,8 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
       return true;
     }
     EV v = expr(e);
-    if (v.poison) return false;
+    if (v.poison)
+      return false;
     if (!v.literal || !v.isInt) {
       diags().error(DiagId::BadLoopBounds, e.loc);
       return false;
@@ -272,14 +289,16 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
   bool poisoned = false;
   for (auto &n : carried) {
     Binding *b = lookup(n);
-    if (b->id < 0) poisoned = true;
+    if (b->id < 0)
+      poisoned = true;
     y.operands.push_back(b->id);
   }
   body.insts.push_back(std::move(y));
   blockStack_.pop_back();
   scopes_.pop_back();
   if (!ok || poisoned) {
-    for (auto &n : carried) lookup(n)->id = -1;
+    for (auto &n : carried)
+      lookup(n)->id = -1;
     return;
   }
   Inst f;
@@ -302,7 +321,8 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
     return;
   }
   if (blockStack_.size() != 1) {
-    diags().error(DiagId::Unsupported, s.loc, {"`return` must be the last statement of the function body"});
+    diags().error(DiagId::Unsupported, s.loc,
+                  {"`return` must be the last statement of the function body"});
     return;
   }
   sawReturn_ = true;
@@ -319,9 +339,11 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       poisoned = true;
       continue;
     }
-    for (int id : e.ids) ids.push_back(id);
+    for (int id : e.ids)
+      ids.push_back(id);
   }
-  if (poisoned) return;
+  if (poisoned)
+    return;
   auto &exp = *expectedResults_;
   if (ids.size() != exp.size()) {
     diags().error(DiagId::Unsupported, s.loc,
@@ -334,7 +356,8 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
     bool any = expectedAny_ && i < expectedAny_->size() && (*expectedAny_)[i];
     bool match = any ? (got.dtype == exp[i].dtype && got.shape == exp[i].shape) : got == exp[i];
     if (!match) {
-      auto &d = diags().error(DiagId::ResultType, s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
+      auto &d = diags().error(DiagId::ResultType,
+                              s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
                               {fn().name, got.str(), exp[i].str()});
       if (!any && got.shape == exp[i].shape && got.dtype == exp[i].dtype && !got.isHost() &&
           !exp[i].isHost())
@@ -353,9 +376,13 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
 
 void IRBuilder::printStmt(const ast::Stmt &s) {
   EV v = expr(*s.value);
-  if (v.poison) return;
+  if (v.poison)
+    return;
   if (v.literal) {
-    TensorType t = replicatedType(v.isBool ? DType::Bool : v.isInt ? DType::I64 : DType::F32, {}, nullptr);
+    TensorType t = replicatedType(v.isBool  ? DType::Bool
+                                  : v.isInt ? DType::I64
+                                            : DType::F32,
+                                  {}, nullptr);
     v = EV::one(materialize(v, t, s.value->loc));
   }
   for (int id : v.ids) {
@@ -378,11 +405,14 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   fi.qualified = q;
   fi.generic = false;
   for (auto &p : d.params)
-    if (p.type.layout && p.type.layout->mesh == "*") fi.generic = true;
+    if (p.type.layout && p.type.layout->mesh == "*")
+      fi.generic = true;
   for (auto &r : d.results)
-    if (r.layout && r.layout->mesh == "*") fi.generic = true;
+    if (r.layout && r.layout->mesh == "*")
+      fi.generic = true;
   FnInfo &stored = st_.functions[q] = fi;
-  if (stored.generic) return; // checked at each instantiation
+  if (stored.generic)
+    return; // checked at each instantiation
   // Check the body once, symbolically, where it is defined.
   std::map<std::string, Dim> none;
   std::vector<TensorType> types;
@@ -404,22 +434,28 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   // A fully concrete signature is a real instance; keep it. Symbolic ones are
   // only a check.
   bool concrete = true;
-  for (auto &t : types) concrete &= isConcrete(t.shape);
+  for (auto &t : types)
+    concrete &= isConcrete(t.shape);
   if (!concrete)
-    while (s_.module.functions.size() > before) s_.module.functions.pop_back();
-  if (name.empty()) stored.broken = true;
+    while (s_.module.functions.size() > before)
+      s_.module.functions.pop_back();
+  if (name.empty())
+    stored.broken = true;
 }
 
 void IRBuilder::importModule(const ast::Stmt &s) {
   const std::string &mod = s.module;
-  if (st_.imported.count(mod)) return;
+  if (st_.imported.count(mod))
+    return;
   std::string rel = mod;
   for (auto &c : rel)
-    if (c == '.') c = '/';
+    if (c == '.')
+      c = '/';
   std::string text, path;
   for (auto &dir : s_.options.stdlibPaths) {
     std::ifstream in(dir + "/" + rel + ".dt");
-    if (!in) continue;
+    if (!in)
+      continue;
     std::stringstream ss;
     ss << in.rdbuf();
     text = ss.str();
@@ -429,20 +465,25 @@ void IRBuilder::importModule(const ast::Stmt &s) {
   if (path.empty()) {
     auto &d = diags().error(DiagId::UnknownModule, s.loc, {mod});
     std::string dirs;
-    for (auto &p : s_.options.stdlibPaths) dirs += (dirs.empty() ? "" : ", ") + p;
+    for (auto &p : s_.options.stdlibPaths)
+      dirs += (dirs.empty() ? "" : ", ") + p;
     d.hint = "searched " + (dirs.empty() ? std::string("no folders") : dirs);
     return;
   }
   st_.imported.insert(mod);
   int file = s_.sources.add(path, text);
   auto prog = std::make_unique<ast::Program>();
-  if (!parseProgram(text, file, diags(), *prog)) return;
+  if (!parseProgram(text, file, diags(), *prog))
+    return;
   std::string saved = modulePrefix_;
   modulePrefix_ = mod + ".";
   for (auto &st : prog->stmts) {
-    if (st->kind == ast::Stmt::Fn) fnDecl(*st, modulePrefix_);
-    else if (st->kind == ast::Stmt::Import) importModule(*st);
-    else diags().error(DiagId::Unsupported, st->loc, {"a module holds only `fn` and `import`"});
+    if (st->kind == ast::Stmt::Fn)
+      fnDecl(*st, modulePrefix_);
+    else if (st->kind == ast::Stmt::Import)
+      importModule(*st);
+    else
+      diags().error(DiagId::Unsupported, st->loc, {"a module holds only `fn` and `import`"});
   }
   modulePrefix_ = saved;
   st_.programs.push_back(std::move(prog));
@@ -473,7 +514,8 @@ Session::Session() : Session(SessionOptions{}) {}
 Session::Session(SessionOptions opts) : options(std::move(opts)) {
   builderState = std::make_shared<BuilderState>();
   if (options.stdlibPaths.empty()) {
-    if (const char *env = std::getenv("DTENSOR_STDLIB")) options.stdlibPaths.push_back(env);
+    if (const char *env = std::getenv("DTENSOR_STDLIB"))
+      options.stdlibPaths.push_back(env);
     // Next to the executable first (an installed or bundled copy), then the
     // source tree it was built from.
     std::error_code ec;
@@ -493,7 +535,8 @@ bool Session::compile(const std::string &path, const std::string &text) {
   int file = sources.add(path, text);
   auto prog = std::make_unique<ast::Program>();
   prog->file = file;
-  if (!parseProgram(text, file, diags, *prog)) return false;
+  if (!parseProgram(text, file, diags, *prog))
+    return false;
   IRBuilder b(*this);
   b.buildProgram(*prog);
   builderState->programs.push_back(std::move(prog));

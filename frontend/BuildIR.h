@@ -25,9 +25,9 @@ namespace dt {
 /// What a name means in a scope.
 struct Binding {
   enum Kind { Value, Var, Const } kind = Value;
-  int id = -1;            ///< current SSA value (-1: poison)
-  TensorType declared;    ///< Var: the placement fixed for life
-  double constant = 0;    ///< Const: a compile-time integer (loop bounds)
+  int id = -1;         ///< current SSA value (-1: poison)
+  TensorType declared; ///< Var: the placement fixed for life
+  double constant = 0; ///< Const: a compile-time integer (loop bounds)
   SrcLoc loc;
 };
 

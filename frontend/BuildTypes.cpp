@@ -41,7 +41,8 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
         "size symbols are only allowed in function signatures; write a number here";
     return std::nullopt;
   }
-  if (!spec.layout) return replicatedType(*dt, shape, nullptr);
+  if (!spec.layout)
+    return replicatedType(*dt, shape, nullptr);
   if (spec.layout->mesh == "*") {
     TensorType t = replicatedType(*dt, shape, nullptr);
     t.placements.clear();
@@ -55,7 +56,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   auto it = st_.meshes.find(spec.mesh);
   if (it == st_.meshes.end()) {
     auto &d = diags().error(DiagId::UnknownMesh, spec.loc, {spec.mesh});
-    if (!st_.meshes.empty()) d.hint = "declared meshes: `" + st_.meshes.begin()->first + "`";
+    if (!st_.meshes.empty())
+      d.hint = "declared meshes: `" + st_.meshes.begin()->first + "`";
     return std::nullopt;
   }
   MeshRef mesh = it->second;
@@ -95,8 +97,9 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
         }
         t.placements[a] = Placement::partial(*op);
       } else {
-        diags().error(DiagId::Unsupported, e.loc,
-                      {"unknown placement `" + e.kind + "`; use replicate, shard(d) or partial(op)"});
+        diags().error(
+            DiagId::Unsupported, e.loc,
+            {"unknown placement `" + e.kind + "`; use replicate, shard(d) or partial(op)"});
         return std::nullopt;
       }
     }
@@ -105,9 +108,9 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   }
   // dims-mapping form: one entry per tensor dim
   if ((int)spec.entries.size() != rank) {
-    auto &d = diags().error(DiagId::LayoutRankMismatch, spec.loc,
-                            {spec.mesh + "[...]", std::to_string(spec.entries.size()),
-                             std::to_string(rank)});
+    auto &d = diags().error(
+        DiagId::LayoutRankMismatch, spec.loc,
+        {spec.mesh + "[...]", std::to_string(spec.entries.size()), std::to_string(rank)});
     d.hint = "write one entry per tensor dim: a mesh axis, `(x, y)`, or `_`";
     return std::nullopt;
   }
@@ -131,9 +134,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
       if (a < prev) {
         std::string written, ordered;
         std::vector<std::string> sorted = e.axes;
-        std::sort(sorted.begin(), sorted.end(), [&](auto &x, auto &y) {
-          return mesh->axisIndex(x) < mesh->axisIndex(y);
-        });
+        std::sort(sorted.begin(), sorted.end(),
+                  [&](auto &x, auto &y) { return mesh->axisIndex(x) < mesh->axisIndex(y); });
         for (size_t i = 0; i < e.axes.size(); ++i) {
           written += (i ? ", " : "") + e.axes[i];
           ordered += (i ? ", " : "") + sorted[i];
@@ -155,9 +157,12 @@ std::string IRBuilder::layoutText(const TensorType &t) const {
 }
 
 std::string IRBuilder::exprText(const ast::Expr *e) const {
-  if (!e) return "...";
-  if (e->kind == ast::Expr::Name) return e->text;
-  if (e->kind == ast::Expr::Call || e->kind == ast::Expr::CallExpr) return ast::printExpr(*e);
+  if (!e)
+    return "...";
+  if (e->kind == ast::Expr::Name)
+    return e->text;
+  if (e->kind == ast::Expr::Call || e->kind == ast::Expr::CallExpr)
+    return ast::printExpr(*e);
   // Use the source text when the span is on one line.
   if (e->loc.known() && e->loc.endCol > e->loc.col) {
     std::string line = s_.sources.line(e->loc.file, e->loc.line);

@@ -38,12 +38,14 @@ int SourceManager::add(std::string path, std::string text) {
 }
 
 std::string SourceManager::line(int file, int line) const {
-  if (file < 0 || file >= (int)files_.size() || line <= 0) return "";
+  if (file < 0 || file >= (int)files_.size() || line <= 0)
+    return "";
   const std::string &t = files_[file].text;
   size_t pos = 0;
   for (int l = 1; l < line; ++l) {
     pos = t.find('\n', pos);
-    if (pos == std::string::npos) return "";
+    if (pos == std::string::npos)
+      return "";
     ++pos;
   }
   size_t end = t.find('\n', pos);
@@ -52,7 +54,8 @@ std::string SourceManager::line(int file, int line) const {
 
 Diagnostic &DiagEngine::add(Severity s, DiagId id, SrcLoc loc,
                             const std::vector<std::string> &args) {
-  if (s == Severity::Error) ++errors_;
+  if (s == Severity::Error)
+    ++errors_;
   if ((int)diags_.size() >= limit_) {
     overflow_ = Diagnostic{};
     return overflow_;
@@ -85,9 +88,12 @@ std::string DiagEngine::render(const Diagnostic &d) const {
                     : d.severity == Severity::Note    ? "note"
                                                       : "remark";
   bool haveFile = d.loc.file >= 0 && d.loc.file < sm_.count();
-  if (haveFile) os << sm_.path(d.loc.file) << ":";
-  if (d.loc.known()) os << d.loc.line << ":" << d.loc.col << ":";
-  if (haveFile || d.loc.known()) os << " ";
+  if (haveFile)
+    os << sm_.path(d.loc.file) << ":";
+  if (d.loc.known())
+    os << d.loc.line << ":" << d.loc.col << ":";
+  if (haveFile || d.loc.known())
+    os << " ";
   os << sev << ": " << d.message << "\n";
   if (haveFile && d.loc.known()) {
     std::string src = sm_.line(d.loc.file, d.loc.line);
@@ -95,18 +101,22 @@ std::string DiagEngine::render(const Diagnostic &d) const {
     os << "  " << num << " | " << src << "\n";
     os << "  " << std::string(num.size(), ' ') << " | ";
     int col = d.loc.col > 0 ? d.loc.col : 1;
-    for (int i = 1; i < col && i <= (int)src.size(); ++i) os << (src[i - 1] == '\t' ? '\t' : ' ');
+    for (int i = 1; i < col && i <= (int)src.size(); ++i)
+      os << (src[i - 1] == '\t' ? '\t' : ' ');
     int len = d.loc.endCol > col ? d.loc.endCol - col : 1;
     os << "^" << std::string(len > 1 ? len - 1 : 0, '~') << "\n";
   }
-  for (auto &n : d.notes) os << "note: " << n << "\n";
-  if (!d.hint.empty()) os << "hint: " << d.hint << "\n";
+  for (auto &n : d.notes)
+    os << "note: " << n << "\n";
+  if (!d.hint.empty())
+    os << "hint: " << d.hint << "\n";
   return os.str();
 }
 
 std::string DiagEngine::renderAll() const {
   std::string s;
-  for (auto &d : diags_) s += render(d);
+  for (auto &d : diags_)
+    s += render(d);
   return s;
 }
 

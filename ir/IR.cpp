@@ -23,26 +23,46 @@ bool parseOpName(const std::string &s, Op &out) {
 /// How an op is spelled in source, for messages.
 const char *opDisplayName(Op op) {
   switch (op) {
-  case Op::Add: return "+";
-  case Op::Sub: return "-";
-  case Op::Mul: return "*";
-  case Op::Div: return "/";
-  case Op::Pow: return "**";
-  case Op::MatMul: return "@";
-  case Op::Eq: return "==";
-  case Op::Ne: return "!=";
-  case Op::Lt: return "<";
-  case Op::Le: return "<=";
-  case Op::Gt: return ">";
-  case Op::Ge: return ">=";
-  case Op::And: return "&&";
-  case Op::Or: return "||";
-  case Op::Not: return "!";
-  case Op::Select: return "where";
-  case Op::ReduceSum: return "sum";
-  case Op::ReduceMax: return "max";
-  case Op::ReduceMin: return "min";
-  default: return opName(op);
+  case Op::Add:
+    return "+";
+  case Op::Sub:
+    return "-";
+  case Op::Mul:
+    return "*";
+  case Op::Div:
+    return "/";
+  case Op::Pow:
+    return "**";
+  case Op::MatMul:
+    return "@";
+  case Op::Eq:
+    return "==";
+  case Op::Ne:
+    return "!=";
+  case Op::Lt:
+    return "<";
+  case Op::Le:
+    return "<=";
+  case Op::Gt:
+    return ">";
+  case Op::Ge:
+    return ">=";
+  case Op::And:
+    return "&&";
+  case Op::Or:
+    return "||";
+  case Op::Not:
+    return "!";
+  case Op::Select:
+    return "where";
+  case Op::ReduceSum:
+    return "sum";
+  case Op::ReduceMax:
+    return "max";
+  case Op::ReduceMin:
+    return "min";
+  default:
+    return opName(op);
   }
 }
 
@@ -57,19 +77,22 @@ int Function::newValue(const TensorType &t, const std::string &name) {
 
 Function *Module::find(const std::string &name) {
   for (auto &f : functions)
-    if (f.name == name) return &f;
+    if (f.name == name)
+      return &f;
   return nullptr;
 }
 
 const Function *Module::find(const std::string &name) const {
   for (auto &f : functions)
-    if (f.name == name) return &f;
+    if (f.name == name)
+      return &f;
   return nullptr;
 }
 
 MeshRef Module::findMesh(const std::string &name) const {
   for (auto &m : meshes)
-    if (m->name == name) return m;
+    if (m->name == name)
+      return m;
   return nullptr;
 }
 

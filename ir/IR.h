@@ -56,8 +56,19 @@ enum class Op {
 #include "ir/Ops.def"
 };
 
-enum class OpClass { Elementwise1, Elementwise2, Elementwise3, Reduce, Contract, Data, Layout,
-                     Source, Control, Effect, Collective };
+enum class OpClass {
+  Elementwise1,
+  Elementwise2,
+  Elementwise3,
+  Reduce,
+  Contract,
+  Data,
+  Layout,
+  Source,
+  Control,
+  Effect,
+  Collective
+};
 
 struct OpInfo {
   const char *name;
@@ -116,10 +127,10 @@ struct Block {
 
 struct Function {
   std::string name;
-  std::vector<int> params;          ///< value ids; also the body's arguments
-  std::vector<TensorType> results;  ///< declared result types
+  std::vector<int> params;         ///< value ids; also the body's arguments
+  std::vector<TensorType> results; ///< declared result types
   Block body;
-  std::vector<Value> values;        ///< indexed by id
+  std::vector<Value> values; ///< indexed by id
   SrcLoc loc;
 
   /// Creates a new value of type `t` and returns its id.

@@ -28,19 +28,29 @@ const std::vector<ReduceOp> kSumLike = {ReduceOp::Sum, ReduceOp::Avg};
 Linearity linearity(Op op, const std::vector<TensorType> &operands) {
   switch (op) {
   case Op::Add:
-  case Op::Sub: return {Lin::Joint, {0, 1}, kSumLike};
-  case Op::Maximum: return {Lin::Joint, {0, 1}, {ReduceOp::Max}};
-  case Op::Minimum: return {Lin::Joint, {0, 1}, {ReduceOp::Min}};
-  case Op::Select: return {Lin::Joint, {1, 2}, kSumLike};
-  case Op::IndexAdd: return {Lin::Joint, {0, 2}, kSumLike};
+  case Op::Sub:
+    return {Lin::Joint, {0, 1}, kSumLike};
+  case Op::Maximum:
+    return {Lin::Joint, {0, 1}, {ReduceOp::Max}};
+  case Op::Minimum:
+    return {Lin::Joint, {0, 1}, {ReduceOp::Min}};
+  case Op::Select:
+    return {Lin::Joint, {1, 2}, kSumLike};
+  case Op::IndexAdd:
+    return {Lin::Joint, {0, 2}, kSumLike};
   case Op::Neg:
-  case Op::ReduceSum: return {Lin::Single, {0}, kSumLike};
+  case Op::ReduceSum:
+    return {Lin::Single, {0}, kSumLike};
   case Op::Mul:
   case Op::MatMul:
-  case Op::Einsum: return {Lin::Single, {0, 1}, kSumLike};
-  case Op::Div: return {Lin::Single, {0}, kSumLike};
-  case Op::ReduceMax: return {Lin::Single, {0}, {ReduceOp::Max}};
-  case Op::ReduceMin: return {Lin::Single, {0}, {ReduceOp::Min}};
+  case Op::Einsum:
+    return {Lin::Single, {0, 1}, kSumLike};
+  case Op::Div:
+    return {Lin::Single, {0}, kSumLike};
+  case Op::ReduceMax:
+    return {Lin::Single, {0}, {ReduceOp::Max}};
+  case Op::ReduceMin:
+    return {Lin::Single, {0}, {ReduceOp::Min}};
   case Op::Transpose:
   case Op::Reshape:
   case Op::Broadcast:
@@ -49,9 +59,11 @@ Linearity linearity(Op op, const std::vector<TensorType> &operands) {
     return {Lin::Single, {0}, {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}};
   case Op::Cast:
     // Widening or narrowing between floats is linear; anything touching ints is not.
-    return {operands.size() == 1 && isFloat(operands[0].dtype) ? Lin::Single : Lin::None, {0},
+    return {operands.size() == 1 && isFloat(operands[0].dtype) ? Lin::Single : Lin::None,
+            {0},
             kSumLike};
-  default: return {};
+  default:
+    return {};
   }
 }
 
@@ -74,38 +86,56 @@ std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) 
   auto cls = opInfo(op).cls;
   auto name = displayName(op);
   auto need = [&](bool ok, DiagId id, int i) -> std::optional<TypeError> {
-    if (ok) return std::nullopt;
+    if (ok)
+      return std::nullopt;
     auto e = err(id, {name, ops[i].str()});
     e.operand = i;
     return e;
   };
   auto same = [&](int i, int j) -> std::optional<TypeError> {
-    if (ops[i].dtype == ops[j].dtype) return std::nullopt;
+    if (ops[i].dtype == ops[j].dtype)
+      return std::nullopt;
     return err(DiagId::DTypeMismatch, {name, dtypeName(ops[i].dtype), dtypeName(ops[j].dtype)});
   };
   switch (op) {
-  case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
-  case Op::Sigmoid: case Op::Sin: case Op::Cos: case Op::Pow:
-    if (auto e = need(isFloat(ops[0].dtype), DiagId::FloatOnly, 0)) return e;
+  case Op::Exp:
+  case Op::Log:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Tanh:
+  case Op::Sigmoid:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Pow:
+    if (auto e = need(isFloat(ops[0].dtype), DiagId::FloatOnly, 0))
+      return e;
     break;
-  case Op::Not: case Op::And: case Op::Or:
+  case Op::Not:
+  case Op::And:
+  case Op::Or:
     for (size_t i = 0; i < ops.size(); ++i)
-      if (auto e = need(ops[i].dtype == DType::Bool, DiagId::BoolOnly, (int)i)) return e;
+      if (auto e = need(ops[i].dtype == DType::Bool, DiagId::BoolOnly, (int)i))
+        return e;
     break;
   case Op::Select:
-    if (auto e = need(ops[0].dtype == DType::Bool, DiagId::BoolOnly, 0)) return e;
+    if (auto e = need(ops[0].dtype == DType::Bool, DiagId::BoolOnly, 0))
+      return e;
     return same(1, 2);
   case Op::IndexSelect:
-    if (auto e = need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64,
-                      DiagId::IntegerOnly, 1))
+    if (auto e =
+            need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64, DiagId::IntegerOnly, 1))
       return e;
     break;
   case Op::IndexAdd:
-    if (auto e = need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64,
-                      DiagId::IntegerOnly, 1))
+    if (auto e =
+            need(ops[1].dtype == DType::I32 || ops[1].dtype == DType::I64, DiagId::IntegerOnly, 1))
       return e;
     return same(0, 2);
-  case Op::Cast: case Op::Eq: case Op::Ne: case Op::Reshape: case Op::Transpose:
+  case Op::Cast:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Reshape:
+  case Op::Transpose:
   case Op::Broadcast:
     break;
   default:
@@ -123,10 +153,17 @@ std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) 
 
 DType resultDType(Op op, const std::vector<TensorType> &ops) {
   switch (op) {
-  case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
     return DType::Bool;
-  case Op::Select: return ops[1].dtype;
-  default: return ops[0].dtype;
+  case Op::Select:
+    return ops[1].dtype;
+  default:
+    return ops[0].dtype;
   }
 }
 
@@ -136,7 +173,8 @@ std::optional<TypeError> checkMeshes(const std::vector<TensorType> &ops, MeshRef
   int firstDist = -1, firstHost = -1;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].isHost()) {
-      if (firstHost < 0) firstHost = (int)i;
+      if (firstHost < 0)
+        firstHost = (int)i;
       continue;
     }
     if (!mesh) {
@@ -170,9 +208,11 @@ TensorType matchLayout(const IndexSignature &sig, const std::vector<TensorType> 
   t.placements.assign(mesh->axes.size(), Placement::replicate());
   for (size_t a = 0; a < t.placements.size(); ++a) {
     const Placement &p = ops[owner].placements[a];
-    if (!p.isShard()) continue;
+    if (!p.isShard())
+      continue;
     int d = sig.dimOf(j, sig.operands[owner][p.dim]);
-    if (d >= 0) t.placements[a] = Placement::shard(d);
+    if (d >= 0)
+      t.placements[a] = Placement::shard(d);
   }
   return t;
 }
@@ -200,7 +240,8 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
     const std::string &axis = mesh.axes[a].name;
     std::vector<int> partials;
     for (size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].placements[a].isPartial()) partials.push_back((int)i);
+      if (ops[i].placements[a].isPartial())
+        partials.push_back((int)i);
 
     // index_add of rows sharded on this axis into a partial(sum) base: every
     // rank adds its rows into its part of the sum (autodiff of index_select).
@@ -224,7 +265,8 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
           return fail(e);
         }
       Linearity lin = linearity(op, ops);
-      if (op == Op::Cast && !isFloat(base.dtype)) lin.kind = Lin::None; // truncation
+      if (op == Op::Cast && !isFloat(base.dtype))
+        lin.kind = Lin::None; // truncation
       auto replicateFix = [&](DiagId id, std::vector<std::string> args, int i) {
         auto e = err(id, std::move(args));
         e.operand = i;
@@ -248,10 +290,10 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       for (int i : partials)
         if (!inSlots(i)) {
           auto e = err(DiagId::NonLinearPartial, {displayName(op)});
-          e.notes.push_back(std::string("`") + displayName(op) + "` is linear in " +
-                            (lin.slots.size() == 1 ? "its first operand only"
-                                                   : "its data operands only") +
-                            "; operand " + std::to_string(i + 1) + " is partial");
+          e.notes.push_back(
+              std::string("`") + displayName(op) + "` is linear in " +
+              (lin.slots.size() == 1 ? "its first operand only" : "its data operands only") +
+              "; operand " + std::to_string(i + 1) + " is partial");
           e.operand = i;
           e.suggest = withAxis(ops[i], a, Placement::replicate());
           return fail(e);
@@ -286,7 +328,8 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
     int factor = -1, owner = -1;
     for (size_t i = 0; i < ops.size(); ++i) {
       const Placement &p = ops[i].placements[a];
-      if (!p.isShard()) continue;
+      if (!p.isShard())
+        continue;
       int f = sig.operands[i][p.dim];
       if (f < 0) {
         auto e = err(DiagId::ShardingMismatch, {axis});
@@ -308,25 +351,29 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         return fail(e);
       }
     }
-    if (factor < 0) continue; // replicate
+    if (factor < 0)
+      continue; // replicate
     for (size_t i = 0; i < ops.size(); ++i) {
       int d = sig.dimOf((int)i, factor);
-      if (d < 0) continue;
+      if (d < 0)
+        continue;
       const Placement &p = ops[i].placements[a];
       if (!(p.isShard() && p.dim == d)) {
-        auto e = err(contract && sig.roles[factor] == FactorRole::Summed
-                         ? DiagId::ContractionMismatch
-                         : DiagId::ShardingMismatch,
-                     contract && sig.roles[factor] == FactorRole::Summed
-                         ? std::vector<std::string>{displayName(op), axis}
-                         : std::vector<std::string>{axis});
+        auto e =
+            err(contract && sig.roles[factor] == FactorRole::Summed ? DiagId::ContractionMismatch
+                                                                    : DiagId::ShardingMismatch,
+                contract && sig.roles[factor] == FactorRole::Summed
+                    ? std::vector<std::string>{displayName(op), axis}
+                    : std::vector<std::string>{axis});
         e.operand = (int)i;
         e.suggest = matchLayout(sig, ops, owner, (int)i, r.mesh);
         return fail(e);
       }
     }
     switch (sig.roles[factor]) {
-    case FactorRole::Kept: r.placements[a] = Placement::shard(sig.resultDimOf(factor)); break;
+    case FactorRole::Kept:
+      r.placements[a] = Placement::shard(sig.resultDimOf(factor));
+      break;
     case FactorRole::Summed:
       if (op == Op::IndexAdd) {
         // Rows scattered from a sharded source sum into every rank's base:
@@ -340,13 +387,17 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       }
       r.placements[a] = Placement::partial(ReduceOp::Sum);
       break;
-    case FactorRole::MaxReduced: r.placements[a] = Placement::partial(ReduceOp::Max); break;
-    case FactorRole::MinReduced: r.placements[a] = Placement::partial(ReduceOp::Min); break;
+    case FactorRole::MaxReduced:
+      r.placements[a] = Placement::partial(ReduceOp::Max);
+      break;
+    case FactorRole::MinReduced:
+      r.placements[a] = Placement::partial(ReduceOp::Min);
+      break;
     case FactorRole::Pinned: {
       int d = sig.dimOf(owner, factor);
-      auto e = op == Op::Reshape ? err(DiagId::ReshapeSharded, {std::to_string(d), axis})
-                                 : err(DiagId::ShardedGatherDim,
-                                       {opName(op), std::to_string(d), axis});
+      auto e = op == Op::Reshape
+                   ? err(DiagId::ReshapeSharded, {std::to_string(d), axis})
+                   : err(DiagId::ShardedGatherDim, {opName(op), std::to_string(d), axis});
       e.operand = owner;
       e.suggest = withAxis(ops[owner], a, Placement::replicate());
       return fail(e);
@@ -357,9 +408,11 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
   if (op == Op::Reshape) {
     for (int d = 0; d < r.rank(); ++d) {
       auto ax = r.axesShardingDim(d);
-      if (ax.empty()) continue;
+      if (ax.empty())
+        continue;
       int64_t k = 1;
-      for (int a : ax) k *= mesh.axes[a].size;
+      for (int a : ax)
+        k *= mesh.axes[a].size;
       int inDim = sig.dimOf(0, sig.result[d]);
       const Dim &din = ops[0].shape[inDim], &dout = r.shape[d];
       bool even = !din.isSym() && !dout.isSym() && din.value % k == 0 && dout.value % k == 0;
@@ -369,7 +422,8 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
                           " and " + dout.str() + " evenly");
         e.operand = 0;
         TensorType s = ops[0];
-        for (int a : ax) s.placements[a] = Placement::replicate();
+        for (int a : ax)
+          s.placements[a] = Placement::replicate();
         e.suggest = s;
         return fail(e);
       }
@@ -380,7 +434,8 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
 }
 
 std::optional<TypeError> checkLayout(const TensorType &t) {
-  if (!t.mesh) return std::nullopt;
+  if (!t.mesh)
+    return std::nullopt;
   for (size_t a = 0; a < t.placements.size(); ++a) {
     const Placement &p = t.placements[a];
     if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
@@ -401,44 +456,56 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
     return out;
   };
   auto givenType = [&]() -> const TensorType & {
-    if (given.empty()) throw InternalError(std::string("`") + info.name + "` needs a result type");
+    if (given.empty())
+      throw InternalError(std::string("`") + info.name + "` needs a result type");
     return given[0];
   };
 
   switch (info.cls) {
   case OpClass::Source: {
     const TensorType &t = givenType();
-    if (op == Op::Random && !isFloat(t.dtype)) return fail(err(DiagId::FloatOnly, {"random", t.str()}));
-    if (auto e = checkLayout(t)) return fail(*e);
+    if (op == Op::Random && !isFloat(t.dtype))
+      return fail(err(DiagId::FloatOnly, {"random", t.str()}));
+    if (auto e = checkLayout(t))
+      return fail(*e);
     out.results = {t};
     return out;
   }
   case OpClass::Layout: {
     const TensorType &src = ops[0], &dst = givenType();
     if (op == Op::Relayout) {
-      if (src.isHost()) return fail(err(DiagId::RelayoutHost, {}));
+      if (src.isHost())
+        return fail(err(DiagId::RelayoutHost, {}));
       if (dst.isHost() || !(*src.mesh == *dst.mesh))
-        return fail(err(DiagId::RelayoutMesh, {src.mesh->name, dst.isHost() ? "host" : dst.mesh->name}));
+        return fail(
+            err(DiagId::RelayoutMesh, {src.mesh->name, dst.isHost() ? "host" : dst.mesh->name}));
     } else if (op == Op::Distribute) {
-      if (!src.isHost()) return fail(err(DiagId::Unsupported, {"`distribute` needs a host value; use `relayout` to change a distributed value's layout"}));
+      if (!src.isHost())
+        return fail(err(DiagId::Unsupported, {"`distribute` needs a host value; use `relayout` to "
+                                              "change a distributed value's layout"}));
     } else { // ToHost
-      if (src.isHost()) return fail(err(DiagId::Unsupported, {"`to_host` needs a distributed value"}));
+      if (src.isHost())
+        return fail(err(DiagId::Unsupported, {"`to_host` needs a distributed value"}));
       if (src.hasPartial()) {
         auto e = err(DiagId::PartialToHost, {});
         e.operand = 0;
         TensorType s = src;
         for (auto &p : s.placements)
-          if (p.isPartial()) p = Placement::replicate();
+          if (p.isPartial())
+            p = Placement::replicate();
         e.suggest = s;
         e.notes.push_back("the value is `" + src.str() + "`");
         return fail(e);
       }
     }
     if (src.shape != dst.shape)
-      return fail(err(DiagId::ShapeMismatch, {info.name, shapeStr(src.shape), shapeStr(dst.shape)}));
+      return fail(
+          err(DiagId::ShapeMismatch, {info.name, shapeStr(src.shape), shapeStr(dst.shape)}));
     if (src.dtype != dst.dtype)
-      return fail(err(DiagId::DTypeMismatch, {info.name, dtypeName(src.dtype), dtypeName(dst.dtype)}));
-    if (auto e = checkLayout(dst)) return fail(*e);
+      return fail(
+          err(DiagId::DTypeMismatch, {info.name, dtypeName(src.dtype), dtypeName(dst.dtype)}));
+    if (auto e = checkLayout(dst))
+      return fail(*e);
     out.results = {dst};
     return out;
   }
@@ -448,7 +515,8 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
       e.operand = 0;
       TensorType s = ops[0];
       for (auto &p : s.placements)
-        if (p.isPartial()) p = Placement::replicate();
+        if (p.isPartial())
+          p = Placement::replicate();
       e.suggest = s;
       e.notes.push_back("`print` reads the value to the host; it is `" + ops[0].str() + "`");
       return fail(e);
@@ -457,28 +525,37 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   }
   case OpClass::Collective: { // SPMD IR only: one step of a placement change
     std::string why = checkCollective(op, ops[0], givenType(), attrs.ints);
-    if (!why.empty()) return fail(err(DiagId::Unsupported, {why}));
+    if (!why.empty())
+      return fail(err(DiagId::Unsupported, {why}));
     out.results = {givenType()};
     return out;
   }
-  case OpClass::Control: throw InternalError("control ops are typed by the IR builder");
-  default: break;
+  case OpClass::Control:
+    throw InternalError("control ops are typed by the IR builder");
+  default:
+    break;
   }
 
   MeshRef mesh;
   auto meshErr = checkMeshes(ops, mesh);
-  if (meshErr && meshErr->id != DiagId::HostDistributedMix) return fail(*meshErr);
-  if (auto e = checkDTypes(op, ops)) return fail(*e);
+  if (meshErr && meshErr->id != DiagId::HostDistributedMix)
+    return fail(*meshErr);
+  if (auto e = checkDTypes(op, ops))
+    return fail(*e);
   std::vector<Shape> shapes;
-  for (auto &t : ops) shapes.push_back(t.shape);
-  const Shape *givenShape = (op == Op::Reshape || op == Op::Broadcast) ? &givenType().shape : nullptr;
+  for (auto &t : ops)
+    shapes.push_back(t.shape);
+  const Shape *givenShape =
+      (op == Op::Reshape || op == Op::Broadcast) ? &givenType().shape : nullptr;
   ShapeError se;
   auto sig = buildSignature(op, shapes, attrs, givenShape, se);
-  if (!sig) return fail(err(se.id, se.args));
+  if (!sig)
+    return fail(err(se.id, se.args));
   if (meshErr) {
     // propose the layout that agrees with the distributed operand
     int owner = 0;
-    while (ops[owner].isHost()) ++owner;
+    while (ops[owner].isHost())
+      ++owner;
     meshErr->suggest = matchLayout(*sig, ops, owner, meshErr->operand, mesh);
     return fail(*meshErr);
   }

@@ -11,13 +11,15 @@ namespace dt {
 
 int IndexSignature::dimOf(int i, int f) const {
   for (size_t d = 0; d < operands[i].size(); ++d)
-    if (operands[i][d] == f) return (int)d;
+    if (operands[i][d] == f)
+      return (int)d;
   return -1;
 }
 
 int IndexSignature::resultDimOf(int f) const {
   for (size_t d = 0; d < result.size(); ++d)
-    if (result[d] == f) return (int)d;
+    if (result[d] == f)
+      return (int)d;
   return -1;
 }
 
@@ -29,12 +31,18 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   for (size_t i = 0; i < n; ++i) {
     const Dim *da = i < n - a.size() ? nullptr : &a[i - (n - a.size())];
     const Dim *db = i < n - b.size() ? nullptr : &b[i - (n - b.size())];
-    if (!da) r[i] = *db;
-    else if (!db) r[i] = *da;
-    else if (*da == *db) r[i] = *da;
-    else if (isOne(*da)) r[i] = *db;
-    else if (isOne(*db)) r[i] = *da;
-    else return std::nullopt;
+    if (!da)
+      r[i] = *db;
+    else if (!db)
+      r[i] = *da;
+    else if (*da == *db)
+      r[i] = *da;
+    else if (isOne(*da))
+      r[i] = *db;
+    else if (isOne(*db))
+      r[i] = *da;
+    else
+      return std::nullopt;
   }
   return r;
 }
@@ -45,7 +53,8 @@ bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std:
   output.clear();
   std::string s;
   for (char c : spec)
-    if (c != ' ') s += c;
+    if (c != ' ')
+      s += c;
   auto arrow = s.find("->");
   if (arrow == std::string::npos) {
     error = "missing `->`";
@@ -56,13 +65,16 @@ bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std:
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    inputs.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
+    inputs.push_back(
+        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos)
+      break;
     start = comma + 1;
   }
   auto valid = [&](const std::string &t) {
     for (char c : t)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+        return false;
     return true;
   };
   for (auto &in : inputs)
@@ -80,7 +92,8 @@ bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std:
       return false;
     }
     bool found = false;
-    for (auto &in : inputs) found |= in.find(output[i]) != std::string::npos;
+    for (auto &in : inputs)
+      found |= in.find(output[i]) != std::string::npos;
     if (!found) {
       error = std::string("result letter `") + output[i] + "` is in no operand";
       return false;
@@ -98,7 +111,8 @@ bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std:
 namespace {
 
 /// Elementwise with numpy broadcasting over any number of operands.
-std::optional<IndexSignature> elementwise(Op op, const std::vector<Shape> &shapes, ShapeError &err) {
+std::optional<IndexSignature> elementwise(Op op, const std::vector<Shape> &shapes,
+                                          ShapeError &err) {
   Shape out = shapes[0];
   for (size_t i = 1; i < shapes.size(); ++i) {
     auto b = broadcastShapes(out, shapes[i]);
@@ -109,7 +123,8 @@ std::optional<IndexSignature> elementwise(Op op, const std::vector<Shape> &shape
     out = *b;
   }
   IndexSignature s;
-  for (auto &d : out) s.result.push_back(s.addFactor(d, FactorRole::Kept));
+  for (auto &d : out)
+    s.result.push_back(s.addFactor(d, FactorRole::Kept));
   for (auto &sh : shapes) {
     std::vector<int> f(sh.size(), -1);
     size_t off = out.size() - sh.size();
@@ -149,18 +164,18 @@ std::optional<IndexSignature> einsumSig(const std::vector<std::string> &ins, con
                                         const std::vector<Shape> &shapes, const char *name,
                                         ShapeError &err) {
   if (ins.size() != shapes.size()) {
-    err = {DiagId::BadEinsum, {name, "spec names " + std::to_string(ins.size()) +
-                                         " operands but the call has " +
-                                         std::to_string(shapes.size())}};
+    err = {DiagId::BadEinsum,
+           {name, "spec names " + std::to_string(ins.size()) + " operands but the call has " +
+                      std::to_string(shapes.size())}};
     return std::nullopt;
   }
   IndexSignature s;
   std::map<char, int> letter;
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].size() != shapes[i].size()) {
-      err = {DiagId::BadEinsum, {name, "operand " + std::to_string(i) + " has " +
-                                           std::to_string(shapes[i].size()) + " dims but `" +
-                                           ins[i] + "` names " + std::to_string(ins[i].size())}};
+      err = {DiagId::BadEinsum,
+             {name, "operand " + std::to_string(i) + " has " + std::to_string(shapes[i].size()) +
+                        " dims but `" + ins[i] + "` names " + std::to_string(ins[i].size())}};
       return std::nullopt;
     }
     std::vector<int> f;
@@ -200,8 +215,10 @@ std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, ShapeErro
   // Promote 1-D operands like numpy, then build a batched einsum signature.
   Shape a2 = a, b2 = b;
   bool aVec = a.size() == 1, bVec = b.size() == 1;
-  if (aVec) a2.insert(a2.begin(), Dim::lit(1));
-  if (bVec) b2.push_back(Dim::lit(1));
+  if (aVec)
+    a2.insert(a2.begin(), Dim::lit(1));
+  if (bVec)
+    b2.push_back(Dim::lit(1));
   if (a2.back() != b2[b2.size() - 2]) {
     err = {DiagId::ShapeMismatch, {"matmul", shapeStr(a), shapeStr(b)}};
     return std::nullopt;
@@ -214,7 +231,8 @@ std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, ShapeErro
   }
   IndexSignature s;
   std::vector<int> bf;
-  for (auto &d : *batch) bf.push_back(s.addFactor(d, FactorRole::Kept));
+  for (auto &d : *batch)
+    bf.push_back(s.addFactor(d, FactorRole::Kept));
   int m = s.addFactor(a2[a2.size() - 2], FactorRole::Kept);
   int k = s.addFactor(a2.back(), FactorRole::Summed);
   int n = s.addFactor(b2.back(), FactorRole::Kept);
@@ -226,10 +244,12 @@ std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, ShapeErro
     return f;
   };
   auto fa = batchFactors(ba), fb = batchFactors(bb);
-  if (!aVec) fa.push_back(m);
+  if (!aVec)
+    fa.push_back(m);
   fa.push_back(k);
   fb.push_back(k);
-  if (!bVec) fb.push_back(n);
+  if (!bVec)
+    fb.push_back(n);
   s.operands = {fa, fb};
   s.result = bf;
   s.resultShape = *batch;
@@ -254,9 +274,11 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
   std::vector<int> fi(in.size(), -1), fo(out.size(), -1);
   size_t i = 0, o = 0;
   auto fail = [&]() {
-    int64_t ni = isConcrete(in) ? numElements(in) : -1, no = isConcrete(out) ? numElements(out) : -1;
-    err = {DiagId::BadReshape, {shapeStr(in), ni < 0 ? "?" : std::to_string(ni), shapeStr(out),
-                                no < 0 ? "?" : std::to_string(no)}};
+    int64_t ni = isConcrete(in) ? numElements(in) : -1,
+            no = isConcrete(out) ? numElements(out) : -1;
+    err = {DiagId::BadReshape,
+           {shapeStr(in), ni < 0 ? "?" : std::to_string(ni), shapeStr(out),
+            no < 0 ? "?" : std::to_string(no)}};
     return std::nullopt;
   };
   while (i < in.size() || o < out.size()) {
@@ -271,9 +293,11 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
       ++o;
       continue;
     }
-    if (i >= in.size() || o >= out.size()) return fail();
+    if (i >= in.size() || o >= out.size())
+      return fail();
     if (in[i].isSym() || out[o].isSym()) {
-      if (in[i] != out[o]) return fail();
+      if (in[i] != out[o])
+        return fail();
       int f = s.addFactor(in[i], FactorRole::Kept);
       fi[i++] = f;
       fo[o++] = f;
@@ -284,10 +308,12 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
     int64_t pi = in[i++].value, po = out[o++].value;
     while (pi != po) {
       if (pi < po) {
-        if (i >= in.size() || in[i].isSym()) return fail();
+        if (i >= in.size() || in[i].isSym())
+          return fail();
         pi *= in[i++].value;
       } else {
-        if (o >= out.size() || out[o].isSym()) return fail();
+        if (o >= out.size() || out[o].isSym())
+          return fail();
         po *= out[o++].value;
       }
     }
@@ -303,8 +329,10 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
     int major = s.addFactor(Dim::lit(pi), FactorRole::Kept);
     fi[i0] = major;
     fo[o0] = major;
-    for (size_t k = i0 + 1; k < i; ++k) fi[k] = s.addFactor(in[k], FactorRole::Pinned);
-    for (size_t k = o0 + 1; k < o; ++k) fo[k] = s.addFactor(out[k], FactorRole::Pinned);
+    for (size_t k = i0 + 1; k < i; ++k)
+      fi[k] = s.addFactor(in[k], FactorRole::Pinned);
+    for (size_t k = o0 + 1; k < o; ++k)
+      fo[k] = s.addFactor(out[k], FactorRole::Pinned);
   }
   s.operands = {fi};
   s.result = fo;
@@ -319,12 +347,16 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
   switch (opInfo(op).cls) {
   case OpClass::Elementwise1:
   case OpClass::Elementwise2:
-  case OpClass::Elementwise3: return elementwise(op, shapes, err);
-  case OpClass::Reduce: return reduce(op, shapes[0], attrs, err);
-  default: break;
+  case OpClass::Elementwise3:
+    return elementwise(op, shapes, err);
+  case OpClass::Reduce:
+    return reduce(op, shapes[0], attrs, err);
+  default:
+    break;
   }
   switch (op) {
-  case Op::MatMul: return matmul(shapes, err);
+  case Op::MatMul:
+    return matmul(shapes, err);
   case Op::Einsum: {
     std::vector<std::string> ins;
     std::string out, why;
@@ -340,16 +372,19 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
     std::vector<int64_t> sorted = perm;
     std::sort(sorted.begin(), sorted.end());
     bool ok = perm.size() == in.size();
-    for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == (int64_t)i;
+    for (size_t i = 0; ok && i < sorted.size(); ++i)
+      ok = sorted[i] == (int64_t)i;
     if (!ok) {
       std::string p = "[";
-      for (size_t i = 0; i < perm.size(); ++i) p += (i ? ", " : "") + std::to_string(perm[i]);
+      for (size_t i = 0; i < perm.size(); ++i)
+        p += (i ? ", " : "") + std::to_string(perm[i]);
       err = {DiagId::BadPerm, {p + "]", std::to_string(in.size())}};
       return std::nullopt;
     }
     IndexSignature s;
     std::vector<int> f;
-    for (auto &d : in) f.push_back(s.addFactor(d, FactorRole::Kept));
+    for (auto &d : in)
+      f.push_back(s.addFactor(d, FactorRole::Kept));
     s.operands = {f};
     for (auto p : perm) {
       s.result.push_back(f[p]);
@@ -357,7 +392,8 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
     }
     return s;
   }
-  case Op::Reshape: return reshape(shapes[0], *given, err);
+  case Op::Reshape:
+    return reshape(shapes[0], *given, err);
   case Op::Broadcast: {
     auto b = broadcastShapes(shapes[0], *given);
     if (!b || *b != *given) {
@@ -365,7 +401,8 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
       return std::nullopt;
     }
     auto s = elementwise(op, {*given, shapes[0]}, err);
-    if (s) s->operands.erase(s->operands.begin());
+    if (s)
+      s->operands.erase(s->operands.begin());
     return s;
   }
   case Op::IndexSelect: {
@@ -379,7 +416,8 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
     std::vector<int> fx, fid;
     for (size_t d = 0; d < x.size(); ++d)
       fx.push_back(s.addFactor(x[d], d == (size_t)dim ? FactorRole::Pinned : FactorRole::Kept));
-    for (auto &d : ids) fid.push_back(s.addFactor(d, FactorRole::Kept));
+    for (auto &d : ids)
+      fid.push_back(s.addFactor(d, FactorRole::Kept));
     s.operands = {fx, fid};
     for (size_t d = 0; d < x.size(); ++d) {
       if (d == (size_t)dim) {
@@ -420,13 +458,15 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
       fb.push_back(s.addFactor(base[d], FactorRole::Kept));
     }
     int t = s.addFactor(ids[0], FactorRole::Summed);
-    for (size_t d = 0; d < src.size(); ++d) fs.push_back(d == (size_t)dim ? t : fb[d]);
+    for (size_t d = 0; d < src.size(); ++d)
+      fs.push_back(d == (size_t)dim ? t : fb[d]);
     s.operands = {fb, {t}, fs};
     s.result = fb;
     s.resultShape = base;
     return s;
   }
-  default: break;
+  default:
+    break;
   }
   throw InternalError(std::string("no index signature for `") + opName(op) + "`");
 }

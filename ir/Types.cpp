@@ -9,29 +9,44 @@ namespace dt {
 
 const char *dtypeName(DType t) {
   switch (t) {
-  case DType::F32: return "f32";
-  case DType::F64: return "f64";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  case DType::Bool: return "bool";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::Bool:
+    return "bool";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(const std::string &s) {
-  if (s == "f32") return DType::F32;
-  if (s == "f64") return DType::F64;
-  if (s == "i32") return DType::I32;
-  if (s == "i64") return DType::I64;
-  if (s == "bool") return DType::Bool;
+  if (s == "f32")
+    return DType::F32;
+  if (s == "f64")
+    return DType::F64;
+  if (s == "i32")
+    return DType::I32;
+  if (s == "i64")
+    return DType::I64;
+  if (s == "bool")
+    return DType::Bool;
   return std::nullopt;
 }
 
 int64_t dtypeSize(DType t) {
   switch (t) {
-  case DType::F32: case DType::I32: return 4;
-  case DType::F64: case DType::I64: return 8;
-  case DType::Bool: return 1;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::Bool:
+    return 1;
   }
   return 0;
 }
@@ -42,13 +57,15 @@ std::string Dim::str() const { return isSym() ? sym : std::to_string(value); }
 
 std::string shapeStr(const Shape &s) {
   std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + s[i].str();
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + s[i].str();
   return r + "]";
 }
 
 bool isConcrete(const Shape &s) {
   for (auto &d : s)
-    if (d.isSym()) return false;
+    if (d.isSym())
+      return false;
   return true;
 }
 
@@ -72,13 +89,15 @@ std::vector<int64_t> concreteDims(const Shape &s) {
 
 int64_t Mesh::size() const {
   int64_t n = 1;
-  for (auto &a : axes) n *= a.size;
+  for (auto &a : axes)
+    n *= a.size;
   return n;
 }
 
 int Mesh::axisIndex(const std::string &axis) const {
   for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i].name == axis) return (int)i;
+    if (axes[i].name == axis)
+      return (int)i;
   return -1;
 }
 
@@ -93,7 +112,8 @@ std::vector<int64_t> Mesh::coords(int64_t rank) const {
 
 int64_t Mesh::rankOf(const std::vector<int64_t> &c) const {
   int64_t r = 0;
-  for (size_t i = 0; i < axes.size(); ++i) r = r * axes[i].size + c[i];
+  for (size_t i = 0; i < axes.size(); ++i)
+    r = r * axes[i].size + c[i];
   return r;
 }
 
@@ -104,10 +124,12 @@ std::string Mesh::str() const {
   r += "]";
   bool identity = true;
   for (size_t i = 0; i < devices.size(); ++i)
-    if (devices[i] != (int64_t)i) identity = false;
+    if (devices[i] != (int64_t)i)
+      identity = false;
   if (!identity) {
     r += " devices [";
-    for (size_t i = 0; i < devices.size(); ++i) r += (i ? ", " : "") + std::to_string(devices[i]);
+    for (size_t i = 0; i < devices.size(); ++i)
+      r += (i ? ", " : "") + std::to_string(devices[i]);
     r += "]";
   }
   return r;
@@ -115,46 +137,60 @@ std::string Mesh::str() const {
 
 const char *reduceOpName(ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: return "sum";
-  case ReduceOp::Avg: return "avg";
-  case ReduceOp::Max: return "max";
-  case ReduceOp::Min: return "min";
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Avg:
+    return "avg";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
   }
   return "?";
 }
 
 std::optional<ReduceOp> parseReduceOp(const std::string &s) {
-  if (s == "sum") return ReduceOp::Sum;
-  if (s == "avg") return ReduceOp::Avg;
-  if (s == "max") return ReduceOp::Max;
-  if (s == "min") return ReduceOp::Min;
+  if (s == "sum")
+    return ReduceOp::Sum;
+  if (s == "avg")
+    return ReduceOp::Avg;
+  if (s == "max")
+    return ReduceOp::Max;
+  if (s == "min")
+    return ReduceOp::Min;
   return std::nullopt;
 }
 
 std::string Placement::str() const {
   switch (kind) {
-  case Replicate: return "replicate";
-  case Shard: return "shard(" + std::to_string(dim) + ")";
-  case Partial: return std::string("partial(") + reduceOpName(op) + ")";
+  case Replicate:
+    return "replicate";
+  case Shard:
+    return "shard(" + std::to_string(dim) + ")";
+  case Partial:
+    return std::string("partial(") + reduceOpName(op) + ")";
   }
   return "?";
 }
 
 bool TensorType::hasPartial() const {
   for (auto &p : placements)
-    if (p.isPartial()) return true;
+    if (p.isPartial())
+      return true;
   return false;
 }
 
 std::vector<int> TensorType::axesShardingDim(int d) const {
   std::vector<int> r;
   for (size_t i = 0; i < placements.size(); ++i)
-    if (placements[i].isShard() && placements[i].dim == d) r.push_back((int)i);
+    if (placements[i].isShard() && placements[i].dim == d)
+      r.push_back((int)i);
   return r;
 }
 
 std::string TensorType::layoutStr() const {
-  if (!mesh) return "";
+  if (!mesh)
+    return "";
   std::string r = mesh->name + "{";
   for (size_t i = 0; i < placements.size(); ++i)
     r += (i ? ", " : "") + mesh->axes[i].name + ": " + placements[i].str();
@@ -162,16 +198,20 @@ std::string TensorType::layoutStr() const {
 }
 
 std::string TensorType::dimsMappingStr() const {
-  if (!mesh || hasPartial()) return "";
+  if (!mesh || hasPartial())
+    return "";
   std::string r = mesh->name + "[";
   for (int d = 0; d < rank(); ++d) {
     auto ax = axesShardingDim(d);
     r += d ? ", " : "";
-    if (ax.empty()) r += "_";
-    else if (ax.size() == 1) r += mesh->axes[ax[0]].name;
+    if (ax.empty())
+      r += "_";
+    else if (ax.size() == 1)
+      r += mesh->axes[ax[0]].name;
     else {
       r += "(";
-      for (size_t i = 0; i < ax.size(); ++i) r += (i ? ", " : "") + mesh->axes[ax[i]].name;
+      for (size_t i = 0; i < ax.size(); ++i)
+        r += (i ? ", " : "") + mesh->axes[ax[i]].name;
       r += ")";
     }
   }
@@ -180,13 +220,16 @@ std::string TensorType::dimsMappingStr() const {
 
 std::string TensorType::str() const {
   std::string r = std::string(dtypeName(dtype)) + shapeStr(shape);
-  if (mesh) r += " @ " + layoutStr();
+  if (mesh)
+    r += " @ " + layoutStr();
   return r;
 }
 
 bool TensorType::sameLayout(const TensorType &o) const {
-  if ((mesh == nullptr) != (o.mesh == nullptr)) return false;
-  if (mesh && !(*mesh == *o.mesh)) return false;
+  if ((mesh == nullptr) != (o.mesh == nullptr))
+    return false;
+  if (mesh && !(*mesh == *o.mesh))
+    return false;
   return placements == o.placements;
 }
 
@@ -199,7 +242,8 @@ TensorType replicatedType(DType dt, Shape shape, MeshRef mesh) {
   t.dtype = dt;
   t.shape = std::move(shape);
   t.mesh = mesh;
-  if (mesh) t.placements.assign(mesh->axes.size(), Placement::replicate());
+  if (mesh)
+    t.placements.assign(mesh->axes.size(), Placement::replicate());
   return t;
 }
 
@@ -214,11 +258,13 @@ LocalBlock localBlock(const TensorType &t, int64_t rank) {
   LocalBlock b;
   b.shape = concreteDims(t.shape);
   b.offset.assign(b.shape.size(), 0);
-  if (!t.mesh) return b;
+  if (!t.mesh)
+    return b;
   auto c = t.mesh->coords(rank);
   for (int d = 0; d < t.rank(); ++d) {
     auto ax = t.axesShardingDim(d);
-    if (ax.empty()) continue;
+    if (ax.empty())
+      continue;
     int64_t k = 1, idx = 0;
     for (int a : ax) {
       k *= t.mesh->axes[a].size;

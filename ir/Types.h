@@ -38,8 +38,8 @@ bool isFloat(DType t);
 /// A tensor dimension: a literal size or a size symbol (`T`, `H`) that a
 /// generic function binds at each call.
 struct Dim {
-  int64_t value = 0;   ///< the size when `sym` is empty
-  std::string sym;     ///< non-empty for a symbolic size
+  int64_t value = 0; ///< the size when `sym` is empty
+  std::string sym;   ///< non-empty for a symbolic size
   static Dim lit(int64_t v) { return Dim{v, ""}; }
   static Dim symbol(std::string s) { return Dim{0, std::move(s)}; }
   bool isSym() const { return !sym.empty(); }
@@ -48,9 +48,9 @@ struct Dim {
   std::string str() const;
 };
 using Shape = std::vector<Dim>;
-std::string shapeStr(const Shape &s);            ///< `[2, T]`
+std::string shapeStr(const Shape &s); ///< `[2, T]`
 bool isConcrete(const Shape &s);
-int64_t numElements(const Shape &s);             ///< requires a concrete shape
+int64_t numElements(const Shape &s);               ///< requires a concrete shape
 std::vector<int64_t> concreteDims(const Shape &s); ///< requires a concrete shape
 
 struct MeshAxis {

@@ -38,11 +38,13 @@ public:
   /// Emits `op` typed by inferTypes; throws NotDiff if it does not check.
   int op(Op o, std::vector<int> operands, Attrs attrs = {}, std::vector<TensorType> given = {}) {
     std::vector<TensorType> types;
-    for (int id : operands) types.push_back(f_.type(id));
+    for (int id : operands)
+      types.push_back(f_.type(id));
     Inferred inf = inferTypes(o, types, attrs, given);
     if (!inf.ok()) {
       std::string m = formatDiag(diagFormat(inf.error->id), inf.error->args);
-      for (auto &n : inf.error->notes) m += "; " + n;
+      for (auto &n : inf.error->notes)
+        m += "; " + n;
       throw NotDiff{std::string("the backward `") + opName(o) + "` does not type-check: " + m};
     }
     Inst in;
@@ -67,7 +69,8 @@ public:
     return op(Op::Const, {}, a, {t});
   }
   int relayout(int id, const TensorType &target) {
-    if (f_.type(id) == target) return id;
+    if (f_.type(id) == target)
+      return id;
     return op(Op::Relayout, {id}, {}, {target});
   }
   /// `x` cast to `like`'s dtype (for masks).
@@ -80,16 +83,19 @@ public:
   /// by value: op() grows the value table, so a reference into it would dangle.
   int unbroadcast(int g, Shape shape) {
     const TensorType gt = f_.type(g);
-    if (gt.shape == shape) return g;
+    if (gt.shape == shape)
+      return g;
     int extra = gt.rank() - (int)shape.size();
     Attrs a;
     for (int d = 0; d < gt.rank(); ++d) {
       bool ones = d >= extra && !shape[d - extra].isSym() && shape[d - extra].value == 1 &&
                   !(gt.shape[d] == shape[d - extra]);
-      if (d < extra || ones) a.ints.push_back(d);
+      if (d < extra || ones)
+        a.ints.push_back(d);
     }
     int r = a.ints.empty() ? g : op(Op::ReduceSum, {g}, a);
-    if (f_.type(r).shape == shape) return r;
+    if (f_.type(r).shape == shape)
+      return r;
     TensorType t = f_.type(r);
     t.shape = shape;
     return op(Op::Reshape, {r}, {}, {t});
@@ -99,7 +105,8 @@ public:
   TensorType relayoutBackTarget(const TensorType &src, const TensorType &g) {
     TensorType t = src;
     for (size_t a = 0; a < t.placements.size(); ++a) {
-      if (src.placements[a].isPartial()) t.placements[a] = Placement::replicate();
+      if (src.placements[a].isPartial())
+        t.placements[a] = Placement::replicate();
       else if (src.placements[a].isReplicate() && g.placements[a].isPartial())
         t.placements[a] = Placement::partial(ReduceOp::Sum);
     }
@@ -118,10 +125,14 @@ TensorType commonType(const TensorType &a, const TensorType &b) {
   TensorType t = a;
   for (size_t i = 0; i < t.placements.size(); ++i) {
     const Placement &pa = a.placements[i], &pb = b.placements[i];
-    if (pa == pb) continue;
-    if (pa.isShard()) t.placements[i] = pa;
-    else if (pb.isShard()) t.placements[i] = pb;
-    else t.placements[i] = Placement::partial(ReduceOp::Sum); // replicate + partial
+    if (pa == pb)
+      continue;
+    if (pa.isShard())
+      t.placements[i] = pa;
+    else if (pb.isShard())
+      t.placements[i] = pb;
+    else
+      t.placements[i] = Placement::partial(ReduceOp::Sum); // replicate + partial
   }
   return t;
 }
@@ -146,9 +157,11 @@ public:
   /// slice, partial -> shard a reduce-scatter; other axes keep their placement.
   int align(int g, const TensorType &result) {
     TensorType t = g_.type(g);
-    if (!t.mesh || t.shape != result.shape) return g;
+    if (!t.mesh || t.shape != result.shape)
+      return g;
     for (size_t a = 0; a < t.placements.size(); ++a)
-      if (result.placements[a].isShard()) t.placements[a] = result.placements[a];
+      if (result.placements[a].isShard())
+        t.placements[a] = result.placements[a];
     return bw_.relayout(g, t);
   }
 
@@ -156,18 +169,29 @@ public:
   void backward(const Inst &in, int g) {
     auto &B = bw_;
     B.loc_ = in.loc;
-    if (!in.results.empty()) g = align(g, g_.type(in.results[0]));
+    if (!in.results.empty())
+      g = align(g, g_.type(in.results[0]));
     const auto &x = in.operands;
     int out = in.results.empty() ? -1 : in.results[0];
     auto T = [&](int id) -> const TensorType & { return g_.type(id); };
     auto acc = [&](int operand, int c) {
-      if (isFloat(T(x[operand]).dtype)) accumulate(x[operand], B.unbroadcast(c, T(x[operand]).shape));
+      if (isFloat(T(x[operand]).dtype))
+        accumulate(x[operand], B.unbroadcast(c, T(x[operand]).shape));
     };
     auto mask = [&](Op cmp, int a, int b) { return B.castTo(B.op(cmp, {a, b}), g); };
     switch (in.op) {
-    case Op::Add: acc(0, g); acc(1, g); return;
-    case Op::Sub: acc(0, g); acc(1, B.op(Op::Neg, {g})); return;
-    case Op::Mul: acc(0, B.op(Op::Mul, {g, x[1]})); acc(1, B.op(Op::Mul, {g, x[0]})); return;
+    case Op::Add:
+      acc(0, g);
+      acc(1, g);
+      return;
+    case Op::Sub:
+      acc(0, g);
+      acc(1, B.op(Op::Neg, {g}));
+      return;
+    case Op::Mul:
+      acc(0, B.op(Op::Mul, {g, x[1]}));
+      acc(1, B.op(Op::Mul, {g, x[0]}));
+      return;
     case Op::Div: {
       acc(0, B.op(Op::Div, {g, x[1]}));
       int q = B.op(Op::Div, {B.op(Op::Mul, {g, out}), x[1]});
@@ -180,10 +204,18 @@ public:
       acc(1, B.op(Op::Mul, {g, B.op(Op::Mul, {out, B.op(Op::Log, {x[0]})})}));
       return;
     }
-    case Op::Neg: acc(0, B.op(Op::Neg, {g})); return;
-    case Op::Exp: acc(0, B.op(Op::Mul, {g, out})); return;
-    case Op::Log: acc(0, B.op(Op::Div, {g, x[0]})); return;
-    case Op::Sqrt: acc(0, B.op(Op::Div, {B.op(Op::Mul, {g, B.scalar(0.5, g)}), out})); return;
+    case Op::Neg:
+      acc(0, B.op(Op::Neg, {g}));
+      return;
+    case Op::Exp:
+      acc(0, B.op(Op::Mul, {g, out}));
+      return;
+    case Op::Log:
+      acc(0, B.op(Op::Div, {g, x[0]}));
+      return;
+    case Op::Sqrt:
+      acc(0, B.op(Op::Div, {B.op(Op::Mul, {g, B.scalar(0.5, g)}), out}));
+      return;
     case Op::Rsqrt:
       acc(0, B.op(Op::Mul, {g, B.op(Op::Div, {B.op(Op::Mul, {out, B.scalar(-0.5, out)}), x[0]})}));
       return;
@@ -197,15 +229,21 @@ public:
       acc(0, B.op(Op::Mul, {g, B.op(Op::Mul, {out, B.op(Op::Sub, {one, out})})}));
       return;
     }
-    case Op::Relu: acc(0, B.op(Op::Mul, {g, mask(Op::Gt, x[0], B.scalar(0, x[0]))})); return;
+    case Op::Relu:
+      acc(0, B.op(Op::Mul, {g, mask(Op::Gt, x[0], B.scalar(0, x[0]))}));
+      return;
     case Op::Abs: {
       int m = mask(Op::Ge, x[0], B.scalar(0, x[0]));
       int sign = B.op(Op::Sub, {B.op(Op::Mul, {m, B.scalar(2, m)}), B.scalar(1, m)});
       acc(0, B.op(Op::Mul, {g, sign}));
       return;
     }
-    case Op::Sin: acc(0, B.op(Op::Mul, {g, B.op(Op::Cos, {x[0]})})); return;
-    case Op::Cos: acc(0, B.op(Op::Neg, {B.op(Op::Mul, {g, B.op(Op::Sin, {x[0]})})})); return;
+    case Op::Sin:
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Cos, {x[0]})}));
+      return;
+    case Op::Cos:
+      acc(0, B.op(Op::Neg, {B.op(Op::Mul, {g, B.op(Op::Sin, {x[0]})})}));
+      return;
     case Op::Maximum:
     case Op::Minimum: {
       Op cmp = in.op == Op::Maximum ? Op::Ge : Op::Le;
@@ -232,7 +270,8 @@ public:
       const TensorType xt = T(x[0]); // a copy: B.op() grows the value table
       TensorType k = T(g);
       k.shape = xt.shape;
-      for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
+      for (auto d : in.attrs.ints)
+        k.shape[d] = Dim::lit(1);
       int r = B.op(Op::Reshape, {g}, {}, {k});
       TensorType b = T(r);
       b.shape = xt.shape;
@@ -244,25 +283,34 @@ public:
       const TensorType xt = T(x[0]);
       TensorType k = T(out);
       k.shape = xt.shape;
-      for (auto d : in.attrs.ints) k.shape[d] = Dim::lit(1);
+      for (auto d : in.attrs.ints)
+        k.shape[d] = Dim::lit(1);
       int ro = B.op(Op::Reshape, {out}, {}, {k});
       // A max over a sharded dim is partial(max); the mask compares every
       // element with the true maximum, so reduce it first (an all-reduce).
       TensorType full = T(ro);
       for (auto &p : full.placements)
-        if (p.isPartial()) p = Placement::replicate();
+        if (p.isPartial())
+          p = Placement::replicate();
       ro = B.relayout(ro, full);
-      int rg = B.op(Op::Reshape, {g}, {}, {[&] { TensorType t = T(g); t.shape = k.shape; return t; }()});
+      int rg = B.op(Op::Reshape, {g}, {}, {[&] {
+                      TensorType t = T(g);
+                      t.shape = k.shape;
+                      return t;
+                    }()});
       int m = B.castTo(B.op(Op::Eq, {x[0], ro}), g);
       accumulate(x[0], B.op(Op::Mul, {m, rg}));
       return;
     }
-    case Op::MatMul: return matmulBack(in, g);
-    case Op::Einsum: return einsumBack(in.attrs.str, x, g);
+    case Op::MatMul:
+      return matmulBack(in, g);
+    case Op::Einsum:
+      return einsumBack(in.attrs.str, x, g);
     case Op::Transpose: {
       Attrs a;
       a.ints.resize(in.attrs.ints.size());
-      for (size_t i = 0; i < in.attrs.ints.size(); ++i) a.ints[in.attrs.ints[i]] = (int64_t)i;
+      for (size_t i = 0; i < in.attrs.ints.size(); ++i)
+        a.ints[in.attrs.ints[i]] = (int64_t)i;
       accumulate(x[0], B.op(Op::Transpose, {g}, a));
       return;
     }
@@ -272,26 +320,34 @@ public:
       accumulate(x[0], B.op(Op::Reshape, {g}, {}, {t}));
       return;
     }
-    case Op::Broadcast: acc(0, g); return;
-    case Op::IndexSelect: return indexSelectBack(in, g);
+    case Op::Broadcast:
+      acc(0, g);
+      return;
+    case Op::IndexSelect:
+      return indexSelectBack(in, g);
     case Op::IndexAdd: {
-      if (isFloat(T(x[0]).dtype)) accumulate(x[0], g);
+      if (isFloat(T(x[0]).dtype))
+        accumulate(x[0], g);
       accumulate(x[2], B.op(Op::IndexSelect, {g, x[1]}, in.attrs));
       return;
     }
     case Op::Relayout:
       accumulate(x[0], B.relayout(g, B.relayoutBackTarget(T(x[0]), T(g))));
       return;
-    case Op::ToHost: accumulate(x[0], B.op(Op::Distribute, {g}, {}, {T(x[0])})); return;
+    case Op::ToHost:
+      accumulate(x[0], B.op(Op::Distribute, {g}, {}, {T(x[0])}));
+      return;
     case Op::Distribute: {
       TensorType r = T(g);
       for (auto &p : r.placements)
-        if (p.isPartial()) p = Placement::replicate();
+        if (p.isPartial())
+          p = Placement::replicate();
       int rg = B.relayout(g, r);
       accumulate(x[0], B.op(Op::ToHost, {rg}, {}, {T(x[0])}));
       return;
     }
-    default: return; // comparisons, logic, sources: no gradient
+    default:
+      return; // comparisons, logic, sources: no gradient
     }
   }
 
@@ -299,7 +355,8 @@ public:
   int swapLast(int x) {
     Attrs a;
     int r = g_.type(x).rank();
-    for (int i = 0; i < r; ++i) a.ints.push_back(i);
+    for (int i = 0; i < r; ++i)
+      a.ints.push_back(i);
     std::swap(a.ints[r - 2], a.ints[r - 1]);
     return bw_.op(Op::Transpose, {x}, a);
   }
@@ -310,11 +367,14 @@ public:
     // dA = g @ B^T, dB = A^T @ g. They have the einsum's index signature, so
     // the same placements, and run as BLAS gemms where an einsum would not.
     bool sameBatch = a.rank() >= 2 && a.rank() == b.rank();
-    for (int d = 0; sameBatch && d + 2 < a.rank(); ++d) sameBatch = a.shape[d] == b.shape[d];
+    for (int d = 0; sameBatch && d + 2 < a.rank(); ++d)
+      sameBatch = a.shape[d] == b.shape[d];
     if (sameBatch) {
       int x = in.operands[0], y = in.operands[1];
-      if (isFloat(a.dtype)) accumulate(x, bw_.op(Op::MatMul, {g, swapLast(y)}));
-      if (isFloat(b.dtype)) accumulate(y, bw_.op(Op::MatMul, {swapLast(x), g}));
+      if (isFloat(a.dtype))
+        accumulate(x, bw_.op(Op::MatMul, {g, swapLast(y)}));
+      if (isFloat(b.dtype))
+        accumulate(y, bw_.op(Op::MatMul, {swapLast(x), g}));
       return;
     }
     // Otherwise spell the matmul as an einsum and reuse its backward.
@@ -323,16 +383,21 @@ public:
       std::string s;
       int nb = std::max(0, t.rank() - 2);
       int total = std::max(std::max(a.rank(), b.rank()) - 2, 0);
-      for (int i = 0; i < nb; ++i) s += batch[total - nb + i];
-      if (t.rank() == 1) return std::string(left ? "k" : "k");
+      for (int i = 0; i < nb; ++i)
+        s += batch[total - nb + i];
+      if (t.rank() == 1)
+        return std::string(left ? "k" : "k");
       return s + (left ? "mk" : "kn");
     };
     std::string sa = spell(a, true), sb = spell(b, false);
     std::string so;
     int total = std::max(std::max(a.rank(), b.rank()) - 2, 0);
-    for (int i = 0; i < total; ++i) so += batch[i];
-    if (a.rank() > 1) so += "m";
-    if (b.rank() > 1) so += "n";
+    for (int i = 0; i < total; ++i)
+      so += batch[i];
+    if (a.rank() > 1)
+      so += "m";
+    if (b.rank() > 1)
+      so += "n";
     for (int i = 0; i < total; ++i) {
       // size-1 broadcast batch dims cannot share a letter
       char c = batch[i];
@@ -349,11 +414,13 @@ public:
     parseEinsum(spec, ins, outL, why);
     for (size_t i = 0; i < 2; ++i) {
       int self = x[i], other = x[1 - i];
-      if (!isFloat(g_.type(self).dtype)) continue;
+      if (!isFloat(g_.type(self).dtype))
+        continue;
       const std::string &ls = ins[i], &lo = ins[1 - i];
       std::string avail = outL + lo, target;
       for (char c : ls)
-        if (avail.find(c) != std::string::npos) target += c;
+        if (avail.find(c) != std::string::npos)
+          target += c;
       Attrs a;
       a.str = outL + "," + lo + "->" + target;
       int r = bw_.op(Op::Einsum, {g, other}, a);
@@ -376,19 +443,22 @@ public:
   void indexSelectBack(const Inst &in, int g) {
     int xv = in.operands[0], ids = in.operands[1];
     const TensorType &xt = g_.type(xv), &gt = g_.type(g);
-    if (!isFloat(xt.dtype)) return;
+    if (!isFloat(xt.dtype))
+      return;
     int dim = in.attrs.ints.empty() ? 0 : (int)in.attrs.ints[0];
     int idsRank = g_.type(ids).rank();
     TensorType base = xt;
     if (base.mesh)
       for (size_t a = 0; a < base.placements.size(); ++a) {
         const Placement &p = gt.placements[a];
-        if (p.isPartial()) base.placements[a] = Placement::partial(ReduceOp::Sum);
+        if (p.isPartial())
+          base.placements[a] = Placement::partial(ReduceOp::Sum);
         else if (p.isShard() && p.dim >= dim && p.dim < dim + idsRank)
           base.placements[a] = Placement::partial(ReduceOp::Sum);
         else if (p.isShard())
           base.placements[a] = Placement::shard(p.dim < dim ? p.dim : p.dim - idsRank + 1);
-        else base.placements[a] = Placement::replicate();
+        else
+          base.placements[a] = Placement::replicate();
       }
     int zeros = bw_.fill(0, base);
     accumulate(xv, bw_.op(Op::IndexAdd, {zeros, ids, g}, in.attrs));
@@ -411,14 +481,18 @@ void removeDeadCode(Function &g) {
     const Inst &in = insts[i];
     OpClass cls = opInfo(in.op).cls;
     bool live = in.results.empty() || cls == OpClass::Effect || cls == OpClass::Control;
-    for (int r : in.results) live = live || used[r];
-    if (!live) continue;
+    for (int r : in.results)
+      live = live || used[r];
+    if (!live)
+      continue;
     keep[i] = true;
-    for (int o : in.operands) used[o] = true;
+    for (int o : in.operands)
+      used[o] = true;
   }
   std::vector<Inst> out;
   for (size_t i = 0; i < insts.size(); ++i)
-    if (keep[i]) out.push_back(std::move(insts[i]));
+    if (keep[i])
+      out.push_back(std::move(insts[i]));
   insts = std::move(out);
 }
 
@@ -427,15 +501,19 @@ void removeDeadCode(Function &g) {
 std::string differentiate(Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
                           bool withValue, DiagEngine &diags, SrcLoc loc) {
   std::string name = fn + (withValue ? ".value_and_grad" : ".grad");
-  for (auto w : wrt) name += "." + std::to_string(w);
-  if (m.find(name)) return name;
+  for (auto w : wrt)
+    name += "." + std::to_string(w);
+  if (m.find(name))
+    return name;
   const Function *primal = m.find(fn);
-  if (!primal) throw InternalError("differentiate: no function `" + fn + "`");
+  if (!primal)
+    throw InternalError("differentiate: no function `" + fn + "`");
   for (auto w : wrt)
     if (!isFloat(primal->type(primal->params[w]).dtype)) {
-      diags.error(DiagId::NotDifferentiable, loc,
-                  {std::to_string(w), fn, "its type `" + primal->type(primal->params[w]).str() +
-                                              "` is not floating-point"});
+      diags.error(
+          DiagId::NotDifferentiable, loc,
+          {std::to_string(w), fn,
+           "its type `" + primal->type(primal->params[w]).str() + "` is not floating-point"});
       return "";
     }
   Function g = *primal;
@@ -450,23 +528,28 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   int y = ret.operands[0];
   // Active values depend on a `wrt` argument; only they need cotangents.
   std::vector<bool> active(g.values.size(), false);
-  for (auto w : wrt) active[g.params[w]] = true;
+  for (auto w : wrt)
+    active[g.params[w]] = true;
   auto anyActive = [&](const Inst &in) {
     for (int o : in.operands)
-      if (active[o]) return true;
+      if (active[o])
+        return true;
     return false;
   };
   for (const Inst &in : g.body.insts)
     if (anyActive(in))
-      for (int r : in.results) active[r] = true;
+      for (int r : in.results)
+        active[r] = true;
   Differentiator d(g);
   try {
     const TensorType &yt = g.type(y);
     d.cot_[y] = d.bw_.fill(1, replicatedType(yt.dtype, {}, yt.mesh));
     for (auto it = g.body.insts.rbegin(); it != g.body.insts.rend(); ++it) {
-      if (it->results.empty() || !anyActive(*it)) continue;
+      if (it->results.empty() || !anyActive(*it))
+        continue;
       auto c = d.cot_.find(it->results[0]);
-      if (c == d.cot_.end()) continue;
+      if (c == d.cot_.end())
+        continue;
       d.backward(*it, c->second);
     }
   } catch (const NotDiff &e) {
@@ -476,17 +559,20 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   Inst r;
   r.op = Op::Return;
   r.loc = loc;
-  if (withValue) r.operands.push_back(y);
+  if (withValue)
+    r.operands.push_back(y);
   for (auto w : wrt) {
     int p = g.params[w];
     auto c = d.cot_.find(p);
     r.operands.push_back(c != d.cot_.end() ? c->second : d.bw_.fill(0, g.type(p)));
   }
-  for (auto &in : d.insts_) g.body.insts.push_back(std::move(in));
+  for (auto &in : d.insts_)
+    g.body.insts.push_back(std::move(in));
   g.body.insts.push_back(std::move(r));
   removeDeadCode(g);
   g.results.clear();
-  for (int id : g.body.insts.back().operands) g.results.push_back(g.type(id));
+  for (int id : g.body.insts.back().operands)
+    g.results.push_back(g.type(id));
   m.functions.push_back(std::move(g));
   return name;
 }

@@ -18,8 +18,8 @@ struct Flattener {
   std::string why;
 
   /// Copies `src` (from function `from`) into `out`, mapping value ids.
-  bool emit(const Function &from, const Block &src, std::map<int, int> &map,
-            std::vector<Inst> &out, std::vector<int> *returned) {
+  bool emit(const Function &from, const Block &src, std::map<int, int> &map, std::vector<Inst> &out,
+            std::vector<int> *returned) {
     for (const Inst &in : src.insts) {
       if (out.size() > kMaxInsts) {
         why = "flattening exceeds " + std::to_string(kMaxInsts) + " instructions";
@@ -30,9 +30,11 @@ struct Flattener {
         return it == map.end() ? id : it->second;
       };
       std::vector<int> ops;
-      for (int id : in.operands) ops.push_back(mapped(id));
+      for (int id : in.operands)
+        ops.push_back(mapped(id));
       if (in.op == Op::Return || in.op == Op::Yield) {
-        if (returned) *returned = ops;
+        if (returned)
+          *returned = ops;
         continue;
       }
       if (in.op == Op::Call) {
@@ -42,11 +44,14 @@ struct Flattener {
           return false;
         }
         std::map<int, int> inner;
-        for (size_t i = 0; i < callee->params.size(); ++i) inner[callee->params[i]] = ops[i];
+        for (size_t i = 0; i < callee->params.size(); ++i)
+          inner[callee->params[i]] = ops[i];
         cloneValues(*callee, callee->body, inner);
         std::vector<int> rets;
-        if (!emit(*callee, callee->body, inner, out, &rets)) return false;
-        for (size_t i = 0; i < in.results.size(); ++i) bindResult(from, in.results[i], rets[i], map);
+        if (!emit(*callee, callee->body, inner, out, &rets))
+          return false;
+        for (size_t i = 0; i < in.results.size(); ++i)
+          bindResult(from, in.results[i], rets[i], map);
         continue;
       }
       if (in.op == Op::For) {
@@ -61,10 +66,12 @@ struct Flattener {
           c.results = {f.newValue(from.type(body.args[0]))};
           inner[body.args[0]] = c.results[0];
           out.push_back(std::move(c));
-          for (size_t k = 0; k < carried.size(); ++k) inner[body.args[k + 1]] = carried[k];
+          for (size_t k = 0; k < carried.size(); ++k)
+            inner[body.args[k + 1]] = carried[k];
           cloneValues(from, body, inner);
           std::vector<int> next;
-          if (!emit(from, body, inner, out, &next)) return false;
+          if (!emit(from, body, inner, out, &next))
+            return false;
           carried = next;
         }
         for (size_t k = 0; k < in.results.size(); ++k)
@@ -73,7 +80,8 @@ struct Flattener {
       }
       Inst c = in;
       c.operands = ops;
-      for (auto &r : c.results) r = mapped(r);
+      for (auto &r : c.results)
+        r = mapped(r);
       out.push_back(std::move(c));
     }
     return true;
@@ -83,7 +91,8 @@ struct Flattener {
   /// regions are cloned when their own loop is unrolled, once per iteration.
   void cloneValues(const Function &from, const Block &b, std::map<int, int> &map) {
     for (const Inst &in : b.insts)
-      for (int r : in.results) map[r] = f.newValue(from.type(r), from.values[r].name);
+      for (int r : in.results)
+        map[r] = f.newValue(from.type(r), from.values[r].name);
   }
 
   /// A call's or loop's result becomes an alias of the value it produced.

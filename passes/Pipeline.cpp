@@ -43,33 +43,38 @@ const char *const *pipelinePassNames(int &count) {
 
 bool runPipeline(Session &s, const PipelineOptions &opts, std::ostream &log) {
   for (auto &p : kPasses) {
-    if (p.spmd && !opts.spmd) continue;
+    if (p.spmd && !opts.spmd)
+      continue;
     if (p.fusion && !opts.fusion)
       continue;
     auto t0 = std::chrono::steady_clock::now();
-    if (!p.run(s)) return false;
+    if (!p.run(s))
+      return false;
     auto t1 = std::chrono::steady_clock::now();
     if (opts.timePasses)
-      log << "pass " << p.name << ": "
-          << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms\n";
+      log << "pass " << p.name << ": " << std::chrono::duration<double, std::milli>(t1 - t0).count()
+          << " ms\n";
 #ifdef DT_HAVE_VERIFIER
     if (s.options.verifyEach) {
       std::vector<std::string> errors;
       if (!verifyModule(s.module, errors)) {
         std::string msg = "IR verification failed after pass `" + std::string(p.name) + "`:";
-        for (auto &e : errors) msg += "\n  " + e;
+        for (auto &e : errors)
+          msg += "\n  " + e;
         throw InternalError(msg);
       }
     }
 #endif
-    if (opts.printAfter == p.name) log << printModule(s.module);
+    if (opts.printAfter == p.name)
+      log << printModule(s.module);
   }
   return true;
 }
 
 std::string emitAst(const Session &s) {
   std::string out;
-  for (auto &p : s.builderState->programs) out += ast::printProgram(*p);
+  for (auto &p : s.builderState->programs)
+    out += ast::printProgram(*p);
   return out;
 }
 

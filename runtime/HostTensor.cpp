@@ -10,7 +10,8 @@ namespace dt {
 
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
+  if (rounded == 0)
+    rounded = 64;
   data_ = std::aligned_alloc(64, rounded);
   if (!data_)
     throw RuntimeFault("out of host memory allocating " + std::to_string(bytes) + " bytes");
@@ -25,40 +26,58 @@ HostTensor::HostTensor(DType dt, std::vector<int64_t> s) : dtype(dt), shape(std:
 
 int64_t HostTensor::numel() const {
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    n *= d;
   return n;
 }
 
 double HostTensor::get(int64_t i) const {
   switch (dtype) {
-  case DType::F32: return data<float>()[i];
-  case DType::F64: return data<double>()[i];
-  case DType::I32: return data<int32_t>()[i];
-  case DType::I64: return (double)data<int64_t>()[i];
-  case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::F32:
+    return data<float>()[i];
+  case DType::F64:
+    return data<double>()[i];
+  case DType::I32:
+    return data<int32_t>()[i];
+  case DType::I64:
+    return (double)data<int64_t>()[i];
+  case DType::Bool:
+    return data<uint8_t>()[i] ? 1.0 : 0.0;
   }
   return 0;
 }
 
 void HostTensor::set(int64_t i, double v) {
   switch (dtype) {
-  case DType::F32: data<float>()[i] = (float)v; break;
-  case DType::F64: data<double>()[i] = v; break;
-  case DType::I32: data<int32_t>()[i] = (int32_t)(int64_t)v; break;
-  case DType::I64: data<int64_t>()[i] = (int64_t)v; break;
-  case DType::Bool: data<uint8_t>()[i] = v != 0; break;
+  case DType::F32:
+    data<float>()[i] = (float)v;
+    break;
+  case DType::F64:
+    data<double>()[i] = v;
+    break;
+  case DType::I32:
+    data<int32_t>()[i] = (int32_t)(int64_t)v;
+    break;
+  case DType::I64:
+    data<int64_t>()[i] = (int64_t)v;
+    break;
+  case DType::Bool:
+    data<uint8_t>()[i] = v != 0;
+    break;
   }
 }
 
 HostTensor HostTensor::clone() const {
   HostTensor t(dtype, shape);
-  if (bytes()) std::memcpy(t.raw(), raw(), (size_t)bytes());
+  if (bytes())
+    std::memcpy(t.raw(), raw(), (size_t)bytes());
   return t;
 }
 
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
-  for (int i = (int)shape.size() - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
   return s;
 }
 

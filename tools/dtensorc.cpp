@@ -71,9 +71,11 @@ const Command kCommands[] = {
 };
 
 int usage(const std::string &why) {
-  if (!why.empty()) std::cerr << "dtensorc: " << why << "\n";
+  if (!why.empty())
+    std::cerr << "dtensorc: " << why << "\n";
   std::cerr << "usage: dtensorc <command> [options] FILE\n\ncommands:\n";
-  for (auto &c : kCommands) std::cerr << "  " << c.usage << "\n      " << c.help << "\n";
+  for (auto &c : kCommands)
+    std::cerr << "  " << c.usage << "\n      " << c.help << "\n";
   std::cerr << "\n`dtensorc <command> --help` describes one command.\n";
   return 2;
 }
@@ -95,18 +97,22 @@ std::string parseArgs(int argc, char **argv, Args &a) {
       std::string v = eq == std::string::npos ? "" : s.substr(eq + 1);
       static const char *valued[] = {"ranks", "backend", "mesh", "print-after", "seed"};
       bool takesValue = false;
-      for (auto *p : valued) takesValue |= k == p;
+      for (auto *p : valued)
+        takesValue |= k == p;
       if (takesValue && eq == std::string::npos) {
-        if (i + 1 >= argc) return "`--" + k + "` needs a value";
+        if (i + 1 >= argc)
+          return "`--" + k + "` needs a value";
         v = argv[++i];
       }
       a.flags[k] = v;
-      if (k == "mesh") a.meshes.push_back(v);
+      if (k == "mesh")
+        a.meshes.push_back(v);
     } else {
       pos.push_back(s);
     }
   }
-  if (pos.empty()) return a.flags.count("help") ? "" : "no command given";
+  if (pos.empty())
+    return a.flags.count("help") ? "" : "no command given";
   a.cmd = pos[0];
   size_t next = 1;
   if (a.cmd == "emit") {
@@ -115,8 +121,10 @@ std::string parseArgs(int argc, char **argv, Args &a) {
     a.sub = pos[1];
     next = 2;
   }
-  if (pos.size() > next) a.file = pos[next];
-  if (pos.size() > next + 1) return "unexpected argument `" + pos[next + 1] + "`";
+  if (pos.size() > next)
+    a.file = pos[next];
+  if (pos.size() > next + 1)
+    return "unexpected argument `" + pos[next + 1] + "`";
   return "";
 }
 
@@ -134,12 +142,17 @@ int commandHelp(const std::string &cmd) {
 int main(int argc, char **argv) {
   Args a;
   std::string err = parseArgs(argc, argv, a);
-  if (!err.empty()) return usage(err);
-  if (a.flags.count("help")) return a.cmd.empty() ? (usage(""), 0) : commandHelp(a.cmd);
+  if (!err.empty())
+    return usage(err);
+  if (a.flags.count("help"))
+    return a.cmd.empty() ? (usage(""), 0) : commandHelp(a.cmd);
   bool known = false;
-  for (auto &c : kCommands) known |= a.cmd == c.name;
-  if (!known) return usage("unknown command `" + a.cmd + "`");
-  if (a.file.empty()) return usage("`" + a.cmd + "` needs a FILE");
+  for (auto &c : kCommands)
+    known |= a.cmd == c.name;
+  if (!known)
+    return usage("unknown command `" + a.cmd + "`");
+  if (a.file.empty())
+    return usage("`" + a.cmd + "` needs a FILE");
   if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "kernels" &&
       a.sub != "llvm" && a.sub != "cuda" && a.sub != "ast")
     return usage("unknown stage `" + a.sub + "` (ir, spmd, kernels, llvm, cuda, ast)");
@@ -150,13 +163,15 @@ int main(int argc, char **argv) {
   for (auto &text : a.meshes) {
     MeshOverride o;
     std::string why = parseMeshOverride(text, o);
-    if (!why.empty()) return usage("--mesh: " + why);
+    if (!why.empty())
+      return usage("--mesh: " + why);
     overrides.push_back(o);
   }
   int ranks = 0;
   if (a.flags.count("ranks")) {
     ranks = std::atoi(a.flags["ranks"].c_str());
-    if (ranks < 1) return usage("--ranks needs a positive number");
+    if (ranks < 1)
+      return usage("--ranks needs a positive number");
   }
 
   PipelineOptions po;
@@ -164,8 +179,7 @@ int main(int argc, char **argv) {
   po.timePasses = a.flags.count("time-passes") > 0;
   bool reference = a.flags.count("reference") > 0;
   bool kernelStage = a.sub == "kernels" || a.sub == "llvm" || a.sub == "cuda";
-  po.spmd =
-      a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || kernelStage;
+  po.spmd = a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || kernelStage;
   // Fusion makes the program the CPU backend runs; `emit spmd` and `explain`
   // show the program before it.
   po.fusion = ((a.cmd == "run" && !reference) || kernelStage) && !a.flags.count("no-fusion");
@@ -173,7 +187,8 @@ int main(int argc, char **argv) {
     if (a.cmd == "verify") {
       VerifyResult vr = verifyFile(a.file, overrides, ranks);
       std::cerr << vr.diagnostics;
-      if (!vr.compiled) return 1;
+      if (!vr.compiled)
+        return 1;
       std::cout << formatChecks(vr.checks);
       return allPass(vr.checks) ? 0 : 1;
     }
@@ -181,26 +196,34 @@ int main(int argc, char **argv) {
     auto build = [&](Session &s, PipelineOptions p) {
       bool ok = s.compileFile(a.file) && runPipeline(s, p, std::cerr);
       std::cerr << s.diags.renderAll();
-      if (!ok && s.diags.errorCount() > 1) std::cerr << s.diags.errorCount() << " errors\n";
+      if (!ok && s.diags.errorCount() > 1)
+        std::cerr << s.diags.errorCount() << " errors\n";
       return ok;
     };
     Session s;
-    if (!build(s, po)) return 1;
-    if (a.cmd == "check") return 0;
+    if (!build(s, po))
+      return 1;
+    if (a.cmd == "check")
+      return 0;
     if (a.cmd == "emit" && (a.sub == "llvm" || a.sub == "cuda")) {
       CpuJIT jit;
       for (auto &f : s.module.functions) {
-        if (!isFusedKernel(f)) continue;
+        if (!isFusedKernel(f))
+          continue;
         Kernel k = buildFusedKernel(f).kernel;
         std::cout << "// " << f.name << "\n";
-        if (a.sub == "llvm") std::cout << jit.emitLLVM(k, true) << "\n";
-        else std::cout << emitCudaKernel(k, "dt_k_" + std::to_string(kernelHash(k))).source << "\n";
+        if (a.sub == "llvm")
+          std::cout << jit.emitLLVM(k, true) << "\n";
+        else
+          std::cout << emitCudaKernel(k, "dt_k_" + std::to_string(kernelHash(k))).source << "\n";
       }
       return 0;
     }
     if (a.cmd == "emit") {
-      if (a.sub == "ast") std::cout << emitAst(s);
-      else std::cout << printModule(s.module);
+      if (a.sub == "ast")
+        std::cout << emitAst(s);
+      else
+        std::cout << printModule(s.module);
       if (a.sub == "kernels")
         for (auto &f : s.module.functions)
           if (isFusedKernel(f))

@@ -3,8 +3,8 @@
 // it checks the parser's contracts: a failed parse leaves a diagnostic, a
 // clean one leaves none, and whatever parsed prints to text that parses back
 // to the same print (parse(print(x)) == print(x)).
-// Build: CC=clang-19 CXX=clang++-19 cmake -B build-fuzz -DDT_FUZZ=ON && ninja -C build-fuzz parse_fuzz
-// Run:   ./build-fuzz/parse_fuzz -max_total_time=60 tests/fuzz/corpus
+// Build: CC=clang-19 CXX=clang++-19 cmake -B build-fuzz -DDT_FUZZ=ON && ninja -C build-fuzz
+// parse_fuzz Run:   ./build-fuzz/parse_fuzz -max_total_time=60 tests/fuzz/corpus
 #include "frontend/Parser.h"
 
 #include <cstdio>
@@ -37,11 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool ok = false;
   int errors = 0;
   std::string printed = parseAndPrint(text, ok, errors);
-  if (ok != (errors == 0)) fail("result disagrees with the diagnostics", text, printed);
+  if (ok != (errors == 0))
+    fail("result disagrees with the diagnostics", text, printed);
   bool ok2 = false;
   int errors2 = 0;
   std::string again = parseAndPrint(printed, ok2, errors2);
-  if (!ok2) fail("printed AST does not parse", printed, again);
-  if (again != printed) fail("print(parse(print(x))) != print(x)", printed, again);
+  if (!ok2)
+    fail("printed AST does not parse", printed, again);
+  if (again != printed)
+    fail("print(parse(print(x))) != print(x)", printed, again);
   return 0;
 }

@@ -44,13 +44,16 @@ int main(int argc, char **argv) {
       ++failures;
       continue;
     }
-    if (!ok) continue; // an invalid program: nothing to generate
+    if (!ok)
+      continue; // an invalid program: nothing to generate
     ++programs;
     for (auto &f : s.module.functions) {
-      if (!isFusedKernel(f)) continue;
+      if (!isFusedKernel(f))
+        continue;
       Kernel k = buildFusedKernel(f).kernel;
       uint64_t h = kernelHash(k);
-      if (!seen.insert(h).second) continue;
+      if (!seen.insert(h).second)
+        continue;
       ++kernels;
       CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
       for (const char *arch : {"sm_80", "sm_90"}) {

@@ -12,7 +12,8 @@ MeshRef mesh(std::vector<MeshAxis> axes, const char *name = "m") {
   auto m = std::make_shared<Mesh>();
   m->name = name;
   m->axes = std::move(axes);
-  for (int64_t i = 0; i < m->size(); ++i) m->devices.push_back(i);
+  for (int64_t i = 0; i < m->size(); ++i)
+    m->devices.push_back(i);
   return m;
 }
 
@@ -20,9 +21,11 @@ MeshRef mesh(std::vector<MeshAxis> axes, const char *name = "m") {
 TensorType t(MeshRef m, std::vector<int64_t> shape, std::vector<Placement> p,
              DType dt = DType::F32) {
   Shape s;
-  for (auto d : shape) s.push_back(Dim::lit(d));
+  for (auto d : shape)
+    s.push_back(Dim::lit(d));
   TensorType r = replicatedType(dt, s, m);
-  if (m) r.placements = std::move(p);
+  if (m)
+    r.placements = std::move(p);
   return r;
 }
 
@@ -42,8 +45,8 @@ TEST_CASE("infer: seed 000 matmul cases") {
   REQUIRE(r.ok());
   CHECK(r.results[0].str() == "f32[2, 2] @ m{x: partial(sum), y: replicate}");
   // [y, x] @ [x, _] carries y to the result's first dim
-  r = run(Op::MatMul, {t(m, {2, 3}, {P::shard(1), P::shard(0)}),
-                       t(m, {3, 2}, {P::shard(0), P::replicate()})});
+  r = run(Op::MatMul,
+          {t(m, {2, 3}, {P::shard(1), P::shard(0)}), t(m, {3, 2}, {P::shard(0), P::replicate()})});
   REQUIRE(r.ok());
   CHECK(r.results[0].str() == "f32[2, 2] @ m{x: partial(sum), y: shard(0)}");
   // replicated operands give a replicated result
@@ -134,12 +137,12 @@ TEST_CASE("infer: rule: non-linear op on a partial value") {
 
 TEST_CASE("infer: rule: partials with different reductions in one op") {
   auto m = mesh({{"x", 2}});
-  auto r = run(Op::Add, {t(m, {4}, {P::partial(ReduceOp::Sum)}),
-                         t(m, {4}, {P::partial(ReduceOp::Max)})});
+  auto r = run(Op::Add,
+               {t(m, {4}, {P::partial(ReduceOp::Sum)}), t(m, {4}, {P::partial(ReduceOp::Max)})});
   CHECK(r.error->id == DiagId::PartialOpMismatch);
   // maximum of two partial(max) values is a partial(max)
-  r = run(Op::Maximum, {t(m, {4}, {P::partial(ReduceOp::Max)}),
-                        t(m, {4}, {P::partial(ReduceOp::Max)})});
+  r = run(Op::Maximum,
+          {t(m, {4}, {P::partial(ReduceOp::Max)}), t(m, {4}, {P::partial(ReduceOp::Max)})});
   CHECK(r.results[0].placements[0] == P::partial(ReduceOp::Max));
 }
 
@@ -209,8 +212,7 @@ TEST_CASE("infer: dtype rules") {
   CHECK(run(Op::Lt, {t(m, {4}, {P()}), t(m, {4}, {P()})}).results[0].dtype == DType::Bool);
   // a float-to-int cast of a partial is not linear
   TensorType g = t(m, {4}, {P::partial()}, DType::I32);
-  CHECK(run(Op::Cast, {t(m, {4}, {P::partial()})}, {}, {g}).error->id ==
-        DiagId::NonLinearPartial);
+  CHECK(run(Op::Cast, {t(m, {4}, {P::partial()})}, {}, {g}).error->id == DiagId::NonLinearPartial);
 }
 
 TEST_CASE("infer: relayout keeps mesh, shape and dtype") {

@@ -9,7 +9,8 @@ static MeshRef mesh32() {
   auto m = std::make_shared<Mesh>();
   m->name = "m";
   m->axes = {{"x", 3}, {"y", 2}};
-  for (int i = 0; i < 6; ++i) m->devices.push_back(i);
+  for (int i = 0; i < 6; ++i)
+    m->devices.push_back(i);
   return m;
 }
 

@@ -10,16 +10,16 @@
 
 namespace dt {
 
-namespace {
-
-const ast::Expr *kwarg(const ast::Expr &e, const std::string &name) {
-  for (auto &[k, v] : e.kwargs)
+const ast::Expr *kwarg(const ast::Expr &call, const std::string &name) {
+  for (auto &[k, v] : call.kwargs)
     if (k == name)
       return v.get();
   return nullptr;
 }
 
-} // namespace
+bool onlyLayoutDiffers(const TensorType &a, const TensorType &b) {
+  return a.shape == b.shape && a.dtype == b.dtype && !a.isHost() && !b.isHost();
+}
 
 /// Reads an integer list `[0, 1]` or a single integer literal.
 static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out) {

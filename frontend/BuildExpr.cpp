@@ -297,10 +297,7 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
     const std::string &c = init.callee;
     Attrs a;
     auto numberArg = [&](const char *kw, double dflt) -> std::optional<double> {
-      const ast::Expr *x = nullptr;
-      for (auto &[k, v] : init.kwargs)
-        if (k == kw)
-          x = v.get();
+      const ast::Expr *x = kwarg(init, kw);
       if (!x && !init.args.empty())
         x = init.args[0].get();
       if (!x)

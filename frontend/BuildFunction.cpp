@@ -69,7 +69,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       auto &d = mismatch(pt->str());
       const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
       if (!pt->isHost() && !at.isHost())
-        d.hint = "write `relayout(" + exprText(e) + ", " + layoutText(*pt) + ")`";
+        d.hint = "write `" + relayoutText(e, *pt) + "`";
       else if (!pt->isHost())
         d.hint = "write `distribute(" + exprText(e) + ", " + layoutText(*pt) + ")`";
       else
@@ -247,26 +247,25 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   if (fi->broken)
     return EV::bad();
   std::vector<int64_t> wrt = {0};
-  for (auto &[k, v] : callee.kwargs)
-    if (k == "wrt") {
-      wrt.clear();
-      const ast::Expr &w = *v;
-      auto one = [&](const ast::Expr &x) {
-        if (x.kind != ast::Expr::Number || !x.isInt) {
-          diags().error(DiagId::Unsupported, x.loc, {"`wrt` lists argument positions: wrt=[0, 2]"});
-          return false;
-        }
-        wrt.push_back((int64_t)x.number);
-        return true;
-      };
-      if (w.kind == ast::Expr::List) {
-        for (auto &c : w.args)
-          if (!one(*c))
-            return EV::bad();
-      } else if (!one(w)) {
-        return EV::bad();
+  if (const ast::Expr *wp = kwarg(callee, "wrt")) {
+    wrt.clear();
+    const ast::Expr &w = *wp;
+    auto one = [&](const ast::Expr &x) {
+      if (x.kind != ast::Expr::Number || !x.isInt) {
+        diags().error(DiagId::Unsupported, x.loc, {"`wrt` lists argument positions: wrt=[0, 2]"});
+        return false;
       }
+      wrt.push_back((int64_t)x.number);
+      return true;
+    };
+    if (w.kind == ast::Expr::List) {
+      for (auto &c : w.args)
+        if (!one(*c))
+          return EV::bad();
+    } else if (!one(w)) {
+      return EV::bad();
     }
+  }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
       diags().error(DiagId::Unsupported, callee.loc,

@@ -165,9 +165,8 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     if (!isVar)
       d.message = "`" + s.names[0] + "` is declared `" + declared->str() + "` but its value is `" +
                   got.str() + "`";
-    if (got.shape == declared->shape && got.dtype == declared->dtype && !got.isHost() &&
-        !declared->isHost())
-      d.hint = "write `relayout(" + exprText(s.value.get()) + ", " + layoutText(*declared) + ")`";
+    if (onlyLayoutDiffers(got, *declared))
+      d.hint = "write `" + relayoutText(s.value.get(), *declared) + "`";
     v = EV::bad();
   }
   if (!v.poison && v.ids.size() != s.names.size()) {
@@ -220,10 +219,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
   if (got != b->declared) {
     auto &d =
         diags().error(DiagId::VarPlacement, s.value->loc, {name, got.str(), b->declared.str()});
-    if (got.shape == b->declared.shape && got.dtype == b->declared.dtype && !got.isHost() &&
-        !b->declared.isHost())
-      d.hint = "write `" + name + " = relayout(" + exprText(s.value.get()) + ", " +
-               layoutText(b->declared) + ")`";
+    if (onlyLayoutDiffers(got, b->declared))
+      d.hint = "write `" + name + " = " + relayoutText(s.value.get(), b->declared) + "`";
     return;
   }
   b->id = v.ids[0];
@@ -359,11 +356,10 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       auto &d = diags().error(DiagId::ResultType,
                               s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
                               {fn().name, got.str(), exp[i].str()});
-      if (!any && got.shape == exp[i].shape && got.dtype == exp[i].dtype && !got.isHost() &&
-          !exp[i].isHost())
-        d.hint = "write `return relayout(" +
-                 exprText(s.values.size() == ids.size() ? s.values[i].get() : nullptr) + ", " +
-                 layoutText(exp[i]) + ")`";
+      if (!any && onlyLayoutDiffers(got, exp[i]))
+        d.hint = "write `return " +
+                 relayoutText(s.values.size() == ids.size() ? s.values[i].get() : nullptr, exp[i]) +
+                 "`";
       return;
     }
   }

@@ -22,6 +22,12 @@
 
 namespace dt {
 
+/// The keyword argument `name` of a call, or null.
+const ast::Expr *kwarg(const ast::Expr &call, const std::string &name);
+
+/// Both distributed, same dtype and shape: a relayout turns one into the other.
+bool onlyLayoutDiffers(const TensorType &a, const TensorType &b);
+
 /// What a name means in a scope.
 struct Binding {
   enum Kind { Value, Var, Const } kind = Value;
@@ -120,6 +126,8 @@ public:
   std::optional<TensorType> applyLayout(const ast::LayoutSpec &spec, DType dt, const Shape &shape);
   std::string layoutText(const TensorType &t) const; ///< `m[_, x]` or `m{x: partial(sum)}`
   std::string exprText(const ast::Expr *e) const;
+  /// `relayout(e, m[x, _])`: the call that moves `e` to `t`'s layout.
+  std::string relayoutText(const ast::Expr *e, const TensorType &t) const;
   void reportTypeError(const TypeError &err, SrcLoc loc,
                        const std::vector<const ast::Expr *> &exprs,
                        const std::vector<TensorType> &types);

@@ -172,6 +172,10 @@ std::string IRBuilder::exprText(const ast::Expr *e) const {
   return "...";
 }
 
+std::string IRBuilder::relayoutText(const ast::Expr *e, const TensorType &t) const {
+  return "relayout(" + exprText(e) + ", " + layoutText(t) + ")";
+}
+
 void IRBuilder::reportTypeError(const TypeError &err, SrcLoc loc,
                                 const std::vector<const ast::Expr *> &exprs,
                                 const std::vector<TensorType> &types) {

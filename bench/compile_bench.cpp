@@ -1,12 +1,12 @@
 // compile_bench: from source text to first result for a generated 200-line
 // program (a mix of elementwise chains, matmuls, reductions and relayouts on
-// a 2x2 mesh), split by phase: parse + check (Session::compile), passes (the
+// a 2x2 mesh), split by phase: parse + check (Compilation::compile), passes (the
 // pipeline: spmd lowering and fusion), JIT compile (every fused kernel through
 // CpuJIT) and run (Executor::run on 4 rank threads). Then the same again in a
-// fresh Session with the JIT cache warm (the REPL / re-run case). Target:
+// fresh Compilation with the JIT cache warm (the REPL / re-run case). Target:
 // < 500 ms cold. Prints the numbers of one run; not a timed test.
 #include "codegen/CpuJIT.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
 #include "runtime/KernelRuntime.h"
@@ -50,7 +50,7 @@ double ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 double once(const std::string &text, CpuJIT &jit, CpuJIT &quick, const char *what) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  Session s;
+  Compilation s(pipelineCompileOptions());
   if (!s.compile("gen.dt", text)) {
     std::fprintf(stderr, "%s", s.diags.renderAll().c_str());
     std::exit(1);

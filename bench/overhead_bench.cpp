@@ -11,7 +11,7 @@
 // numbers include time slicing). Target: < 1 us per op (PyTorch DTensor eager
 // pays tens of us). Prints ratios measured in the same run; not a timed test.
 #include "codegen/CpuJIT.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Fusion.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
@@ -40,7 +40,7 @@ std::string program(int ranks) {
 enum class Mode { Fused, Unfused, Reference };
 
 struct Prepared {
-  Session s;
+  Compilation s{pipelineCompileOptions()};
   std::unique_ptr<Executor> ex;
   std::ostringstream out;
 };

@@ -12,7 +12,7 @@
 //
 // usage: train_bench [B D H C] [reps]   (default 2048 1024 2048 512, 3 reps)
 #include "BenchUtil.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
 #include "runtime/Reference.h"
@@ -92,7 +92,7 @@ std::vector<HostTensor> arguments(const Function &f) {
   return out;
 }
 
-bool compile(Session &s, const std::string &text, bool spmd) {
+bool compile(Compilation &s, const std::string &text, bool spmd) {
   PipelineOptions po;
   po.spmd = spmd;
   std::ostringstream log;
@@ -111,7 +111,7 @@ struct Times {
 
 /// Times the compiled step, forward and forward+backward on mesh [p, q].
 bool timeMesh(const Sizes &s, int p, int q, int reps, Times &out) {
-  Session sess;
+  Compilation sess(pipelineCompileOptions());
   if (!compile(sess, program(s, p, q), true))
     return false;
   std::ostringstream sink;
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
   if (!timeMesh(s, 1, 1, reps, one) || !timeMesh(s, 2, 2, reps, four))
     return 1;
   // The reference evaluator on the global IR (one run: it is the slow oracle).
-  Session ref;
+  Compilation ref(pipelineCompileOptions());
   if (!compile(ref, program(s, 2, 2), false))
     return 1;
   std::ostringstream sink;

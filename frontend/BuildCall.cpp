@@ -1,10 +1,8 @@
 // This file implements the IR builder's calls: builtin functions, calls of
 // user functions (instantiated once per distinct argument signature) and
-// `grad` / `value_and_grad`, which differentiate an instance through the
-// autodiff pass and call the gradient function it generates.
+// `grad` / `value_and_grad`, recorded as a `grad` instruction of an instance
+// (the pipeline's autodiff step generates the gradient function).
 #include "frontend/BuildIR.h"
-
-#include "passes/Autodiff.h"
 
 #include <algorithm>
 

@@ -1,11 +1,12 @@
 // This file implements the IR builder's statements — meshes, let/var,
 // assignment with the fixed-placement rule, `for` loops with loop-carried
-// variables, return, print, import, function declarations — and the Session
+// variables, return, print, import, function declarations — and the Compilation
 // entry points that run parse + build.
 #include "frontend/BuildIR.h"
 
 #include "frontend/Parser.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,7 +15,7 @@
 
 namespace dt {
 
-IRBuilder::IRBuilder(Session &s) : s_(s), st_(*s.builderState) {}
+IRBuilder::IRBuilder(Compilation &s) : s_(s), st_(*s.builderState) {}
 
 Binding *IRBuilder::lookup(const std::string &name) {
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
@@ -505,9 +506,9 @@ void IRBuilder::buildProgram(ast::Program &prog) {
   st_.globals = scopes_.front();
 }
 
-Session::Session() : Session(SessionOptions{}) {}
+Compilation::Compilation() : Compilation(CompileOptions{}) {}
 
-Session::Session(SessionOptions opts) : options(std::move(opts)) {
+Compilation::Compilation(CompileOptions opts) : options(std::move(opts)) {
   builderState = std::make_shared<BuilderState>();
   if (options.stdlibPaths.empty()) {
     if (const char *env = std::getenv("DTENSOR_STDLIB"))
@@ -526,20 +527,32 @@ Session::Session(SessionOptions opts) : options(std::move(opts)) {
   }
 }
 
-bool Session::compile(const std::string &path, const std::string &text) {
-  int before = diags.errorCount();
+std::unique_ptr<ast::Program> Compilation::parse(const std::string &path, const std::string &text) {
   int file = sources.add(path, text);
   auto prog = std::make_unique<ast::Program>();
   prog->file = file;
+  // A parse that recovered from errors still builds (more errors reported
+  // in one go); the errors count makes compile() fail.
   if (!parseProgram(text, file, diags, *prog))
-    return false;
+    return nullptr;
+  return prog;
+}
+
+bool Compilation::build(std::unique_ptr<ast::Program> prog) {
+  int before = diags.errorCount();
   IRBuilder b(*this);
   b.buildProgram(*prog);
   builderState->programs.push_back(std::move(prog));
   return diags.errorCount() == before;
 }
 
-bool Session::compileFile(const std::string &path) {
+bool Compilation::compile(const std::string &path, const std::string &text) {
+  int before = diags.errorCount();
+  auto prog = parse(path, text);
+  return prog && build(std::move(prog)) && diags.errorCount() == before;
+}
+
+bool Compilation::readFile(const std::string &path, std::string &text) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {"cannot read `" + path + "`"});
@@ -547,7 +560,23 @@ bool Session::compileFile(const std::string &path) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  return compile(path, ss.str());
+  text = ss.str();
+  return true;
+}
+
+bool Compilation::compileFile(const std::string &path) {
+  std::string text;
+  return readFile(path, text) && compile(path, text);
+}
+
+std::vector<int> Compilation::globalValues() const {
+  std::vector<int> ids;
+  for (auto &[name, b] : builderState->globals)
+    if (b.kind != Binding::Const && b.id >= 0)
+      ids.push_back(b.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 } // namespace dt

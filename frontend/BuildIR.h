@@ -13,7 +13,7 @@
 #pragma once
 
 #include "frontend/AST.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "ir/Infer.h"
 
 #include <map>
@@ -68,7 +68,7 @@ struct FnInfo {
 };
 
 /// Everything that outlives one compile() call (the REPL compiles line by line).
-struct Session::BuilderState {
+struct Compilation::BuilderState {
   std::map<std::string, MeshRef> meshes;
   std::map<std::string, FnInfo> functions;
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
@@ -79,7 +79,7 @@ struct Session::BuilderState {
 
 class IRBuilder {
 public:
-  IRBuilder(Session &s);
+  IRBuilder(Compilation &s);
 
   /// Builds one parsed program into `main` (top level) and new functions.
   void buildProgram(ast::Program &prog);
@@ -140,8 +140,8 @@ public:
   void bind(const std::string &name, Binding b);
   DiagEngine &diags() { return s_.diags; }
 
-  Session &s_;
-  Session::BuilderState &st_;
+  Compilation &s_;
+  Compilation::BuilderState &st_;
   std::vector<Function *> fnStack_;
   std::vector<Block *> blockStack_;
   std::vector<std::map<std::string, Binding>> scopes_;

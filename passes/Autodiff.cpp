@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace dt {
 
@@ -498,6 +499,170 @@ void removeDeadCode(Function &g) {
 
 } // namespace
 
+namespace {
+
+constexpr const char *kFlatSuffix = ".flat";
+
+/// Calls `fn` on every instruction of `b`, nested regions included.
+template <class F> void forEachInst(Block &b, F &&fn) {
+  for (Inst &in : b.insts) {
+    fn(in);
+    for (Block &r : in.regions)
+      forEachInst(r, fn);
+  }
+}
+
+/// Makes `<fn>.flat` unless it exists; false after reporting an error.
+bool flatCopy(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, int64_t wrt0) {
+  if (m.find(fn + kFlatSuffix))
+    return true;
+  const Function *primal = m.find(fn);
+  if (!primal)
+    throw InternalError("flatten: no function `" + fn + "`");
+  Function g = *primal;
+  g.name = fn + kFlatSuffix;
+  std::string why;
+  if (!flattenFunction(m, g, why)) {
+    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt0), fn, why});
+    return false;
+  }
+  m.functions.push_back(std::move(g));
+  return true;
+}
+
+std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth);
+
+/// Expands the `grad`s of the flat copy of `fn` (a gradient taken inside a
+/// differentiated function) and inlines the calls they become.
+bool expandInFlat(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, int64_t wrt0,
+                  int depth) {
+  Function *flat = m.find(fn + kFlatSuffix);
+  bool any = false;
+  for (Inst &in : flat->body.insts)
+    any |= in.op == Op::Grad;
+  if (!any)
+    return true;
+  for (size_t i = 0; i < flat->body.insts.size(); ++i) {
+    Inst &in = m.find(fn + kFlatSuffix)->body.insts[i];
+    if (in.op != Op::Grad)
+      continue;
+    std::string g = expandOne(m, in, diags, depth + 1);
+    if (g.empty())
+      return false;
+    Inst &again = m.find(fn + kFlatSuffix)->body.insts[i];
+    again.op = Op::Call;
+    again.attrs = Attrs{};
+    again.attrs.str = g;
+  }
+  flat = m.find(fn + kFlatSuffix);
+  std::string why;
+  if (!flattenFunction(m, *flat, why)) {
+    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt0), fn, why});
+    return false;
+  }
+  return true;
+}
+
+/// The gradient function of one `grad` instruction ("" after an error).
+std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth) {
+  if (depth > 64)
+    throw InternalError("autodiff: `grad` nested more than 64 deep");
+  const std::string fn = in.attrs.str;
+  std::vector<int64_t> wrt = in.attrs.ints;
+  bool withValue = in.attrs.flag;
+  SrcLoc loc = in.loc;
+  int64_t w0 = wrt.empty() ? 0 : wrt[0];
+  if (!flatCopy(m, fn, diags, loc, w0) || !expandInFlat(m, fn, diags, loc, w0, depth))
+    return "";
+  return differentiate(m, fn, wrt, withValue, diags, loc);
+}
+
+/// The functions reachable from `fn` through calls and grads.
+void reach(const Module &m, const std::string &fn, std::set<std::string> &seen) {
+  if (!seen.insert(fn).second)
+    return;
+  const Function *f = m.find(fn);
+  if (!f)
+    return;
+  std::vector<std::string> callees;
+  forEachInst(const_cast<Block &>(f->body), [&](Inst &in) {
+    if (in.op == Op::Call || in.op == Op::Grad)
+      callees.push_back(in.attrs.str);
+  });
+  for (auto &c : callees)
+    reach(m, c, seen);
+}
+
+} // namespace
+
+bool flattenGradients(Module &m, DiagEngine &diags) {
+  std::vector<std::pair<std::string, std::pair<SrcLoc, int64_t>>> todo;
+  for (Function &f : m.functions)
+    forEachInst(f.body, [&](Inst &in) {
+      if (in.op == Op::Grad)
+        todo.push_back({in.attrs.str, {in.loc, in.attrs.ints.empty() ? 0 : in.attrs.ints[0]}});
+    });
+  for (auto &[fn, where] : todo)
+    if (!flatCopy(m, fn, diags, where.first, where.second))
+      return false;
+  return true;
+}
+
+bool expandGradients(Module &m, DiagEngine &diags) {
+  // Functions are appended while expanding (flat copies, gradients): index,
+  // and re-find after each expansion.
+  for (size_t k = 0; k < m.functions.size(); ++k) {
+    if (m.functions[k].name.size() > 5 &&
+        m.functions[k].name.compare(m.functions[k].name.size() - 5, 5, kFlatSuffix) == 0)
+      continue; // flat copies are expanded when they are differentiated
+    std::vector<Inst *> grads;
+    forEachInst(m.functions[k].body, [&](Inst &in) {
+      if (in.op == Op::Grad)
+        grads.push_back(&in);
+    });
+    for (Inst *in : grads) {
+      std::string g = expandOne(m, *in, diags, 0);
+      if (g.empty())
+        return false;
+      const Function *gf = m.find(g);
+      if (gf->results.size() != in->results.size())
+        throw InternalError("autodiff: `" + g + "` returns " + std::to_string(gf->results.size()) +
+                            " values, the `grad` has " + std::to_string(in->results.size()));
+      for (size_t i = 0; i < in->results.size(); ++i)
+        if (!(gf->results[i] == m.functions[k].type(in->results[i])))
+          throw InternalError("autodiff: result " + std::to_string(i) + " of `" + g + "` is `" +
+                              gf->results[i].str() + "` but the builder typed the `grad` `" +
+                              m.functions[k].type(in->results[i]).str() + "`");
+      in->op = Op::Call;
+      in->attrs = Attrs{};
+      in->attrs.str = g;
+    }
+  }
+  return true;
+}
+
+bool gradientTypes(const Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
+                   bool withValue, DiagEngine &diags, SrcLoc loc, std::vector<TensorType> &out) {
+  std::set<std::string> seen;
+  reach(m, fn, seen);
+  Module scratch;
+  scratch.meshes = m.meshes;
+  for (const Function &f : m.functions)
+    if (seen.count(f.name))
+      scratch.functions.push_back(f);
+  Inst g;
+  g.op = Op::Grad;
+  g.attrs.str = fn;
+  g.attrs.ints = wrt;
+  g.attrs.flag = withValue;
+  g.loc = loc;
+  std::string name = expandOne(scratch, g, diags, 0);
+  if (name.empty())
+    return false;
+  out = scratch.find(name)->results;
+  return true;
+}
+
 std::string differentiate(Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
                           bool withValue, DiagEngine &diags, SrcLoc loc) {
   std::string name = fn + (withValue ? ".value_and_grad" : ".grad");
@@ -505,7 +670,9 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
     name += "." + std::to_string(w);
   if (m.find(name))
     return name;
-  const Function *primal = m.find(fn);
+  const Function *primal = m.find(fn + kFlatSuffix);
+  if (!primal)
+    primal = m.find(fn);
   if (!primal)
     throw InternalError("differentiate: no function `" + fn + "`");
   for (auto w : wrt)

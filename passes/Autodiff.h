@@ -7,6 +7,12 @@
 // replicated value consumed by sharded work gets a partial(sum) gradient, ...),
 // so a gradient's placement is part of its type and shows in `emit ir`.
 //
+// The builder records `grad(f, wrt=[..])(args)` as an unexpanded `grad`
+// instruction whose result types come from gradientTypes() (so type errors
+// stay at build time); the pipeline's `flatten` step makes the straight-line
+// copy `<f>.flat` of every differentiated function and its `autodiff` step
+// replaces every `grad` by a `call` of the generated gradient function.
+//
 // Needs: a type-checked function whose result is one scalar float.
 // Guarantees: the generated function type-checks under ir/Infer.
 #pragma once
@@ -23,7 +29,25 @@ namespace dt {
 /// the arguments `wrt` and returns its name, or "" after reporting an error.
 /// Its results are the primal value first when `withValue`, then one gradient
 /// per `wrt` entry.
+/// Differentiates the flat copy `<fn>.flat` when the module has one.
 std::string differentiate(Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
                           bool withValue, DiagEngine &diags, SrcLoc loc);
+
+/// The `flatten` step: adds `<f>.flat` (calls inlined, loops unrolled; a
+/// `grad` inside stays) for every function some `grad` of `m` differentiates.
+/// False after reporting an error (a flattening over the size limit).
+bool flattenGradients(Module &m, DiagEngine &diags);
+
+/// The `autodiff` step: every `grad` of `m` becomes a `call` of its generated
+/// gradient function (a `grad` inside a differentiated function is expanded
+/// and inlined first). False after reporting an error.
+bool expandGradients(Module &m, DiagEngine &diags);
+
+/// For the builder: the result types of `grad` of `fn` (w.r.t. `wrt`, the
+/// primal value first when `withValue`), derived by differentiating a scratch
+/// copy of the functions `fn` reaches; `m` is unchanged. False after
+/// reporting an error at `loc`.
+bool gradientTypes(const Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
+                   bool withValue, DiagEngine &diags, SrcLoc loc, std::vector<TensorType> &out);
 
 } // namespace dt

@@ -291,9 +291,4 @@ int fuseModule(Module &m, int maxOps) {
   return made;
 }
 
-bool runFusion(Session &s) {
-  fuseModule(s.module);
-  return true;
-}
-
 } // namespace dt

@@ -31,7 +31,7 @@
 //  * a source alone is not a kernel (it stays on the reference kernels).
 #pragma once
 
-#include "frontend/Session.h"
+#include "ir/IR.h"
 
 #include <string>
 
@@ -52,8 +52,5 @@ bool isFusedKernelName(const std::string &name);
 /// Fuses every function of `m` in place; returns the number of kernels made.
 /// `maxOps` caps the ops of one kernel (1: one kernel per op, no fusion).
 int fuseModule(Module &m, int maxOps = kMaxFusedOps);
-
-/// The pipeline step.
-bool runFusion(Session &s);
 
 } // namespace dt

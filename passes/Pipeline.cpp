@@ -1,14 +1,17 @@
 // This file implements the pipeline (see Pipeline.h).
 #include "passes/Pipeline.h"
 
+#include "codegen/CpuJIT.h"
+#include "codegen/CudaEmitter.h"
+#include "codegen/LLVMCodegen.h"
+#include "frontend/AST.h"
 #include "frontend/BuildIR.h"
+#include "ir/IRParser.h"
 #include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/Autodiff.h"
 #include "passes/Fusion.h"
 #include "passes/SpmdLower.h"
-#if __has_include("ir/Verifier.h")
-#include "ir/Verifier.h"
-#define DT_HAVE_VERIFIER 1
-#endif
 
 #include <chrono>
 
@@ -16,62 +19,218 @@ namespace dt {
 
 namespace {
 
-struct Pass {
-  const char *name;
-  bool (*run)(Session &s);
-  bool spmd = false;   ///< runs only when PipelineOptions::spmd
-  bool fusion = false; ///< runs only when PipelineOptions::fusion too
-};
+const char *const kStepNames[kNumSteps] = {"parse",  "build",  "flatten", "autodiff", "spmd",
+                                           "fusion", "kernels", "memplan", "codegen"};
 
-/// The IR builder ran in Session::compile; this step only verifies its output.
-bool verifyBuilt(Session &) { return true; }
+using Clock = std::chrono::steady_clock;
 
-const Pass kPasses[] = {
-    {"build", verifyBuilt},
-    {"spmd", runSpmdLowering, true},
-    {"fusion", runFusion, true, true},
-};
+void reportTime(const PipelineOptions &opts, std::ostream &log, Step s, Clock::time_point t0) {
+  if (opts.timePasses)
+    log << "pass " << stepName(s) << ": "
+        << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms\n";
+}
 
-const char *const kNames[] = {"build", "spmd", "fusion"};
+void verifyAfter(const Module &m, Step s, const CompileOptions &copts) {
+  if (!copts.verifyEach)
+    return;
+  std::vector<std::string> errors;
+  if (!verifyModule(m, errors)) {
+    std::string msg = "IR verification failed after step `" + std::string(stepName(s)) + "`:";
+    for (auto &e : errors)
+      msg += "\n  " + e;
+    throw InternalError(msg);
+  }
+}
 
 } // namespace
 
-const char *const *pipelinePassNames(int &count) {
-  count = sizeof(kNames) / sizeof(kNames[0]);
-  return kNames;
+const char *stepName(Step s) { return kStepNames[(int)s]; }
+
+std::optional<Step> parseStep(const std::string &name) {
+  for (int i = 0; i < kNumSteps; ++i)
+    if (name == kStepNames[i])
+      return (Step)i;
+  return std::nullopt;
 }
 
-bool runPipeline(Session &s, const PipelineOptions &opts, std::ostream &log) {
-  for (auto &p : kPasses) {
-    if (p.spmd && !opts.spmd)
-      continue;
-    if (p.fusion && !opts.fusion)
-      continue;
-    auto t0 = std::chrono::steady_clock::now();
-    if (!p.run(s))
+std::string stepNameList() {
+  std::string out;
+  for (int i = 0; i < kNumSteps; ++i)
+    out += (i ? ", " : "") + std::string(kStepNames[i]);
+  return out;
+}
+
+CompileOptions pipelineCompileOptions(CompileOptions base) {
+  base.gradientTypes = gradientTypes;
+  return base;
+}
+
+bool runFrontEnd(Compilation &c, const std::string &path, const std::string &text,
+                 const PipelineOptions &opts, std::ostream &log, bool irInput) {
+  int before = c.diags.errorCount();
+  auto t0 = Clock::now();
+  if (irInput) {
+    // IR text in: parsing it is the parse step, verifying it the build step.
+    Module m;
+    std::string err;
+    c.sources.add(path, text);
+    if (!parseIR(text, m, err)) {
+      c.diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {path + ": " + err});
       return false;
-    auto t1 = std::chrono::steady_clock::now();
-    if (opts.timePasses)
-      log << "pass " << p.name << ": " << std::chrono::duration<double, std::milli>(t1 - t0).count()
-          << " ms\n";
-#ifdef DT_HAVE_VERIFIER
-    if (s.options.verifyEach) {
-      std::vector<std::string> errors;
-      if (!verifyModule(s.module, errors)) {
-        std::string msg = "IR verification failed after pass `" + std::string(p.name) + "`:";
-        for (auto &e : errors)
-          msg += "\n  " + e;
-        throw InternalError(msg);
-      }
     }
-#endif
-    if (opts.printAfter == p.name)
-      log << printModule(s.module);
+    reportTime(opts, log, Step::Parse, t0);
+    t0 = Clock::now();
+    std::vector<std::string> errors;
+    if (!verifyModule(m, errors)) {
+      std::string msg = path + ": the IR does not verify:";
+      for (auto &e : errors)
+        msg += "\n  " + e;
+      c.diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {msg});
+      return false;
+    }
+    c.module = std::move(m);
+    reportTime(opts, log, Step::Build, t0);
+    if (opts.printAfter == "build")
+      log << printModule(c.module);
+    return true;
   }
+  auto prog = c.parse(path, text);
+  reportTime(opts, log, Step::Parse, t0);
+  if (!prog)
+    return false;
+  if (opts.printAfter == "parse")
+    log << ast::printProgram(*prog);
+  t0 = Clock::now();
+  bool ok = c.build(std::move(prog)) && c.diags.errorCount() == before;
+  reportTime(opts, log, Step::Build, t0);
+  if (!ok)
+    return false;
+  verifyAfter(c.module, Step::Build, c.options);
+  if (opts.printAfter == "build")
+    log << printModule(c.module);
   return true;
 }
 
-std::string emitAst(const Session &s) {
+/// Runs the steps after `build` into one CompiledProgram (a friend of it).
+struct PipelineRun {
+  const PipelineOptions &opts;
+  const CompileOptions &copts;
+  DiagEngine &diags;
+  std::ostream &log;
+
+  std::shared_ptr<const CompiledProgram> run(Module global, const std::string &entry) {
+    std::shared_ptr<CompiledProgram> p(new CompiledProgram());
+    p->module_ = std::make_unique<Module>(std::move(global));
+    p->entry_ = entry;
+    Module &m = *p->module_;
+    auto step = [&](Step s, auto &&body) {
+      if (s > opts.last)
+        return false;
+      auto t0 = Clock::now();
+      if (!body())
+        return false;
+      reportTime(opts, log, s, t0);
+      p->last_ = s;
+      if (s <= Step::Fusion)
+        verifyAfter(m, s, copts);
+      if (opts.printAfter == stepName(s))
+        log << printStep(*p, s);
+      return true;
+    };
+    int errors = diags.errorCount();
+    if (!step(Step::Flatten, [&] { return flattenGradients(m, diags); }))
+      return diags.errorCount() > errors ? nullptr : p;
+    if (!step(Step::Autodiff, [&] { return expandGradients(m, diags); }))
+      return diags.errorCount() > errors ? nullptr : p;
+    if (!opts.spmd)
+      return p;
+    p->spmd_ = true;
+    if (!step(Step::Spmd, [&] {
+          lowerToSpmd(m);
+          return true;
+        }))
+      return p;
+    if (opts.fusion) {
+      if (!step(Step::Fusion, [&] {
+            fuseModule(m);
+            return true;
+          }))
+        return p;
+      if (!step(Step::Kernels, [&] {
+            for (const Function &f : m.functions)
+              if (isFusedKernel(f))
+                p->kernels_.push_back({f.name, buildFusedKernel(f)});
+            return true;
+          }))
+        return p;
+    }
+    if (!step(Step::MemPlan, [&] {
+          p->plan_ = std::make_unique<MemoryPlan>(m);
+          return true;
+        }))
+      return p;
+    step(Step::Codegen, [&] {
+      for (auto &k : p->kernels_) {
+        if (opts.target == CodeTarget::Cuda) {
+          p->code_.push_back(
+              emitCudaKernel(k.kernel.kernel, "dt_k_" + std::to_string(kernelHash(k.kernel.kernel)))
+                  .source);
+        } else if (opts.jit) {
+          p->code_.push_back(opts.jit->emitLLVM(k.kernel.kernel, true));
+        } else {
+          CpuJIT jit;
+          p->code_.push_back(jit.emitLLVM(k.kernel.kernel, true));
+        }
+      }
+      return true;
+    });
+    return p;
+  }
+};
+
+std::shared_ptr<const CompiledProgram> compileProgram(Module global, const std::string &entry,
+                                                      const PipelineOptions &opts,
+                                                      const CompileOptions &copts,
+                                                      DiagEngine &diags, std::ostream &log) {
+  PipelineRun r{opts, copts, diags, log};
+  return r.run(std::move(global), entry);
+}
+
+std::shared_ptr<const CompiledProgram> compileProgram(Compilation &c, const PipelineOptions &opts,
+                                                      std::ostream &log) {
+  return compileProgram(c.module, "main", opts, c.options, c.diags, log);
+}
+
+bool runPipeline(Compilation &s, const PipelineOptions &opts, std::ostream &log) {
+  auto p = compileProgram(s, opts, log);
+  if (!p)
+    return false;
+  s.module = p->module();
+  return true;
+}
+
+std::string printStep(const CompiledProgram &p, Step step) {
+  switch (step) {
+  case Step::Kernels: {
+    std::string out = printModule(p.module());
+    for (auto &k : p.kernels())
+      out += "\n" + printKernel(k.kernel.kernel);
+    return out;
+  }
+  case Step::MemPlan:
+    return p.memoryPlan() ? p.memoryPlan()->print(p.module()) : "";
+  case Step::Codegen: {
+    std::string out;
+    for (size_t i = 0; i < p.kernels().size() && i < p.code().size(); ++i)
+      out += "// " + p.kernels()[i].function + "\n" + p.code()[i] + "\n";
+    return out;
+  }
+  default:
+    return printModule(p.module());
+  }
+}
+
+std::string emitAst(const Compilation &s) {
   std::string out;
   for (auto &p : s.builderState->programs)
     out += ast::printProgram(*p);

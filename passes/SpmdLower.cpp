@@ -109,9 +109,4 @@ int lowerToSpmd(Module &m) {
   return n;
 }
 
-bool runSpmdLowering(Session &s) {
-  lowerToSpmd(s.module);
-  return true;
-}
-
 } // namespace dt

@@ -25,16 +25,12 @@
 // type-checks as a global program (the verifier re-checks every step).
 #pragma once
 
-#include "frontend/Session.h"
+#include "ir/IR.h"
 
 namespace dt {
 
 /// Lowers every function of `m` in place; returns the number of collective
 /// steps inserted.
 int lowerToSpmd(Module &m);
-
-/// The pipeline step: lowers `s.module`; always succeeds (planner failures are
-/// internal errors).
-bool runSpmdLowering(Session &s);
 
 } // namespace dt

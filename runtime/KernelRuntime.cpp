@@ -26,52 +26,6 @@ const KernelTable::Entry *KernelTable::find(const Inst &in) const {
   return it == byName_.end() ? nullptr : &it->second;
 }
 
-namespace {
-
-/// Every value `in` reads, including reads inside its regions.
-void reads(const Inst &in, std::vector<int> &out) {
-  out.insert(out.end(), in.operands.begin(), in.operands.end());
-  for (auto &r : in.regions)
-    for (auto &sub : r.insts)
-      reads(sub, out);
-}
-
-} // namespace
-
-LivenessTable::LivenessTable(const Module &m) {
-  for (const Function &f : m.functions)
-    add(f.body);
-}
-
-void LivenessTable::add(const Block &b) {
-  std::unordered_map<int, int> last; // value defined in b -> index of its last use
-  for (int a : b.args)
-    last[a] = 0; // an unused block argument dies at the first instruction
-  std::vector<int> rd;
-  for (size_t i = 0; i < b.insts.size(); ++i) {
-    rd.clear();
-    reads(b.insts[i], rd);
-    for (int v : rd) {
-      auto it = last.find(v);
-      if (it != last.end())
-        it->second = (int)i;
-    }
-    for (int r : b.insts[i].results)
-      last[r] = (int)i;
-    for (auto &r : b.insts[i].regions)
-      add(r);
-  }
-  std::vector<std::vector<int>> dies(b.insts.size());
-  for (auto &[v, i] : last)
-    dies[i].push_back(v);
-  dies_[&b] = std::move(dies);
-}
-
-const std::vector<std::vector<int>> *LivenessTable::dies(const Block &b) const {
-  auto it = dies_.find(&b);
-  return it == dies_.end() ? nullptr : &it->second;
-}
-
 void RankState::count(const Buffer *b, int delta) {
   if (!b)
     return;

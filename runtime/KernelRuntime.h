@@ -28,6 +28,7 @@
 
 #include "codegen/CpuJIT.h"
 #include "codegen/FusedKernel.h"
+#include "passes/MemoryPlan.h"
 #include "runtime/HostTensor.h"
 
 #include <map>
@@ -58,18 +59,8 @@ private:
   std::unordered_map<std::string, Entry> byName_;
 };
 
-/// For each block of a module: per instruction, the values defined in the
-/// block whose last use is that instruction.
-class LivenessTable {
-public:
-  explicit LivenessTable(const Module &m);
-  /// Null for a block the table does not know.
-  const std::vector<std::vector<int>> *dies(const Block &b) const;
-
-private:
-  void add(const Block &b);
-  std::unordered_map<const Block *, std::vector<std::vector<int>>> dies_;
-};
+/// The memory plan (passes/MemoryPlan.h) the executor releases buffers by.
+using LivenessTable = MemoryPlan;
 
 /// Per-rank counters of one run.
 struct RankStats {

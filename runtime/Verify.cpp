@@ -1,7 +1,7 @@
 // This file implements differential verification helpers (see Verify.h).
 #include "runtime/Verify.h"
 
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
@@ -296,23 +296,26 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
     if (!why.empty())
       throw RuntimeFault("--mesh: " + why);
   }
-  auto build = [&](Session &s, bool spmd) {
-    bool ok = s.compile(path, text);
+  // One front end; the reference runs the global program, the executor the
+  // per-rank one, both compiled from the same (unchanged) global module.
+  Compilation c(pipelineCompileOptions());
+  std::ostringstream log;
+  bool ok = c.compile(path, text);
+  std::shared_ptr<const CompiledProgram> ref, dist;
+  if (ok) {
     PipelineOptions po;
-    po.spmd = spmd;
-    std::ostringstream log;
-    ok = ok && runPipeline(s, po, log);
-    vr.diagnostics += s.diags.renderAll();
-    return ok;
-  };
-  Session ref, dist;
-  if (!build(ref, false) || !build(dist, true))
+    ref = compileProgram(c, po, log);
+    po.spmd = true;
+    dist = ref ? compileProgram(c, po, log) : nullptr;
+  }
+  vr.diagnostics += c.diags.renderAll();
+  if (!ref || !dist)
     return vr;
   vr.compiled = true;
   std::ostringstream refOut, distOut;
-  ReferenceEvaluator ev(ref.module, refOut);
+  ReferenceEvaluator ev(ref->module(), refOut);
   auto refResults = ev.run("main", {});
-  Executor ex(dist.module, distOut, ExecOptions{ranks, false, false});
+  Executor ex(dist->module(), distOut, ExecOptions{ranks, false, false});
   auto results = ex.run("main", {});
   vr.checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
   return vr;

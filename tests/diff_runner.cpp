@@ -7,7 +7,8 @@
 // (tests/SpmdProgramGen.h) and prints the seed and text of any failure.
 #include "SpmdProgramGen.h"
 
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
 #include "runtime/Verify.h"
 
 #include <cstdio>
@@ -46,7 +47,7 @@ std::string configStr(const std::vector<MeshOverride> &ov) {
 /// Verifies `path` on every mesh configuration; returns the number of
 /// failures and counts in `skips` the meshes the program is not valid on.
 int checkFile(const std::string &path, const std::string &shownAs, bool quiet, int &skips) {
-  Session probe;
+  Compilation probe(pipelineCompileOptions());
   if (!probe.compileFile(path)) {
     std::cout << "FAIL " << shownAs << ": does not compile\n" << probe.diags.renderAll();
     return 1;

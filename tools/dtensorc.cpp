@@ -1,24 +1,20 @@
 // dtensorc: the command-line driver. Each subcommand is a thin consumer of a
-// Session and the pipeline (passes/Pipeline.h); diagnostics are rendered by
+// Session (runtime/Session.h: the JIT caches, the run) and the pipeline
+// (passes/Pipeline.h: the named steps); diagnostics are rendered by
 // the one diagnostics engine. Exit codes: 0 ok, 1 program error (parse, type
 // or runtime), 2 usage error, 3 internal compiler error.
-#include "codegen/CpuJIT.h"
-#include "codegen/CudaEmitter.h"
-#include "codegen/FusedKernel.h"
-#include "frontend/Session.h"
 #include "ir/Printer.h"
 #include "passes/Explain.h"
-#include "passes/Fusion.h"
 #include "passes/Pipeline.h"
 #include "runtime/CudaRuntime.h"
-#include "runtime/Executor.h"
-#include "runtime/Reference.h"
+#include "runtime/Session.h"
 #include "runtime/Verify.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +33,8 @@ const Command kCommands[] = {
      "Parses and type-checks FILE (shapes and placements); prints every error with its fix."},
     {"run",
      "dtensorc run FILE [--ranks N] [--backend cpu|cuda] [--components] [--visualize]\n"
-     "      [--reference] [--stats] [--no-jit] [--no-fusion] [--no-reuse] [--print-after=PASS]\n"
-     "      [--time-passes]",
+     "      [--reference] [--stats] [--no-jit] [--no-fusion] [--no-reuse] [--print-after=STEP]\n"
+     "      [--time-passes] [-x dt|ir]",
      "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
      "      device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
      "      global value. --components also lists, per print, each device's local block of\n"
@@ -62,12 +58,22 @@ const Command kCommands[] = {
      "      |d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
      "      mesh's axis sizes (same number of axes; devices 0..n-1), repeatable."},
     {"emit",
-     "dtensorc emit ir|spmd|kernels|llvm|cuda|ast FILE [--print-after=PASS] [--time-passes]",
-     "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
-     "      the per-rank program after SPMD lowering (collectives explicit); `kernels` the\n"
-     "      program after fusion (`call @fused.N`) and then the kernel IR of every fused\n"
-     "      kernel; `llvm` the optimized LLVM IR and `cuda` the CUDA C++ (for NVRTC) of\n"
-     "      every fused kernel. Passes, in order: build, spmd, fusion."},
+     "dtensorc emit STEP FILE [--backend cpu|cuda] [--no-fusion] [--print-after=STEP]\n"
+     "      [--time-passes] [-x dt|ir]",
+     "Prints the output of one step of the compiler. The steps, in order:\n"
+     "        parse     the AST, printed back as source\n"
+     "        build     the typed global IR (it parses back: `-x ir` reads it as input)\n"
+     "        flatten   + the straight-line copy `@f.flat` of each function a `grad` differentiates\n"
+     "        autodiff  every `grad` a call of its generated gradient function\n"
+     "        spmd      the per-rank program after SPMD lowering (collectives explicit)\n"
+     "        fusion    the program after fusion (`call @fused.N`)\n"
+     "        kernels   the program after fusion, then the kernel IR of every kernel\n"
+     "        memplan   per block, the values that die at each instruction\n"
+     "        codegen   every kernel's LLVM IR (optimized for the host), or its CUDA C++\n"
+     "                  (for NVRTC) with --backend cuda\n"
+     "      `-x ir` reads FILE as IR text (the `build` output) and runs the steps after\n"
+     "      build on it. --print-after=STEP (also for run) prints a step's output to\n"
+     "      stderr; --time-passes times every step, the front end included."},
 };
 
 int usage(const std::string &why) {
@@ -91,6 +97,12 @@ std::string parseArgs(int argc, char **argv, Args &a) {
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
+    if (s == "-x") { // the input language: dt (default) or ir
+      if (i + 1 >= argc)
+        return "`-x` needs a value: dt or ir";
+      a.flags["x"] = argv[++i];
+      continue;
+    }
     if (s.rfind("--", 0) == 0) {
       auto eq = s.find('=');
       std::string k = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
@@ -117,7 +129,7 @@ std::string parseArgs(int argc, char **argv, Args &a) {
   size_t next = 1;
   if (a.cmd == "emit") {
     if (pos.size() < 2)
-      return a.flags.count("help") ? "" : "`emit` needs a stage: ir, spmd, kernels or ast";
+      return a.flags.count("help") ? "" : "`emit` needs a step: " + stepNameList();
     a.sub = pos[1];
     next = 2;
   }
@@ -153,9 +165,19 @@ int main(int argc, char **argv) {
     return usage("unknown command `" + a.cmd + "`");
   if (a.file.empty())
     return usage("`" + a.cmd + "` needs a FILE");
-  if (a.cmd == "emit" && a.sub != "ir" && a.sub != "spmd" && a.sub != "kernels" &&
-      a.sub != "llvm" && a.sub != "cuda" && a.sub != "ast")
-    return usage("unknown stage `" + a.sub + "` (ir, spmd, kernels, llvm, cuda, ast)");
+  std::optional<Step> emitStep;
+  if (a.cmd == "emit" && !(emitStep = parseStep(a.sub)))
+    return usage("unknown step `" + a.sub + "` (the steps: " + stepNameList() + ")");
+  std::string printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
+  if (a.flags.count("print-after") && !parseStep(printAfter))
+    return usage("--print-after: unknown step `" + printAfter + "` (the steps: " +
+                 stepNameList() + ")");
+  std::string lang = a.flags.count("x") ? a.flags["x"] : "dt";
+  if (lang != "dt" && lang != "ir")
+    return usage("-x: unknown input language `" + lang + "` (dt, ir)");
+  bool irInput = lang == "ir";
+  if (irInput && emitStep == Step::Parse)
+    return usage("`emit parse` needs `.dt` source, not `-x ir`");
   std::string backend = a.flags.count("backend") ? a.flags["backend"] : "cpu";
   if (backend != "cpu" && backend != "cuda")
     return usage("unknown backend `" + backend + "` (cpu, cuda)");
@@ -174,15 +196,18 @@ int main(int argc, char **argv) {
       return usage("--ranks needs a positive number");
   }
 
-  PipelineOptions po;
-  po.printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
-  po.timePasses = a.flags.count("time-passes") > 0;
-  bool reference = a.flags.count("reference") > 0;
-  bool kernelStage = a.sub == "kernels" || a.sub == "llvm" || a.sub == "cuda";
-  po.spmd = a.cmd == "explain" || (a.cmd == "run" && !reference) || a.sub == "spmd" || kernelStage;
-  // Fusion makes the program the CPU backend runs; `emit spmd` and `explain`
-  // show the program before it.
-  po.fusion = ((a.cmd == "run" && !reference) || kernelStage) && !a.flags.count("no-fusion");
+  SessionOptions so;
+  so.pipeline.printAfter = printAfter;
+  so.pipeline.timePasses = a.flags.count("time-passes") > 0;
+  so.pipeline.fusion = !a.flags.count("no-fusion");
+  so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
+  so.reference = a.flags.count("reference") > 0;
+  so.keepValues = false; // one run: every value is freed after its last use
+  so.exec.ranks = ranks;
+  so.exec.components = a.flags.count("components") > 0;
+  so.exec.visualize = a.flags.count("visualize") > 0;
+  so.exec.jit = !a.flags.count("no-jit");
+  so.exec.memoryPlan = !a.flags.count("no-reuse");
   try {
     if (a.cmd == "verify") {
       VerifyResult vr = verifyFile(a.file, overrides, ranks);
@@ -192,49 +217,45 @@ int main(int argc, char **argv) {
       std::cout << formatChecks(vr.checks);
       return allPass(vr.checks) ? 0 : 1;
     }
-    // Compiles FILE into `s` (mesh overrides applied) and runs the pipeline.
-    auto build = [&](Session &s, PipelineOptions p) {
-      bool ok = s.compileFile(a.file) && runPipeline(s, p, std::cerr);
-      std::cerr << s.diags.renderAll();
-      if (!ok && s.diags.errorCount() > 1)
-        std::cerr << s.diags.errorCount() << " errors\n";
-      return ok;
-    };
-    Session s;
-    if (!build(s, po))
+    Session s(so);
+    DiagEngine &diags = s.diags();
+    auto failed = [&]() {
+      std::cerr << diags.renderAll();
+      if (diags.errorCount() > 1)
+        std::cerr << diags.errorCount() << " errors\n";
       return 1;
-    if (a.cmd == "check")
-      return 0;
-    if (a.cmd == "emit" && (a.sub == "llvm" || a.sub == "cuda")) {
-      CpuJIT jit;
-      for (auto &f : s.module.functions) {
-        if (!isFusedKernel(f))
-          continue;
-        Kernel k = buildFusedKernel(f).kernel;
-        std::cout << "// " << f.name << "\n";
-        if (a.sub == "llvm")
-          std::cout << jit.emitLLVM(k, true) << "\n";
-        else
-          std::cout << emitCudaKernel(k, "dt_k_" + std::to_string(kernelHash(k))).source << "\n";
-      }
+    };
+    if (!s.compileFile(a.file, irInput))
+      return failed();
+    if (a.cmd == "check") {
+      std::cerr << diags.renderAll();
       return 0;
     }
-    if (a.cmd == "emit") {
-      if (a.sub == "ast")
-        std::cout << emitAst(s);
+    if (emitStep == Step::Parse || emitStep == Step::Build) {
+      std::cerr << diags.renderAll();
+      if (emitStep == Step::Parse)
+        std::cout << emitAst(s.compilation());
       else
-        std::cout << printModule(s.module);
-      if (a.sub == "kernels")
-        for (auto &f : s.module.functions)
-          if (isFusedKernel(f))
-            std::cout << "\n" << printKernel(buildFusedKernel(f).kernel);
+        std::cout << printModule(s.compilation().module);
       return 0;
     }
-    if (a.cmd == "explain") {
-      std::cout << explainModule(s.module, s.sources);
+    if (a.cmd == "emit" || a.cmd == "explain") {
+      PipelineOptions po = so.pipeline;
+      po.last = a.cmd == "explain" ? Step::Spmd : *emitStep;
+      po.spmd = po.last >= Step::Spmd;
+      po.jit = &s.jit();
+      auto prog = s.program(po, std::cerr);
+      if (!prog)
+        return failed();
+      std::cerr << diags.renderAll();
+      if (a.cmd == "explain")
+        std::cout << explainModule(prog->module(), s.compilation().sources);
+      else
+        std::cout << printStep(*prog, *emitStep);
       return 0;
     }
     // run
+    std::cerr << diags.renderAll();
     if (backend == "cuda") {
       // Fails here with one line naming what is missing on a machine without
       // a GPU; where a GPU is present, program execution is not wired yet.
@@ -244,24 +265,10 @@ int main(int argc, char **argv) {
                          "implemented yet (the kernels, allocator, cuBLAS and NCCL layers are; "
                          "the executor does not dispatch to them)");
     }
-    if (reference) {
-      ReferenceEvaluator ev(s.module, std::cout);
-      ev.run("main", {});
-      return 0;
-    }
-    ExecOptions eo;
-    eo.ranks = ranks;
-    eo.components = a.flags.count("components") > 0;
-    eo.visualize = a.flags.count("visualize") > 0;
-    eo.jit = !a.flags.count("no-jit");
-    eo.memoryPlan = !a.flags.count("no-reuse");
-    CpuJIT jit, quickJit(CpuJIT::Options{0}); // the Session's kernel compilers
-    eo.cpuJit = &jit;
-    eo.quickJit = &quickJit;
-    Executor ex(s.module, std::cout, eo);
-    ex.run("main", {});
-    if (a.flags.count("stats")) {
-      const ExecStats &st = ex.stats();
+    if (!s.run(std::cout, std::cerr))
+      return failed();
+    if (a.flags.count("stats") && !so.reference) {
+      const ExecStats &st = s.stats();
       std::cerr << "stats: " << st.kernels << " fused kernels, " << st.compiles << " compiled, "
                 << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling\n";
       for (size_t r = 0; r < st.ranks.size(); ++r) {

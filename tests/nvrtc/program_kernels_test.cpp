@@ -9,7 +9,7 @@
 #include "codegen/FusedKernel.h"
 #include "codegen/KernelIR.h"
 #include "codegen/Nvrtc.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Fusion.h"
 #include "passes/Pipeline.h"
 #include "runtime/CudaLoader.h"
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
   std::set<uint64_t> seen;
   int programs = 0, kernels = 0, failures = 0;
   for (int i = 1; i < argc; ++i) {
-    Session s;
+    Compilation s(pipelineCompileOptions());
     PipelineOptions po;
     po.spmd = true;
     po.fusion = true;

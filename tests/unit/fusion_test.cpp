@@ -5,7 +5,7 @@
 // in-place `var` updates).
 #include "codegen/CpuJIT.h"
 #include "codegen/FusedKernel.h"
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "ir/IRParser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -23,7 +23,7 @@ using namespace dt;
 
 namespace {
 
-void build(Session &s, const std::string &text, bool spmd, bool fusion) {
+void build(Compilation &s, const std::string &text, bool spmd, bool fusion) {
   PipelineOptions po;
   po.spmd = spmd;
   po.fusion = fusion;
@@ -43,7 +43,7 @@ int countKernels(const Module &m) {
 /// Runs `text` distributed (with `eo`) and on the reference evaluator.
 std::pair<std::string, std::string> runBoth(const std::string &text, ExecOptions eo,
                                             bool fusion = true, ExecStats *stats = nullptr) {
-  Session d, r;
+  Compilation d(pipelineCompileOptions()), r(pipelineCompileOptions());
   build(d, text, true, fusion);
   build(r, text, false, false);
   std::ostringstream refOut, out;
@@ -65,7 +65,7 @@ print(c)
 } // namespace
 
 TEST_CASE("fusion: an 8-op elementwise chain with its sources is one kernel") {
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, kChain, true, true);
   CHECK(countKernels(s.module) == 1);
   std::vector<std::string> errs;
@@ -85,7 +85,7 @@ TEST_CASE("fusion: an 8-op elementwise chain with its sources is one kernel") {
 }
 
 TEST_CASE("fusion: a value used outside the group stays materialised") {
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, R"(mesh m = [x = 2]
 let a : f32[8] @ m[x] = rand(seed=1)
 let t = exp(a)
@@ -99,7 +99,7 @@ print(t)
 }
 
 TEST_CASE("fusion: maxOps 1 makes one kernel per op") {
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, kChain, true, false);
   // 9 kernels: the scalar constants join their op, the random sources too.
   CHECK(fuseModule(s.module, 1) == 9);
@@ -143,7 +143,7 @@ TEST_CASE("memory plan: reuse lowers the peak of a long chain, var updates run i
   keep.memoryPlan = false;
   // One kernel per op (fusion would make this one kernel): 48 launches a rank.
   auto run = [&](ExecOptions eo, ExecStats &st) {
-    Session d;
+    Compilation d(pipelineCompileOptions());
     build(d, prog, true, false);
     fuseModule(d.module, 1);
     std::ostringstream out;
@@ -172,7 +172,7 @@ TEST_CASE("cpu jit: one kernel compiles once across sizes and ranks") {
   ExecOptions eo;
   eo.cpuJit = eo.quickJit = &jit; // one compiler for both tiers
   for (int n : {8, 10, 100000}) {
-    Session d;
+    Compilation d(pipelineCompileOptions());
     build(d, prog(n), true, true);
     std::ostringstream out;
     Executor(d.module, out, eo).run("main", {});

@@ -2,7 +2,7 @@
 // binary with broadcasting, select, reductions, matmul in all its ranks,
 // einsum, transpose, reshape, broadcast_to, index_select, index_add, cast,
 // relayout, calls and loops inside the differentiated function) a small
-// program is compiled through dt::Session, the generated gradient function is
+// program is compiled through dt::Compilation, the generated gradient function is
 // run by the reference evaluator in f64 and compared with central finite
 // differences of the primal, on several meshes and layouts. Per layout the
 // same gradient is also run distributed (SPMD lowering + the thread-mesh
@@ -17,7 +17,7 @@
 // gradient (reference or distributed) must match the first layout's within
 // 1e-10 (1 + |g|) in f64, 1e-4 (1 + |g|) in f32 (reassociation of partial
 // sums only).
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
 #include "runtime/Reference.h"
@@ -114,7 +114,7 @@ std::vector<HostTensor> arguments(const Function &f, const Case &c) {
 }
 
 /// Compiles (global IR, or SPMD-lowered) and returns false with diagnostics.
-bool build(Session &s, const std::string &text, bool spmd) {
+bool build(Compilation &s, const std::string &text, bool spmd) {
   PipelineOptions po;
   po.spmd = spmd;
   std::ostringstream log;
@@ -145,7 +145,7 @@ void check(const Case &c) {
     const Config &cf = c.configs[k];
     std::string text = program(c, cf);
     INFO(c.name << " on m = " << cf.mesh << "\n" << text);
-    Session ref, dist;
+    Compilation ref(pipelineCompileOptions()), dist(pipelineCompileOptions());
     if (!build(ref, text, false) || !build(dist, text, true))
       continue;
     auto [primal, gname] = names(ref.module);
@@ -400,7 +400,7 @@ namespace {
 
 /// The result types of the gradient function `name` of `text` (global IR).
 std::vector<std::string> gradTypes(const std::string &text, const std::string &name) {
-  Session s;
+  Compilation s(pipelineCompileOptions());
   std::vector<std::string> out;
   if (!build(s, text, false))
     return out;

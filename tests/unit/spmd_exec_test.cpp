@@ -2,7 +2,7 @@
 // example, every layout pair executed with exact integer values, printed
 // components and layout tables, uneven and empty blocks, several meshes with
 // device lists, rank failures, and the communication report.
-#include "frontend/Session.h"
+#include "frontend/Compilation.h"
 #include "passes/Explain.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
@@ -20,7 +20,7 @@ using namespace dt;
 namespace {
 
 /// Compiles `text` with the SPMD pipeline (or the global one) into `s`.
-void build(Session &s, const std::string &text, bool spmd = true) {
+void build(Compilation &s, const std::string &text, bool spmd = true) {
   PipelineOptions po;
   po.spmd = spmd;
   std::ostringstream log;
@@ -31,7 +31,7 @@ void build(Session &s, const std::string &text, bool spmd = true) {
 
 /// What `dtensorc run` prints for `text`.
 std::string runDist(const std::string &text, ExecOptions eo = {}) {
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, text);
   std::ostringstream out;
   Executor(s.module, out, eo).run("main", {});
@@ -40,7 +40,7 @@ std::string runDist(const std::string &text, ExecOptions eo = {}) {
 
 /// Runs `text` both ways and compares with verify's tolerances.
 std::string disagreement(const std::string &text) {
-  Session d, r;
+  Compilation d(pipelineCompileOptions()), r(pipelineCompileOptions());
   build(d, text);
   build(r, text, false);
   std::ostringstream refOut, out;
@@ -65,7 +65,7 @@ TEST_CASE("spmd: the DESIGN.md example on 6 threads") {
                      "let d = relayout(c, m[_, _])\n"
                      "print(d)\n";
   CHECK(runDist(prog) == "[[20, 14], [56, 41]]\n");
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, prog);
   std::string report = explainModule(s.module, s.sources);
   CHECK(report.find("line 5: let d = relayout(c, m[_, _])") != std::string::npos);
@@ -125,7 +125,7 @@ TEST_CASE("spmd: empty blocks, host values and two meshes with device lists") {
                      "print(b + b)\n"
                      "let c = to_host(relayout(b, q[_, _]))\n"
                      "print(distribute(c, m[_, x]))\n";
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, prog);
   CHECK(Executor::requiredRanks(s.module) == 8);
   CHECK(disagreement(prog) == "");
@@ -137,7 +137,7 @@ TEST_CASE("spmd: a failing rank is one clear error, never a hang") {
                      "let ids : i32[4] @ m[x] = [0, 1, 2, 9]\n"
                      "print(w)\n"
                      "print(index_select(w, ids))\n";
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, prog);
   std::ostringstream out;
   Executor ex(s.module, out);
@@ -151,7 +151,7 @@ TEST_CASE("spmd: a failing rank is one clear error, never a hang") {
 
 TEST_CASE("spmd: lowering leaves no relayout and keeps the IR verifiable") {
   std::string text = generateSpmdProgram(7);
-  Session s;
+  Compilation s(pipelineCompileOptions());
   build(s, text); // the pipeline verifies the IR after `spmd`
   for (auto &f : s.module.functions)
     for (auto &in : f.body.insts)

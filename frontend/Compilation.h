@@ -1,0 +1,85 @@
+// This file implements the Compilation: the front end's state of one program
+// — sources, diagnostics, the user's global IR module, options and the
+// builder's scopes — kept between compile() calls so that statements can be
+// compiled a chunk at a time (the REPL). It is the lower half of a Session
+// (runtime/Session.h), which adds the pipeline, the backends and the values
+// kept between runs. Nothing lives in globals.
+//
+// The global module is only ever appended to by the builder: the pipeline
+// (passes/Pipeline.h) lowers a copy of it.
+#pragma once
+
+#include "frontend/Diagnostics.h"
+#include "ir/IR.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+namespace ast {
+struct Program;
+}
+
+struct CompileOptions {
+  /// Folders searched by `import name` (for `name.dt`), in order.
+  std::vector<std::string> stdlibPaths;
+  /// Opt-in: insert the cheapest relayout where placements disagree, and
+  /// report each inserted collective as a remark (default: a type error).
+  bool autoRelayout = false;
+  /// Verify the IR after every pass (names the pass that broke it).
+  bool verifyEach = true;
+  /// The result types of `grad` of `fn` w.r.t. `wrt` (primal value first
+  /// when `withValue`), or false after reporting why it cannot be
+  /// differentiated. The builder records `grad` unexpanded with these types;
+  /// the pipeline (passes/Pipeline.h: pipelineCompileOptions) provides it,
+  /// since autodiff lives above the front end.
+  std::function<bool(const Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
+                     bool withValue, DiagEngine &diags, SrcLoc loc,
+                     std::vector<TensorType> &out)>
+      gradientTypes;
+};
+
+class Compilation {
+public:
+  Compilation();
+  explicit Compilation(CompileOptions opts);
+  Compilation(const Compilation &) = delete;
+  Compilation &operator=(const Compilation &) = delete;
+
+  SourceManager sources;
+  DiagEngine diags{sources};
+  Module module;
+  CompileOptions options;
+
+  /// The `parse` step: parses `text` (named `path` in diagnostics) into an
+  /// AST; null after reporting errors.
+  std::unique_ptr<ast::Program> parse(const std::string &path, const std::string &text);
+
+  /// The `build` step: resolves names, infers shapes and checks placements
+  /// of `prog` into `module`, appending its statements to the top-level
+  /// function `main`. Returns false if any error was reported.
+  bool build(std::unique_ptr<ast::Program> prog);
+
+  /// parse + build.
+  bool compile(const std::string &path, const std::string &text);
+
+  /// Reads `path` and compiles it; a missing file is reported as an error.
+  bool compileFile(const std::string &path);
+
+  /// Reads `path` into `text`; false after reporting an error.
+  bool readFile(const std::string &path, std::string &text);
+
+  /// Per-compilation builder state kept between compile() calls (REPL): the
+  /// builder's scopes. Opaque here.
+  struct BuilderState;
+  std::shared_ptr<BuilderState> builderState;
+
+  /// The value ids of `main` bound to top-level names (`let`/`var`), which a
+  /// later chunk may read.
+  std::vector<int> globalValues() const;
+};
+
+} // namespace dt

@@ -1,0 +1,106 @@
+// This file implements the Session: one user's compiler and runtime — the
+// front end's state (frontend/Compilation.h: sources, diagnostics, the global
+// module, the builder's scopes), the pipeline (passes/Pipeline.h), the JIT
+// caches (CpuJIT tiers) and the values of the program's top-level names kept
+// between runs. The CLI, the REPL and the embedding API each own Sessions;
+// a Session is not copyable and shares nothing with another, so several
+// live in one process, each used by one thread at a time.
+//
+// Statements are compiled and run a chunk at a time:
+//   s.compile("a.dt", "let a = ...\nprint(a)");  s.run(out);   // prints a
+//   s.compile("b.dt", "print(a + 1)");            s.run(out);   // prints only a + 1
+// compile() appends a chunk to the global program (the user's `main`); run()
+// compiles the chunks not yet run into a program whose entry takes, as
+// arguments, the values of earlier top-level names it reads and returns the
+// values of the top-level names it binds; those global values are kept in
+// the Session for later chunks. So nothing runs twice, and `let`/`var`
+// values persist. The first chunk's program is the user's `main` itself.
+#pragma once
+
+#include "codegen/CpuJIT.h"
+#include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
+#include "runtime/Executor.h"
+#include "runtime/HostTensor.h"
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+
+namespace dt {
+
+struct SessionOptions {
+  CompileOptions compile;
+  /// printAfter, timePasses and fusion are used; spmd follows `reference`.
+  PipelineOptions pipeline;
+  /// ranks, components, visualize, jit, memoryPlan are used; the kernel
+  /// compilers are the Session's own.
+  ExecOptions exec;
+  /// Run on the single-device reference evaluator (global IR) instead.
+  bool reference = false;
+  /// Keep the values of top-level names for later chunks (the REPL, the
+  /// embedding API). The one-shot CLI turns it off: a program that runs once
+  /// then frees every value after its last use (the memory plan).
+  bool keepValues = true;
+  /// Where the front end's --print-after / --time-passes output goes (null:
+  /// std::cerr).
+  std::ostream *log = nullptr;
+};
+
+class Session {
+public:
+  Session();
+  explicit Session(SessionOptions opts);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// The front end's state (sources, diagnostics, the user's global module).
+  Compilation &compilation() { return *c_; }
+  DiagEngine &diags() { return c_->diags; }
+  const SessionOptions &options() const { return opts_; }
+
+  /// The `parse` and `build` steps of one chunk of statements (`text`, named
+  /// `path` in diagnostics); `irInput` reads IR text instead (replaces the
+  /// whole program). On error the program is left as it was before.
+  bool compile(const std::string &path, const std::string &text, bool irInput = false);
+  bool compileFile(const std::string &path, bool irInput = false);
+
+  /// The program of the chunks not yet run, through every step after
+  /// `build` (per `opts`; `log` gets --print-after and --time-passes output).
+  /// Null after reporting errors to diags().
+  std::shared_ptr<const CompiledProgram> program(const PipelineOptions &opts, std::ostream &log);
+
+  /// Compiles (options().pipeline, log to `log`) and runs the chunks not yet
+  /// run; prints go to `out`. Throws RuntimeFault / InternalError as the
+  /// executor does; returns false after reporting compile errors.
+  bool run(std::ostream &out, std::ostream &log);
+
+  /// Counters of the last run (distributed runs).
+  const ExecStats &stats() const { return stats_; }
+
+  /// The Session's kernel compilers (O2 and O0 tiers), shared by its runs.
+  CpuJIT &jit() { return *jit_; }
+  CpuJIT &quickJit() { return *quickJit_; }
+
+private:
+  /// The module the pending chunk runs in: the global module with `main`
+  /// made of the pending statements (earlier values as parameters, the
+  /// values of top-level names it binds as results).
+  Module chunkModule();
+
+  SessionOptions opts_;
+  std::unique_ptr<Compilation> c_;
+  std::unique_ptr<CpuJIT> jit_, quickJit_;
+  size_t ranUpTo_ = 0; ///< instructions of `main` already run
+  bool ranOnce_ = false;
+  std::map<int, HostTensor> values_; ///< value id in `main` -> global value
+  /// The chunk program() last compiled: its parameters and results (value
+  /// ids of `main`) and the end of its statements in `main`.
+  std::vector<int> params_, results_;
+  size_t chunkEnd_ = 0;
+  ExecStats stats_;
+};
+
+} // namespace dt

@@ -36,3 +36,15 @@ add_test(NAME fuzz/hostile
                  --jobs 2 ${DT_LANG_DIR} ${DT_EXAMPLES_DIR})
 # ~20 s on an idle 2-core machine; the limit leaves room for a loaded one.
 set_tests_properties(fuzz/hostile PROPERTIES LABELS fuzz TIMEOUT 400)
+
+# IR-in/IR-out pass tests (tests/passes/*.ir, LABELS pass): one step of
+# dtensorc on IR text (`emit STEP -x ir FILE`), output checked by CHECK lines.
+add_executable(dt_pass_runner pass_runner.cpp)
+add_dependencies(dt_pass_runner dtensorc)
+file(GLOB DT_PASS_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/passes/*.ir)
+foreach(f ${DT_PASS_TESTS})
+  get_filename_component(name ${f} NAME_WE)
+  add_test(NAME pass/${name}
+           COMMAND dt_pass_runner --dtensorc $<TARGET_FILE:dtensorc> --timeout 30 ${f})
+  set_tests_properties(pass/${name} PROPERTIES LABELS pass TIMEOUT 60)
+endforeach()

@@ -572,6 +572,18 @@ std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth) {
   bool withValue = in.attrs.flag;
   SrcLoc loc = in.loc;
   int64_t w0 = wrt.empty() ? 0 : wrt[0];
+  // The builder checked this for source programs; IR input is checked here.
+  const Function *primal = m.find(fn);
+  if (!primal)
+    throw InternalError("autodiff: no function `" + fn + "`");
+  if (primal->results.size() != 1 || primal->results[0].rank() != 0 ||
+      !isFloat(primal->results[0].dtype)) {
+    std::string r;
+    for (size_t i = 0; i < primal->results.size(); ++i)
+      r += (i ? ", " : "") + primal->results[i].str();
+    diags.error(DiagId::GradNotScalar, loc, {fn, r.empty() ? "nothing" : r});
+    return "";
+  }
   if (!flatCopy(m, fn, diags, loc, w0) || !expandInFlat(m, fn, diags, loc, w0, depth))
     return "";
   return differentiate(m, fn, wrt, withValue, diags, loc);
@@ -624,15 +636,19 @@ bool expandGradients(Module &m, DiagEngine &diags) {
       std::string g = expandOne(m, *in, diags, 0);
       if (g.empty())
         return false;
+      // The builder typed the `grad` by the same derivation; IR input may not have.
       const Function *gf = m.find(g);
-      if (gf->results.size() != in->results.size())
-        throw InternalError("autodiff: `" + g + "` returns " + std::to_string(gf->results.size()) +
-                            " values, the `grad` has " + std::to_string(in->results.size()));
+      std::string want, got;
+      for (size_t i = 0; i < gf->results.size(); ++i)
+        want += (i ? ", " : "") + gf->results[i].str();
       for (size_t i = 0; i < in->results.size(); ++i)
-        if (!(gf->results[i] == m.functions[k].type(in->results[i])))
-          throw InternalError("autodiff: result " + std::to_string(i) + " of `" + g + "` is `" +
-                              gf->results[i].str() + "` but the builder typed the `grad` `" +
-                              m.functions[k].type(in->results[i]).str() + "`");
+        got += (i ? ", " : "") + m.functions[k].type(in->results[i]).str();
+      if (want != got) {
+        diags.error(DiagId::Unsupported, in->loc,
+                    {"the gradient `@" + g + "` returns `" + want + "`, but the `grad` is typed `" +
+                     got + "`"});
+        return false;
+      }
       in->op = Op::Call;
       in->attrs = Attrs{};
       in->attrs.str = g;

@@ -4,7 +4,6 @@
 // layouts), the call instruction, and `grad` / `value_and_grad`.
 #include "frontend/BuildIR.h"
 
-
 namespace dt {
 
 static std::string signatureKey(const std::string &fn, const std::vector<TensorType> &types) {

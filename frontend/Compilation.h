@@ -37,8 +37,7 @@ struct CompileOptions {
   /// the pipeline (passes/Pipeline.h: pipelineCompileOptions) provides it,
   /// since autodiff lives above the front end.
   std::function<bool(const Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
-                     bool withValue, DiagEngine &diags, SrcLoc loc,
-                     std::vector<TensorType> &out)>
+                     bool withValue, DiagEngine &diags, SrcLoc loc, std::vector<TensorType> &out)>
       gradientTypes;
 };
 

@@ -27,8 +27,8 @@ void printBlock(const MemoryPlan &p, const Block &b, const std::string &where, s
       out += "\n";
     }
     for (size_t r = 0; r < b.insts[i].regions.size(); ++r)
-      printBlock(p, b.insts[i].regions[r], where + " #" + std::to_string(i) + "." + std::to_string(r),
-                 out);
+      printBlock(p, b.insts[i].regions[r],
+                 where + " #" + std::to_string(i) + "." + std::to_string(r), out);
   }
 }
 

@@ -19,7 +19,7 @@ namespace dt {
 
 namespace {
 
-const char *const kStepNames[kNumSteps] = {"parse",  "build",  "flatten", "autodiff", "spmd",
+const char *const kStepNames[kNumSteps] = {"parse",  "build",   "flatten", "autodiff", "spmd",
                                            "fusion", "kernels", "memplan", "codegen"};
 
 using Clock = std::chrono::steady_clock;

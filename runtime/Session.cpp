@@ -158,7 +158,7 @@ bool Session::run(std::ostream &out, std::ostream &log) {
     std::vector<int> live = c_->globalValues();
     for (auto it = values_.begin(); it != values_.end();)
       it = std::binary_search(live.begin(), live.end(), it->first) ? std::next(it)
-                                                                    : values_.erase(it);
+                                                                   : values_.erase(it);
   }
   return true;
 }

@@ -63,7 +63,7 @@ const Command kCommands[] = {
      "Prints the output of one step of the compiler. The steps, in order:\n"
      "        parse     the AST, printed back as source\n"
      "        build     the typed global IR (it parses back: `-x ir` reads it as input)\n"
-     "        flatten   + the straight-line copy `@f.flat` of each function a `grad` differentiates\n"
+     "        flatten   + `@f.flat`, the straight-line copy of a function `grad` takes\n"
      "        autodiff  every `grad` a call of its generated gradient function\n"
      "        spmd      the per-rank program after SPMD lowering (collectives explicit)\n"
      "        fusion    the program after fusion (`call @fused.N`)\n"
@@ -170,8 +170,8 @@ int main(int argc, char **argv) {
     return usage("unknown step `" + a.sub + "` (the steps: " + stepNameList() + ")");
   std::string printAfter = a.flags.count("print-after") ? a.flags["print-after"] : "";
   if (a.flags.count("print-after") && !parseStep(printAfter))
-    return usage("--print-after: unknown step `" + printAfter + "` (the steps: " +
-                 stepNameList() + ")");
+    return usage("--print-after: unknown step `" + printAfter + "` (the steps: " + stepNameList() +
+                 ")");
   std::string lang = a.flags.count("x") ? a.flags["x"] : "dt";
   if (lang != "dt" && lang != "ir")
     return usage("-x: unknown input language `" + lang + "` (dt, ir)");

@@ -125,7 +125,8 @@ TEST_CASE("pipeline: lowering works on a copy; the user's global module is never
 }
 
 TEST_CASE("pipeline: step names, --print-after and --time-passes cover every step") {
-  CHECK(stepNameList() == "parse, build, flatten, autodiff, spmd, fusion, kernels, memplan, codegen");
+  CHECK(stepNameList() ==
+        "parse, build, flatten, autodiff, spmd, fusion, kernels, memplan, codegen");
   for (int i = 0; i < kNumSteps; ++i)
     CHECK(parseStep(stepName((Step)i)) == (Step)i);
   CHECK_FALSE(parseStep("ir"));
@@ -154,9 +155,12 @@ TEST_CASE("session: two Sessions compile and run different programs on two threa
   // Each thread owns its Session (JITs, diagnostics, values); nothing is shared.
   auto program = [](int k) {
     std::string n = std::to_string(k);
-    return "mesh m = [x = 2, y = " + n + "]\n"
+    return "mesh m = [x = 2, y = " + n +
+           "]\n"
            "var v : f32[8, 6] @ m[x, y] = ones()\n"
-           "v = v * " + n + ".0\n"
+           "v = v * " +
+           n +
+           ".0\n"
            "for i in 0..20 {\n  v = exp(v * 0.0) * v + 1.0\n}\n"
            "let s = relayout(sum(v), m[])\n";
   };

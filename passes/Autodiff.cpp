@@ -624,8 +624,8 @@ bool expandGradients(Module &m, DiagEngine &diags) {
   // Functions are appended while expanding (flat copies, gradients): index,
   // and re-find after each expansion.
   for (size_t k = 0; k < m.functions.size(); ++k) {
-    if (m.functions[k].name.size() > 5 &&
-        m.functions[k].name.compare(m.functions[k].name.size() - 5, 5, kFlatSuffix) == 0)
+    const std::string &name = m.functions[k].name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, kFlatSuffix) == 0)
       continue; // flat copies are expanded when they are differentiated
     std::vector<Inst *> grads;
     forEachInst(m.functions[k].body, [&](Inst &in) {
@@ -654,6 +654,13 @@ bool expandGradients(Module &m, DiagEngine &diags) {
       in->attrs.str = g;
     }
   }
+  // The flat copies were only autodiff's input: nothing calls them, and later
+  // steps would lower, fuse and compile them for nothing.
+  auto isFlat = [](const Function &f) {
+    return f.name.size() > 5 && f.name.compare(f.name.size() - 5, 5, kFlatSuffix) == 0;
+  };
+  m.functions.erase(std::remove_if(m.functions.begin(), m.functions.end(), isFlat),
+                    m.functions.end());
   return true;
 }
 

@@ -40,7 +40,8 @@ bool flattenGradients(Module &m, DiagEngine &diags);
 
 /// The `autodiff` step: every `grad` of `m` becomes a `call` of its generated
 /// gradient function (a `grad` inside a differentiated function is expanded
-/// and inlined first). False after reporting an error.
+/// and inlined first); the flat copies are removed. False after reporting an
+/// error.
 bool expandGradients(Module &m, DiagEngine &diags);
 
 /// For the builder: the result types of `grad` of `fn` (w.r.t. `wrt`, the

@@ -32,11 +32,21 @@ Session::Session() : Session(SessionOptions{}) {}
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)) {
   c_ = std::make_unique<Compilation>(pipelineCompileOptions(opts_.compile));
-  jit_ = std::make_unique<CpuJIT>();
-  quickJit_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
 }
 
 Session::~Session() = default;
+
+CpuJIT &Session::jit() {
+  if (!jit_)
+    jit_ = std::make_unique<CpuJIT>();
+  return *jit_;
+}
+
+CpuJIT &Session::quickJit() {
+  if (!quickJit_)
+    quickJit_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
+  return *quickJit_;
+}
 
 bool Session::compile(const std::string &path, const std::string &text, bool irInput) {
   Function *main = c_->module.find("main");
@@ -143,8 +153,10 @@ bool Session::run(std::ostream &out, std::ostream &log) {
     results = ev.run(prog->entry(), args);
   } else {
     ExecOptions eo = opts_.exec;
-    eo.cpuJit = jit_.get();
-    eo.quickJit = quickJit_.get();
+    if (eo.jit) {
+      eo.cpuJit = &jit();
+      eo.quickJit = &quickJit();
+    }
     Executor ex(prog->module(), out, eo);
     results = ex.run(prog->entry(), args);
     stats_ = ex.stats();

@@ -80,9 +80,10 @@ public:
   /// Counters of the last run (distributed runs).
   const ExecStats &stats() const { return stats_; }
 
-  /// The Session's kernel compilers (O2 and O0 tiers), shared by its runs.
-  CpuJIT &jit() { return *jit_; }
-  CpuJIT &quickJit() { return *quickJit_; }
+  /// The Session's kernel compilers (O2 and O0 tiers), shared by its runs;
+  /// made on first use (a Session that only checks never starts LLVM).
+  CpuJIT &jit();
+  CpuJIT &quickJit();
 
 private:
   /// The module the pending chunk runs in: the global module with `main`

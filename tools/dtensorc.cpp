@@ -243,7 +243,8 @@ int main(int argc, char **argv) {
       PipelineOptions po = so.pipeline;
       po.last = a.cmd == "explain" ? Step::Spmd : *emitStep;
       po.spmd = po.last >= Step::Spmd;
-      po.jit = &s.jit();
+      if (po.last == Step::Codegen)
+        po.jit = &s.jit();
       auto prog = s.program(po, std::cerr);
       if (!prog)
         return failed();

@@ -12,8 +12,8 @@
 // written is also checked once on its own, symbolically, where it is defined.
 #pragma once
 
-#include "frontend/AST.h"
 #include "frontend/Compilation.h"
+#include "grammar/AST.h"
 #include "ir/Infer.h"
 
 #include <map>

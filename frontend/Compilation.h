@@ -9,8 +9,8 @@
 // (passes/Pipeline.h) lowers a copy of it.
 #pragma once
 
-#include "frontend/Diagnostics.h"
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 #include <functional>
 #include <memory>

@@ -644,9 +644,7 @@ bool expandGradients(Module &m, DiagEngine &diags) {
       for (size_t i = 0; i < in->results.size(); ++i)
         got += (i ? ", " : "") + m.functions[k].type(in->results[i]).str();
       if (want != got) {
-        diags.error(DiagId::Unsupported, in->loc,
-                    {"the gradient `@" + g + "` returns `" + want + "`, but the `grad` is typed `" +
-                     got + "`"});
+        diags.error(DiagId::GradMistyped, in->loc, {g, want, got});
         return false;
       }
       in->op = Op::Call;

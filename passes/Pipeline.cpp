@@ -75,17 +75,17 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
     std::string err;
     c.sources.add(path, text);
     if (!parseIR(text, m, err)) {
-      c.diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {path + ": " + err});
+      c.diags.error(DiagId::ParseError, SrcLoc{-1, 0, 0, 0}, {path + ": " + err});
       return false;
     }
     reportTime(opts, log, Step::Parse, t0);
     t0 = Clock::now();
     std::vector<std::string> errors;
     if (!verifyModule(m, errors)) {
-      std::string msg = path + ": the IR does not verify:";
+      std::string msg = path + ":";
       for (auto &e : errors)
         msg += "\n  " + e;
-      c.diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {msg});
+      c.diags.error(DiagId::IRInvalid, SrcLoc{-1, 0, 0, 0}, {msg});
       return false;
     }
     c.module = std::move(m);

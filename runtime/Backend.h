@@ -113,9 +113,9 @@ public:
 
   // --- the rest ----------------------------------------------------------------
   /// A local op with no kernel-IR kernel, no BLAS call and no data-movement
-  /// primitive above (non-fused sources, elementwise ops and reductions,
-  /// einsum, reshape, broadcast, non-BLAS matmul, and every op under
-  /// `--no-jit`). The cpu backend runs it on the reference kernels
+  /// primitive above (sources that fusion leaves alone, broadcast, einsum,
+  /// non-BLAS matmul, and every op under `--no-jit`; reshape is a view the
+  /// executor makes itself). The cpu backend runs it on the reference kernels
   /// (runtime/LocalOps.h); other backends throw RuntimeFault naming the op.
   virtual std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                                   const std::vector<const HostTensor *> &args,

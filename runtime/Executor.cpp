@@ -187,8 +187,9 @@ private:
     return localOp(in, args, types, LocalPlace{meshRank(rt), sh_.referenceOnly});
   }
 
-  /// A local op on the Device: BLAS, a data-movement primitive or the
-  /// fallback (fused elementwise work never gets here: it is a kernel call).
+  /// A local op on the Device: BLAS, a data-movement primitive, a view
+  /// (reshape) or the fallback (fused elementwise work never gets here: it
+  /// is a kernel call).
   std::vector<Slot> localOp(const Inst &in, const std::vector<const HostTensor *> &args,
                             const std::vector<TensorType> &types, LocalPlace place) {
     size_t n = args.size();
@@ -215,6 +216,17 @@ private:
       default:
         break;
       }
+    }
+    // reshape is a view on every backend: the local block keeps its elements
+    // in row-major order (the placement rule guarantees it), so the result
+    // shares the buffer under the result block's shape.
+    if (in.op == Op::Reshape && n == 1 && types.size() == 1 && isConcrete(types[0].shape)) {
+      const TensorType &rt = types[0];
+      HostTensor r = *args[0];
+      r.shape = rt.isHost() || place.meshRank < 0 ? concreteDims(rt.shape)
+                                                  : localBlock(rt, place.meshRank).shape;
+      if (r.numel() == args[0]->numel())
+        return {std::move(r)};
     }
     auto out = dev_.fallbackLocalOp(in, args, types, place);
     return std::vector<Slot>(out.begin(), out.end());

@@ -18,7 +18,8 @@
 // (runtime/KernelRuntime.h, with the memory planner: buffers released after
 // their last use, pooled and reused, kernels in place over dying inputs);
 // matmul through the Device's BLAS; transpose, index_select and index_add
-// through its data-movement primitives; the remaining ops through the
+// through its data-movement primitives; reshape as a view of the same
+// buffer; the remaining ops through the
 // Device's fallbackLocalOp (the cpu backend's reference kernels). Collectives
 // run through runCollectiveStep (runtime/CollectiveSteps.h) on the Device's
 // group of the step's mesh axes.

@@ -253,8 +253,9 @@ private:
 public:
   /// The blocks of a value of type `t` (this rank's: `block`) by mesh rank,
   /// gathered to world rank 0 as host tensors through the world
-  /// communicator; empty on the other ranks. Every rank calls it.
-  std::vector<Slot> gather(const TensorType &t, const Slot &block) {
+  /// communicator; empty on the other ranks. Every rank calls it. Unless
+  /// `everyBlock`, a replicated value is only rank 0's block (enough to assemble it).
+  std::vector<Slot> gather(const TensorType &t, const Slot &block, bool everyBlock = false) {
     if (t.isHost()) {
       if (rank_ != 0)
         return {};
@@ -264,6 +265,21 @@ public:
     }
     if (!isConcrete(t.shape))
       throw InternalError("executor: `" + t.str() + "` has a symbolic shape");
+    // A replicated value rank 0 holds is whole on rank 0: no communication
+    // (every rank decides this from the type alone, so all skip together).
+    int64_t rank0 = meshRankOf(*t.mesh, 0);
+    if (rank0 >= 0 && !everyBlock) {
+      bool replicated = true;
+      for (auto &p : t.placements)
+        replicated &= p.isReplicate();
+      if (replicated) {
+        if (rank_ != 0)
+          return {};
+        if (!block)
+          throw InternalError("executor: world rank 0 holds no block of `" + t.str() + "`");
+        return std::vector<Slot>(t.mesh->size(), dev_.toHost(*block)); // every block is it
+      }
+    }
     std::vector<int64_t> counts(sh_.worldSize, 0);
     std::vector<std::vector<int64_t>> shapes(t.mesh->size());
     for (int64_t i = 0; i < t.mesh->size(); ++i) {
@@ -396,7 +412,7 @@ private:
     std::vector<Slot> blocks = gather(type, fr.vals.at(id));
     std::vector<Slot> srcBlocks;
     if (sh_.wantSources)
-      srcBlocks = gather(srcType, fr.vals.at(src));
+      srcBlocks = gather(srcType, fr.vals.at(src), true); // every device's component
     if (rank_ != 0)
       return;
     PrintRecord rec{PrintedValue{in.attrs.str, assembleGlobal(type, blocks), srcType},

@@ -326,29 +326,32 @@ TEST_CASE("backend: the executor touches blocks only through the Device (device 
 }
 
 TEST_CASE("backend: prints and results are gathered to rank 0 through the world communicator") {
-  // One world allGatherV per rank for every print of a mesh value and every
-  // mesh result (the program's own collectives run on the axis groups).
+  // Rank 0 prints. A replicated value it holds needs no communication; one
+  // on a mesh without rank 0, and a sharded result, take one allGatherV over
+  // the world on every rank (the program's own collectives run on groups).
   Session s;
   build(s, R"(
 mesh m = [x = 3]
+mesh q = [t = 2] devices [1, 2]
 fn f(a: f32[4] @ m[x]) -> f32[4] @ m[x] {
   print(a)
   return a * 2.0
 }
 let a : f32[4] @ m[x] = arange(dim=0)
 print(f(a))
+let b : f32[3] @ q[t] = arange(dim=0)
+print(relayout(b + 1.0, q[_]))
 )");
   DeviceMemoryBackend be;
   std::ostringstream out;
   Executor ex(s.module, be, out);
   ex.run("main", {});
-  CHECK(out.str() == "[0, 1, 2, 3]\n[0, 2, 4, 6]\n");
+  CHECK(out.str() == "[0, 1, 2, 3]\n[0, 2, 4, 6]\n[1, 2, 3]\n");
   REQUIRE(be.gathers.size() == 3);
   for (auto g : be.gathers)
-    CHECK(g == 2);
-  // Returned values: main of a function with a mesh result.
-  const Function *f = s.module.find("f");
-  REQUIRE(f);
+    CHECK(g == 1);
+  CHECK(be.reg->violations == 0);
+  // A sharded result of `f`, assembled on rank 0 as a host tensor.
   HostTensor arg(DType::F32, {4});
   for (int i = 0; i < 4; ++i)
     arg.set(i, 10 + i);
@@ -356,8 +359,11 @@ print(f(a))
   auto res = Executor(s.module, be2, out).run("f", {arg});
   REQUIRE(res.size() == 1);
   CHECK(res[0].shape == std::vector<int64_t>{4});
+  CHECK(res[0].get(0) == 20);
   CHECK(res[0].get(3) == 26);
   CHECK(res[0].buf->where() == Where::Host);
+  for (auto g : be2.gathers)
+    CHECK(g == 1);
   CHECK(be2.reg->violations == 0);
 }
 

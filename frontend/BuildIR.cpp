@@ -4,7 +4,7 @@
 // entry points that run parse + build.
 #include "frontend/BuildIR.h"
 
-#include "frontend/Parser.h"
+#include "grammar/Parser.h"
 
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // backend (see Backend.h) and makeBackend, the one place that names them.
 #include "runtime/Backend.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Errors.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/CudaBackend.h"
 #include "runtime/MpiBackend.h"

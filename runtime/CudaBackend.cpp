@@ -1,7 +1,7 @@
 // This file implements the cuda backend (see CudaBackend.h).
 #include "runtime/CudaBackend.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Errors.h"
 #include "runtime/Blas.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaRuntime.h"

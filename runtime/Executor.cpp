@@ -3,7 +3,7 @@
 // 0 through the world communicator.
 #include "runtime/Executor.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "passes/Fusion.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"

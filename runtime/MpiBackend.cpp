@@ -1,7 +1,7 @@
 // This file implements the mpi backend (see MpiBackend.h).
 #include "runtime/MpiBackend.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Errors.h"
 #include "runtime/MpiComm.h"
 
 namespace dt {

@@ -1,7 +1,7 @@
 // This file implements the null backend (see NullBackend.h).
 #include "runtime/NullBackend.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Errors.h"
 #include "runtime/Blas.h"
 
 #include <map>

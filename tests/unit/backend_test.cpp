@@ -3,11 +3,11 @@
 // must only touch through the Device (what a GPU needs), prints and results
 // gathered through the world communicator, the null backend, two Sessions on
 // two threads, and makeBackend's names and one-line failures.
-#include "frontend/Diagnostics.h"
+#include "support/Errors.h"
 #include "frontend/Session.h"
 #include "passes/Pipeline.h"
 #include "runtime/CpuBackend.h"
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 #include "runtime/Executor.h"
 #include "runtime/NullBackend.h"
 #include "runtime/ThreadComm.h"

@@ -33,8 +33,7 @@ struct LayerReport {
 };
 
 /// Parses the back-edge list: `<file> <header> -- <reason>` a line, `#` comments.
-inline bool parseBackEdges(const std::string &text, std::vector<BackEdge> &out,
-                           std::string &err) {
+inline bool parseBackEdges(const std::string &text, std::vector<BackEdge> &out, std::string &err) {
   static const std::regex kLine(R"(^(\S+)\s+(\S+)\s+--\s+\S.*$)");
   size_t pos = 0;
   for (int n = 1; pos <= text.size(); ++n) {
@@ -55,7 +54,8 @@ inline bool parseBackEdges(const std::string &text, std::vector<BackEdge> &out,
 }
 
 inline bool isSourceFile(const fs::path &p) {
-  static const std::set<std::string> kExt = {".h", ".hpp", ".cpp", ".cc", ".def", ".inc", ".yy", ".re"};
+  static const std::set<std::string> kExt = {".h",   ".hpp", ".cpp", ".cc",
+                                             ".def", ".inc", ".yy",  ".re"};
   return kExt.count(p.extension().string()) > 0;
 }
 

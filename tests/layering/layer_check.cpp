@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   dtlayers::LayerReport r = dtlayers::checkLayers(root, order, allowed);
   for (const std::string &e : r.errors)
     std::printf("%s\n", e.c_str());
-  std::printf("%d files, %d includes of the chain's folders, %zu listed back edges: %s\n",
-              r.files, r.includes, allowed.size(), r.ok() ? "the chain holds" : "FAILED");
+  std::printf("%d files, %d includes of the chain's folders, %zu listed back edges: %s\n", r.files,
+              r.includes, allowed.size(), r.ok() ? "the chain holds" : "FAILED");
   return r.ok() ? 0 : 1;
 }

@@ -53,8 +53,8 @@ TEST_CASE("layering: a tree whose includes all go down holds") {
 }
 
 TEST_CASE("layering: a planted upward include is found in every kind of file") {
-  for (std::string file : {"support/Diag.h", "support/Diag.cpp", "support/x.def", "support/sub/Deep.h",
-                           "ir/IR.h", "ir/lexer.re", "ir/parser.yy"}) {
+  for (std::string file : {"support/Diag.h", "support/Diag.cpp", "support/x.def",
+                           "support/sub/Deep.h", "ir/IR.h", "ir/lexer.re", "ir/parser.yy"}) {
     CAPTURE(file);
     TempTree t;
     writeGoodTree(t);

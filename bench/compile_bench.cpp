@@ -8,6 +8,7 @@
 #include "codegen/CpuJIT.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
+#include "runtime/CpuBackend.h"
 #include "runtime/Executor.h"
 #include "runtime/KernelRuntime.h"
 
@@ -66,13 +67,11 @@ double once(const std::string &text, CpuJIT &jit, CpuJIT &quick, const char *wha
   auto t2 = clock::now();
   auto compiles = [&] { return jit.compiles() + (&quick == &jit ? 0 : quick.compiles()); };
   int64_t c0 = compiles();
-  KernelTable table(s.module, jit, &quick); // what Executor::run compiles first
+  CpuBackend backend(&jit, &quick);
+  KernelTable table(s.module, backend); // what Executor::run compiles first
   auto t3 = clock::now();
   std::ostringstream out;
-  ExecOptions eo;
-  eo.cpuJit = &jit;
-  eo.quickJit = &quick;
-  Executor ex(s.module, out, eo);
+  Executor ex(s.module, backend, out);
   ex.run("main", {});
   auto t4 = clock::now();
   std::printf("%s: total %.1f ms = parse+check %.1f + passes %.1f + jit %.1f (%lld kernels "

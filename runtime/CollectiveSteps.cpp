@@ -3,7 +3,6 @@
 
 #include "support/Diagnostics.h"
 #include "ir/Collectives.h"
-#include "runtime/LocalOps.h"
 
 namespace dt {
 
@@ -18,15 +17,17 @@ std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int6
 
 /// Copies the global box `region` out of `block` (whose global box is `at`)
 /// into the flat buffer `dst`.
-void pack(const HostTensor &block, const Box &at, const Box &region, char *dst) {
-  copyRegion(block.raw(), block.shape, minus(region.offset, at.offset), dst, region.shape,
-             std::vector<int64_t>(region.shape.size(), 0), region.shape, dtypeSize(block.dtype));
+void pack(Device &dev, const HostTensor &block, const Box &at, const Box &region, char *dst) {
+  dev.copyRegion(block.raw(), block.shape, minus(region.offset, at.offset), dst, region.shape,
+                 std::vector<int64_t>(region.shape.size(), 0), region.shape,
+                 dtypeSize(block.dtype));
 }
 
 /// Copies the flat `src` holding the global box `region` into `block` (global box `at`).
-void unpack(const char *src, const Box &region, HostTensor &block, const Box &at) {
-  copyRegion(src, region.shape, std::vector<int64_t>(region.shape.size(), 0), block.raw(),
-             block.shape, minus(region.offset, at.offset), region.shape, dtypeSize(block.dtype));
+void unpack(Device &dev, const char *src, const Box &region, HostTensor &block, const Box &at) {
+  dev.copyRegion(src, region.shape, std::vector<int64_t>(region.shape.size(), 0), block.raw(),
+                 block.shape, minus(region.offset, at.offset), region.shape,
+                 dtypeSize(block.dtype));
 }
 
 /// True when the non-empty `parts`, in order, are consecutive slabs of `box`
@@ -51,8 +52,8 @@ bool concatenates(const std::vector<Box> &parts, const Box &box) {
 
 } // namespace
 
-HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const TensorType &dst,
-                             const HostTensor &block, int64_t meshRank, const GroupFn &group) {
+HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
+                             const TensorType &dst, const HostTensor &block, int64_t meshRank) {
   const Mesh &mesh = *src.mesh;
   const std::vector<int64_t> &axes = in.attrs.ints;
   Box oldB = blockBox(src, meshRank), newB = blockBox(dst, meshRank);
@@ -71,7 +72,7 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
     throw InternalError("executor: rank is not in its own axis group");
   const DType dt = src.dtype;
   const int64_t es = dtypeSize(dt);
-  HostTensor out(dt, newB.shape);
+  HostTensor out = dev.empty(dt, newB.shape);
   auto peersOld = [&]() {
     std::vector<Box> r;
     for (auto q : meshGroup)
@@ -86,7 +87,7 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
   };
   switch (in.op) {
   case Op::LocalSlice:
-    pack(block, oldB, newB, static_cast<char *>(out.raw()));
+    pack(dev, block, oldB, newB, static_cast<char *>(out.raw()));
     return out;
   case Op::LocalPartial: {
     auto c = mesh.coords(meshRank);
@@ -98,7 +99,7 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
     return block;
   }
   case Op::AllReduce: {
-    Communicator &comm = group(members);
+    Communicator &comm = dev.group(members);
     comm.allReduce(block.raw(), out.raw(), block.numel(), dt, src.placements[axes[0]].op);
     return out;
   }
@@ -108,15 +109,15 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
     for (auto &b : olds)
       counts.push_back(b.volume());
     if (concatenates(olds, newB)) { // blocks in group order along dim 0: no unpacking
-      group(members).allGatherV(block.raw(), out.raw(), counts, dt);
+      dev.group(members).allGatherV(block.raw(), out.raw(), counts, dt);
       return out;
     }
-    HostTensor recv(dt, {totalCount(counts)});
-    group(members).allGatherV(block.raw(), recv.raw(), counts, dt);
+    HostTensor recv = dev.empty(dt, {totalCount(counts)});
+    dev.group(members).allGatherV(block.raw(), recv.raw(), counts, dt);
     auto offs = countOffsets(counts);
     for (size_t q = 0; q < olds.size(); ++q)
       if (counts[q])
-        unpack(static_cast<const char *>(recv.raw()) + offs[q] * es, olds[q], out, newB);
+        unpack(dev, static_cast<const char *>(recv.raw()) + offs[q] * es, olds[q], out, newB);
     return out;
   }
   case Op::ReduceScatter: {
@@ -124,12 +125,13 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
     std::vector<int64_t> counts;
     for (auto &b : news)
       counts.push_back(b.volume());
-    HostTensor send(dt, {totalCount(counts)});
+    HostTensor send = dev.empty(dt, {totalCount(counts)});
     auto offs = countOffsets(counts);
     for (size_t q = 0; q < news.size(); ++q)
       if (counts[q])
-        pack(block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
-    group(members).reduceScatterV(send.raw(), out.raw(), counts, dt, src.placements[axes[0]].op);
+        pack(dev, block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
+    dev.group(members).reduceScatterV(send.raw(), out.raw(), counts, dt,
+                                      src.placements[axes[0]].op);
     return out;
   }
   case Op::AllToAll: {
@@ -143,15 +145,16 @@ HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const Tensor
       sendCounts.push_back(sendBoxes.back().volume());
       recvCounts.push_back(recvBoxes.back().volume());
     }
-    HostTensor send(dt, {totalCount(sendCounts)}), recv(dt, {totalCount(recvCounts)});
+    HostTensor send = dev.empty(dt, {totalCount(sendCounts)});
+    HostTensor recv = dev.empty(dt, {totalCount(recvCounts)});
     auto so = countOffsets(sendCounts), ro = countOffsets(recvCounts);
     for (size_t q = 0; q < sendBoxes.size(); ++q)
       if (sendCounts[q])
-        pack(block, oldB, sendBoxes[q], static_cast<char *>(send.raw()) + so[q] * es);
-    group(members).allToAllV(send.raw(), sendCounts, recv.raw(), recvCounts, dt);
+        pack(dev, block, oldB, sendBoxes[q], static_cast<char *>(send.raw()) + so[q] * es);
+    dev.group(members).allToAllV(send.raw(), sendCounts, recv.raw(), recvCounts, dt);
     for (size_t q = 0; q < recvBoxes.size(); ++q)
       if (recvCounts[q])
-        unpack(static_cast<const char *>(recv.raw()) + ro[q] * es, recvBoxes[q], out, newB);
+        unpack(dev, static_cast<const char *>(recv.raw()) + ro[q] * es, recvBoxes[q], out, newB);
     return out;
   }
   default:

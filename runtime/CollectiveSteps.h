@@ -8,21 +8,16 @@
 #pragma once
 
 #include "ir/IR.h"
-#include "runtime/Communicator.h"
-#include "runtime/HostTensor.h"
+#include "runtime/Backend.h"
 
-#include <functional>
 #include <vector>
 
 namespace dt {
 
-/// Returns the communicator of the calling rank over `members` (world ranks,
-/// in group order).
-using GroupFn = std::function<Communicator &(const std::vector<int> &members)>;
-
 /// Runs collective `in` (operand type `src`, result type `dst`) for mesh rank
-/// `meshRank` holding block `block` of the operand; returns its result block.
-HostTensor runCollectiveStep(const Inst &in, const TensorType &src, const TensorType &dst,
-                             const HostTensor &block, int64_t meshRank, const GroupFn &group);
+/// `meshRank` holding block `block` of the operand on `dev`; returns its
+/// result block. Buffers, packing and the group come from `dev`.
+HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
+                             const TensorType &dst, const HostTensor &block, int64_t meshRank);
 
 } // namespace dt

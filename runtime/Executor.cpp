@@ -1,17 +1,19 @@
 // This file implements the SPMD executor (see Executor.h): the per-rank
-// interpreter loop, print events and the assembly of global results.
+// interpreter loop over a Device, prints and results gathered to world rank
+// 0 through the world communicator.
 #include "runtime/Executor.h"
 
 #include "support/Diagnostics.h"
 #include "passes/Fusion.h"
 #include "runtime/CollectiveSteps.h"
+#include "runtime/CpuBackend.h"
 #include "runtime/Format.h"
 #include "runtime/Inspect.h"
 #include "runtime/LocalOps.h"
 #include "runtime/RefKernels.h"
-#include "runtime/ThreadComm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,12 +24,10 @@ namespace {
 
 using Slot = std::optional<HostTensor>;
 
-/// What one rank saw at one `print`.
-struct PrintEvent {
-  std::string label;
-  TensorType type, srcType; ///< printed operand; the value before print's gathers
-  Slot block, srcBlock;     ///< this rank's blocks of them (none off the mesh)
-  int64_t meshRank = -1, srcMeshRank = -1;
+/// What world rank 0 assembled at one `print`.
+struct PrintRecord {
+  PrintedValue value;
+  std::vector<Slot> srcBlocks; ///< by mesh rank of value.type (components only)
 };
 
 int64_t meshRankOf(const Mesh &mesh, int worldRank) {
@@ -41,9 +41,8 @@ int64_t meshRankOf(const Mesh &mesh, int worldRank) {
 
 struct Executor::Shared {
   const Module &m;
-  ThreadWorld world;
-  std::vector<std::vector<PrintEvent>> prints; ///< per world rank
-  std::vector<std::vector<Slot>> results;      ///< per world rank
+  std::vector<PrintRecord> prints; ///< written by world rank 0 only
+  std::vector<HostTensor> results; ///< written by world rank 0 only
   std::mutex mu;
   std::string internal; ///< first InternalError of a rank (reported as such)
   bool wantSources = false;
@@ -51,16 +50,17 @@ struct Executor::Shared {
   const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
   bool referenceOnly = false;              ///< --no-jit: no BLAS either
   std::vector<RankState> &state;           ///< per world rank (kept across runs)
+  int worldSize;
 
-  Shared(const Module &mod, int n, std::vector<RankState> &st)
-      : m(mod), world(n), prints(n), results(n), state(st) {}
+  Shared(const Module &mod, int n, std::vector<RankState> &st) : m(mod), state(st), worldSize(n) {}
 };
 
 namespace {
 
 class RankRunner {
 public:
-  RankRunner(Executor::Shared &sh, int rank) : sh_(sh), rank_(rank), rs_(sh.state[rank]) {}
+  RankRunner(Executor::Shared &sh, Device &dev)
+      : sh_(sh), dev_(dev), rank_(dev.rank()), rs_(sh.state[dev.rank()]) {}
 
   std::vector<Slot> call(const Function &f, const std::vector<Slot> &args, int depth) {
     if (depth > Executor::kMaxCallDepth)
@@ -172,14 +172,11 @@ private:
     if (!holds(rt))
       return {Slot{}};
     if (in.op == Op::Distribute)
-      return {blockOfGlobal(get(fr, in.operands[0], in), rt, meshRank(rt))};
+      return {blockOf(get(fr, in.operands[0], in), rt, meshRank(rt))};
     if (opInfo(in.op).cls == OpClass::Collective) {
       const TensorType &st = fr.type(in.operands[0]);
-      GroupFn group = [&](const std::vector<int> &members) -> Communicator & {
-        return sh_.world.group(rank_, members);
-      };
       ++rs_.stats.collectives;
-      return {runCollectiveStep(in, st, rt, get(fr, in.operands[0], in), meshRank(st), group)};
+      return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st))};
     }
     std::vector<const HostTensor *> args;
     for (int o : in.operands)
@@ -187,8 +184,154 @@ private:
     std::vector<TensorType> types;
     for (int r : in.results)
       types.push_back(fr.type(r));
-    auto out = runLocalOp(in, args, types, LocalPlace{meshRank(rt), sh_.referenceOnly});
+    return localOp(in, args, types, LocalPlace{meshRank(rt), sh_.referenceOnly});
+  }
+
+  /// A local op on the Device: BLAS, a data-movement primitive, a view
+  /// (reshape) or the fallback (fused elementwise work never gets here: it
+  /// is a kernel call).
+  std::vector<Slot> localOp(const Inst &in, const std::vector<const HostTensor *> &args,
+                            const std::vector<TensorType> &types, LocalPlace place) {
+    size_t n = args.size();
+    bool oneDim = in.attrs.ints.size() == 1;
+    if (!place.referenceOnly && types.size() == 1) {
+      switch (in.op) {
+      case Op::MatMul:
+        if (n == 2)
+          if (auto c = dev_.matmul(*args[0], *args[1], types[0].dtype))
+            return {std::move(*c)};
+        break;
+      case Op::Transpose:
+        if (n == 1)
+          return {dev_.transpose(*args[0], in.attrs.ints)};
+        break;
+      case Op::IndexSelect:
+        if (n == 2 && oneDim)
+          return {dev_.gather(*args[0], *args[1], in.attrs.ints[0])};
+        break;
+      case Op::IndexAdd:
+        if (n == 3 && oneDim)
+          return {dev_.scatterAdd(*args[0], *args[1], *args[2], in.attrs.ints[0])};
+        break;
+      default:
+        break;
+      }
+    }
+    // reshape is a view on every backend: the local block keeps its elements
+    // in row-major order (the placement rule guarantees it), so the result
+    // shares the buffer under the result block's shape.
+    if (in.op == Op::Reshape && n == 1 && types.size() == 1 && isConcrete(types[0].shape)) {
+      const TensorType &rt = types[0];
+      HostTensor r = *args[0];
+      r.shape = rt.isHost() || place.meshRank < 0 ? concreteDims(rt.shape)
+                                                  : localBlock(rt, place.meshRank).shape;
+      if (r.numel() == args[0]->numel())
+        return {std::move(r)};
+    }
+    auto out = dev_.fallbackLocalOp(in, args, types, place);
     return std::vector<Slot>(out.begin(), out.end());
+  }
+
+  /// Rank `meshRank`'s block of the global value `global` (on this device)
+  /// of type `t`: partial(sum) axes keep it on coordinate 0, zeros elsewhere.
+  HostTensor blockOf(const HostTensor &global, const TensorType &t, int64_t meshRank) {
+    if (t.isHost() || meshRank < 0)
+      return global;
+    LocalBlock b = localBlock(t, meshRank);
+    HostTensor out = dev_.empty(global.dtype, b.shape);
+    if (t.hasPartial()) {
+      auto c = t.mesh->coords(meshRank);
+      for (size_t a = 0; a < t.placements.size(); ++a)
+        if (t.placements[a].isPartial() && t.placements[a].op == ReduceOp::Sum && c[a] != 0)
+          return out; // zeros
+    }
+    dev_.copyRegion(global.raw(), global.shape, b.offset, out.raw(), b.shape,
+                    std::vector<int64_t>(b.shape.size(), 0), b.shape, dtypeSize(global.dtype));
+    return out;
+  }
+
+public:
+  /// The blocks of a value of type `t` (this rank's: `block`) by mesh rank,
+  /// gathered to world rank 0 as host tensors through the world
+  /// communicator; empty on the other ranks. Every rank calls it. Unless
+  /// `everyBlock`, a replicated value is only rank 0's block (enough to assemble it).
+  std::vector<Slot> gather(const TensorType &t, const Slot &block, bool everyBlock = false) {
+    if (t.isHost()) {
+      if (rank_ != 0)
+        return {};
+      if (!block)
+        throw InternalError("executor: world rank 0 does not hold a host value");
+      return {dev_.toHost(*block)};
+    }
+    if (!isConcrete(t.shape))
+      throw InternalError("executor: `" + t.str() + "` has a symbolic shape");
+    // A replicated value rank 0 holds is whole on rank 0: no communication
+    // (every rank decides this from the type alone, so all skip together).
+    int64_t rank0 = meshRankOf(*t.mesh, 0);
+    if (rank0 >= 0 && !everyBlock) {
+      bool replicated = true;
+      for (auto &p : t.placements)
+        replicated &= p.isReplicate();
+      if (replicated) {
+        if (rank_ != 0)
+          return {};
+        if (!block)
+          throw InternalError("executor: world rank 0 holds no block of `" + t.str() + "`");
+        return std::vector<Slot>(t.mesh->size(), dev_.toHost(*block)); // every block is it
+      }
+    }
+    std::vector<int64_t> counts(sh_.worldSize, 0);
+    std::vector<std::vector<int64_t>> shapes(t.mesh->size());
+    for (int64_t i = 0; i < t.mesh->size(); ++i) {
+      int64_t w = t.mesh->devices[i];
+      shapes[i] = localBlock(t, i).shape;
+      if (w >= 0 && w < sh_.worldSize)
+        counts[w] = numElementsOf(shapes[i]);
+    }
+    if (counts[rank_] > 0 && (!block || block->numel() != counts[rank_]))
+      throw InternalError("executor: rank " + std::to_string(rank_) + " holds no block of `" +
+                          t.str() + "` to gather");
+    HostTensor all = dev_.empty(t.dtype, {totalCount(counts)});
+    dev_.world().allGatherV(counts[rank_] ? block->raw() : nullptr, all.raw(), counts, t.dtype);
+    if (rank_ != 0)
+      return {};
+    HostTensor host = dev_.toHost(all);
+    auto offs = countOffsets(counts);
+    const int64_t es = dtypeSize(t.dtype);
+    std::vector<Slot> r(t.mesh->size());
+    for (int64_t i = 0; i < t.mesh->size(); ++i) {
+      int64_t w = t.mesh->devices[i];
+      if (w < 0 || w >= sh_.worldSize)
+        continue;
+      HostTensor b(t.dtype, shapes[i]);
+      if (b.bytes())
+        std::memcpy(b.raw(), static_cast<const char *>(host.raw()) + offs[w] * es, b.bytes());
+      r[i] = std::move(b);
+    }
+    return r;
+  }
+
+  /// This rank's blocks of the global host values `args` of `f`'s params.
+  std::vector<Slot> distributeArgs(const Function &f, const std::vector<HostTensor> &args) {
+    std::vector<Slot> local;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const TensorType &t = f.values[f.params[i]].type;
+      if (t.isHost())
+        local.push_back(dev_.fromHost(args[i]));
+      else if (meshRank(t) >= 0)
+        local.push_back(blockOf(dev_.fromHost(args[i]), t, meshRank(t)));
+      else
+        local.push_back(Slot{});
+    }
+    return local;
+  }
+
+private:
+  static int64_t numElementsOf(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (auto d : shape)
+      n *= d;
+    return n;
   }
 
   /// A call of a compiled kernel (the fast path of block()): the rank runs
@@ -207,7 +350,7 @@ private:
       argSlots_.push_back(&fr.vals.at(o));
       argDying_.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
     }
-    return rs_.runKernel(cs, argSlots_.data(), argDying_.data(), argSlots_.size());
+    return rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size());
   }
 
   /// Every rank holds host values, so a value read to the host from a mesh
@@ -219,15 +362,15 @@ private:
     for (auto &p : st.placements)
       if (!p.isReplicate())
         throw InternalError("executor: `to_host` of `" + st.str() + "` needs SPMD lowering");
-    int n = sh_.world.size();
+    int n = sh_.worldSize;
     bool covers = st.mesh->size() == n;
     for (int64_t i = 0; covers && i < st.mesh->size(); ++i)
       covers = meshRankOf(*st.mesh, (int)i) >= 0;
     if (covers)
       return get(fr, in.operands[0], in);
-    HostTensor v = holds(st) ? get(fr, in.operands[0], in).clone()
-                             : HostTensor(st.dtype, concreteDims(st.shape));
-    sh_.world.world(rank_).broadcast(v.raw(), v.numel(), v.dtype, (int)st.mesh->devices[0]);
+    HostTensor v = holds(st) ? dev_.clone(get(fr, in.operands[0], in))
+                             : dev_.empty(st.dtype, concreteDims(st.shape));
+    dev_.world().broadcast(v.raw(), v.numel(), v.dtype, (int)st.mesh->devices[0]);
     return v;
   }
 
@@ -241,8 +384,8 @@ private:
       cur.push_back(fr.vals.at(o));
     for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
       HostTensor iv(DType::I64, {});
-      iv.data<int64_t>()[0] = i;
-      fr.vals.at(body.args.at(0)) = iv;
+      iv.data<int64_t>()[0] = i; // a host scalar, then on the device
+      fr.vals.at(body.args.at(0)) = dev_.fromHost(iv);
       // Moved, not copied: a loop-carried value that dies in the body may then
       // be updated in place (the memory plan, runtime/KernelRuntime.h).
       for (size_t k = 0; k < cur.size(); ++k) {
@@ -256,26 +399,29 @@ private:
     return cur;
   }
 
+  /// Every rank gathers the printed value (and, for --components, its
+  /// source) to world rank 0, which records it.
   void print(const Inst &in, Frame &fr) {
-    PrintEvent ev;
-    ev.label = in.attrs.str;
     int id = in.operands.at(0), src = id;
     // The value as the program wrote it: before the gathers lowering put in
     // front of this print (they carry the print's source location).
     while (sh_.wantSources && fr.def[src] && opInfo(fr.def[src]->op).cls == OpClass::Collective &&
            fr.def[src]->loc.line == in.loc.line && fr.def[src]->loc.col == in.loc.col)
       src = fr.def[src]->operands.at(0);
-    ev.type = fr.type(id);
-    ev.srcType = fr.type(src);
-    ev.meshRank = meshRank(ev.type);
-    ev.srcMeshRank = meshRank(ev.srcType);
-    ev.block = fr.vals.at(id);
+    const TensorType &type = fr.type(id), &srcType = fr.type(src);
+    std::vector<Slot> blocks = gather(type, fr.vals.at(id));
+    std::vector<Slot> srcBlocks;
     if (sh_.wantSources)
-      ev.srcBlock = fr.vals.at(src);
-    sh_.prints[rank_].push_back(std::move(ev));
+      srcBlocks = gather(srcType, fr.vals.at(src), true); // every device's component
+    if (rank_ != 0)
+      return;
+    PrintRecord rec{PrintedValue{in.attrs.str, assembleGlobal(type, blocks), srcType},
+                    std::move(srcBlocks)};
+    sh_.prints.push_back(std::move(rec));
   }
 
   Executor::Shared &sh_;
+  Device &dev_;
   int rank_;
   RankState &rs_;
   const std::vector<int> *dying_ = nullptr; ///< values dying at the current instruction
@@ -284,23 +430,15 @@ private:
   std::map<const Mesh *, int64_t> meshRanks_;
 };
 
-/// The blocks of a value of type `t` by mesh rank, from per-world-rank slots.
-std::vector<Slot> byMeshRank(const TensorType &t, const std::vector<const Slot *> &perWorld) {
-  if (t.isHost())
-    return {perWorld.empty() || !perWorld[0] ? Slot{} : *perWorld[0]};
-  std::vector<Slot> r(t.mesh->size());
-  for (int64_t i = 0; i < t.mesh->size(); ++i) {
-    int64_t w = t.mesh->devices[i];
-    if (w >= 0 && w < (int64_t)perWorld.size() && perWorld[w])
-      r[i] = *perWorld[w];
-  }
-  return r;
-}
-
 } // namespace
 
+Executor::Executor(const Module &m, Backend &backend, std::ostream &out, ExecOptions opts)
+    : m_(m), out_(out), opts_(opts), backend_(backend) {}
+
 Executor::Executor(const Module &m, std::ostream &out, ExecOptions opts)
-    : m_(m), out_(out), opts_(opts) {}
+    : m_(m), out_(out), opts_(opts),
+      ownBackend_(std::make_unique<CpuBackend>(opts.cpuJit, opts.quickJit)),
+      backend_(*ownBackend_) {}
 
 Executor::~Executor() = default;
 
@@ -353,27 +491,12 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   for (auto &fn : m_.functions)
     stats_.kernels += isFusedKernel(fn);
   if (opts_.jit && stats_.kernels > 0 && !kernels_) {
-    CpuJIT *jit = opts_.cpuJit, *quick = opts_.quickJit;
-    if (!jit) {
-      if (!ownJit_)
-        ownJit_ = std::make_unique<CpuJIT>();
-      jit = ownJit_.get();
-    }
-    if (!quick) {
-      if (!ownQuickJit_)
-        ownQuickJit_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
-      quick = ownQuickJit_.get();
-    }
-    auto counters = [&](int sign) {
-      for (CpuJIT *j : {jit, quick}) {
-        stats_.compiles += sign * j->compiles();
-        stats_.cacheHits += sign * j->cacheHits();
-        stats_.compileSeconds += sign * j->compileSeconds();
-      }
-    };
-    counters(-1);
-    kernels_ = std::make_unique<KernelTable>(m_, *jit, quick);
-    counters(+1);
+    CompileCounters before = backend_.compileCounters();
+    kernels_ = std::make_unique<KernelTable>(m_, backend_);
+    CompileCounters after = backend_.compileCounters();
+    stats_.compiles += after.compiles - before.compiles;
+    stats_.cacheHits += after.cacheHits - before.cacheHits;
+    stats_.compileSeconds += after.seconds - before.seconds;
   }
   if (opts_.memoryPlan && !liveness_)
     liveness_ = std::make_unique<LivenessTable>(m_);
@@ -390,49 +513,35 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   sh.liveness = opts_.memoryPlan && !sh.wantSources ? liveness_.get() : nullptr;
   std::string failure;
   try {
-    sh.world.run([&](int rank) {
+    backend_.run(need, [&](Device &dev) {
       try {
-        RankRunner rr(sh, rank);
-        std::vector<Slot> local;
-        for (size_t i = 0; i < args.size(); ++i) {
-          const TensorType &t = f->values[f->params[i]].type;
-          int64_t mr = t.isHost() ? -1 : meshRankOf(*t.mesh, rank);
-          if (t.isHost())
-            local.push_back(args[i]);
-          else if (mr >= 0)
-            local.push_back(blockOfGlobal(args[i], t, mr));
-          else
-            local.push_back(Slot{});
+        RankRunner rr(sh, dev);
+        std::vector<Slot> res = rr.call(*f, rr.distributeArgs(*f, args), 0);
+        // The results, assembled on world rank 0 through the communicator.
+        for (size_t k = 0; k < f->results.size(); ++k) {
+          auto blocks = rr.gather(f->results[k], k < res.size() ? res[k] : Slot{});
+          if (dev.rank() == 0)
+            sh.results.push_back(assembleGlobal(f->results[k], blocks));
         }
-        sh.results[rank] = rr.call(*f, local, 0);
       } catch (const InternalError &e) {
         std::lock_guard<std::mutex> lock(sh.mu);
         if (sh.internal.empty())
-          sh.internal = "rank " + std::to_string(rank) + ": " + e.what();
+          sh.internal = "rank " + std::to_string(dev.rank()) + ": " + e.what();
         throw;
       }
     });
   } catch (const RuntimeFault &e) {
     failure = e.what();
   }
-  // Prints every rank completed, in program order.
-  size_t complete = SIZE_MAX;
-  for (auto &p : sh.prints)
-    complete = std::min(complete, p.size());
-  for (size_t i = 0; i < complete; ++i) {
-    const PrintEvent &ev0 = sh.prints[0][i];
-    std::vector<const Slot *> blocks, srcBlocks;
-    for (auto &p : sh.prints) {
-      blocks.push_back(&p[i].block);
-      srcBlocks.push_back(&p[i].srcBlock);
-    }
-    PrintedValue pv{ev0.label, assembleGlobal(ev0.type, byMeshRank(ev0.type, blocks)), ev0.srcType};
+  // The prints that completed (every rank reached them), in program order.
+  for (PrintRecord &rec : sh.prints) {
+    PrintedValue &pv = rec.value;
     out_ << formatTensor(pv.value) << "\n";
     if (opts_.components)
-      out_ << "components of `" << pv.label << "`: " << ev0.srcType.str() << "\n"
-           << formatComponents(ev0.srcType, byMeshRank(ev0.srcType, srcBlocks));
+      out_ << "components of `" << pv.label << "`: " << pv.type.str() << "\n"
+           << formatComponents(pv.type, rec.srcBlocks);
     if (opts_.visualize)
-      out_ << visualizeLayout(ev0.srcType);
+      out_ << visualizeLayout(pv.type);
     printed_.push_back(std::move(pv));
   }
   out_.flush();
@@ -442,13 +551,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     throw InternalError(sh.internal);
   if (!failure.empty())
     throw RuntimeFault(failure);
-  std::vector<HostTensor> results;
-  for (size_t k = 0; k < f->results.size(); ++k) {
-    std::vector<const Slot *> per;
-    for (auto &r : sh.results)
-      per.push_back(k < r.size() ? &r[k] : nullptr);
-    results.push_back(assembleGlobal(f->results[k], byMeshRank(f->results[k], per)));
-  }
+  std::vector<HostTensor> results = std::move(sh.results);
   return results;
 }
 

@@ -1,36 +1,45 @@
-// This file implements the SPMD executor of the CPU backend: it runs a module
-// lowered by passes/SpmdLower.h on a virtual mesh — a ThreadWorld with one
-// thread per rank (runtime/ThreadComm.h) — and returns global values.
+// This file implements the SPMD executor: it runs a module lowered by
+// passes/SpmdLower.h on a Backend (runtime/Backend.h) — the cpu backend's
+// virtual mesh of threads, one process per rank under MPI, GPUs — and returns
+// global values. It is written once against the backend interface: it never
+// reads a buffer itself, and never knows which backend it holds.
 //
-// Per rank, every value is a local block: a HostTensor of shape
-// localBlock(type, meshRank) (uneven and size-0 blocks included). Host values
-// are held whole by every rank (every rank computes host ops redundantly). A
-// value on a mesh the rank does not belong to has no block on that rank: the
-// rank skips its instructions, and calls/loops run on every rank so that
-// collectives stay in step. World rank w is device id w: a program may use
-// several meshes (`mesh q = [..] devices [2, 3, 6, 7]`), and the world has
-// max(device id) + 1 ranks (requiredRanks()).
+// Per rank, every value is a local block: a tensor of shape
+// localBlock(type, meshRank) (uneven and size-0 blocks included) in the rank
+// Device's memory. Host values are held whole by every rank (every rank
+// computes host ops redundantly). A value on a mesh the rank does not belong
+// to has no block on that rank: the rank skips its instructions, and
+// calls/loops/prints run on every rank so that collectives stay in step.
+// World rank w is device id w: a program may use several meshes (`mesh q =
+// [..] devices [2, 3, 6, 7]`), and the world has max(device id) + 1 ranks
+// (requiredRanks()).
 //
-// Local compute goes through runLocalOp (runtime/LocalOps.h), except calls of
-// fused kernels, which run JIT-compiled (runtime/KernelRuntime.h, with the
-// memory planner: buffers released after their last use, pooled and reused,
-// kernels in place over dying inputs); collectives
-// through runCollectiveStep (runtime/CollectiveSteps.h) on the group of world
-// ranks of the step's mesh axes. `print` prints, once, the global value
-// (formatted exactly as the reference evaluator does) in program order; the
-// first device of the value's mesh provides it. A rank failure (e.g. an
-// index out of range in a kernel) becomes RuntimeFault("rank 3 failed: ...")
-// after the other ranks were woken up — never a hang; the prints that
-// completed before it are still written.
+// Local compute: calls of fused kernels run as compiled kernel-IR kernels
+// (runtime/KernelRuntime.h, with the memory planner: buffers released after
+// their last use, pooled and reused, kernels in place over dying inputs);
+// matmul through the Device's BLAS; transpose, index_select and index_add
+// through its data-movement primitives; reshape as a view of the same
+// buffer; the remaining ops through the
+// Device's fallbackLocalOp (the cpu backend's reference kernels). Collectives
+// run through runCollectiveStep (runtime/CollectiveSteps.h) on the Device's
+// group of the step's mesh axes.
+//
+// `print` and the returned values are assembled through the communicator:
+// every rank's block is gathered to world rank 0 (allGatherV over the world),
+// which assembles the global value (formatted exactly as the reference
+// evaluator does); the printing process writes the prints in program order
+// after the run. A rank failure (e.g. an index out of range in a kernel)
+// becomes RuntimeFault("rank 3 failed: ...") after the other ranks were woken
+// up — never a hang; the prints that completed before it are still written.
 //
 // Needs: a verified, SPMD-lowered module (no `relayout`, no `grad`) with
 // concrete shapes. No state outlives run() except the options, the output
-// stream and the compiled kernel tables, so one Executor may run several
-// functions, and later runs do not recompile.
+// stream, the compiled kernel tables and the per-rank call-site caches, so one
+// Executor may run several functions, and later runs do not recompile.
 #pragma once
 
 #include "ir/IR.h"
-#include "runtime/HostTensor.h"
+#include "runtime/Backend.h"
 #include "runtime/KernelRuntime.h"
 
 #include <memory>
@@ -53,9 +62,10 @@ struct ExecOptions {
   /// float matmuls through BLAS; false runs every op on the reference kernels
   /// (`--no-jit`, for debugging).
   bool jit = true;
-  /// The Session's kernel compilers (kernels compile once per CpuJIT): O2
-  /// for large iteration spaces, O0 (`quickJit`) for small ones; null = the
-  /// Executor makes its own when the module has kernels.
+  /// Only for the Executor constructor without a Backend (it makes a cpu
+  /// backend with these): the Session's kernel compilers (kernels compile
+  /// once per CpuJIT), O2 for large iteration spaces, O0 (`quickJit`) for
+  /// small ones; null = the backend makes its own.
   CpuJIT *cpuJit = nullptr;
   CpuJIT *quickJit = nullptr;
   /// Release buffers after their last use, reuse them and run kernels in
@@ -81,15 +91,21 @@ struct PrintedValue {
 
 class Executor {
 public:
+  /// Runs `m` on `backend` (not owned: the Session's), printing to `out`.
+  Executor(const Module &m, Backend &backend, std::ostream &out, ExecOptions opts = {});
+  /// Runs `m` on a cpu backend of its own (opts.cpuJit / opts.quickJit).
   Executor(const Module &m, std::ostream &out, ExecOptions opts = {});
   ~Executor();
+
+  Backend &backend() { return backend_; }
 
   /// The world size the module's meshes need: max over meshes of their
   /// largest device id + 1 (1 when there is no mesh).
   static int requiredRanks(const Module &m);
 
   /// Runs `fn` on every rank, with the GLOBAL argument values (each rank takes
-  /// its block), and returns the global results assembled from the blocks.
+  /// its block), and returns the global results assembled from the blocks
+  /// (in the process that hosts world rank 0; empty in the others).
   /// Throws RuntimeFault for a rank failure or a bad rank count,
   /// InternalError for IR it cannot run.
   std::vector<HostTensor> run(const std::string &fn, const std::vector<HostTensor> &args);
@@ -111,7 +127,8 @@ private:
   ExecOptions opts_;
   std::vector<PrintedValue> printed_;
   ExecStats stats_;
-  std::unique_ptr<CpuJIT> ownJit_, ownQuickJit_;
+  std::unique_ptr<Backend> ownBackend_;
+  Backend &backend_;
   /// Compiled kernels and the memory plan of m_, kept across runs (rebuilt
   /// when the module's functions or their bodies change).
   std::unique_ptr<KernelTable> kernels_;

@@ -18,7 +18,15 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   std::memset(data_, 0, rounded);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::Buffer(void *data, size_t bytes, Where where, std::function<void(void *)> release)
+    : data_(data), bytes_(bytes), where_(where), release_(std::move(release)) {}
+
+Buffer::~Buffer() {
+  if (release_)
+    release_(data_);
+  else
+    std::free(data_);
+}
 
 HostTensor::HostTensor(DType dt, std::vector<int64_t> s) : dtype(dt), shape(std::move(s)) {
   buf = std::make_shared<Buffer>((size_t)bytes());

@@ -9,26 +9,37 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace dt {
 
-/// An aligned, zero-initialised byte buffer.
+/// Which memory a Buffer's pointer addresses.
+enum class Where { Host, Device };
+
+/// An aligned, zero-initialised byte buffer: host memory, or memory a
+/// backend's allocator made (runtime/Backend.h), freed through its release.
 class Buffer {
 public:
   explicit Buffer(size_t bytes);
+  /// Adopts `data` (`bytes` bytes in `where` memory); the destructor calls
+  /// release(data).
+  Buffer(void *data, size_t bytes, Where where, std::function<void(void *)> release);
   ~Buffer();
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
   void *data() { return data_; }
   const void *data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  Where where() const { return where_; }
 
 private:
   void *data_ = nullptr;
   size_t bytes_ = 0;
+  Where where_ = Where::Host;
+  std::function<void(void *)> release_; ///< empty: std::free
 };
 
 struct HostTensor {

@@ -7,14 +7,14 @@
 
 namespace dt {
 
-KernelTable::KernelTable(const Module &m, CpuJIT &optimizing, CpuJIT *quick) {
+KernelTable::KernelTable(const Module &m, Backend &backend) {
   for (const Function &f : m.functions) {
     if (!isFusedKernel(f))
       continue;
     Entry e;
     e.fk = buildFusedKernel(f);
-    bool small = quick && numElements(e.fk.iterType.shape) <= kQuickElements;
-    e.fn = (small ? *quick : optimizing).compile(e.fk.kernel);
+    bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
+    e.native = backend.compile(e.fk.kernel, small);
     byName_.emplace(f.name, std::move(e));
   }
 }
@@ -78,7 +78,7 @@ void RankState::release(std::optional<HostTensor> &t) {
   count(b.get(), -1);
 }
 
-std::shared_ptr<Buffer> RankState::acquire(int64_t bytes) {
+std::shared_ptr<Buffer> RankState::acquire(Device &dev, int64_t bytes) {
   if (reuse_ && bytes > 0) {
     auto it = pool_.lower_bound(bytes);
     if (it != pool_.end() && it->first <= 2 * bytes) {
@@ -89,7 +89,7 @@ std::shared_ptr<Buffer> RankState::acquire(int64_t bytes) {
       return b;
     }
   }
-  return std::make_shared<Buffer>((size_t)bytes);
+  return dev.allocate(bytes);
 }
 
 RankState::CallSite &RankState::site(const Inst &in, const KernelTable &table) {
@@ -101,7 +101,7 @@ RankState::CallSite &RankState::site(const Inst &in, const KernelTable &table) {
   return cs;
 }
 
-HostTensor RankState::runKernel(CallSite &cs, std::optional<HostTensor> *const *args,
+HostTensor RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
                                 const unsigned char *dying, size_t n) {
   const KernelTable::Entry &e = *cs.kernel;
   const Kernel &k = e.fk.kernel;
@@ -146,11 +146,11 @@ HostTensor RankState::runKernel(CallSite &cs, std::optional<HostTensor> *const *
   if (!out.buf) {
     out.dtype = odt;
     out.shape = l.outShape;
-    out.buf = acquire(out.bytes());
+    out.buf = acquire(dev, out.bytes());
   }
   b[n] = out.raw();
   if (l.iterations > 0 || k.reduce != KReduce::None)
-    e.fn(b, l.params.data());
+    dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
   return out;
 }

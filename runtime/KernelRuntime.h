@@ -4,11 +4,12 @@
 // the launch cache and the statistics (RankState).
 //
 // Kernels: every fusion-pass kernel function (passes/Fusion.h) is turned into
-// kernel IR (codegen/FusedKernel.h) and compiled through the Session's CpuJITs
-// (two tiers: O0 for small iteration spaces, O2 otherwise) BEFORE the rank
-// threads start, so ranks only read the table; CpuJIT's hash
-// cache makes a kernel compile once per CpuJIT whatever the sizes and however
-// many call sites or ranks use it.
+// kernel IR (codegen/FusedKernel.h) and compiled through the Backend
+// (runtime/Backend.h; the cpu backend's two CpuJIT tiers: O0 for small
+// iteration spaces, O2 otherwise) BEFORE the ranks start, so ranks only read
+// the table; the backend's cache makes a kernel compile once whatever the
+// sizes and however many call sites or ranks use it. Buffers come from, and
+// kernels launch on, the rank's Device: this file is backend-independent.
 //
 // Memory plan (per rank, by liveness): a value defined in a block (or a block
 // argument) is released right after its last use in that block (a use inside a nested region counts
@@ -26,10 +27,10 @@
 // each RankState is touched by its rank's thread only.
 #pragma once
 
-#include "codegen/CpuJIT.h"
 #include "codegen/FusedKernel.h"
 #include "passes/MemoryPlan.h"
 #include "runtime/HostTensor.h"
+#include "runtime/Backend.h"
 
 #include <map>
 #include <optional>
@@ -43,14 +44,13 @@ class KernelTable {
 public:
   struct Entry {
     FusedKernel fk;
-    CpuJIT::KernelFn fn = nullptr;
+    NativeKernel native;
   };
-  /// Builds and compiles the kernel of every kernel function of `m`: through
-  /// `quick` (an O0 CpuJIT: ~5x faster to compile) when the kernel's whole
-  /// iteration space has at most kQuickElements elements, where launch
-  /// overhead dominates anyway, else through `optimizing` (O2, vectorised).
-  /// A null `quick` compiles everything through `optimizing`.
-  KernelTable(const Module &m, CpuJIT &optimizing, CpuJIT *quick = nullptr);
+  /// Builds and compiles the kernel of every kernel function of `m` through
+  /// `backend`, as `small` when the kernel's whole iteration space has at most
+  /// kQuickElements elements (launch overhead dominates there anyway, so the
+  /// cpu backend compiles it at O0: ~5x faster).
+  KernelTable(const Module &m, Backend &backend);
   static constexpr int64_t kQuickElements = 1 << 14;
   /// The kernel `in` calls, or null when `in` is not a kernel call.
   const Entry *find(const Inst &in) const;
@@ -107,13 +107,14 @@ public:
   /// Runs the site's kernel on the values in `args`; `dying[i]` says that
   /// args[i]'s value dies at this call: an unshared one of the output's shape
   /// and byte size is then moved out of its slot and overwritten in place.
-  HostTensor runKernel(CallSite &cs, std::optional<HostTensor> *const *args,
+  /// New buffers come from, and the kernel runs on, `dev`.
+  HostTensor runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
                        const unsigned char *dying, size_t n);
 
   RankStats stats;
 
 private:
-  std::shared_ptr<Buffer> acquire(int64_t bytes);
+  std::shared_ptr<Buffer> acquire(Device &dev, int64_t bytes);
   void count(const Buffer *b, int delta);
 
   bool reuse_;

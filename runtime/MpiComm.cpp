@@ -241,6 +241,27 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
   return slot.get();
 }
 
+Communicator *MpiWorld::create(const std::vector<int> &members) {
+  // MPI_Comm_create_group is collective over the members only, so ranks off
+  // a mesh never take part in its groups. The tag separates groups created
+  // concurrently by overlapping member sets.
+  MPI_Group worldGroup, g;
+  check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
+  check(MPI_Group_incl(worldGroup, (int)members.size(), members.data(), &g), "MPI_Group_incl");
+  uint32_t tag = 2166136261u;
+  for (int m : members)
+    tag = (tag ^ (uint32_t)m) * 16777619u;
+  auto h = std::make_unique<MpiComm::Handle>();
+  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, (int)(tag & 0x7fff), &h->comm);
+  MPI_Group_free(&g);
+  MPI_Group_free(&worldGroup);
+  check(rc, "MPI_Comm_create_group");
+  h->owned = true;
+  auto &slot = groups_[members];
+  slot = std::make_unique<MpiComm>(std::move(h));
+  return slot.get();
+}
+
 #else // !DT_HAVE_MPI
 
 struct MpiComm::Handle {};
@@ -271,6 +292,7 @@ bool MpiWorld::available() { return false; }
 MpiWorld::MpiWorld(int *, char ***) { noMpi(); }
 MpiWorld::~MpiWorld() = default;
 Communicator *MpiWorld::split(int, int, const std::vector<int> &) { noMpi(); }
+Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }
 
 #endif // DT_HAVE_MPI
 
@@ -282,19 +304,17 @@ Communicator &MpiWorld::group(const std::vector<int> &members) {
   auto it = groups_.find(members);
   if (it != groups_.end())
     return *it->second;
-  int key = -1, color = INT_MAX;
+  bool member = false;
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i] < 0 || members[i] >= size_)
       throw RuntimeFault("MpiWorld::group: world rank " + std::to_string(members[i]) +
                          " outside a world of " + std::to_string(size_));
-    if (members[i] == rank_)
-      key = (int)i;
-    color = std::min(color, members[i]); // disjoint groups have distinct smallest members
+    member |= members[i] == rank_;
   }
-  if (key < 0)
+  if (!member)
     throw RuntimeFault("MpiWorld::group: the members do not contain this rank " +
                        std::to_string(rank_));
-  return *split(color, key, members);
+  return *create(members);
 }
 
 Communicator *MpiWorld::partition(const std::vector<std::vector<int>> &groups) {

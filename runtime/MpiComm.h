@@ -2,7 +2,7 @@
 // started by a standard launcher (`mpirun -np 6 dtensorc run prog.dt`), with
 // collectives through Open MPI (no home-made network protocol). MpiWorld
 // initializes MPI once per process and hands out an MpiComm for the world and
-// for each mesh-axis group (MPI_Comm_split). The header needs no <mpi.h>: MPI
+// for each mesh-axis group (MPI_Comm_create_group). The header needs no <mpi.h>: MPI
 // types stay in MpiComm.cpp, so every target can include it; when dtensor is
 // built without MPI (DT_HAVE_MPI unset), MpiWorld's constructor throws
 // RuntimeFault and MpiWorld::available() is false.
@@ -74,11 +74,11 @@ public:
   int rank() const; ///< this process's world rank
   int size() const;
   Communicator &world();
-  /// The group `members` (world ranks in group-rank order; must contain this rank), split from
-  /// the world with MPI_Comm_split. Collective over the world the first time: every world rank
-  /// calls group() with its own group, and the groups asked for together must be disjoint (the
-  /// groups of one mesh axis). Cached: later calls with the same list are local, which stays
-  /// consistent because every rank of an SPMD program asks for its groups in the same order.
+  /// The group `members` (world ranks in group-rank order; must contain this rank), made with
+  /// MPI_Comm_create_group. Collective over the MEMBERS the first time (ranks off the group
+  /// take no part, so a mesh that does not cover the world works). Cached: later calls with
+  /// the same list are local, which stays consistent because every rank of an SPMD program asks
+  /// for its groups in the same order.
   Communicator &group(const std::vector<int> &members);
   /// Splits the world into the disjoint groups of `groups` (every rank passes the same list; ranks
   /// in no group take part and get nullptr). Collective over the world the first time; cached.
@@ -86,6 +86,7 @@ public:
 
 private:
   Communicator *split(int color, int key, const std::vector<int> &label);
+  Communicator *create(const std::vector<int> &members);
   bool initializedHere_ = false;
   int rank_ = 0, size_ = 1;
   std::unique_ptr<MpiComm> world_;

@@ -152,12 +152,14 @@ bool Session::run(std::ostream &out, std::ostream &log) {
     ReferenceEvaluator ev(prog->module(), out);
     results = ev.run(prog->entry(), args);
   } else {
-    ExecOptions eo = opts_.exec;
-    if (eo.jit) {
-      eo.cpuJit = &jit();
-      eo.quickJit = &quickJit();
+    if (!backend_) {
+      // Without a driver, `cuda` fails here with one line naming what is missing.
+      BackendOptions bo;
+      bo.cpuJit = &jit();
+      bo.quickJit = &quickJit();
+      backend_ = makeBackend(opts_.backend, bo);
     }
-    Executor ex(prog->module(), out, eo);
+    Executor ex(prog->module(), *backend_, out, opts_.exec);
     results = ex.run(prog->entry(), args);
     stats_ = ex.stats();
   }

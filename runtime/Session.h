@@ -20,6 +20,7 @@
 #include "codegen/CpuJIT.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
+#include "runtime/Backend.h"
 #include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 
@@ -37,6 +38,9 @@ struct SessionOptions {
   /// ranks, components, visualize, jit, memoryPlan are used; the kernel
   /// compilers are the Session's own.
   ExecOptions exec;
+  /// The backend that runs the program (runtime/Backend.h: cpu, mpi, cuda,
+  /// null); made on the first run and kept for the Session's life.
+  std::string backend = "cpu";
   /// Run on the single-device reference evaluator (global IR) instead.
   bool reference = false;
   /// Keep the values of top-level names for later chunks (the REPL, the
@@ -94,6 +98,7 @@ private:
   SessionOptions opts_;
   std::unique_ptr<Compilation> c_;
   std::unique_ptr<CpuJIT> jit_, quickJit_;
+  std::unique_ptr<Backend> backend_; ///< made on the first distributed run
   size_t ranUpTo_ = 0; ///< instructions of `main` already run
   bool ranOnce_ = false;
   std::map<int, HostTensor> values_; ///< value id in `main` -> global value

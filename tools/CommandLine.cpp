@@ -11,7 +11,7 @@ namespace {
 // Every flag of every command. A flag means the same in every command that
 // takes it.
 const Flag kFlags[] = {
-    {"ranks", "N", false},          {"backend", "cpu|cuda", false},  {"components", nullptr, false},
+    {"ranks", "N", false},          {"backend", "cpu|mpi|cuda|null", false},  {"components", nullptr, false},
     {"visualize", nullptr, false},  {"reference", nullptr, false},   {"stats", nullptr, false},
     {"no-jit", nullptr, false},     {"no-fusion", nullptr, false},   {"no-reuse", nullptr, false},
     {"print-after", "STEP", false}, {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
@@ -49,7 +49,9 @@ const std::vector<Command> &commands() {
        "(elementwise ops one by one on the reference kernels),\n"
        "--no-reuse turns the memory planner off (every buffer lives to the end).\n"
        "--stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
-       "peak memory, kernel launches (in place) and collectives.",
+       "peak memory, kernel launches (in place) and collectives. --backend picks where\n"
+       "ranks run: `cpu` (default, threads), `mpi` (one rank per process under mpirun),\n"
+       "`cuda` (virtual ranks on one GPU), `null` (runs nothing: zeros).",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
                       "no-fusion", "no-reuse"}),
        {}},
@@ -185,7 +187,7 @@ std::string flagsOf(const Command &c) {
     return "`" + std::string(c.name) + "` takes no flags";
   std::vector<std::string> names;
   for (const char *n : c.flags)
-    names.push_back("`--" + std::string(n) + "`");
+    names.push_back("`" + std::string(n[1] ? "--" : "-") + n + "`");
   std::string out = "the flags of `" + std::string(c.name) + "` are ";
   for (size_t i = 0; i < names.size(); ++i)
     out += (i ? ", " : "") + names[i];
@@ -322,7 +324,7 @@ ParseResult parseCommandLine(int argc, const char *const *argv, Args &a,
                               : "unknown flag `" + f.spelled + "`";
       std::string near = closestMatch(f.name, own);
       if (!near.empty() && near != f.name)
-        why += "; did you mean `--" + near + "`?";
+        why += std::string("; did you mean `") + (near.size() > 1 ? "--" : "-") + near + "`?";
       else
         why += "; " + flagsOf(*cmd);
       return usageError(why, cmd);

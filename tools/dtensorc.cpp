@@ -7,7 +7,7 @@
 #include "ir/Printer.h"
 #include "passes/Explain.h"
 #include "passes/Pipeline.h"
-#include "runtime/CudaRuntime.h"
+#include "runtime/Backend.h"
 #include "runtime/Session.h"
 #include "runtime/Verify.h"
 #include "tools/CommandLine.h"
@@ -51,8 +51,8 @@ int main(int argc, char **argv) {
   if (irInput && emitStep == Step::Parse)
     return usage("`emit parse` needs `.dt` source, not `-x ir`");
   std::string backend = a.flags.count("backend") ? a.flags["backend"] : "cpu";
-  if (backend != "cpu" && backend != "cuda")
-    return usage("unknown backend `" + backend + "` (cpu, cuda)");
+  if (backend != "cpu" && backend != "cuda" && backend != "mpi" && backend != "null")
+    return usage("unknown backend `" + backend + "` (" + backendNames() + ")");
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
   so.pipeline.fusion = !a.flags.count("no-fusion");
   so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.reference = a.flags.count("reference") > 0;
+  so.backend = backend;
   so.keepValues = false; // one run: every value is freed after its last use
   so.exec.ranks = ranks;
   so.exec.components = a.flags.count("components") > 0;
@@ -132,15 +133,6 @@ int main(int argc, char **argv) {
     }
     // run
     std::cerr << diags.renderAll();
-    if (backend == "cuda") {
-      // Fails here with one line naming what is missing on a machine without
-      // a GPU; where a GPU is present, program execution is not wired yet.
-      CudaLibraries libs;
-      CudaContext ctx(libs);
-      throw RuntimeFault("--backend cuda: running programs on the CUDA backend is not "
-                         "implemented yet (the kernels, allocator, cuBLAS and NCCL layers are; "
-                         "the executor does not dispatch to them)");
-    }
     if (!s.run(std::cout, std::cerr))
       return failed();
     if (a.flags.count("stats") && !so.reference) {

@@ -1,0 +1,187 @@
+// This file implements the backend interface: what the one SPMD executor
+// (runtime/Executor.h) needs from a machine to run a per-rank program. It is
+// small on purpose (tinygrad's `Compiled(allocator, renderer, compiler,
+// runtime)`): a Backend per process compiles kernel IR and runs the ranks it
+// hosts, each on a Device that allocates buffers, launches kernels, multiplies
+// matrices, moves data and talks to the other ranks through Communicators.
+//
+//   Executor ──▶ Backend  (one per Session and kind: cpu, mpi, cuda, null)
+//                  compile(kernel IR) ──▶ NativeKernel     (CpuJIT / NVRTC)
+//                  run(ranks, body)   ──▶ body(Device&) per hosted rank
+//                                          (threads / this process / GPU streams)
+//               Device   (one per rank)
+//                  allocate, fromHost, toHost          buffers (pooled by the executor)
+//                  launch(NativeKernel, buffers, params)
+//                  matmul                              BLAS / cuBLAS
+//                  copyRegion, transpose, gather, scatterAdd
+//                  fallbackLocalOp                     the CPU-only reference path
+//                  world(), group(members)             Communicators
+//
+// Values: the executor holds every local block as a HostTensor (dtype, shape,
+// shared Buffer); the Buffer's `where()` says whether its pointer is host or
+// device memory. Only the Device that made a buffer reads or writes it; the
+// executor never dereferences one (it hands pointers to Device methods and to
+// Communicators, whose buffers are the Device's memory too).
+//
+// Adding a backend: subclass Backend and Device (runtime/CpuBackend.h is the
+// model; runtime/NullBackend.h the smallest), then name it in makeBackend()
+// (runtime/Backend.cpp). Nothing in the executor changes.
+//
+// State: a Backend owns everything it uses (compilers, worlds, contexts);
+// there are no globals, so two Sessions on two threads share nothing.
+#pragma once
+
+#include "codegen/KernelIR.h"
+#include "ir/IR.h"
+#include "runtime/Communicator.h"
+#include "runtime/HostTensor.h"
+#include "runtime/LocalOps.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+class CpuJIT;
+
+/// A kernel compiled by a Backend: a CpuJIT::KernelFn on the CPU, a
+/// CudaKernel* on CUDA; only the Backend's Devices interpret it.
+struct NativeKernel {
+  const void *handle = nullptr;
+};
+
+/// Kernel compiler counters of a Backend (cumulative).
+struct CompileCounters {
+  int64_t compiles = 0;  ///< kernels compiled (cache misses)
+  int64_t cacheHits = 0; ///< compile requests answered from a cache
+  double seconds = 0;    ///< wall time compiling
+};
+
+/// One rank of a Backend.
+class Device {
+public:
+  explicit Device(int worldRank) : rank_(worldRank) {}
+  virtual ~Device() = default;
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  /// The world rank (= device id of the program's meshes).
+  int rank() const { return rank_; }
+
+  // --- memory -------------------------------------------------------------
+  /// A zero-filled buffer of `bytes` bytes in this device's memory.
+  virtual std::shared_ptr<Buffer> allocate(int64_t bytes) = 0;
+  /// A zero-filled tensor on this device.
+  HostTensor empty(DType dt, const std::vector<int64_t> &shape);
+  /// The host tensor `h` as a tensor of this device (cpu: `h` itself, shared).
+  virtual HostTensor fromHost(const HostTensor &h) = 0;
+  /// The device tensor `t` as a host tensor (cpu: `t` itself, shared).
+  virtual HostTensor toHost(const HostTensor &t) = 0;
+  /// A copy of `t` in a new buffer.
+  HostTensor clone(const HostTensor &t);
+
+  // --- kernels --------------------------------------------------------------
+  /// Runs a compiled kernel with the kernel-IR ABI (codegen/KernelIR.h):
+  /// `bufs` are the inputs then the output, `params` the launch params.
+  virtual void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) = 0;
+
+  // --- dense matmul ---------------------------------------------------------
+  /// a @ b (numpy matmul) through the device's BLAS, or nullopt when this
+  /// dtype combination has no BLAS path (the caller then uses another one).
+  virtual std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) = 0;
+
+  // --- data movement --------------------------------------------------------
+  /// Copies the box `extent` at coordinate `srcStart` of a row-major tensor of
+  /// shape `srcShape` to coordinate `dstStart` of one of shape `dstShape`
+  /// (`esize` bytes per element; pointers into this device's buffers).
+  virtual void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
+                          const std::vector<int64_t> &srcStart, void *dst,
+                          const std::vector<int64_t> &dstShape,
+                          const std::vector<int64_t> &dstStart, const std::vector<int64_t> &extent,
+                          int64_t esize) = 0;
+  /// Permutes the dims of `a` (`transpose`).
+  virtual HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) = 0;
+  /// Rows of `src` along `dim` picked by `ids` (`index_select`); RuntimeFault
+  /// for an id out of range.
+  virtual HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) = 0;
+  /// `base` with the rows of `src` added at `ids` along `dim` (`index_add`).
+  virtual HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids,
+                                const HostTensor &src, int64_t dim) = 0;
+
+  // --- the rest ----------------------------------------------------------------
+  /// A local op with no kernel-IR kernel, no BLAS call and no data-movement
+  /// primitive above (sources that fusion leaves alone, broadcast, einsum,
+  /// non-BLAS matmul, and every op under `--no-jit`; reshape is a view the
+  /// executor makes itself). The cpu backend runs it on the reference kernels
+  /// (runtime/LocalOps.h); other backends throw RuntimeFault naming the op.
+  virtual std::vector<HostTensor> fallbackLocalOp(const Inst &in,
+                                                  const std::vector<const HostTensor *> &args,
+                                                  const std::vector<TensorType> &resultTypes,
+                                                  LocalPlace place) = 0;
+
+  // --- communication ------------------------------------------------------------
+  /// The group of all world ranks.
+  virtual Communicator &world() = 0;
+  /// The group `members` (world ranks in group-rank order, containing this
+  /// rank); every member asks for the same list.
+  virtual Communicator &group(const std::vector<int> &members) = 0;
+
+private:
+  int rank_;
+};
+
+/// A way of running per-rank programs: one per Session and kind.
+class Backend {
+public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend &) = delete;
+  Backend &operator=(const Backend &) = delete;
+
+  /// `cpu`, `mpi`, `cuda`, `null`.
+  virtual const char *name() const = 0;
+
+  /// Compiles a kernel (once per structure; later calls hit a cache).
+  /// `small`: its iteration space is small, so compile speed beats code
+  /// quality (the cpu backend's O0 tier).
+  virtual NativeKernel compile(const Kernel &k, bool small) = 0;
+  virtual CompileCounters compileCounters() const { return {}; }
+
+  /// Runs `body` on every rank of a world of `ranks` ranks that this process
+  /// hosts (cpu: all, as threads; mpi: this process's rank) and returns when
+  /// they all returned. A rank that throws wakes the others (never a hang);
+  /// then run() throws RuntimeFault("rank R failed: ...") for the first
+  /// failure, or rethrows its InternalError.
+  virtual void run(int ranks, const std::function<void(Device &)> &body) = 0;
+
+  /// Whether this process hosts world rank `r` (the executor prints and
+  /// returns values where rank 0 lives).
+  virtual bool hosts(int r) const {
+    (void)r;
+    return true;
+  }
+};
+
+/// Options of makeBackend.
+struct BackendOptions {
+  /// The Session's CPU kernel compilers (O2, and O0 for small kernels); null =
+  /// the backend makes its own.
+  CpuJIT *cpuJit = nullptr;
+  CpuJIT *quickJit = nullptr;
+  /// argc/argv for MPI_Init (may stay null).
+  int *argc = nullptr;
+  char ***argv = nullptr;
+};
+
+/// The backend named `name` (cpu, mpi, cuda, null). RuntimeFault for an
+/// unknown name, or one line saying what is missing on this machine (no MPI
+/// build, no NVIDIA driver).
+std::unique_ptr<Backend> makeBackend(const std::string &name, BackendOptions opts = {});
+
+/// The names makeBackend knows, for usage messages: "cpu, mpi, cuda, null".
+const char *backendNames();
+
+} // namespace dt

@@ -1,0 +1,77 @@
+// This file implements the cpu backend (runtime/Backend.h): host memory,
+// kernels compiled by the LLVM ORC JIT (codegen/CpuJIT.h, two tiers: O0 for
+// small kernels, O2 otherwise), matmul through OpenBLAS (runtime/Blas.h),
+// data movement and the CPU-only fallback on the reference kernels
+// (runtime/LocalOps.h, runtime/RefKernels.h).
+//
+// CpuDevice is everything but the communicator, so it serves two backends:
+//  * CpuBackend: every rank a thread of this process over a virtual mesh,
+//    collectives through shared memory (runtime/ThreadComm.h). The embedded
+//    default: `dtensorc run` on a mesh of 6 devices starts 6 threads.
+//  * MpiBackend (runtime/MpiBackend.h): one rank per process under mpirun.
+//
+// State: the JITs (the Session's, or the backend's own) and one ThreadWorld
+// per run; no globals.
+#pragma once
+
+#include "runtime/Backend.h"
+
+#include <memory>
+
+namespace dt {
+
+/// A rank whose buffers are host memory; subclasses supply the communicators.
+class CpuDevice : public Device {
+public:
+  using Device::Device;
+
+  std::shared_ptr<Buffer> allocate(int64_t bytes) override;
+  HostTensor fromHost(const HostTensor &h) override { return h; }
+  HostTensor toHost(const HostTensor &t) override { return t; }
+  void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override;
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override;
+  void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
+                  const std::vector<int64_t> &srcStart, void *dst,
+                  const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstStart,
+                  const std::vector<int64_t> &extent, int64_t esize) override;
+  HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) override;
+  HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) override;
+  HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                        int64_t dim) override;
+  /// The CPU-only fallback: the reference kernels (runtime/LocalOps.h).
+  std::vector<HostTensor> fallbackLocalOp(const Inst &in,
+                                          const std::vector<const HostTensor *> &args,
+                                          const std::vector<TensorType> &resultTypes,
+                                          LocalPlace place) override;
+};
+
+/// Compiles kernel IR for the CPU: through `quick` (O0) when small, else
+/// `optimizing` (O2); either may be null, then the compiler makes its own.
+class CpuKernelCompiler {
+public:
+  CpuKernelCompiler(CpuJIT *optimizing, CpuJIT *quick);
+  ~CpuKernelCompiler();
+  NativeKernel compile(const Kernel &k, bool small);
+  CompileCounters counters() const;
+
+private:
+  CpuJIT &jit(bool small);
+  CpuJIT *optimizing_, *quick_;
+  std::unique_ptr<CpuJIT> ownOptimizing_, ownQuick_;
+};
+
+/// Ranks as threads of this process.
+class CpuBackend : public Backend {
+public:
+  explicit CpuBackend(CpuJIT *optimizing = nullptr, CpuJIT *quick = nullptr);
+  ~CpuBackend() override;
+  const char *name() const override { return "cpu"; }
+  NativeKernel compile(const Kernel &k, bool small) override { return jit_.compile(k, small); }
+  CompileCounters compileCounters() const override { return jit_.counters(); }
+  void run(int ranks, const std::function<void(Device &)> &body) override;
+
+private:
+  CpuKernelCompiler jit_;
+};
+
+} // namespace dt

@@ -1,0 +1,215 @@
+// This file implements the cuda backend (see CudaBackend.h).
+#include "runtime/CudaBackend.h"
+
+#include "support/Errors.h"
+#include "runtime/Blas.h"
+#include "runtime/CudaComm.h"
+#include "runtime/CudaRuntime.h"
+#include "runtime/RefKernels.h"
+#include "runtime/ThreadComm.h"
+
+#include <chrono>
+
+namespace dt {
+
+namespace {
+
+class CudaDevice final : public Device {
+public:
+  CudaDevice(CudaBackend &b, int rank, int worldSize)
+      : Device(rank), b_(b), ctx_(b.context()), stream_(ctx_.streamForRank(rank)) {
+    ctx_.makeCurrent();
+    std::vector<int> all;
+    for (int r = 0; r < worldSize; ++r)
+      all.push_back(r);
+    world_ = &group(all);
+  }
+
+  std::shared_ptr<Buffer> allocate(int64_t bytes) override {
+    int64_t n = std::max<int64_t>(bytes, 1);
+    void *p = ctx_.alloc(n, stream_);
+    ctx_.zero(p, n, stream_);
+    CudaContext *ctx = &ctx_;
+    return std::make_shared<Buffer>(p, (size_t)bytes, Where::Device,
+                                    [ctx](void *q) { ctx->free(q); });
+  }
+  HostTensor fromHost(const HostTensor &h) override {
+    if (h.buf && h.buf->where() == Where::Device)
+      return h;
+    HostTensor t = empty(h.dtype, h.shape);
+    if (t.bytes())
+      ctx_.copyToDevice(t.raw(), h.raw(), t.bytes(), stream_);
+    ctx_.synchronize(stream_); // `h` may die when this returns
+    return t;
+  }
+  HostTensor toHost(const HostTensor &t) override {
+    if (!t.buf || t.buf->where() == Where::Host)
+      return t;
+    HostTensor h(t.dtype, t.shape);
+    if (h.bytes())
+      ctx_.copyToHost(h.raw(), t.raw(), h.bytes(), stream_);
+    ctx_.synchronize(stream_);
+    return h;
+  }
+  void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override {
+    ctx_.launch(*static_cast<const CudaKernel *>(k.handle), bufs, params, stream_);
+  }
+
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override {
+    // cuBLAS: f32/f64, 1-D or 2-D operands, or equal batch dims on both.
+    if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
+      return std::nullopt;
+    GemmDesc g;
+    g.type = a.dtype == DType::F64 ? GemmType::F64 : GemmType::F32;
+    int ra = a.rank(), rb = b.rank();
+    g.m = ra == 1 ? 1 : a.shape[ra - 2];
+    g.k = a.shape[ra - 1];
+    g.n = rb == 1 ? 1 : b.shape[rb - 1];
+    int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - 2];
+    if (kb != g.k)
+      return std::nullopt; // the fallback reports the mismatch
+    std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - std::min(ra, 2)),
+        batchB(b.shape.begin(), b.shape.end() - std::min(rb, 2));
+    if (!batchA.empty() && !batchB.empty() && batchA != batchB)
+      return std::nullopt; // broadcast batches: staged fallback
+    std::vector<int64_t> batch = batchA.empty() ? batchB : batchA;
+    for (auto d : batch)
+      g.batch *= d;
+    HostTensor c = empty(out, gemmShape(a.shape, b.shape));
+    g.strideA = batchA.empty() ? 0 : g.m * g.k;
+    g.strideB = batchB.empty() ? 0 : g.k * g.n;
+    g.strideC = g.m * g.n;
+    g.a = a.raw();
+    g.b = b.raw();
+    g.c = c.raw();
+    if (c.numel() > 0 && g.k > 0)
+      ctx_.gemm(g, stream_);
+    return c;
+  }
+
+  void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
+                  const std::vector<int64_t> &srcStart, void *dst,
+                  const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstStart,
+                  const std::vector<int64_t> &extent, int64_t esize) override {
+    // One device copy per contiguous row of the box (a strided-copy kernel
+    // or cuMemcpy2D would be one launch).
+    int64_t n = 1;
+    for (auto e : extent)
+      n *= e;
+    if (n == 0)
+      return;
+    size_t r = extent.size();
+    if (r == 0) {
+      ctx_.copyOnDevice(dst, src, esize, stream_);
+      return;
+    }
+    auto ss = rowMajorStrides(srcShape), ds = rowMajorStrides(dstShape);
+    std::vector<int64_t> idx(r - 1, 0);
+    for (;;) {
+      int64_t so = srcStart[r - 1], doff = dstStart[r - 1];
+      for (size_t k = 0; k + 1 < r; ++k) {
+        so += (idx[k] + srcStart[k]) * ss[k];
+        doff += (idx[k] + dstStart[k]) * ds[k];
+      }
+      ctx_.copyOnDevice(static_cast<char *>(dst) + doff * esize,
+                        static_cast<const char *>(src) + so * esize, extent[r - 1] * esize,
+                        stream_);
+      size_t k = r - 1;
+      while (k-- > 0) {
+        if (++idx[k] < extent[k])
+          break;
+        idx[k] = 0;
+      }
+      if (k == (size_t)-1)
+        return;
+    }
+  }
+
+  // Staged through host memory until these are kernel-IR kernels.
+  HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) override {
+    return fromHost(ref::transpose(toHost(a), perm));
+  }
+  HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) override {
+    return fromHost(ref::indexSelect(toHost(src), toHost(ids), dim));
+  }
+  HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                        int64_t dim) override {
+    return fromHost(ref::indexAdd(toHost(base), toHost(ids), toHost(src), dim));
+  }
+  std::vector<HostTensor> fallbackLocalOp(const Inst &in,
+                                          const std::vector<const HostTensor *> &args,
+                                          const std::vector<TensorType> &resultTypes,
+                                          LocalPlace place) override {
+    std::vector<HostTensor> host;
+    for (auto *a : args)
+      host.push_back(a ? toHost(*a) : HostTensor{});
+    std::vector<const HostTensor *> ptrs;
+    for (size_t i = 0; i < args.size(); ++i)
+      ptrs.push_back(args[i] ? &host[i] : nullptr);
+    place.referenceOnly = true; // no host BLAS on staged values
+    std::vector<HostTensor> out;
+    for (auto &t : runLocalOp(in, ptrs, resultTypes, place))
+      out.push_back(fromHost(t));
+    return out;
+  }
+
+  Communicator &world() override { return *world_; }
+  Communicator &group(const std::vector<int> &members) override {
+    auto it = comms_.find(members);
+    if (it != comms_.end())
+      return *it->second;
+    int me = -1;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i] == rank())
+        me = (int)i;
+    if (me < 0)
+      throw InternalError("cuda backend: a group without the calling rank");
+    auto c = std::make_unique<CudaCopyComm>(b_.copyGroup(members), me, stream_);
+    return *comms_.emplace(members, std::move(c)).first->second;
+  }
+
+private:
+  CudaBackend &b_;
+  CudaContext &ctx_;
+  CudaStream stream_;
+  Communicator *world_ = nullptr;
+  std::map<std::vector<int>, std::unique_ptr<CudaCopyComm>> comms_;
+};
+
+} // namespace
+
+CudaBackend::CudaBackend(const BackendOptions &) {
+  libs_ = std::make_unique<CudaLibraries>();
+  ctx_ = std::make_unique<CudaContext>(*libs_); // throws the one-line message without a driver
+}
+
+CudaBackend::~CudaBackend() = default;
+
+NativeKernel CudaBackend::compile(const Kernel &k, bool) {
+  auto t0 = std::chrono::steady_clock::now();
+  const CudaKernel &ck = ctx_->kernel(k);
+  counters_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++counters_.compiles;
+  return NativeKernel{&ck};
+}
+
+CudaCopyGroup &CudaBackend::copyGroup(const std::vector<int> &members) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto &g = groups_[members];
+  if (!g)
+    g = std::make_unique<CudaCopyGroup>(*ctx_, (int)members.size());
+  return *g;
+}
+
+void CudaBackend::run(int ranks, const std::function<void(Device &)> &body) {
+  // ThreadWorld runs the rank threads and turns a failure into
+  // RuntimeFault("rank R failed: ..."); its shared-memory groups stay unused.
+  ThreadWorld threads(ranks);
+  threads.run([&](int rank) {
+    CudaDevice dev(*this, rank, ranks);
+    body(dev);
+    ctx_->synchronize(ctx_->streamForRank(rank));
+  });
+}
+
+} // namespace dt

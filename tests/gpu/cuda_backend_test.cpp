@@ -1,0 +1,97 @@
+// GPU execution through the executor (label `gpu`; needs an NVIDIA GPU and
+// driver): programs run on the cuda backend (runtime/CudaBackend.h) print the
+// same values as on the cpu backend (f32 within 1e-4 relative, integers and
+// shapes exact) and return the same results. Written before a GPU session
+// could run it: the first thing to run there.
+#include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
+#include "runtime/CudaBackend.h"
+#include "runtime/Executor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+
+using namespace dt;
+
+namespace {
+
+void build(Compilation &s, const std::string &text) {
+  PipelineOptions po;
+  po.spmd = true;
+  po.fusion = true;
+  std::ostringstream log;
+  bool ok = s.compile("test.dt", text) && runPipeline(s, po, log);
+  INFO(s.diags.renderAll());
+  REQUIRE(ok);
+}
+
+void checkSame(const HostTensor &a, const HostTensor &b) {
+  REQUIRE(a.dtype == b.dtype);
+  REQUIRE(a.shape == b.shape);
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.get(i), y = b.get(i);
+    if (isFloat(a.dtype))
+      CHECK(std::fabs(x - y) <= 1e-5 + 1e-4 * std::fabs(x));
+    else
+      CHECK(x == y);
+  }
+}
+
+/// Runs `text` on the cpu and the cuda backend and compares every print.
+void compareBackends(const std::string &text) {
+  Compilation s(pipelineCompileOptions());
+  build(s, text);
+  std::ostringstream cpuOut, gpuOut;
+  Executor cpu(s.module, cpuOut);
+  cpu.run("main", {});
+  BackendOptions bo;
+  std::unique_ptr<Backend> gpu = makeBackend("cuda", bo);
+  Executor ex(s.module, *gpu, gpuOut);
+  ex.run("main", {});
+  REQUIRE(ex.printed().size() == cpu.printed().size());
+  for (size_t i = 0; i < cpu.printed().size(); ++i) {
+    CAPTURE(i);
+    checkSame(cpu.printed()[i].value, ex.printed()[i].value);
+  }
+}
+
+} // namespace
+
+TEST_CASE("cuda backend: collectives, kernels, matmul, data movement vs the cpu backend") {
+  compareBackends(R"(
+mesh m = [x = 2, y = 2]
+mesh q = [t = 2] devices [1, 3]
+let a : f32[5, 3] @ m[x, _] = randn(seed=3)
+let b : f32[3, 4] @ m[_, y] = randn(seed=4)
+print(relayout(a @ b, m[_, _]))
+let d = relayout(exp(a) * 2.0 + 1.0, m[_, _])
+print(sum(d, dim=1))
+let e : f32[4, 6] @ m{x: shard(0), y: shard(1)} = arange(dim=1)
+print(relayout(e, m{x: shard(1), y: replicate}))
+print(relayout(transpose(e), m[_, _]))
+let ids : i32[3] @ m[_] = [2, 0, 2]
+print(index_select(relayout(e, m[_, _]), ids))
+let z : f32[1, 6] @ m[x, _] = full(1.5)
+print(relayout(z, m[_, _]))
+let w : f32[4] @ q[t] = arange(dim=0)
+print(relayout(w * w, q[_]))
+let h = [1, 2, 3]
+print(h + h)
+var v : f32[5, 3] @ m[x, _] = a
+for i in 0..3 {
+  v = v * 0.5 + a
+}
+print(relayout(v, m[_, _]))
+)");
+}
+
+TEST_CASE("cuda backend: one rank, large fused kernels and a GEMM") {
+  compareBackends(R"(
+mesh g = [r = 1]
+let a : f32[256, 128] @ g[_, _] = randn(seed=1)
+let b : f32[128, 64] @ g[_, _] = randn(seed=2)
+print(sum(tanh(a @ b) * 0.5, dim=0))
+)");
+}

@@ -48,16 +48,23 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
   std::vector<double> data;
   switch (in.op) {
   case Op::Fill:
-    if (a.floats.size() != 1)
+    if (constCount(a, t.dtype) != 1)
       throw InternalError("executor: `fill` needs one value");
-    return ref::fill(a.floats[0], t.dtype, b.shape);
-  case Op::Const:
-    if (a.floats.size() == 1)
-      return ref::fill(a.floats[0], t.dtype, b.shape);
-    if ((int64_t)a.floats.size() != numElements(t.shape))
+    return ref::constantOf(a, t.dtype, b.shape);
+  case Op::Const: {
+    size_t n = constCount(a, t.dtype);
+    if (n == 1)
+      return ref::constantOf(a, t.dtype, b.shape);
+    if ((int64_t)n != numElements(t.shape))
       throw InternalError("executor: `const` has the wrong number of values");
+    if (constInInts(t.dtype)) { // exact integers, not through double
+      std::vector<int64_t> ints;
+      forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) { ints.push_back(a.ints[g]); });
+      return ref::constantInts(ints.empty() ? std::vector<int64_t>{0} : ints, t.dtype, b.shape);
+    }
     forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) { data.push_back(a.floats[g]); });
     break;
+  }
   case Op::Random: {
     if (a.ints.empty())
       throw InternalError("executor: `random` needs a seed");

@@ -537,6 +537,10 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
     return out;
   }
   case OpClass::Effect: {
+    if (op == Op::CheckFactor) {
+      out.results = {ops[0]};
+      return out;
+    }
     if (!ops[0].isHost() && ops[0].hasPartial()) {
       auto e = err(DiagId::PartialToHost, {});
       e.operand = 0;

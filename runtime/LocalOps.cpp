@@ -92,6 +92,30 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
   return ref::constant(data.empty() ? std::vector<double>{0} : data, t.dtype, b.shape);
 }
 
+/// Runs `check_factor` (Ops.def) on a rank's block of the factor.
+void checkFactor(const Inst &in, const HostTensor &x) {
+  bool nonzero = in.attrs.str == "nonzero";
+  if (!nonzero && in.attrs.str != "finite")
+    throw InternalError("executor: `check_factor` needs `finite` or `nonzero`");
+  if (!isFloat(x.dtype))
+    return;
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    double v = x.get(i);
+    if (nonzero ? v != 0 : !std::isinf(v))
+      continue;
+    std::string at = in.loc.known() ? " (line " + std::to_string(in.loc.line) + ":" +
+                                          std::to_string(in.loc.col) + ")"
+                                    : "";
+    throw RuntimeFault(
+        std::string("a `partial(sum)` value ") +
+        (nonzero ? "divided by zero" : "multiplied by an infinite factor") + at +
+        ": its per-rank parts would not add up to the one-device result (a rank holding a zero "
+        "part gives " +
+        (nonzero ? "0 / 0" : "0 * inf") +
+        " = nan); relayout the partial operand to `replicate` before this operation");
+  }
+}
+
 } // namespace
 
 void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
@@ -211,6 +235,9 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     return one(ref::indexSelect(arg(0), arg(1), dim0()));
   case Op::IndexAdd:
     return one(ref::indexAdd(arg(0), arg(1), arg(2), dim0()));
+  case Op::CheckFactor:
+    checkFactor(in, arg(0));
+    return one(arg(0).clone()); // a copy: the memory plan may reuse the operand's buffer
   default:
     break;
   }

@@ -82,7 +82,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     auto it = fi.instances.find(key);
     if (it != fi.instances.end()) {
       if (it->second.empty())
-        diags().error(DiagId::Unsupported, loc, {"recursive call of `" + fi.qualified + "`"});
+        diags().error<DiagId::RecursiveCall>(loc, fi.qualified);
       return it->second;
     }
     fi.instances[key] = ""; // in progress: detects recursion
@@ -191,12 +191,11 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
     if (a.poison)
       return EV::bad();
     if (a.literal) {
-      diags().error(DiagId::Unsupported, argExprs[i]->loc,
-                    {"pass a tensor, not a bare number, to `" + fi.qualified + "`"});
+      diags().error<DiagId::BareNumberArg>(argExprs[i]->loc, fi.qualified);
       return EV::bad();
     }
     if (a.ids.size() != 1) {
-      diags().error(DiagId::Unsupported, argExprs[i]->loc, {"a tuple cannot be an argument"});
+      diags().error<DiagId::TupleArg>(argExprs[i]->loc);
       return EV::bad();
     }
     ids.push_back(a.ids[0]);
@@ -225,9 +224,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
                        const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   bool withValue = callee.callee == "value_and_grad";
   if (callee.args.empty() || callee.args[0]->kind != ast::Expr::Name) {
-    diags().error(
-        DiagId::Unsupported, callee.loc,
-        {"`" + callee.callee + "` takes a function name: `" + callee.callee + "(loss, wrt=[0])`"});
+    diags().error<DiagId::GradNeedsFunction>(callee.loc, callee.callee);
     return EV::bad();
   }
   const std::string &fname = callee.args[0]->text;
@@ -252,7 +249,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     const ast::Expr &w = *wp;
     auto one = [&](const ast::Expr &x) {
       if (x.kind != ast::Expr::Number || !x.isInt) {
-        diags().error(DiagId::Unsupported, x.loc, {"`wrt` lists argument positions: wrt=[0, 2]"});
+        diags().error<DiagId::BadWrt>(x.loc);
         return false;
       }
       wrt.push_back((int64_t)x.number);
@@ -268,8 +265,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
-      diags().error(DiagId::Unsupported, callee.loc,
-                    {"`wrt` position " + std::to_string(i) + " is not an argument of the call"});
+      diags().error<DiagId::WrtOutOfRange>(callee.loc, i);
       return EV::bad();
     }
   std::vector<int> ids;
@@ -278,7 +274,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     if (a.poison)
       return EV::bad();
     if (!a.single()) {
-      diags().error(DiagId::Unsupported, loc, {"`grad` arguments must be tensors"});
+      diags().error<DiagId::GradArgNotTensor>(loc);
       return EV::bad();
     }
     ids.push_back(a.ids[0]);

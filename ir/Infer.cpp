@@ -301,8 +301,9 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
           e.notes.push_back(std::string("on `") + dtypeName(base.dtype) + "`, `" + displayName(op) +
                             "` is not linear (integer division truncates)");
         else if (lin.kind != Lin::None && rop == ReduceOp::Avg && !isFloat(base.dtype))
-          e.notes.push_back(std::string("on `") + dtypeName(base.dtype) + "`, `partial(avg)` is not linear under `" +
-                            displayName(op) + "` (the integer average truncates)");
+          e.notes.push_back(std::string("on `") + dtypeName(base.dtype) +
+                            "`, `partial(avg)` is not linear under `" + displayName(op) +
+                            "` (the integer average truncates)");
         else if (lin.kind != Lin::None)
           e.notes.push_back(std::string("`") + displayName(op) + "` combines only `partial(" +
                             reduceOpName(lin.reduces[0]) + ")` values; this one is `partial(" +

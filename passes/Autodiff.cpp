@@ -56,7 +56,9 @@ public:
     out_.push_back(std::move(in));
     return out_.back().results[0];
   }
-  int fill(double v, const TensorType &t) { return op(Op::Fill, {}, scalarConstAttrs(v, t.dtype), {t}); }
+  int fill(double v, const TensorType &t) {
+    return op(Op::Fill, {}, scalarConstAttrs(v, t.dtype), {t});
+  }
   /// A rank-0 constant with `like`'s dtype and mesh, replicated.
   int scalar(double v, int like) {
     TensorType t = replicatedType(f_.type(like).dtype, {}, f_.type(like).mesh);

@@ -582,9 +582,9 @@ TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and
       {"max(x)", {5, 1, 5, 0, 5, 2, 3, 5}, {.25, 0, .25, 0, .25, 0, 0, .25}},
       {"min(x, dims=[0, 1])", {0, 1, 2, 0, 4, 5, 6, 7}, {.5, 0, 0, .5, 0, 0, 0, 0}},
   };
-  std::vector<Config> configs = {{kMesh1, {"m[_, _]"}},        {kMesh22, {"m[x, y]"}},
-                                 {kMesh22, {"m[_, (x, y)]"}},  {kMesh3, {"m[_, x]"}},
-                                 {kMesh22, {"m[x, _]"}},       {"[x = 4, y = 1]", {"m[_, x]"}}};
+  std::vector<Config> configs = {{kMesh1, {"m[_, _]"}},       {kMesh22, {"m[x, y]"}},
+                                 {kMesh22, {"m[_, (x, y)]"}}, {kMesh3, {"m[_, x]"}},
+                                 {kMesh22, {"m[x, _]"}},      {"[x = 4, y = 1]", {"m[_, x]"}}};
   for (auto &tc : cases)
     for (auto &cf : configs) {
       Case c{"ties " + tc.expr,
@@ -619,7 +619,9 @@ TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and
         CHECK(close(dg[0].get(i), tc.want[i], 1e-12));
         total += dg[0].get(i);
       }
-      double slices = tc.expr.find("dim=") == std::string::npos ? 1 : tc.expr.find("dim=1") != std::string::npos ? 2 : 4;
+      double slices = tc.expr.find("dim=") == std::string::npos    ? 1
+                      : tc.expr.find("dim=1") != std::string::npos ? 2
+                                                                   : 4;
       CHECK(close(total, slices, 1e-12));
     }
 }

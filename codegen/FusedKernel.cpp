@@ -88,8 +88,9 @@ FusedKernel buildFusedKernel(const Function &f) {
                      (uint64_t)in.attrs.ints.at(0), rt.dtype);
       else if (in.op == Op::Iota)
         x = k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), rt.dtype);
-      else if (in.attrs.floats.size() == 1)
-        x = k.constant(in.attrs.floats[0], rt.dtype);
+      else if (constCount(in.attrs, rt.dtype) == 1)
+        x = constInInts(rt.dtype) ? k.constantInt(in.attrs.ints[0], rt.dtype)
+                                  : k.constant(in.attrs.floats[0], rt.dtype);
       else
         throw fail("a `const` with data cannot be fused");
       break;

@@ -247,6 +247,15 @@ int Kernel::constant(double v, DType t) {
   n.op = KOp::Const;
   n.dtype = t;
   n.value = v;
+  n.ivalue = saturatingInt(v, t);
+  return push(*this, n);
+}
+int Kernel::constantInt(int64_t v, DType t) {
+  KNode n;
+  n.op = KOp::Const;
+  n.dtype = t;
+  n.value = (double)v;
+  n.ivalue = v;
   return push(*this, n);
 }
 int Kernel::unary(KOp op, int a) {
@@ -362,8 +371,20 @@ std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &s
 // --- constants and RNG --------------------------------------------------------------
 
 int64_t kernelConstInt(const KNode &n) {
-  double v = n.value;
   switch (n.dtype) {
+  case DType::Bool:
+    return n.ivalue != 0;
+  case DType::I32:
+    return (int32_t)n.ivalue; // wraps, as an int64 -> i32 cast
+  case DType::I64:
+    return n.ivalue;
+  default:
+    return 0;
+  }
+}
+
+int64_t saturatingInt(double v, DType t) {
+  switch (t) {
   case DType::Bool:
     return v != 0;
   case DType::I32:
@@ -431,7 +452,7 @@ std::string printKernel(const Kernel &k, bool withName) {
       s += " in" + std::to_string(n.index);
       break;
     case KOp::Const:
-      s += " " + fmtDouble(n.value);
+      s += " " + (isFloat(n.dtype) ? fmtDouble(n.value) : std::to_string(n.ivalue));
       break;
     case KOp::Random:
       s += n.random == RandomKind::Normal ? " normal" : " uniform";

@@ -170,7 +170,8 @@ struct KNode {
   DType dtype = DType::F32;                ///< result dtype
   std::array<int, 3> args{-1, -1, -1};     ///< operand node indices (arity many)
   int index = 0;                           ///< Load: input; Iota: iteration dim
-  double value = 0;                        ///< Const
+  double value = 0;                        ///< Const of a float dtype
+  int64_t ivalue = 0;                      ///< Const of an integer/bool dtype (exact)
   RandomKind random = RandomKind::Uniform; ///< Random
   uint64_t seed = 0;                       ///< Random
 };
@@ -196,7 +197,8 @@ struct Kernel {
   int addInput(DType t);  ///< returns the input index
   int addOutput(DType t); ///< returns the output index
   int load(int input);
-  int constant(double v, DType t);
+  int constant(double v, DType t);       ///< integers: truncated and saturated
+  int constantInt(int64_t v, DType t);   ///< exact (wraps to i32 like a cast)
   int unary(KOp op, int a);
   int cast(int a, DType t);
   int binary(KOp op, int a, int b);
@@ -242,6 +244,8 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params);
 /// A `const` node's value after the cast rule: as an int (int and bool
 /// dtypes) and as a double (float dtypes; f32 values are exact floats).
 int64_t kernelConstInt(const KNode &n);
+/// `v` as a value of integer/bool dtype `t`: truncated, saturated, NaN -> 0.
+int64_t saturatingInt(double v, DType t);
 double kernelConstFloat(const KNode &n);
 
 /// The RNG of support/Random.h (these forward to it), for lowerings that need

@@ -33,12 +33,7 @@ int64_t wrap(DType t, uint64_t v) {
   }
 }
 
-int64_t saturate(double v, DType t) {
-  KNode n;
-  n.dtype = t;
-  n.value = v;
-  return kernelConstInt(n);
-}
+int64_t saturate(double v, DType t) { return saturatingInt(v, t); }
 
 Sc castSc(Sc v, DType from, DType to) {
   Sc r;

@@ -30,7 +30,7 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
         b.diags().error<DiagId::ExpectedInt>(c->loc);
         return false;
       }
-      out.push_back((int64_t)v.number);
+      out.push_back(v.ival);
     }
     return true;
   }
@@ -41,7 +41,7 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
     b.diags().error<DiagId::ExpectedIntList>(x.loc);
     return false;
   }
-  out.push_back((int64_t)v.number);
+  out.push_back(v.ival);
   return true;
 }
 
@@ -195,11 +195,11 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       EV v = expr(*c);
       if (v.poison)
         return v;
-      if (!v.literal || !v.isInt || v.number < 0) {
+      if (!v.literal || !v.isInt || v.ival < 0) {
         diags().error<DiagId::BadShapeEntry>(c->loc);
         return EV::bad();
       }
-      shape.push_back(Dim::lit((int64_t)v.number));
+      shape.push_back(Dim::lit(v.ival));
     }
     TensorType g = typeOf(x.ids[0]);
     g.shape = shape;
@@ -273,19 +273,23 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     EV x = arg(0);
     if (!x.single())
       return x.poison ? x : EV::bad();
-    Attrs a;
-    a.floats = {name == "ones_like" ? 1.0 : 0.0};
+    TensorType t = typeOf(x.ids[0]);
+    EV v;
+    v.literal = v.isInt = true;
+    v.ival = name == "ones_like";
+    v.number = (double)v.ival;
     if (name == "full_like") {
-      EV v = arg(1);
+      v = arg(1);
       if (v.poison)
         return v;
       if (!v.literal) {
         diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
         return EV::bad();
       }
-      a.floats = {v.number};
+      if (!literalFits(v, t, e.args[1]->loc))
+        return EV::bad();
     }
-    TensorType t = typeOf(x.ids[0]);
+    Attrs a = constAttrs(v, t.dtype);
     // A partial value's zeros are partial too; ones would not be (sum of ones).
     if (name != "zeros_like")
       for (auto &p : t.placements)

@@ -47,6 +47,36 @@ double foldBinary(const std::string &op, double a, double b, bool isInt) {
   return 0;
 }
 
+/// Folds `a op b` on exact integers; false when the result does not fit in
+/// i64 (integer literals are exact or a diagnostic, never rounded).
+bool foldInt(const std::string &op, int64_t a, int64_t b, int64_t &r) {
+  if (op == "+")
+    return !__builtin_add_overflow(a, b, &r);
+  if (op == "-")
+    return !__builtin_sub_overflow(a, b, &r);
+  if (op == "*")
+    return !__builtin_mul_overflow(a, b, &r);
+  if (op == "/") {
+    if (b == -1)
+      return !__builtin_sub_overflow(int64_t(0), a, &r);
+    r = b == 0 ? 0 : a / b; // as the runtime: truncating, x / 0 = 0
+    return true;
+  }
+  static const std::map<std::string, bool (*)(int64_t, int64_t)> cmp = {
+      {"==", [](int64_t x, int64_t y) { return x == y; }},
+      {"!=", [](int64_t x, int64_t y) { return x != y; }},
+      {"<", [](int64_t x, int64_t y) { return x < y; }},
+      {"<=", [](int64_t x, int64_t y) { return x <= y; }},
+      {">", [](int64_t x, int64_t y) { return x > y; }},
+      {">=", [](int64_t x, int64_t y) { return x >= y; }},
+      {"&&", [](int64_t x, int64_t y) { return x != 0 && y != 0; }},
+      {"||", [](int64_t x, int64_t y) { return x != 0 || y != 0; }},
+  };
+  auto it = cmp.find(op);
+  r = it != cmp.end() && it->second(a, b);
+  return true;
+}
+
 } // namespace
 
 static std::string formatLiteral(double v) {
@@ -55,13 +85,46 @@ static std::string formatLiteral(double v) {
   return buf;
 }
 
+Attrs constAttrs(const EV &v, DType t) {
+  Attrs a;
+  bool exact = v.isInt || v.isBool;
+  if (!constInInts(t))
+    a.floats = {exact ? (double)v.ival : v.number};
+  else if (t == DType::Bool)
+    a.ints = {exact ? v.ival != 0 : v.number != 0};
+  else if (exact)
+    a.ints = {v.ival};
+  else if (std::isnan(v.number))
+    a.ints = {0};
+  else // truncated; out of range was reported by literalFits
+    a.ints = {v.number >= 0x1p63 ? INT64_MAX : v.number < -0x1p63 ? INT64_MIN : (int64_t)v.number};
+  return a;
+}
+
+bool IRBuilder::literalFits(const EV &v, const TensorType &t, SrcLoc loc) {
+  if (!v.literal || (t.dtype != DType::I32 && t.dtype != DType::I64))
+    return true;
+  bool exact = v.isInt || v.isBool;
+  double lo = t.dtype == DType::I32 ? -0x1p31 : -0x1p63, hi = -lo; // [lo, hi)
+  bool fits = exact ? (t.dtype == DType::I64 || (v.ival >= INT32_MIN && v.ival <= INT32_MAX))
+                    : !(std::trunc(v.number) >= hi || std::trunc(v.number) < lo);
+  if (fits)
+    return true;
+  std::string text = exact ? std::to_string(v.ival) : formatLiteral(v.number);
+  auto &d = diags().error(DiagId::IntOutOfRange, loc, {text, dtypeName(t.dtype)});
+  d.hint = t.dtype == DType::I32 ? "`i32` holds -2147483648 to 2147483647; declare the tensor `i64`"
+                                 : "`i64` holds -9223372036854775808 to 9223372036854775807";
+  return false;
+}
+
+
 int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
   TensorType t = replicatedType(like.dtype, {}, like.mesh);
   if (lit.isBool)
     t.dtype = DType::Bool;
   Inst in;
   in.op = Op::Const;
-  in.attrs.floats = {lit.number};
+  in.attrs = constAttrs(lit, t.dtype);
   in.loc = loc;
   int id = fn().newValue(t);
   in.results = {id};
@@ -86,8 +149,8 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
   std::vector<TensorType> types;
   for (auto &o : operands) {
     int id;
-    if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool &&
-        o.number != (double)(int64_t)o.number) {
+    if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool && !o.isInt &&
+        !o.isBool && o.number != std::trunc(o.number)) {
       auto &d = diags().error(
           DiagId::DTypeMismatch, loc,
           {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
@@ -99,6 +162,8 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                                        : o.isInt ? DType::I64
                                                  : DType::F32,
                                        {}, nullptr);
+      if (!literalFits(o, like ? *like : host, loc))
+        return EV::bad();
       id = materialize(o, like ? *like : host, loc);
     } else if (o.ids.size() != 1) {
       diags().error<DiagId::TupleOperand>(loc, o.ids.size());
@@ -137,6 +202,7 @@ EV IRBuilder::expr(const ast::Expr &e) {
     v.literal = true;
     v.number = e.number;
     v.isInt = e.isInt;
+    v.ival = e.intValue;
     return v;
   }
   case K::Bool: {
@@ -144,6 +210,7 @@ EV IRBuilder::expr(const ast::Expr &e) {
     v.literal = true;
     v.isBool = true;
     v.number = e.boolValue ? 1 : 0;
+    v.ival = e.boolValue ? 1 : 0;
     return v;
   }
   case K::Name: {
@@ -161,7 +228,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
       EV v;
       v.literal = true;
       v.isInt = true;
-      v.number = b->constant;
+      v.ival = b->constant;
+      v.number = (double)b->constant;
       return v;
     }
     if (b->id < 0)
@@ -175,10 +243,18 @@ EV IRBuilder::expr(const ast::Expr &e) {
     if (a.poison)
       return a;
     if (a.literal) {
-      if (e.op == "-")
+      if (e.op == "-" && (a.isInt || a.isBool)) {
+        if (__builtin_sub_overflow(int64_t(0), a.ival, &a.ival)) {
+          diags().error(DiagId::IntFoldOverflow, e.loc, {"-" + std::to_string(a.ival)});
+          return EV::bad();
+        }
+        a.number = (double)a.ival;
+      } else if (e.op == "-") {
         a.number = -a.number;
-      else
+      } else {
         a.number = a.number == 0;
+        a.ival = a.number != 0;
+      }
       return a;
     }
     return emit(e.op == "-" ? Op::Neg : Op::Not, {a}, {e.args[0].get()}, e.loc);
@@ -212,7 +288,17 @@ EV IRBuilder::binary(const ast::Expr &e) {
     r.isInt = a.isInt && b.isInt && e.op != "**";
     r.isBool = (a.isBool && b.isBool) || e.op == "==" || e.op == "!=" || e.op == "<" ||
                e.op == "<=" || e.op == ">" || e.op == ">=" || e.op == "&&" || e.op == "||";
+    if ((a.isInt || a.isBool) && (b.isInt || b.isBool) && e.op != "**") {
+      if (!foldInt(e.op, a.ival, b.ival, r.ival)) {
+        diags().error(DiagId::IntFoldOverflow, e.loc,
+                      {std::to_string(a.ival) + " " + e.op + " " + std::to_string(b.ival)});
+        return EV::bad();
+      }
+      r.number = (double)r.ival;
+      return r;
+    }
     r.number = foldBinary(e.op, a.number, b.number, r.isInt);
+    r.ival = r.isBool ? r.number != 0 : 0;
     return r;
   }
   auto it = kOperators.find(e.op);
@@ -225,8 +311,9 @@ EV IRBuilder::binary(const ast::Expr &e) {
 
 EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   // Flatten nested lists and infer the shape.
-  std::vector<double> data;
+  std::vector<EV> data;
   std::vector<int64_t> shape;
+  std::vector<SrcLoc> locs;
   bool allInt = true, bad = false;
   std::function<void(const ast::Expr &, size_t)> walk = [&](const ast::Expr &x, size_t depth) {
     if (bad)
@@ -254,7 +341,8 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       return;
     }
     allInt &= v.isInt || v.isBool;
-    data.push_back(v.number);
+    data.push_back(v);
+    locs.push_back(x.loc);
   };
   walk(e, 0);
   if (bad)
@@ -268,7 +356,13 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
     return EV::bad();
   }
   Attrs attrs;
-  attrs.floats = std::move(data);
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!literalFits(data[i], type, locs[i]))
+      return EV::bad();
+    Attrs one = constAttrs(data[i], type.dtype);
+    attrs.ints.insert(attrs.ints.end(), one.ints.begin(), one.ints.end());
+    attrs.floats.insert(attrs.floats.end(), one.floats.begin(), one.floats.end());
+  }
   return emit(Op::Const, {}, {}, e.loc, std::move(attrs), {type});
 }
 
@@ -281,39 +375,51 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
     if (v.poison)
       return v;
     if (v.literal) {
-      Attrs a;
-      a.floats = {v.number};
-      return emit(Op::Fill, {}, {}, init.loc, a, {t});
+      if (!literalFits(v, t, init.loc))
+        return EV::bad();
+      return emit(Op::Fill, {}, {}, init.loc, constAttrs(v, t.dtype), {t});
     }
   }
   if (init.kind == ast::Expr::Call) {
     const std::string &c = init.callee;
     Attrs a;
-    auto numberArg = [&](const char *kw, double dflt) -> std::optional<double> {
+    const ast::Expr *argExpr = nullptr;
+    auto literalArg = [&](const char *kw, double dflt) -> std::optional<EV> {
       const ast::Expr *x = kwarg(init, kw);
       if (!x && !init.args.empty())
         x = init.args[0].get();
+      argExpr = x;
+      EV v;
+      v.literal = v.isInt = true;
+      v.number = dflt;
+      v.ival = (int64_t)dflt;
       if (!x)
-        return dflt;
-      EV v = expr(*x);
+        return v;
+      v = expr(*x);
       if (v.poison)
         return std::nullopt;
       if (!v.literal) {
         diags().error<DiagId::NeedsNumberHere>(x->loc, c);
         return std::nullopt;
       }
-      return v.number;
+      return v;
+    };
+    auto numberArg = [&](const char *kw, double dflt) -> std::optional<double> {
+      auto v = literalArg(kw, dflt);
+      return v ? std::optional<double>(v->number) : std::nullopt;
     };
     if (c == "ones" || c == "zeros") {
-      a.floats = {c == "ones" ? 1.0 : 0.0};
-      return emit(Op::Fill, {}, {}, init.loc, a, {t});
+      EV v;
+      v.literal = v.isInt = true;
+      v.ival = c == "ones";
+      v.number = (double)v.ival;
+      return emit(Op::Fill, {}, {}, init.loc, constAttrs(v, t.dtype), {t});
     }
     if (c == "full") {
-      auto v = numberArg("value", 0);
-      if (!v)
+      auto v = literalArg("value", 0);
+      if (!v || !literalFits(*v, t, argExpr ? argExpr->loc : init.loc))
         return EV::bad();
-      a.floats = {*v};
-      return emit(Op::Fill, {}, {}, init.loc, a, {t});
+      return emit(Op::Fill, {}, {}, init.loc, constAttrs(*v, t.dtype), {t});
     }
     if (c == "randn" || c == "rand") {
       auto v = numberArg("seed", 0);

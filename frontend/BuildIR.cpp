@@ -144,7 +144,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
   // bounds, sizes) or a host scalar.
   if (v.literal) {
     if (!declared && !isVar && s.names.size() == 1 && v.isInt) {
-      bind(s.names[0], Binding{Binding::Const, -1, {}, v.number, s.loc});
+      bind(s.names[0], Binding{Binding::Const, -1, {}, v.ival, s.loc});
       return;
     }
     TensorType t = declared ? *declared
@@ -152,9 +152,9 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
                                              : v.isInt ? DType::I64
                                                        : DType::F32,
                                              {}, nullptr);
-    Attrs a;
-    a.floats = {v.number};
-    v = emit(Op::Fill, {}, {}, s.value->loc, a, {t});
+    v = literalFits(v, t, s.value->loc)
+            ? emit(Op::Fill, {}, {}, s.value->loc, constAttrs(v, t.dtype), {t})
+            : EV::bad();
   }
   if (!v.poison && declared && v.ids.size() == 1 && typeOf(v.ids[0]) != *declared) {
     const TensorType &got = typeOf(v.ids[0]);
@@ -203,9 +203,9 @@ void IRBuilder::assign(const ast::Stmt &s) {
   if (v.poison || b->id < 0)
     return;
   if (v.literal) {
-    Attrs a;
-    a.floats = {v.number};
-    v = emit(Op::Fill, {}, {}, s.value->loc, a, {b->declared});
+    if (!literalFits(v, b->declared, s.value->loc))
+      return;
+    v = emit(Op::Fill, {}, {}, s.value->loc, constAttrs(v, b->declared.dtype), {b->declared});
     if (v.poison)
       return;
   }
@@ -248,7 +248,7 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
       diags().error(DiagId::BadLoopBounds, e.loc);
       return false;
     }
-    out = (int64_t)v.number;
+    out = v.ival;
     return true;
   };
   int64_t lo = 0, hi = 0;

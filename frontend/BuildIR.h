@@ -33,7 +33,7 @@ struct Binding {
   enum Kind { Value, Var, Const } kind = Value;
   int id = -1;         ///< current SSA value (-1: poison)
   TensorType declared; ///< Var: the placement fixed for life
-  double constant = 0; ///< Const: a compile-time integer (loop bounds)
+  int64_t constant = 0; ///< Const: a compile-time integer (loop bounds)
   SrcLoc loc;
 };
 
@@ -43,7 +43,8 @@ struct EV {
   std::vector<int> ids;
   bool poison = false;
   bool literal = false;
-  double number = 0;
+  double number = 0;   ///< the value (rounded for integers above 2^53)
+  int64_t ival = 0;    ///< `isInt` or `isBool`: the exact value
   bool isInt = false;
   bool isBool = false;
   static EV bad() {
@@ -58,6 +59,10 @@ struct EV {
   }
   bool single() const { return !poison && !literal && ids.size() == 1; }
 };
+
+/// The Const/Fill attributes of literal `v` as dtype `t` (IR.h: integers
+/// exact in `ints`; a float literal into an integer dtype truncates).
+Attrs constAttrs(const EV &v, DType t);
 
 struct FnInfo {
   const ast::FnDecl *decl = nullptr;
@@ -116,6 +121,10 @@ public:
           SrcLoc loc, Attrs attrs = {}, std::vector<TensorType> given = {});
   /// Gives a bare literal a type: rank 0, `like`'s dtype and mesh, replicated.
   int materialize(const EV &lit, const TensorType &like, SrcLoc loc);
+  /// Whether the literal `v` is exactly representable in `t`'s dtype (an
+  /// integer out of `i32`'s range is an error, never a silent clamp);
+  /// reports `IntOutOfRange` at `loc` when not.
+  bool literalFits(const EV &v, const TensorType &t, SrcLoc loc);
   /// A source-op initializer (`ones()`, literal lists, ...) typed by `t`.
   EV initializer(const ast::Expr &init, const TensorType &t);
   EV tensorLiteral(const ast::Expr &e, const TensorType *t);

@@ -67,6 +67,7 @@ struct Expr {
   SrcLoc loc;
   double number = 0;
   bool isInt = false;
+  int64_t intValue = 0; ///< Number with `isInt`: the exact value (`number` rounds above 2^53)
   bool boolValue = false;
   std::string text;
   std::string op;

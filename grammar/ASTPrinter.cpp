@@ -29,10 +29,8 @@ public:
 private:
   static std::string number(const Expr &e) {
     char buf[64];
-    if (e.isInt && std::fabs(e.number) < 1e300) {
-      std::snprintf(buf, sizeof buf, "%.0f", e.number);
-      return buf;
-    }
+    if (e.isInt)
+      return std::to_string(e.intValue);
     for (int prec = 1; prec <= 17; ++prec) {
       std::snprintf(buf, sizeof buf, "%.*g", prec, e.number);
       if (std::strtod(buf, nullptr) == e.number)

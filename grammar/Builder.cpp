@@ -85,8 +85,17 @@ ExprPtr Builder::finish(ExprPtr e) {
 
 ExprPtr Builder::number(const std::string &text, bool isInt, const Span &s) {
   auto e = leaf(Expr::Number, s);
-  e->number = std::strtod(text.c_str(), nullptr);
   e->isInt = isInt;
+  if (isInt) {
+    // Exact: a double holds integers only up to 2^53. Out of range was
+    // reported by the lexer (`malformed number`).
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), nullptr, 10);
+    e->intValue = errno == ERANGE ? 0 : v;
+    e->number = (double)e->intValue;
+  } else {
+    e->number = std::strtod(text.c_str(), nullptr);
+  }
   return e;
 }
 

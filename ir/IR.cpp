@@ -96,4 +96,13 @@ MeshRef Module::findMesh(const std::string &name) const {
   return nullptr;
 }
 
+uint64_t forTripCount(int64_t lo, int64_t hi, int64_t step) {
+  if (step > 0 ? hi <= lo : hi >= lo)
+    return 0;
+  // Unsigned differences are exact for any int64 pair.
+  uint64_t span = step > 0 ? (uint64_t)hi - (uint64_t)lo : (uint64_t)lo - (uint64_t)hi;
+  uint64_t s = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+  return span / s + (span % s != 0);
+}
+
 } // namespace dt

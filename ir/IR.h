@@ -4,7 +4,8 @@
 //
 // Semantics (the global view; SPMD lowering is what makes it per-rank):
 //  * Evaluation order: instructions of a block run top to bottom. A `for`
-//    runs its body region (hi - lo) / step times; block arguments of the body
+//    runs its body region ceil((hi - lo) / step) times (forTripCount; exact
+//    for any int64 bounds); block arguments of the body
 //    are the induction variable (i64[] host) followed by the loop-carried
 //    values; `yield` passes the next iteration's values; the `for`'s results
 //    are the last yielded values.
@@ -16,8 +17,24 @@
 //    dim stretches. Example: `%c = add %a, %b : f32[4, 3] @ ...` with a
 //    f32[4, 3] and b f32[3].
 //  * Integers wrap on overflow (two's complement); integer division truncates
-//    towards zero and division by zero yields 0. Floats follow IEEE-754 with
-//    round-to-nearest; reductions may be reassociated.
+//    towards zero and division by zero yields 0. Integer constants are exact
+//    (Const/Fill keep them in `ints`). Floats follow IEEE-754 with
+//    round-to-nearest; reductions may be reassociated. `maximum`, `minimum`,
+//    `reduce_max`, `reduce_min` and partial(max)/partial(min) reductions
+//    propagate NaN: one NaN operand makes the result NaN.
+//  * Partial values are linear maps applied per rank, so an op may take a
+//    `partial` operand only where it commutes with the reduction exactly
+//    (ir/Infer.cpp's linearity table, per dtype): on integers `+ - *`, sums
+//    and contractions commute with a wrap-around `partial(sum)`, but integer
+//    `/` does not (it truncates), nor does anything but data movement after a
+//    `partial(avg)` integer (its average truncates). On floats, x * c
+//    distributes over the ranks' sum for every finite c, infinite and NaN
+//    parts included (inf + -inf = nan on both sides), but not for c = +-inf
+//    (a rank holding a zero part gives 0 * inf = nan): `check_factor` guards
+//    the factor of every partial(sum) product (mul, matmul, einsum: no
+//    infinity; div: no zero divisor) and stops the program with an error
+//    instead of a silently different result. Overflow of a rank's part is
+//    outside this contract (as for reassociated sums).
 //  * Bool is 0/1; comparisons yield bool; `and`/`or`/`not` take bool.
 //  * Sources are layout-independent: `random` with seed s gives element at
 //    global linear index i the value of a counter-based RNG keyed by (s, i),
@@ -102,6 +119,33 @@ struct Attrs {
     return ints == o.ints && floats == o.floats && str == o.str && flag == o.flag;
   }
 };
+
+/// Const/Fill values: integer and bool dtypes keep their exact values in
+/// `ints` (a double rounds integers above 2^53), float dtypes in `floats`.
+inline bool constInInts(DType t) { return !isFloat(t); }
+/// How many values a Const/Fill of dtype `t` holds (1 = splat).
+inline size_t constCount(const Attrs &a, DType t) {
+  return constInInts(t) ? a.ints.size() : a.floats.size();
+}
+/// Value i of a Const/Fill as a double (exact for floats and |ints| <= 2^53).
+inline double constDouble(const Attrs &a, DType t, size_t i) {
+  return constInInts(t) ? (double)a.ints[i] : a.floats[i];
+}
+
+/// Attrs of a one-value Const/Fill of dtype `t` holding the small number `v`
+/// (integers: truncated towards zero).
+inline Attrs scalarConstAttrs(double v, DType t) {
+  Attrs a;
+  if (constInInts(t))
+    a.ints = {(int64_t)v};
+  else
+    a.floats = {v};
+  return a;
+}
+
+/// The iteration count of `for lo to hi step s` (s != 0), computed without
+/// overflow for any int64 bounds; iteration k has i = lo + k * s.
+uint64_t forTripCount(int64_t lo, int64_t hi, int64_t step);
 
 struct Inst {
   Op op;

@@ -297,12 +297,16 @@ private:
     Attrs &a = in.attrs;
     switch (in.op) {
     case Op::Const:
+      numberTexts = &constTexts_;
       numbers(a.floats, 0);
+      numberTexts = nullptr;
       in.operands = operands();
       return;
     case Op::Fill:
+      numberTexts = &constTexts_;
       if (atNumber())
         a.floats = {number()};
+      numberTexts = nullptr;
       return;
     case Op::Random:
       if (atIdent() && !atGenericAttrs()) {
@@ -390,8 +394,27 @@ private:
     return r;
   }
 
+  /// Integer Const/Fill: the values parsed as doubles are re-read exactly
+  /// from their text into `ints` (Attrs: integer constants live there).
+  void exactIntConst(Inst &in, size_t at) {
+    if ((in.op != Op::Const && in.op != Op::Fill) || in.results.size() != 1 ||
+        !constInInts(defs_[in.results[0]].type.dtype) || in.attrs.floats.empty())
+      return;
+    in.attrs.ints.clear();
+    for (const std::string &t : constTexts_) {
+      int64_t v = 0;
+      auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (r.ec != std::errc() || r.ptr != t.data() + t.size())
+        failAt(at, "`" + t + "` is not an integer of `" +
+                       dtypeName(defs_[in.results[0]].type.dtype) + "`");
+      in.attrs.ints.push_back(v);
+    }
+    in.attrs.floats.clear();
+  }
+
   Inst inst(int depth) {
     Inst in;
+    constTexts_.clear();
     if (peek() == '%') {
       do
         in.results.push_back(def());
@@ -416,6 +439,7 @@ private:
           expect(',');
         defs_[in.results[i]].type = type();
       }
+      exactIntConst(in, at);
     }
     if (acceptKeyword("loc"))
       in.loc = loc();
@@ -508,6 +532,7 @@ private:
   };
   Module &m_;
   std::map<int, DefInfo> defs_;
+  std::vector<std::string> constTexts_; ///< number texts of the Const/Fill being parsed
   std::vector<std::pair<int, size_t>> uses_;
 };
 

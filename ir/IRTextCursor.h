@@ -191,6 +191,8 @@ protected:
                       ((s_[p_] == '+' || s_[p_] == '-') && p_ > b &&
                        (s_[p_ - 1] == 'e' || s_[p_ - 1] == 'E'))))
       ++p_;
+    if (numberTexts)
+      numberTexts->push_back(s_.substr(b, p_ - b));
     double v = 0;
     auto r = std::from_chars(s_.data() + b, s_.data() + p_, v);
     if (r.ec != std::errc() || r.ptr != s_.data() + p_)
@@ -225,6 +227,9 @@ protected:
   }
   const std::string &s_;
   size_t p_ = 0;
+  /// When set, number() appends each number's text (integer constants are
+  /// re-read exactly once their dtype is known).
+  std::vector<std::string> *numberTexts = nullptr;
 };
 
 } // namespace dt::irtext

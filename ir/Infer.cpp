@@ -25,7 +25,7 @@ struct Linearity {
 
 const std::vector<ReduceOp> kSumLike = {ReduceOp::Sum, ReduceOp::Avg};
 
-Linearity linearity(Op op, const std::vector<TensorType> &operands) {
+Linearity linearityAnyDType(Op op, const std::vector<TensorType> &operands) {
   switch (op) {
   case Op::Add:
   case Op::Sub:
@@ -65,6 +65,27 @@ Linearity linearity(Op op, const std::vector<TensorType> &operands) {
   default:
     return {};
   }
+}
+
+/// Whether `op` only moves or copies elements (never combines two values), so
+/// it commutes with any per-rank reduction on any dtype.
+bool movesElementsOnly(Op op) {
+  return op == Op::Transpose || op == Op::Reshape || op == Op::Broadcast || op == Op::IndexSelect;
+}
+
+/// The linearity of `op` producing `result` (see Linearity), per dtype.
+/// On integers, wrap-around arithmetic is a ring, so `+ - *`, sums and
+/// contractions are linear in a `partial(sum)` exactly; but truncating
+/// division is not (`(1 + 1) / 2 != 1 / 2 + 1 / 2`), and neither is anything
+/// after a `partial(avg)`, whose reduction truncates (`avg` = sum / n).
+Linearity linearity(Op op, const std::vector<TensorType> &operands, DType result) {
+  Linearity lin = linearityAnyDType(op, operands);
+  if (isFloat(result) || movesElementsOnly(op))
+    return lin;
+  if (op == Op::Div)
+    return {};
+  std::erase(lin.reduces, ReduceOp::Avg);
+  return lin;
 }
 
 TypeError err(DiagId id, std::vector<std::string> args) {
@@ -264,7 +285,7 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
           e.suggest = withAxis(ops[i], a, Placement::replicate());
           return fail(e);
         }
-      Linearity lin = linearity(op, ops);
+      Linearity lin = linearity(op, ops, base.dtype);
       if (op == Op::Cast && !isFloat(base.dtype))
         lin.kind = Lin::None; // truncation
       auto replicateFix = [&](DiagId id, std::vector<std::string> args, int i) {
@@ -276,7 +297,14 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       bool opOk = std::find(lin.reduces.begin(), lin.reduces.end(), rop) != lin.reduces.end();
       if (lin.kind == Lin::None || !opOk) {
         auto e = err(DiagId::NonLinearPartial, {displayName(op)});
-        if (lin.kind != Lin::None)
+        if (op == Op::Div && !isFloat(base.dtype))
+          e.notes.push_back(std::string("on `") + dtypeName(base.dtype) + "`, `" + displayName(op) +
+                            "` is not linear (integer division truncates)");
+        else if (lin.kind != Lin::None && rop == ReduceOp::Avg && !isFloat(base.dtype))
+          e.notes.push_back(std::string("on `") + dtypeName(base.dtype) +
+                            "`, `partial(avg)` is not linear under `" + displayName(op) +
+                            "` (the integer average truncates)");
+        else if (lin.kind != Lin::None)
           e.notes.push_back(std::string("`") + displayName(op) + "` combines only `partial(" +
                             reduceOpName(lin.reduces[0]) + ")` values; this one is `partial(" +
                             reduceOpName(rop) + ")`");
@@ -509,6 +537,10 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
     return out;
   }
   case OpClass::Effect: {
+    if (op == Op::CheckFactor) {
+      out.results = {ops[0]};
+      return out;
+    }
     if (!ops[0].isHost() && ops[0].hasPartial()) {
       auto e = err(DiagId::PartialToHost, {});
       e.operand = 0;

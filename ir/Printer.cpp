@@ -32,11 +32,11 @@ std::string floatList(const std::vector<double> &v) {
   return r + "]";
 }
 
-/// Nested list of `data` shaped by `dims` (row-major).
-void nested(const std::vector<double> &data, const std::vector<int64_t> &dims, size_t d,
+/// Nested list of `data` (printed numbers) shaped by `dims` (row-major).
+void nested(const std::vector<std::string> &data, const std::vector<int64_t> &dims, size_t d,
             size_t &pos, std::string &out) {
   if (d == dims.size()) {
-    out += printDouble(data[pos++]);
+    out += data[pos++];
     return;
   }
   out += '[';
@@ -82,6 +82,13 @@ public:
 
   std::string typedDef(int id) const { return def(id) + ": " + typeOf(id); }
 
+  /// The dtype of a one-result instruction (F32 when it has none or a bad id).
+  DType resultDType(const Inst &in) const {
+    if (in.results.size() != 1 || in.results[0] < 0 || in.results[0] >= (int)f_.values.size())
+      return DType::F32;
+    return f_.values[in.results[0]].type.dtype;
+  }
+
   std::string operands(const Inst &in, size_t from = 0) const {
     std::string r;
     for (size_t i = from; i < in.operands.size(); ++i)
@@ -121,28 +128,45 @@ public:
     case Op::Const: {
       std::vector<int64_t> dims;
       bool shaped = false;
+      bool ints = constInInts(resultDType(in));
+      std::vector<std::string> data;
+      if (ints)
+        for (int64_t v : a.ints)
+          data.push_back(std::to_string(v)); // exact: integer constants live in `ints`
+      else
+        for (double v : a.floats)
+          data.push_back(printDouble(v));
       if (in.results.size() == 1 && in.results[0] >= 0 && in.results[0] < (int)f_.values.size()) {
         const Shape &s = f_.values[in.results[0]].type.shape;
         if (isConcrete(s) && !s.empty()) {
           dims = concreteDims(s);
-          shaped = numElements(s) == (int64_t)a.floats.size();
+          shaped = numElements(s) == (int64_t)data.size();
         }
       }
       if (shaped) {
         size_t pos = 0;
         out += ' ';
-        nested(a.floats, dims, 0, pos, out);
-      } else if (a.floats.size() == 1) {
-        out += " " + printDouble(a.floats[0]);
+        nested(data, dims, 0, pos, out);
+      } else if (data.size() == 1) {
+        out += " " + data[0];
       } else {
-        out += " " + floatList(a.floats);
+        out += " [";
+        for (size_t i = 0; i < data.size(); ++i)
+          out += (i ? ", " : "") + data[i];
+        out += "]";
       }
-      rest.floats.clear();
+      if (ints)
+        rest.ints.clear();
+      else
+        rest.floats.clear();
       spaced(operands(in));
       return;
     }
     case Op::Fill:
-      if (a.floats.size() == 1) {
+      if (constInInts(resultDType(in)) && a.ints.size() == 1) {
+        out += " " + std::to_string(a.ints[0]);
+        rest.ints.clear();
+      } else if (!constInInts(resultDType(in)) && a.floats.size() == 1) {
         out += " " + printDouble(a.floats[0]);
         rest.floats.clear();
       }

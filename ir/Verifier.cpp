@@ -301,13 +301,21 @@ private:
         instErr(in, "needs a distribution (`normal` or `uniform`) and a seed");
       break;
     case Op::Fill:
-      if (a.floats.size() != 1)
+      if (r && (constInInts(r->dtype) ? a.floats.size() : a.ints.size()))
+        instErr(in, std::string("keeps its value in `") +
+                        (constInInts(r->dtype) ? "ints" : "floats") + "` for `" +
+                        dtypeName(r->dtype) + "`");
+      else if (r && constCount(a, r->dtype) != 1)
         instErr(in, "needs exactly one value");
       break;
     case Op::Const:
-      if (r && a.floats.size() != 1 && isConcrete(r->shape) &&
-          (int64_t)a.floats.size() != numElements(r->shape))
-        instErr(in, "has " + std::to_string(a.floats.size()) + " values for type `" +
+      if (r && (constInInts(r->dtype) ? a.floats.size() : a.ints.size()))
+        instErr(in, std::string("keeps its values in `") +
+                        (constInInts(r->dtype) ? "ints" : "floats") + "` for `" +
+                        dtypeName(r->dtype) + "`");
+      if (r && constCount(a, r->dtype) != 1 && isConcrete(r->shape) &&
+          (int64_t)constCount(a, r->dtype) != numElements(r->shape))
+        instErr(in, "has " + std::to_string(constCount(a, r->dtype)) + " values for type `" +
                         printType(*r) + "`");
       break;
     default:

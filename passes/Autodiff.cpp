@@ -58,16 +58,12 @@ public:
     return out_.back().results[0];
   }
   int fill(double v, const TensorType &t) {
-    Attrs a;
-    a.floats = {v};
-    return op(Op::Fill, {}, a, {t});
+    return op(Op::Fill, {}, scalarConstAttrs(v, t.dtype), {t});
   }
   /// A rank-0 constant with `like`'s dtype and mesh, replicated.
   int scalar(double v, int like) {
     TensorType t = replicatedType(f_.type(like).dtype, {}, f_.type(like).mesh);
-    Attrs a;
-    a.floats = {v};
-    return op(Op::Const, {}, a, {t});
+    return op(Op::Const, {}, scalarConstAttrs(v, t.dtype), {t});
   }
   int relayout(int id, const TensorType &target) {
     if (f_.type(id) == target)
@@ -300,7 +296,26 @@ public:
                       return t;
                     }()});
       int m = B.castTo(B.op(Op::Eq, {x[0], ro}), g);
-      accumulate(x[0], B.op(Op::Mul, {m, rg}));
+      // Ties share the gradient evenly (as JAX, and PyTorch's amax), so the
+      // gradient of a max sums to the incoming one: divide by the number of
+      // maximal elements, counted over the reduced dims on every rank (an
+      // all-reduce when they are sharded). At least 1: a NaN maximum matches
+      // no element, and its gradient stays 0 rather than 0 / 0.
+      Attrs sumDims;
+      sumDims.ints = in.attrs.ints;
+      int cnt = B.op(Op::ReduceSum, {m}, sumDims);
+      TensorType cntFull = T(cnt);
+      for (auto &p : cntFull.placements)
+        if (p.isPartial())
+          p = Placement::replicate();
+      cnt = B.relayout(cnt, cntFull);
+      cnt = B.op(Op::Maximum, {cnt, B.scalar(1, cnt)});
+      int rc = B.op(Op::Reshape, {cnt}, {}, {[&] {
+                      TensorType t = T(cnt);
+                      t.shape = k.shape;
+                      return t;
+                    }()});
+      accumulate(x[0], B.op(Op::Mul, {m, B.op(Op::Div, {rg, rc})}));
       return;
     }
     case Op::MatMul:

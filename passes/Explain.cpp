@@ -46,9 +46,11 @@ private:
       } else if (in.op == Op::For && in.attrs.ints.size() == 3 && in.attrs.ints[2] != 0 &&
                  !in.regions.empty()) {
         int64_t lo = in.attrs.ints[0], hi = in.attrs.ints[1], st = in.attrs.ints[2];
-        int64_t trips = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0)
-                               : (lo > hi ? (lo - hi - st - 1) / -st : 0);
-        block(f, in.regions[0], times * trips, depth);
+        uint64_t trips = forTripCount(lo, hi, st);
+        int64_t inner = 0; // saturates: a count past int64 is shown as the limit
+        if (trips > (uint64_t)INT64_MAX || __builtin_mul_overflow(times, (int64_t)trips, &inner))
+          inner = INT64_MAX;
+        block(f, in.regions[0], inner, depth);
       } else if (in.op == Op::Call || in.op == Op::Grad) {
         if (const Function *g = m_.find(in.attrs.str))
           function(*g, times, depth + 1);

@@ -58,11 +58,12 @@ struct Flattener {
         int64_t lo = in.attrs.ints[0], hi = in.attrs.ints[1], step = in.attrs.ints[2];
         std::vector<int> carried = ops;
         const Block &body = in.regions[0];
-        for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+        for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
+          int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step);
           std::map<int, int> inner = map;
           Inst c;
           c.op = Op::Const;
-          c.attrs.floats = {(double)i};
+          c.attrs.ints = {i}; // the induction variable is i64: exact
           c.results = {f.newValue(from.type(body.args[0]))};
           inner[body.args[0]] = c.results[0];
           out.push_back(std::move(c));

@@ -59,7 +59,7 @@ bool fusableSource(const Inst &in, const Function &f) {
   case Op::Fill:
     break;
   case Op::Const:
-    if (in.attrs.floats.size() != 1)
+    if (in.results.size() != 1 || constCount(in.attrs, f.type(in.results[0]).dtype) != 1)
       return false;
     break;
   case Op::Random:

@@ -48,6 +48,44 @@ private:
     return cur;
   }
 
+  /// Whether `t` is partial(sum) or partial(avg) over more than one rank.
+  static bool sumPartialOverRanks(const TensorType &t) {
+    if (t.isHost())
+      return false;
+    int64_t ranks = 1;
+    for (size_t a = 0; a < t.placements.size(); ++a)
+      if (t.placements[a].isPartial() && (t.placements[a].op == ReduceOp::Sum ||
+                                          t.placements[a].op == ReduceOp::Avg))
+        ranks *= t.mesh->axes[a].size;
+    return ranks > 1;
+  }
+
+  /// A product with a partial(sum) operand is computed per rank; that is
+  /// exact for a finite factor (and a nonzero divisor) only (IR.h). Routes the
+  /// other operand through `check_factor`, which stops the program instead of
+  /// letting the ranks produce a different value than one device.
+  void guardFactor(Inst &in, std::vector<Inst> &out) {
+    if (in.operands.size() != 2)
+      return;
+    for (int p = 0; p < 2; ++p) {
+      int q = 1 - p;
+      if (!sumPartialOverRanks(f_.type(in.operands[p])) || (in.op == Op::Div && q != 1))
+        continue;
+      TensorType qt = f_.type(in.operands[q]); // a copy: newValue grows the table
+      if (!isFloat(qt.dtype) || qt.hasPartial())
+        continue; // integer factors are finite; two partials are a type error
+      Inst c;
+      c.op = Op::CheckFactor;
+      c.operands = {in.operands[q]};
+      c.results = {f_.newValue(qt)};
+      c.attrs.str = in.op == Op::Div ? "nonzero" : "finite";
+      c.loc = in.loc;
+      in.operands[q] = c.results[0];
+      out.push_back(std::move(c));
+      return;
+    }
+  }
+
   static TensorType replicated(const TensorType &t) {
     return replicatedType(t.dtype, t.shape, t.mesh);
   }
@@ -87,6 +125,12 @@ private:
           in.operands[0] = emitMove(in.operands[0], replicated(t), -1, in.loc, out);
         break;
       }
+      case Op::Mul:
+      case Op::Div:
+      case Op::MatMul:
+      case Op::Einsum:
+        guardFactor(in, out);
+        break;
       default:
         break;
       }

@@ -37,9 +37,11 @@ template <DType D, ReduceOp Op> struct Combine {
       else
         return (T)(a | b);
     } else if constexpr (Op == ReduceOp::Max) {
-      return a < b ? b : a;
+      // NaN propagates (as the reference's reduce_max): a NaN `a` is kept by
+      // the comparison failing, a NaN `b` is taken by `b != b`.
+      return (a < b || b != b) ? b : a;
     } else if constexpr (Op == ReduceOp::Min) {
-      return b < a ? b : a;
+      return (b < a || b != b) ? b : a;
     } else if constexpr (std::is_integral_v<T>) {
       // Sum and Avg: two's-complement wrap-around, no signed-overflow UB.
       using U = std::make_unsigned_t<T>;

@@ -18,7 +18,8 @@
 //    element, so floating-point results are deterministic and identical on
 //    every rank. Avg = Sum / size (integers: C++ truncating division).
 //    Integer Sum wraps around on overflow (two's complement). Max/Min on
-//    floats do not propagate NaN reliably.
+//    floats propagate NaN: an element that is NaN on any rank is NaN in the
+//    result (as the reference evaluator's reduce_max/reduce_min).
 //  * Bool (one byte, 0 or 1): Sum and Max are logical or, Min is logical and;
 //    Avg is rejected with RuntimeFault (it has no Bool result).
 //  * Aliasing: send == recv is allowed for allReduce (in place). The other

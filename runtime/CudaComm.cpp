@@ -144,9 +144,46 @@ void NcclComm::finish(void *recv, int64_t count, DType dtype, ReduceOp op) {
   ctx_.synchronize(stream_);
 }
 
+/// Float max/min go through gatherFold: NCCL's are not NaN-propagating.
+static bool needsNanFold(DType dtype, ReduceOp op) {
+  return (dtype == DType::F32 || dtype == DType::F64) &&
+         (op == ReduceOp::Max || op == ReduceOp::Min);
+}
+
+void NcclComm::gatherFold(const void *send, int64_t total, int64_t off, int64_t count, void *recv,
+                          DType dtype, ReduceOp op) {
+  const int64_t es = dtypeSize(dtype);
+  if (total <= 0) {
+    ctx_.synchronize(stream_);
+    return;
+  }
+  void *all = ctx_.alloc(total * size_ * es, stream_);
+  check(ctx_.libs().nccl().ncclAllGather(send, all, (size_t)total, ncclType(dtype), nc(comm_),
+                                         cs(stream_)),
+        "ncclAllGather");
+  if (count > 0) {
+    // Ping-pong: kernel outputs never alias their inputs (the kernel ABI).
+    void *scratch = ctx_.alloc(count * es, stream_);
+    void *cur = recv, *next = scratch;
+    ctx_.copyOnDevice(cur, bytes(all, off, dtype), count * es, stream_);
+    for (int j = 1; j < size_; ++j) {
+      cudaCombine(ctx_, next, cur, bytes(all, j * total + off, dtype), count, dtype, op, stream_);
+      std::swap(cur, next);
+    }
+    if (cur != recv)
+      ctx_.copyOnDevice(recv, cur, count * es, stream_);
+    ctx_.synchronize(stream_);
+    ctx_.free(scratch);
+  }
+  ctx_.synchronize(stream_);
+  ctx_.free(all);
+}
+
 void NcclComm::allReduce(const void *send, void *recv, int64_t count, DType dtype, ReduceOp op) {
   checkReducible(dtype, op);
   const CudaNcclApi &n = ctx_.libs().nccl();
+  if (needsNanFold(dtype, op))
+    return gatherFold(send, count, 0, count, recv, dtype, op);
   if (count > 0)
     check(n.ncclAllReduce(send, recv, (size_t)count, ncclType(dtype), ncclOp(op, dtype), nc(comm_),
                           cs(stream_)),
@@ -193,6 +230,8 @@ void NcclComm::reduceScatterV(const void *send, void *recv, const std::vector<in
   checkReducible(dtype, op);
   const CudaNcclApi &n = ctx_.libs().nccl();
   std::vector<int64_t> off = countOffsets(counts);
+  if (needsNanFold(dtype, op))
+    return gatherFold(send, off.back(), off[rank_], counts[rank_], recv, dtype, op);
   if (uniform(counts)) {
     if (counts[0] > 0)
       check(n.ncclReduceScatter(send, recv, (size_t)counts[0], ncclType(dtype), ncclOp(op, dtype),

@@ -64,6 +64,11 @@ public:
 private:
   void check(int result, const char *what) const;
   void finish(void *recv, int64_t count, DType dtype, ReduceOp op); ///< Avg, then sync
+  /// NCCL's float max/min (fmaxf) drop NaN: gathers every rank's `total`
+  /// elements and folds elements [off, off + count) of each in rank order with
+  /// the NaN-propagating combine kernel into `recv`.
+  void gatherFold(const void *send, int64_t total, int64_t off, int64_t count, void *recv,
+                  DType dtype, ReduceOp op);
   CudaContext &ctx_;
   CudaStream stream_;
   void *comm_ = nullptr; ///< ncclComm_t

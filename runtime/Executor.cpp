@@ -382,7 +382,8 @@ private:
     std::vector<Slot> cur;
     for (int o : in.operands)
       cur.push_back(fr.vals.at(o));
-    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+    for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
+      int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
       iv.data<int64_t>()[0] = i; // a host scalar, then on the device
       fr.vals.at(body.args.at(0)) = dev_.fromHost(iv);

@@ -48,16 +48,23 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
   std::vector<double> data;
   switch (in.op) {
   case Op::Fill:
-    if (a.floats.size() != 1)
+    if (constCount(a, t.dtype) != 1)
       throw InternalError("executor: `fill` needs one value");
-    return ref::fill(a.floats[0], t.dtype, b.shape);
-  case Op::Const:
-    if (a.floats.size() == 1)
-      return ref::fill(a.floats[0], t.dtype, b.shape);
-    if ((int64_t)a.floats.size() != numElements(t.shape))
+    return ref::constantOf(a, t.dtype, b.shape);
+  case Op::Const: {
+    size_t n = constCount(a, t.dtype);
+    if (n == 1)
+      return ref::constantOf(a, t.dtype, b.shape);
+    if ((int64_t)n != numElements(t.shape))
       throw InternalError("executor: `const` has the wrong number of values");
+    if (constInInts(t.dtype)) { // exact integers, not through double
+      std::vector<int64_t> ints;
+      forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) { ints.push_back(a.ints[g]); });
+      return ref::constantInts(ints.empty() ? std::vector<int64_t>{0} : ints, t.dtype, b.shape);
+    }
     forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) { data.push_back(a.floats[g]); });
     break;
+  }
   case Op::Random: {
     if (a.ints.empty())
       throw InternalError("executor: `random` needs a seed");
@@ -83,6 +90,30 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
     throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a source");
   }
   return ref::constant(data.empty() ? std::vector<double>{0} : data, t.dtype, b.shape);
+}
+
+/// Runs `check_factor` (Ops.def) on a rank's block of the factor.
+void checkFactor(const Inst &in, const HostTensor &x) {
+  bool nonzero = in.attrs.str == "nonzero";
+  if (!nonzero && in.attrs.str != "finite")
+    throw InternalError("executor: `check_factor` needs `finite` or `nonzero`");
+  if (!isFloat(x.dtype))
+    return;
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    double v = x.get(i);
+    if (nonzero ? v != 0 : !std::isinf(v))
+      continue;
+    std::string at = in.loc.known() ? " (line " + std::to_string(in.loc.line) + ":" +
+                                          std::to_string(in.loc.col) + ")"
+                                    : "";
+    throw RuntimeFault(
+        std::string("a `partial(sum)` value ") +
+        (nonzero ? "divided by zero" : "multiplied by an infinite factor") + at +
+        ": its per-rank parts would not add up to the one-device result (a rank holding a zero "
+        "part gives " +
+        (nonzero ? "0 / 0" : "0 * inf") +
+        " = nan); relayout the partial operand to `replicate` before this operation");
+  }
 }
 
 } // namespace
@@ -204,6 +235,9 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     return one(ref::indexSelect(arg(0), arg(1), dim0()));
   case Op::IndexAdd:
     return one(ref::indexAdd(arg(0), arg(1), arg(2), dim0()));
+  case Op::CheckFactor:
+    checkFactor(in, arg(0));
+    return one(arg(0).clone()); // a copy: the memory plan may reuse the operand's buffer
   default:
     break;
   }

@@ -20,6 +20,9 @@ namespace dt {
 struct MpiComm::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
   bool owned = false; ///< freed by the destructor (split communicators)
+  /// NaN-propagating max/min on floats (MPI_MAX/MPI_MIN drop a NaN that is
+  /// not in the first operand); created and freed with the communicator.
+  MPI_Op nanMax = MPI_OP_NULL, nanMin = MPI_OP_NULL;
 };
 
 namespace {
@@ -49,18 +52,25 @@ MPI_Datatype mpiType(DType t) {
   return MPI_BYTE;
 }
 
-MPI_Op mpiOp(DType t, ReduceOp op) {
+/// The user functions of Handle::nanMax/nanMin: inout = in op inout with
+/// the combine of Communicator.cpp (NaN-propagating); only float types reach them.
+template <ReduceOp Op> void nanCombine(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  reduceInto(inout, in, *len, *dt == MPI_DOUBLE ? DType::F64 : DType::F32, Op);
+}
+
+MPI_Op mpiOp(const MpiComm::Handle &h, DType t, ReduceOp op) {
   checkReducible(t, op);
   if (t == DType::Bool)
     return op == ReduceOp::Min ? MPI_BAND : MPI_BOR;
+  bool fl = t == DType::F32 || t == DType::F64;
   switch (op) {
   case ReduceOp::Sum:
   case ReduceOp::Avg:
     return MPI_SUM; // divided locally afterwards
   case ReduceOp::Max:
-    return MPI_MAX;
+    return fl ? h.nanMax : MPI_MAX;
   case ReduceOp::Min:
-    return MPI_MIN;
+    return fl ? h.nanMin : MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -104,12 +114,19 @@ void checkCounts(const std::vector<int64_t> &counts, int size, const char *what)
 MpiComm::MpiComm(std::unique_ptr<Handle> h) : h_(std::move(h)) {
   check(MPI_Comm_rank(h_->comm, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(h_->comm, &size_), "MPI_Comm_size");
+  check(MPI_Op_create(&nanCombine<ReduceOp::Max>, 1, &h_->nanMax), "MPI_Op_create");
+  check(MPI_Op_create(&nanCombine<ReduceOp::Min>, 1, &h_->nanMin), "MPI_Op_create");
 }
 
 MpiComm::~MpiComm() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (h_->owned && !finalized)
+  if (finalized)
+    return;
+  for (MPI_Op *op : {&h_->nanMax, &h_->nanMin})
+    if (*op != MPI_OP_NULL)
+      MPI_Op_free(op);
+  if (h_->owned)
     MPI_Comm_free(&h_->comm);
 }
 
@@ -118,7 +135,7 @@ int MpiComm::size() const { return size_; }
 void *MpiComm::nativeHandle() { return &h_->comm; }
 
 void MpiComm::allReduce(const void *send, void *recv, int64_t count, DType dtype, ReduceOp op) {
-  MPI_Op mop = mpiOp(dtype, op);
+  MPI_Op mop = mpiOp(*h_, dtype, op);
   int n = toInt(count, "allReduce");
   size_t bytes = (size_t)count * dtypeSize(dtype);
   std::vector<unsigned char> staged;
@@ -151,7 +168,7 @@ void MpiComm::allGatherV(const void *send, void *recv, const std::vector<int64_t
 void MpiComm::reduceScatterV(const void *send, void *recv, const std::vector<int64_t> &counts,
                              DType dtype, ReduceOp op) {
   checkCounts(counts, size_, "reduceScatterV");
-  MPI_Op mop = mpiOp(dtype, op);
+  MPI_Op mop = mpiOp(*h_, dtype, op);
   std::vector<int> c = toInts(counts, "reduceScatterV");
   displacements(counts, "reduceScatterV"); // the offsets must fit in int too
   const size_t es = (size_t)dtypeSize(dtype), myBytes = (size_t)c[rank_] * es;

@@ -335,6 +335,25 @@ HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape
   return r;
 }
 
+HostTensor constantInts(const std::vector<int64_t> &data, DType dt, const Dims &shape) {
+  HostTensor r(dt, shape);
+  int64_t n = r.numel();
+  if (data.size() != 1 && (int64_t)data.size() != n)
+    throw InternalError("reference evaluator: `const` has " + std::to_string(data.size()) +
+                        " values for shape " + dimsStr(shape));
+  dispatch(dt, [&](auto t) {
+    using T = decltype(t);
+    T *dst = r.data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = convert<T>(data.size() == 1 ? data[0] : data[i]);
+  });
+  return r;
+}
+
+HostTensor constantOf(const Attrs &a, DType dt, const Dims &shape) {
+  return constInInts(dt) ? constantInts(a.ints, dt, shape) : constant(a.floats, dt, shape);
+}
+
 HostTensor fill(double v, DType dt, const Dims &shape) { return constant({v}, dt, shape); }
 
 HostTensor random(const std::string &kind, uint64_t seed, DType dt, const Dims &shape) {

@@ -48,6 +48,10 @@ HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTen
                     int64_t dim);
 
 HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape);
+/// Exact integer values (1 = splat): converted like an int64 `cast`.
+HostTensor constantInts(const std::vector<int64_t> &data, DType dt, const Dims &shape);
+/// A Const/Fill's values (IR.h: `ints` for integer dtypes, `floats` for floats).
+HostTensor constantOf(const Attrs &a, DType dt, const Dims &shape);
 HostTensor fill(double v, DType dt, const Dims &shape);
 /// `kind` is "normal" or "uniform"; element i gets the Random.h value for (seed, i).
 HostTensor random(const std::string &kind, uint64_t seed, DType dt, const Dims &shape);

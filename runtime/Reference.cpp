@@ -162,16 +162,20 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     return one(ref::reduce(in.op, opnd(0), in.attrs.ints, resType().dtype));
   case OpClass::Collective:
     return one(opnd(0)); // one step of a relayout: the global value does not change
+  case OpClass::Effect:
+    if (in.op == Op::CheckFactor)
+      return one(opnd(0)); // exact on the global view: nothing to check
+    break;
   default:
     break;
   }
   switch (in.op) {
   case Op::Const:
-    return one(ref::constant(in.attrs.floats, resType().dtype, fr.dims(resType())));
+    return one(ref::constantOf(in.attrs, resType().dtype, fr.dims(resType())));
   case Op::Fill:
-    if (in.attrs.floats.empty())
-      throw InternalError("reference evaluator: `fill` has no value");
-    return one(ref::fill(in.attrs.floats[0], resType().dtype, fr.dims(resType())));
+    if (constCount(in.attrs, resType().dtype) != 1)
+      throw InternalError("reference evaluator: `fill` needs one value");
+    return one(ref::constantOf(in.attrs, resType().dtype, fr.dims(resType())));
   case Op::Random:
     return one(
         ref::random(in.attrs.str, (uint64_t)attrInt(0), resType().dtype, fr.dims(resType())));
@@ -223,7 +227,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     std::vector<HostTensor> cur;
     for (size_t i = 0; i < in.operands.size(); ++i)
       cur.push_back(opnd(i));
-    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+    for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
+      int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
       iv.data<int64_t>()[0] = i;
       fr.put(body.args[0], iv);

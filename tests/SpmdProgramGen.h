@@ -92,7 +92,8 @@ private:
     GType t{dtype, shape, randomLayout((int)shape.size())};
     std::string name = fresh();
     std::string init;
-    if (dtype == "f32" || dtype == "f64")
+    bool ties = !shape.empty() && coin(15); // float iota: equal values along the other dims
+    if ((dtype == "f32" || dtype == "f64") && !ties)
       init = coin() ? "randn(seed=" + std::to_string(pick(1, 999)) + ")"
                     : "rand(seed=" + std::to_string(pick(1, 999)) + ")";
     else
@@ -102,7 +103,55 @@ private:
       init = dtype[0] == 'f' ? "full(1.5)" : "full(3)";
     out_ += "let " + name + " : " + typeStr(t) + " = " + init + "\n";
     pool_.push_back({name, t});
+    if ((dtype == "f32" || dtype == "f64") && !ties && coin(15))
+      return nonFinite((int)pool_.size() - 1);
     return (int)pool_.size() - 1;
+  }
+
+  /// `v` with NaN where v > 0.8 and -inf where v < -1.2 (randn values), so
+  /// max/min reductions, their partials and collectives see non-finite
+  /// elements on any rank.
+  int nonFinite(int v) {
+    const std::string &n = pool_[v].name;
+    GType t = pool_[v].t;
+    return define("where(" + n + " > 0.8, " + n + " / 0.0 * 0.0, where(" + n + " < -1.2, -1.0 / (" +
+                      n + " * 0.0), " + n + "))",
+                  t);
+  }
+
+  /// A linear op on a partial value, as the checker's linearity table allows
+  /// it for the dtype (never integer `/`), then relayouted to be printed.
+  void onPartial() {
+    std::vector<int> partials;
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (isPartial(pool_[i].t))
+        partials.push_back((int)i);
+    if (partials.empty())
+      return;
+    int v = partials[pick(0, (int)partials.size() - 1)];
+    GType t = pool_[v].t;
+    bool fl = t.dtype[0] == 'f', sum = false;
+    for (int p : t.pl)
+      sum |= p == kSum;
+    const std::string &n = pool_[v].name;
+    std::string e;
+    if (!sum) // partial(max)/partial(min): only element moves and max/min of its own kind
+      e = t.shape.size() == 2 ? "transpose(" + n + ")" : "-(-" + n + ")";
+    else if (fl)
+      e = std::vector<std::string>{n + " * 2.5", n + " / 4.0", "-" + n, n + " + " + n}[pick(0, 3)];
+    else
+      e = std::vector<std::string>{n + " * 3", n + " * -1", "-" + n, n + " - " + n}[pick(0, 3)];
+    GType r = t;
+    if (!sum && t.shape.size() == 2) {
+      std::swap(r.shape[0], r.shape[1]);
+      for (auto &p : r.pl)
+        if (p >= 0)
+          p = 1 - p;
+    } else if (!sum) {
+      return; // -(-x) flips max to min and back: the checker rejects it, rightly
+    }
+    int w = define(e, r);
+    relayoutTo(w, randomLayout((int)r.shape.size()));
   }
 
   int64_t size() { return coin(10) ? 0 : pick(1, 9); }
@@ -218,6 +267,12 @@ private:
     }
     case 8:
       indexSelect(v);
+      return;
+    case 9:
+      if (coin())
+        onPartial();
+      else
+        anySource();
       return;
     default:
       anySource();

@@ -564,3 +564,64 @@ TEST_CASE("grad check: stdlib nn functions (f32)") {
       "  return sum(nn.embedding(tab, ids) * c)", {0},
       {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}}, {kMesh22, {"m[_, y]", "m[x]", "m[x, y]"}}}));
 }
+
+TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and layout") {
+  // Not differentiable at a tie, so no finite differences: the gradient must
+  // be 1 / (number of tied extremes) on each of them (JAX, PyTorch's amax),
+  // so it sums to 1 per reduced slice, whichever ranks hold the ties.
+  struct TieCase {
+    std::string expr;
+    std::vector<int64_t> x; ///< f64[2, 4], row-major
+    std::vector<double> want;
+  };
+  const double t = 1.0 / 3;
+  std::vector<TieCase> cases = {
+      {"max(x, dim=1)", {3, 3, 1, 2, 5, 5, 5, 5}, {.5, .5, 0, 0, .25, .25, .25, .25}},
+      {"min(x, dim=1)", {1, 4, 1, 1, 0, 2, 3, 4}, {t, 0, t, t, 1, 0, 0, 0}},
+      {"max(x, dim=0)", {3, 3, 1, 2, 3, 0, 1, 2}, {.5, 1, .5, .5, .5, 0, .5, .5}},
+      {"max(x)", {5, 1, 5, 0, 5, 2, 3, 5}, {.25, 0, .25, 0, .25, 0, 0, .25}},
+      {"min(x, dims=[0, 1])", {0, 1, 2, 0, 4, 5, 6, 7}, {.5, 0, 0, .5, 0, 0, 0, 0}},
+  };
+  std::vector<Config> configs = {{kMesh1, {"m[_, _]"}},       {kMesh22, {"m[x, y]"}},
+                                 {kMesh22, {"m[_, (x, y)]"}}, {kMesh3, {"m[_, x]"}},
+                                 {kMesh22, {"m[x, _]"}},      {"[x = 4, y = 1]", {"m[_, x]"}}};
+  for (auto &tc : cases)
+    for (auto &cf : configs) {
+      Case c{"ties " + tc.expr,
+             {{"x", "f64[2, 4]", tc.x}},
+             "  let r = " + tc.expr + "\n  return sum(relayout(r, m{x: replicate, y: replicate}))",
+             {0},
+             {cf}};
+      std::string text = program(c, cf);
+      // the harness writes integer arguments flat; this one is [2, 4]
+      std::string flat = "[" + join(tc.x) + "]";
+      std::string rows = "[[" + join({tc.x.begin(), tc.x.begin() + 4}) + "], [" +
+                         join({tc.x.begin() + 4, tc.x.end()}) + "]]";
+      text.replace(text.find(flat), flat.size(), rows);
+      INFO(text);
+      Session ref, dist;
+      if (!build(ref, text, false) || !build(dist, text, true))
+        continue;
+      auto [primal, gname] = names(ref.module);
+      REQUIRE(!gname.empty());
+      std::ostringstream sink;
+      auto args = arguments(*ref.module.find(primal), c);
+      auto g = ReferenceEvaluator(ref.module, sink).run(gname, args);
+      std::vector<HostTensor> dg;
+      REQUIRE_NOTHROW(dg = Executor(dist.module, sink).run(gname, args));
+      REQUIRE(g.size() == 1);
+      REQUIRE(dg.size() == 1);
+      double total = 0;
+      for (int64_t i = 0; i < 8; ++i) {
+        INFO("d/d x[" << i << "]: reference " << g[0].get(i) << ", distributed " << dg[0].get(i)
+                      << ", want " << tc.want[i]);
+        CHECK(close(g[0].get(i), tc.want[i], 1e-12));
+        CHECK(close(dg[0].get(i), tc.want[i], 1e-12));
+        total += dg[0].get(i);
+      }
+      double slices = tc.expr.find("dim=") == std::string::npos    ? 1
+                      : tc.expr.find("dim=1") != std::string::npos ? 2
+                                                                   : 4;
+      CHECK(close(total, slices, 1e-12));
+    }
+}

@@ -83,7 +83,7 @@ Module everyOpModule() {
   b.emit(Op::Einsum, {c, t}, ty(DType::F32, {2, 2}), strAttr("ik,kj->ij"));
   b.emit(Op::Reshape, {c}, ty(DType::F32, {6}));
   b.emit(Op::Broadcast, {c}, ty(DType::F32, {4, 2, 3}));
-  int ids = b.emit(Op::Const, {}, ty(DType::I32, {2}), floats({1, 0}));
+  int ids = b.emit(Op::Const, {}, ty(DType::I32, {2}), ints({1, 0}));
   int sel = b.emit(Op::IndexSelect, {c, ids}, f23, ints({0}));
   b.emit(Op::IndexAdd, {c, ids, sel}, f23, ints({0}));
   int rl = b.emit(Op::Relayout, {fl}, ty(DType::F32, {4, 3}, m));

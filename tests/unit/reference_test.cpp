@@ -158,7 +158,9 @@ TEST_CASE("reference: integers wrap and divide towards zero, x / 0 = 0") {
             "  %2 = pow %0, %1 : i64[3]",
             2) == "[1024, -1, 0]");
   CHECK(one("i64[1]", "  %0 = const [9007199254740993] : i64[1]\n  %1 = add %0, %0 : i64[1]", 1) ==
-        "[18014398509481984]"); // const data is f64, so 2^53 + 1 rounds
+        "[18014398509481986]"); // integer constants are exact (`ints`), also above 2^53
+  CHECK(one("i64[1]", "  %0 = const [9223372036854775807] : i64[1]\n  %1 = add %0, %0 : i64[1]",
+            1) == "[-2]"); // exact at the limit, then wraps
 }
 
 TEST_CASE("reference: select broadcasts its three operands") {

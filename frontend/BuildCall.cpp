@@ -32,7 +32,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
         b.diags().error(DiagId::Unsupported, c->loc, {"expected an integer literal"});
         return false;
       }
-      out.push_back((int64_t)v.number);
+      int64_t i;
+      if (!b.literalInt(v, c->loc, i))
+        return false;
+      out.push_back(i);
     }
     return true;
   }
@@ -43,7 +46,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
     b.diags().error(DiagId::Unsupported, x.loc, {"expected an integer or a list of integers"});
     return false;
   }
-  out.push_back((int64_t)v.number);
+  int64_t i;
+  if (!b.literalInt(v, x.loc, i))
+    return false;
+  out.push_back(i);
   return true;
 }
 
@@ -205,7 +211,10 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
                       {"shape entries are sizes: integers or size symbols"});
         return EV::bad();
       }
-      shape.push_back(Dim::lit((int64_t)v.number));
+      int64_t size;
+      if (!literalInt(v, c->loc, size))
+        return EV::bad();
+      shape.push_back(Dim::lit(size));
     }
     TensorType g = typeOf(x.ids[0]);
     g.shape = shape;

@@ -6,6 +6,7 @@
 #include "frontend/Diagnostics.h"
 #include "ir/IR.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,23 @@ struct SessionOptions {
   bool autoRelayout = false;
   /// Verify the IR after every pass (names the pass that broke it).
   bool verifyEach = true;
+
+  // Resource limits: `check` rejects a program that exceeds one, with a
+  // diagnostic at the declaration, so that `run` never meets it.
+  /// Elements of one tensor (its global shape). 2^32 f32 elements are 16 GiB;
+  /// beyond it the kernels' buffers and offsets are not meaningful on one host.
+  int64_t maxTensorElements = int64_t(1) << 32;
+  /// Ranks of one process: every rank is a thread of the local runtime, and a
+  /// mesh's device ids name ranks, so the largest device id must lie below it.
+  int64_t maxRanks = 4096;
+  /// Bytes of one source file (a program or an imported module).
+  int64_t maxSourceBytes = int64_t(16) << 20;
 };
+
+/// Reads the source file `path` into `text`: only a regular file of at most
+/// `maxBytes` bytes. Returns the diagnostic kind of a failure (its arguments:
+/// the path, then the limit).
+std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text);
 
 class Session {
 public:

@@ -285,12 +285,14 @@ std::string formatChecks(const std::vector<OutputCheck> &checks) {
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
                         int ranks) {
   VerifyResult vr;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw RuntimeFault("cannot read `" + path + "`");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  std::string text;
+  if (auto why = readSourceFile(path, SessionOptions{}.maxSourceBytes, text)) {
+    Session s;
+    s.diags.error(*why, SrcLoc{-1, 0, 0, 0},
+                  {path, std::to_string(SessionOptions{}.maxSourceBytes)});
+    vr.diagnostics = s.diags.renderAll();
+    return vr;
+  }
   for (auto &o : overrides) {
     std::string why = applyMeshOverride(text, o);
     if (!why.empty())

@@ -338,7 +338,10 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       int64_t seed;
       EV lit;
       lit.number = *v;
-      if (!literalInt(lit, init.loc, seed))
+      const ast::Expr *sx = kwarg(init, "seed");
+      if (!sx && !init.args.empty())
+        sx = init.args[0].get();
+      if (!literalInt(lit, sx ? sx->loc : init.loc, seed))
         return EV::bad();
       a.ints = {seed};
       return emit(Op::Random, {}, {}, init.loc, a, {t});

@@ -293,6 +293,13 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
     vr.diagnostics = s.diags.renderAll();
     return vr;
   }
+  return verifySource(path, text, overrides, ranks);
+}
+
+VerifyResult verifySource(const std::string &path, std::string text,
+                          const std::vector<MeshOverride> &overrides, int ranks,
+                          const SessionOptions &options) {
+  VerifyResult vr;
   for (auto &o : overrides) {
     std::string why = applyMeshOverride(text, o);
     if (!why.empty())
@@ -307,7 +314,7 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
     vr.diagnostics += s.diags.renderAll();
     return ok;
   };
-  Session ref, dist;
+  Session ref(options), dist(options);
   if (!build(ref, false) || !build(dist, true))
     return vr;
   vr.compiled = true;

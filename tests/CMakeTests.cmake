@@ -36,3 +36,9 @@ add_test(NAME fuzz/hostile
                  --jobs 2 ${DT_LANG_DIR} ${DT_EXAMPLES_DIR})
 # ~20 s on an idle 2-core machine; the limit leaves room for a loaded one.
 set_tests_properties(fuzz/hostile PROPERTIES LABELS fuzz TIMEOUT 400)
+
+# Hostile program files: a directory, /dev/zero, an over-limit file, a missing
+# one (tests/hostile/input_files.sh).
+add_test(NAME hostile/input_files
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile/input_files.sh $<TARGET_FILE:dtensorc>)
+set_tests_properties(hostile/input_files PROPERTIES LABELS fuzz TIMEOUT 120)

@@ -105,9 +105,9 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
   const int64_t maxRanks = s_.options.maxRanks;
   auto n = checkedProduct(m->axes, [](const MeshAxis &a) { return a.size; });
   if (!n || *n > maxRanks) {
-    auto &e = diags().error(DiagId::MeshTooLarge, s.loc,
-                            {d.name, n ? std::to_string(*n) : "more than 2^63",
-                             std::to_string(maxRanks)});
+    auto &e = diags().error(
+        DiagId::MeshTooLarge, s.loc,
+        {d.name, n ? std::to_string(*n) : "more than 2^63", std::to_string(maxRanks)});
     e.hint = "use a mesh of at most " + std::to_string(maxRanks) + " devices";
     return;
   }
@@ -122,8 +122,9 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
       int64_t dev = d.devices[i];
       SrcLoc l = i < d.deviceLocs.size() ? d.deviceLocs[i] : s.loc;
       if (dev < 0 || dev >= maxRanks) {
-        diags().error(DiagId::MeshDeviceTooLarge, l,
-                      {d.name, std::to_string(dev), std::to_string(maxRanks)})
+        diags()
+            .error(DiagId::MeshDeviceTooLarge, l,
+                   {d.name, std::to_string(dev), std::to_string(maxRanks)})
             .hint = "number the devices from 0 to " + std::to_string(maxRanks - 1);
         return;
       }
@@ -562,8 +563,7 @@ bool Session::compile(const std::string &path, const std::string &text) {
   return diags.errorCount() == before;
 }
 
-std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes,
-                                     std::string &text) {
+std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text) {
   // Only regular files: a directory reads as empty (a silent success) and a
   // device such as /dev/zero never ends.
   std::error_code ec;
@@ -594,7 +594,8 @@ std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes,
 bool Session::compileFile(const std::string &path) {
   std::string text;
   if (auto why = readSourceFile(path, options.maxSourceBytes, text)) {
-    auto &d = diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(options.maxSourceBytes)});
+    auto &d =
+        diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(options.maxSourceBytes)});
     if (*why == DiagId::SourceNotFile)
       d.hint = "give the path of a `.dt` program";
     return false;

@@ -61,9 +61,9 @@ bool IRBuilder::checkElements(const Shape &shape, SrcLoc loc) {
   int64_t limit = s_.options.maxTensorElements;
   if (n && *n <= limit)
     return true;
-  auto &d = diags().error(DiagId::TensorTooLarge, loc,
-                          {shapeStr(shape), n ? std::to_string(*n) : "more than 2^63",
-                           std::to_string(limit)});
+  auto &d = diags().error(
+      DiagId::TensorTooLarge, loc,
+      {shapeStr(shape), n ? std::to_string(*n) : "more than 2^63", std::to_string(limit)});
   d.hint = "shrink the tensor; one tensor holds at most " + std::to_string(limit) + " elements";
   return false;
 }

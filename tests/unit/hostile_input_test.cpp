@@ -10,8 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -88,9 +88,7 @@ TEST_CASE("hostile: source files are regular files under the size limit") {
   CHECK(readSourceFile((dir / "sub.dt").string(), 1000, text) == DiagId::SourceNotFile);
   CHECK(readSourceFile("/dev/zero", 1000, text) == DiagId::SourceNotFile);
   CHECK(readSourceFile((dir / "missing.dt").string(), 1000, text) == DiagId::SourceUnreadable);
-  {
-    std::ofstream(dir / "ok.dt") << std::string(100, '#');
-  }
+  { std::ofstream(dir / "ok.dt") << std::string(100, '#'); }
   CHECK(!readSourceFile((dir / "ok.dt").string(), 100, text));
   CHECK(text.size() == 100);
   CHECK(readSourceFile((dir / "ok.dt").string(), 99, text) == DiagId::SourceTooLarge);
@@ -118,7 +116,6 @@ TEST_CASE("hostile: the tiling check of a collective is near-linear in the mesh 
   auto start = std::chrono::steady_clock::now();
   CHECK(checkCollective(Op::AllGather, sharded, gathered, {0}) == "");
   CHECK(checkCollective(Op::AllToAll, sharded, moved, {0}) == "");
-  double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(secs < 10);
 }

@@ -2,7 +2,7 @@
 // operators, the builtin functions and initializers. Every op goes through
 // emit(), which asks ir/Infer for the result type and reports type errors.
 #include "frontend/BuildIR.h"
-#include "ir/Checked.h"
+#include "support/Checked.h"
 
 #include <cmath>
 #include <cstdio>

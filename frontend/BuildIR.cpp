@@ -4,8 +4,8 @@
 // entry points that run parse + build.
 #include "frontend/BuildIR.h"
 
-#include "frontend/Parser.h"
-#include "ir/Checked.h"
+#include "grammar/Parser.h"
+#include "support/Checked.h"
 
 #include <filesystem>
 #include <fstream>

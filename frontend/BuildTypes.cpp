@@ -4,7 +4,7 @@
 // the exact `relayout` to write.
 #include "frontend/BuildIR.h"
 
-#include "ir/Checked.h"
+#include "support/Checked.h"
 
 #include <algorithm>
 #include <cstdio>

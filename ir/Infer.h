@@ -18,7 +18,7 @@
 // (which re-infers every instruction after every pass).
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/IR.h"
 #include "ir/Signatures.h"
 

@@ -2,7 +2,7 @@
 // canonical placement notation, mesh coordinates and torch.chunk blocks.
 #include "ir/Types.h"
 
-#include "ir/Checked.h"
+#include "support/Checked.h"
 
 #include <climits>
 

@@ -11,13 +11,15 @@ if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "DT_FUZZ needs clang: CC=clang-19 CXX=clang++-19 cmake -DDT_FUZZ=ON ...")
 endif()
 add_executable(parse_fuzz tests/fuzz/parse_fuzz.cpp
-  frontend/Parser.cpp frontend/ASTPrinter.cpp frontend/Diagnostics.cpp
+  grammar/Parser.cpp grammar/ASTPrinter.cpp support/Diagnostics.cpp
   grammar/Builder.cpp grammar/TokenBridge.cpp ${GRAMMAR_SRCS})
 target_include_directories(parse_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${GEN})
 target_compile_options(parse_fuzz PRIVATE -fsanitize=fuzzer,address -fno-omit-frame-pointer)
 target_link_options(parse_fuzz PRIVATE -fsanitize=fuzzer,address)
 
-target_compile_options(dtensor PRIVATE -fsanitize=fuzzer-no-link)
+foreach(layer IN LISTS DT_LAYERS)
+  target_compile_options(dt_${layer} PRIVATE -fsanitize=fuzzer-no-link)
+endforeach()
 add_executable(compile_fuzz EXCLUDE_FROM_ALL tests/fuzz/compile_fuzz.cpp)
 target_include_directories(compile_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
 target_link_libraries(compile_fuzz PRIVATE dtensor)

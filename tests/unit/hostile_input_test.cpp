@@ -4,7 +4,7 @@
 // reader. The same classes are tested end to end in tests/lang/fail_*.dt and
 // tests/hostile/input_files.sh.
 #include "frontend/Session.h"
-#include "ir/Checked.h"
+#include "support/Checked.h"
 #include "ir/Collectives.h"
 
 #include <doctest/doctest.h>

@@ -5,7 +5,7 @@
 // overflow is undefined behaviour in C++, and a wrapped element count makes
 // the kernels read and write out of bounds).
 //
-// It sits in ir/, the lowest layer every other layer includes, so that types,
+// It sits in support/, the bottom layer every other layer includes, so that types,
 // shape inference, the front end and the runtime share one definition.
 #pragma once
 

@@ -13,7 +13,8 @@
 // type InternalError and print as `internal error:`.
 #pragma once
 
-#include "ir/IR.h"
+#include "support/Errors.h"
+#include "support/SourceLoc.h"
 
 #include <stdexcept>
 #include <string>
@@ -23,7 +24,7 @@ namespace dt {
 
 enum class DiagId {
 #define DIAG(Id, fmt) Id,
-#include "frontend/Diagnostics.def"
+#include "support/Diagnostics.def"
 };
 const char *diagFormat(DiagId id);
 const char *diagIdName(DiagId id);
@@ -87,16 +88,5 @@ private:
 };
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args);
-
-/// A bug in dtensor itself (never a user error).
-struct InternalError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// A fault while running a program (rank failure, OOM, missing library, bad
-/// file); the message names the cause.
-struct RuntimeFault : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 } // namespace dt

@@ -1,6 +1,6 @@
 // This file implements the diagnostics engine: formatting from the registry in
 // Diagnostics.def and rendering with the source line and a caret range.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <sstream>
 
@@ -8,11 +8,11 @@ namespace dt {
 
 static const char *kFormats[] = {
 #define DIAG(Id, fmt) fmt,
-#include "frontend/Diagnostics.def"
+#include "support/Diagnostics.def"
 };
 static const char *kNames[] = {
 #define DIAG(Id, fmt) #Id,
-#include "frontend/Diagnostics.def"
+#include "support/Diagnostics.def"
 };
 
 const char *diagFormat(DiagId id) { return kFormats[(int)id]; }

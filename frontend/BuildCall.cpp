@@ -30,7 +30,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
         b.diags().error<DiagId::ExpectedInt>(c->loc);
         return false;
       }
-      out.push_back(v.ival);
+      int64_t i;
+      if (!b.literalInt(v, c->loc, i))
+        return false;
+      out.push_back(i);
     }
     return true;
   }
@@ -41,7 +44,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
     b.diags().error<DiagId::ExpectedIntList>(x.loc);
     return false;
   }
-  out.push_back(v.ival);
+  int64_t i;
+  if (!b.literalInt(v, x.loc, i))
+    return false;
+  out.push_back(i);
   return true;
 }
 
@@ -199,7 +205,10 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
         diags().error<DiagId::BadShapeEntry>(c->loc);
         return EV::bad();
       }
-      shape.push_back(Dim::lit(v.ival));
+      int64_t size;
+      if (!literalInt(v, c->loc, size))
+        return EV::bad();
+      shape.push_back(Dim::lit(size));
     }
     TensorType g = typeOf(x.ids[0]);
     g.shape = shape;

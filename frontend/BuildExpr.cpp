@@ -2,6 +2,7 @@
 // operators, the builtin functions and initializers. Every op goes through
 // emit(), which asks ir/Infer for the result type and reports type errors.
 #include "frontend/BuildIR.h"
+#include "support/Checked.h"
 
 #include <cmath>
 #include <cstdio>
@@ -150,7 +151,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
   for (auto &o : operands) {
     int id;
     if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool && !o.isInt &&
-        !o.isBool && o.number != std::trunc(o.number)) {
+        !o.isBool && (o.number != std::trunc(o.number) || !doubleToInt64(o.number))) {
       auto &d = diags().error(
           DiagId::DTypeMismatch, loc,
           {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
@@ -174,11 +175,18 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
     ids.push_back(id);
     types.push_back(typeOf(id));
   }
+  for (auto &g : given)
+    if (!checkElements(g.shape, loc))
+      return EV::bad();
   Inferred inf = inferTypes(op, types, attrs, given);
   if (!inf.ok()) {
     reportTypeError(*inf.error, loc, exprs, types);
     return EV::bad();
   }
+  // Results may be larger than every operand (broadcast, einsum outer products).
+  for (auto &t : inf.results)
+    if (!checkElements(t.shape, loc))
+      return EV::bad();
   Inst in;
   in.op = op;
   in.operands = ids;
@@ -426,7 +434,15 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       if (!v)
         return EV::bad();
       a.str = c == "randn" ? "normal" : "uniform";
-      a.ints = {(int64_t)*v};
+      int64_t seed;
+      EV lit;
+      lit.number = *v;
+      const ast::Expr *sx = kwarg(init, "seed");
+      if (!sx && !init.args.empty())
+        sx = init.args[0].get();
+      if (!literalInt(lit, sx ? sx->loc : init.loc, seed))
+        return EV::bad();
+      a.ints = {seed};
       return emit(Op::Random, {}, {}, init.loc, a, {t});
     }
     if (c == "arange" || c == "iota") {
@@ -434,8 +450,7 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       if (!v)
         return EV::bad();
       if (*v < 0 || *v >= t.rank()) {
-        diags().error(DiagId::BadDim, init.loc,
-                      {std::to_string((int64_t)*v), std::to_string(t.rank())});
+        diags().error(DiagId::BadDim, init.loc, {formatLiteral(*v), std::to_string(t.rank())});
         return EV::bad();
       }
       a.ints = {(int64_t)*v};

@@ -75,6 +75,14 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       return "";
     }
   }
+  // A call of a function whose body is being built is recursion. It never
+  // ends (the language has no conditionals), and a symbolic signature would
+  // instantiate forever; say so at the call.
+  if (instantiating_.count(fi.qualified)) {
+    diags().error(DiagId::RecursiveCall, loc, {fi.qualified}).hint =
+        "write the repetition as a `for` loop";
+    return "";
+  }
   std::string key = signatureKey(fi.qualified, argTypes);
   if (!symbolic) {
     auto it = fi.instances.find(key);
@@ -134,7 +142,9 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   auto savedBlocks = std::move(blockStack_);
   fnStack_ = {&f};
   blockStack_ = {&f.body};
+  instantiating_.insert(fi.qualified);
   block(decl.body);
+  instantiating_.erase(fi.qualified);
   fnStack_ = std::move(savedFns);
   blockStack_ = std::move(savedBlocks);
   if (!sawReturn_ && !decl.results.empty())

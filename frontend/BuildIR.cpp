@@ -5,6 +5,7 @@
 #include "frontend/BuildIR.h"
 
 #include "grammar/Parser.h"
+#include "support/Checked.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -37,6 +38,12 @@ void IRBuilder::stmt(const ast::Stmt &s) {
   using K = ast::Stmt::Kind;
   bool inFunction = expectedResults_ != nullptr;
   bool topLevel = !inFunction && blockStack_.size() == 1 && modulePrefix_.empty();
+  // `return` ends the body: nothing may follow it (a second `return` included).
+  if (inFunction && sawReturn_ && blockStack_.size() == 1) {
+    diags().error(DiagId::CodeAfterReturn, s.loc, {fn().name}).hint =
+        "`return` must be the last statement of the function body";
+    return;
+  }
   switch (s.kind) {
   case K::Mesh:
     if (!topLevel) {
@@ -94,26 +101,42 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     }
     m->axes.push_back({d.axes[i].first, d.axes[i].second});
   }
-  int64_t n = m->size();
-  if (n > (1 << 20)) {
-    diags().error<DiagId::MeshTooLarge>(s.loc, d.name);
+  // Ranks are threads of one process: the mesh and its largest device id
+  // must fit the per-process limit (checked without overflow).
+  const int64_t maxRanks = s_.options.maxRanks;
+  auto n = checkedProduct(m->axes, [](const MeshAxis &a) { return a.size; });
+  if (!n || *n > maxRanks) {
+    auto &e = diags().error(
+        DiagId::MeshTooLarge, s.loc,
+        {d.name, n ? std::to_string(*n) : "more than 2^63", std::to_string(maxRanks)});
+    e.hint = "use a mesh of at most " + std::to_string(maxRanks) + " devices";
     return;
   }
   if (d.hasDevices) {
-    if ((int64_t)d.devices.size() != n) {
+    if ((int64_t)d.devices.size() != *n) {
       diags().error(DiagId::MeshDevicesCount, s.loc,
-                    {d.name, std::to_string(n), std::to_string(d.devices.size())});
+                    {d.name, std::to_string(*n), std::to_string(d.devices.size())});
       return;
     }
     std::set<int64_t> seen;
-    for (auto dev : d.devices)
-      if (!seen.insert(dev).second) {
-        diags().error(DiagId::MeshDuplicateDevice, s.loc, {d.name, std::to_string(dev)});
+    for (size_t i = 0; i < d.devices.size(); ++i) {
+      int64_t dev = d.devices[i];
+      SrcLoc l = i < d.deviceLocs.size() ? d.deviceLocs[i] : s.loc;
+      if (dev < 0 || dev >= maxRanks) {
+        diags()
+            .error(DiagId::MeshDeviceTooLarge, l,
+                   {d.name, std::to_string(dev), std::to_string(maxRanks)})
+            .hint = "number the devices from 0 to " + std::to_string(maxRanks - 1);
         return;
       }
+      if (!seen.insert(dev).second) {
+        diags().error(DiagId::MeshDuplicateDevice, l, {d.name, std::to_string(dev)});
+        return;
+      }
+    }
     m->devices = d.devices;
   } else {
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < *n; ++i)
       m->devices.push_back(i);
   }
   st_.meshes[d.name] = m;
@@ -248,8 +271,7 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
       diags().error(DiagId::BadLoopBounds, e.loc);
       return false;
     }
-    out = v.ival;
-    return true;
+    return literalInt(v, e.loc, out);
   };
   int64_t lo = 0, hi = 0;
   bool ok = bound(*s.lo, lo) & bound(*s.hi, hi);
@@ -444,13 +466,15 @@ void IRBuilder::importModule(const ast::Stmt &s) {
       c = '/';
   std::string text, path;
   for (auto &dir : s_.options.stdlibPaths) {
-    std::ifstream in(dir + "/" + rel + ".dt");
-    if (!in)
+    std::string candidate = dir + "/" + rel + ".dt";
+    std::error_code ec;
+    if (!std::filesystem::exists(candidate, ec))
       continue;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-    path = dir + "/" + rel + ".dt";
+    if (auto why = readSourceFile(candidate, s_.options.maxSourceBytes, text)) {
+      diags().error(*why, s.loc, {candidate, std::to_string(s_.options.maxSourceBytes)});
+      return;
+    }
+    path = candidate;
     break;
   }
   if (path.empty()) {
@@ -540,6 +564,34 @@ bool Compilation::build(std::unique_ptr<ast::Program> prog) {
   return diags.errorCount() == before;
 }
 
+std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text) {
+  // Only regular files: a directory reads as empty (a silent success) and a
+  // device such as /dev/zero never ends.
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    return DiagId::SourceUnreadable;
+  if (!std::filesystem::is_regular_file(st))
+    return DiagId::SourceNotFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return DiagId::SourceUnreadable;
+  // Read at most one byte past the limit: the size on disk may change.
+  text.clear();
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    text.append(buf, (size_t)in.gcount());
+    if ((int64_t)text.size() > maxBytes) {
+      text.clear();
+      return DiagId::SourceTooLarge;
+    }
+  }
+  if (in.bad())
+    return DiagId::SourceUnreadable;
+  return std::nullopt;
+}
+
 bool Compilation::compile(const std::string &path, const std::string &text) {
   int before = diags.errorCount();
   auto prog = parse(path, text);
@@ -547,14 +599,13 @@ bool Compilation::compile(const std::string &path, const std::string &text) {
 }
 
 bool Compilation::readFile(const std::string &path, std::string &text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.error<DiagId::CannotReadFile>(SrcLoc{-1, 0, 0, 0}, path);
+  if (auto why = readSourceFile(path, options.maxSourceBytes, text)) {
+    auto &d =
+        diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(options.maxSourceBytes)});
+    if (*why == DiagId::SourceNotFile)
+      d.hint = "give the path of a `.dt` program";
     return false;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
   return true;
 }
 

@@ -141,6 +141,13 @@ public:
                        const std::vector<const ast::Expr *> &exprs,
                        const std::vector<TensorType> &types);
 
+  /// Reports a shape whose element count (literal dims; symbols count as 1)
+  /// overflows or exceeds SessionOptions::maxTensorElements at `loc`.
+  bool checkElements(const Shape &shape, SrcLoc loc);
+  /// The integer value of literal `v` in `out`; reports one that does not
+  /// fit int64_t (literals are doubles) at `loc`.
+  bool literalInt(const EV &v, SrcLoc loc, int64_t &out);
+
   // ---- helpers
   Function &fn() { return *fnStack_.back(); }
   Block &blk() { return *blockStack_.back(); }
@@ -160,6 +167,8 @@ public:
   std::vector<TensorType> *expectedResults_ = nullptr;
   std::vector<bool> *expectedAny_ = nullptr; ///< per result: written `@ *`
   bool sawReturn_ = false;
+  /// Functions whose bodies are being built (a call of one is recursion).
+  std::set<std::string> instantiating_;
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
 };

@@ -4,7 +4,10 @@
 // the exact `relayout` to write.
 #include "frontend/BuildIR.h"
 
+#include "support/Checked.h"
+
 #include <algorithm>
+#include <cstdio>
 
 namespace dt {
 
@@ -41,6 +44,8 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
         "size symbols are only allowed in function signatures; write a number here";
     return std::nullopt;
   }
+  if (!checkElements(shape, spec.loc))
+    return std::nullopt;
   if (!spec.layout)
     return replicatedType(*dt, shape, nullptr);
   if (spec.layout->mesh == "*") {
@@ -49,6 +54,34 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
     return t; // caller treats `@ *` specially
   }
   return applyLayout(*spec.layout, *dt, shape);
+}
+
+bool IRBuilder::checkElements(const Shape &shape, SrcLoc loc) {
+  auto n = checkedNumElements(shape);
+  int64_t limit = s_.options.maxTensorElements;
+  if (n && *n <= limit)
+    return true;
+  auto &d = diags().error(
+      DiagId::TensorTooLarge, loc,
+      {shapeStr(shape), n ? std::to_string(*n) : "more than 2^63", std::to_string(limit)});
+  d.hint = "shrink the tensor; one tensor holds at most " + std::to_string(limit) + " elements";
+  return false;
+}
+
+bool IRBuilder::literalInt(const EV &v, SrcLoc loc, int64_t &out) {
+  if (v.isInt) { // integer literals are exact (the lexer rejects what i64 cannot hold)
+    out = v.ival;
+    return true;
+  }
+  auto i = doubleToInt64(v.number);
+  if (!i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v.number);
+    diags().error(DiagId::IntTooLarge, loc, {buf});
+    return false;
+  }
+  out = *i;
+  return true;
 }
 
 std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DType dt,

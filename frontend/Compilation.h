@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,18 @@ struct CompileOptions {
   bool autoRelayout = false;
   /// Verify the IR after every pass (names the pass that broke it).
   bool verifyEach = true;
+
+  // Resource limits: `check` rejects a program that exceeds one, with a
+  // diagnostic at the declaration, so that `run` never meets it.
+  /// Elements of one tensor (its global shape). 2^32 f32 elements are 16 GiB;
+  /// beyond it the kernels' buffers and offsets are not meaningful on one host.
+  int64_t maxTensorElements = int64_t(1) << 32;
+  /// Ranks of one process: every rank is a thread of the local runtime, and a
+  /// mesh's device ids name ranks, so the largest device id must lie below it.
+  int64_t maxRanks = 4096;
+  /// Bytes of one source file (a program or an imported module).
+  int64_t maxSourceBytes = int64_t(16) << 20;
+
   /// The result types of `grad` of `fn` w.r.t. `wrt` (primal value first
   /// when `withValue`), or false after reporting why it cannot be
   /// differentiated. The builder records `grad` unexpanded with these types;
@@ -40,6 +53,11 @@ struct CompileOptions {
                      bool withValue, DiagEngine &diags, SrcLoc loc, std::vector<TensorType> &out)>
       gradientTypes;
 };
+
+/// Reads the source file `path` into `text`: only a regular file of at most
+/// `maxBytes` bytes. Returns the diagnostic kind of a failure (its arguments:
+/// the path, then the limit).
+std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text);
 
 class Compilation {
 public:

@@ -85,6 +85,7 @@ struct MeshDecl {
   std::vector<std::pair<std::string, int64_t>> axes;
   std::vector<SrcLoc> axisLocs;
   std::vector<int64_t> devices; ///< empty = 0..n-1
+  std::vector<SrcLoc> deviceLocs;
   bool hasDevices = false;
 };
 

@@ -59,6 +59,8 @@ private:
 
   void layout(const LayoutSpec &l) {
     out += l.mesh;
+    if (l.mesh == "*")
+      return; // the layout-generic `@ *` has no entries (and `*[]` does not parse)
     out += l.placementForm ? '{' : '[';
     for (size_t i = 0; i < l.entries.size(); ++i) {
       const LayoutEntry &e = l.entries[i];

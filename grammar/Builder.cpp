@@ -302,11 +302,13 @@ void Builder::addMeshAxis(ast::MeshDecl &m, const std::string &axis, const std::
 
 void Builder::addDevice(ast::MeshDecl &m, const std::string &id, const Span &s) {
   m.devices.push_back(toInt(id, s));
+  m.deviceLocs.push_back(loc(s));
   m.hasDevices = true;
 }
 
 ast::MeshDecl Builder::mergeDevices(ast::MeshDecl axes, ast::MeshDecl devices) {
   axes.devices = std::move(devices.devices);
+  axes.deviceLocs = std::move(devices.deviceLocs);
   axes.hasDevices = devices.hasDevices;
   return axes;
 }

@@ -2,6 +2,10 @@
 // canonical placement notation, mesh coordinates and torch.chunk blocks.
 #include "ir/Types.h"
 
+#include "support/Checked.h"
+
+#include <climits>
+
 #include <cassert>
 #include <sstream>
 
@@ -69,13 +73,22 @@ bool isConcrete(const Shape &s) {
   return true;
 }
 
-int64_t numElements(const Shape &s) {
+std::optional<int64_t> checkedNumElements(const Shape &s) {
   int64_t n = 1;
   for (auto &d : s) {
-    assert(!d.isSym());
-    n *= d.value;
+    if (d.isSym())
+      continue;
+    auto p = checkedMul(n, d.value);
+    if (!p)
+      return std::nullopt;
+    n = *p;
   }
   return n;
+}
+
+int64_t numElements(const Shape &s) {
+  assert(isConcrete(s));
+  return checkedNumElements(s).value_or(INT64_MAX);
 }
 
 std::vector<int64_t> concreteDims(const Shape &s) {
@@ -88,10 +101,7 @@ std::vector<int64_t> concreteDims(const Shape &s) {
 }
 
 int64_t Mesh::size() const {
-  int64_t n = 1;
-  for (auto &a : axes)
-    n *= a.size;
-  return n;
+  return checkedProduct(axes, [](const MeshAxis &a) { return a.size; }).value_or(INT64_MAX);
 }
 
 int Mesh::axisIndex(const std::string &axis) const {

@@ -50,7 +50,11 @@ struct Dim {
 using Shape = std::vector<Dim>;
 std::string shapeStr(const Shape &s); ///< `[2, T]`
 bool isConcrete(const Shape &s);
-int64_t numElements(const Shape &s);               ///< requires a concrete shape
+/// Requires a concrete shape; INT64_MAX when the product overflows (the
+/// IR builder rejects such shapes, see SessionOptions::maxTensorElements).
+int64_t numElements(const Shape &s);
+/// The product of the literal dims (symbols count as 1), nullopt on overflow.
+std::optional<int64_t> checkedNumElements(const Shape &s);
 std::vector<int64_t> concreteDims(const Shape &s); ///< requires a concrete shape
 
 struct MeshAxis {
@@ -64,7 +68,7 @@ struct Mesh {
   std::vector<MeshAxis> axes;
   std::vector<int64_t> devices; ///< rank -> device id; size() entries
 
-  int64_t size() const;
+  int64_t size() const; ///< INT64_MAX when the product overflows
   int axisIndex(const std::string &axis) const; ///< -1 if unknown
   /// Coordinate of `rank` along every axis (row-major, last axis fastest).
   std::vector<int64_t> coords(int64_t rank) const;

@@ -285,12 +285,21 @@ std::string formatChecks(const std::vector<OutputCheck> &checks) {
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
                         int ranks) {
   VerifyResult vr;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw RuntimeFault("cannot read `" + path + "`");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  std::string text;
+  const int64_t maxBytes = CompileOptions{}.maxSourceBytes;
+  if (auto why = readSourceFile(path, maxBytes, text)) {
+    Compilation c;
+    c.diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(maxBytes)});
+    vr.diagnostics = c.diags.renderAll();
+    return vr;
+  }
+  return verifySource(path, text, overrides, ranks);
+}
+
+VerifyResult verifySource(const std::string &path, std::string text,
+                          const std::vector<MeshOverride> &overrides, int ranks,
+                          const CompileOptions &options) {
+  VerifyResult vr;
   for (auto &o : overrides) {
     std::string why = applyMeshOverride(text, o);
     if (!why.empty())
@@ -298,7 +307,7 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
   }
   // One front end; the reference runs the global program, the executor the
   // per-rank one, both compiled from the same (unchanged) global module.
-  Compilation c(pipelineCompileOptions());
+  Compilation c(pipelineCompileOptions(options));
   std::ostringstream log;
   bool ok = c.compile(path, text);
   std::shared_ptr<const CompiledProgram> ref, dist;

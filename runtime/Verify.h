@@ -18,6 +18,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "frontend/Compilation.h"
 #include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 
@@ -55,6 +56,12 @@ struct VerifyResult {
 /// the runs throw (RuntimeFault, InternalError).
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
                         int ranks = 0);
+
+/// verifyFile on the program `text` (named `path` in diagnostics), compiled
+/// with `options` (the fuzz target shrinks the resource limits).
+VerifyResult verifySource(const std::string &path, std::string text,
+                          const std::vector<MeshOverride> &overrides, int ranks = 0,
+                          const CompileOptions &options = {});
 
 /// The comparison of one output.
 struct OutputCheck {

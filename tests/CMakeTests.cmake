@@ -48,3 +48,9 @@ foreach(f ${DT_PASS_TESTS})
            COMMAND dt_pass_runner --dtensorc $<TARGET_FILE:dtensorc> --timeout 30 ${f})
   set_tests_properties(pass/${name} PROPERTIES LABELS pass TIMEOUT 60)
 endforeach()
+
+# Hostile program files: a directory, /dev/zero, an over-limit file, a missing
+# one (tests/hostile/input_files.sh).
+add_test(NAME hostile/input_files
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile/input_files.sh $<TARGET_FILE:dtensorc>)
+set_tests_properties(hostile/input_files PROPERTIES LABELS fuzz TIMEOUT 120)

@@ -599,7 +599,7 @@ TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and
                          join({tc.x.begin() + 4, tc.x.end()}) + "]]";
       text.replace(text.find(flat), flat.size(), rows);
       INFO(text);
-      Session ref, dist;
+      Compilation ref(pipelineCompileOptions()), dist(pipelineCompileOptions());
       if (!build(ref, text, false) || !build(dist, text, true))
         continue;
       auto [primal, gname] = names(ref.module);

@@ -139,7 +139,11 @@ Token Lexer::scan() {
         Token t = done(TokKind::Int);
         errno = 0;
         (void)std::strtoll(t.text.c_str(), nullptr, 10);
-        if (errno == ERANGE) diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text});
+        if (errno == ERANGE) {
+          // Reported; the AST keeps a 0 so that it still prints as source.
+          diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text});
+          t.text = "0";
+        }
         return t;
       }
       D+ "." D* E? | D+ E {

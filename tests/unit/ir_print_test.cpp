@@ -98,6 +98,7 @@ Module everyOpModule() {
   int lp = b.emit(Op::LocalPartial, {ag}, ty(DType::F32, {4, 3}, m, {P, R}), ints({0}));
   b.emit(Op::AllReduce, {lp}, ty(DType::F32, {4, 3}, m, {R, R}), ints({0}));
   b.emit(Op::ReduceScatter, {lp}, sh, ints({0}));
+  b.emit(Op::CheckFactor, {c}, f23, strAttr("finite"));
   (void)rl;
   Attrs ga = strAttr("loss", {0});
   ga.flag = true;

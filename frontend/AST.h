@@ -65,6 +65,10 @@ struct Expr {
   };
   Kind kind = Number;
   SrcLoc loc;
+  /// The whole expression's source text when it sits on one line (endCol 0
+  /// otherwise): what a fix-it replaces. `loc` may be just the operator or
+  /// the callee name.
+  SrcLoc full;
   double number = 0;
   bool isInt = false;
   bool boolValue = false;

@@ -113,7 +113,9 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
   }
   Inferred inf = inferTypes(op, types, attrs, given);
   if (!inf.ok()) {
-    reportTypeError(*inf.error, loc, exprs, types);
+    reportTypeError(*inf.error, loc, exprs, types, [&](const std::vector<TensorType> &ts) {
+      return inferTypes(op, ts, attrs, given);
+    });
     return EV::bad();
   }
   Inst in;
@@ -159,7 +161,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
                       {"mesh `" + e.text + "` is not a value; use it in a layout such as `" +
                        e.text + "[_]`"});
       else
-        diags().error(DiagId::UnknownName, e.loc, {e.text});
+        didYouMean(diags().error(DiagId::UnknownName, e.loc, {e.text}), e.text, namesInScope(),
+                   e.full);
       return EV::bad();
     }
     if (b->kind == Binding::Const) {

@@ -25,6 +25,14 @@ Binding *IRBuilder::lookup(const std::string &name) {
   return nullptr;
 }
 
+std::vector<std::string> IRBuilder::namesInScope() const {
+  std::vector<std::string> out;
+  for (auto &scope : scopes_)
+    for (auto &[n, b] : scope)
+      out.push_back(n);
+  return out;
+}
+
 void IRBuilder::bind(const std::string &name, Binding b) { scopes_.back()[name] = b; }
 
 void IRBuilder::block(const std::vector<ast::StmtPtr> &body) {
@@ -165,8 +173,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     if (!isVar)
       d.message = "`" + s.names[0] + "` is declared `" + declared->str() + "` but its value is `" +
                   got.str() + "`";
-    if (onlyLayoutDiffers(got, *declared))
-      d.hint = "write `" + relayoutText(s.value.get(), *declared) + "`";
+    conversionHint(d, s.value.get(), got, *declared);
     v = EV::bad();
   }
   if (!v.poison && v.ids.size() != s.names.size()) {
@@ -194,7 +201,7 @@ void IRBuilder::assign(const ast::Stmt &s) {
   SrcLoc nl = s.nameLocs.empty() ? s.loc : s.nameLocs[0];
   EV v = expr(*s.value);
   if (!b) {
-    diags().error(DiagId::UnknownName, nl, {name});
+    didYouMean(diags().error(DiagId::UnknownName, nl, {name}), name, namesInScope(), nl);
     return;
   }
   if (b->kind != Binding::Var) {
@@ -219,8 +226,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
   if (got != b->declared) {
     auto &d =
         diags().error(DiagId::VarPlacement, s.value->loc, {name, got.str(), b->declared.str()});
-    if (onlyLayoutDiffers(got, b->declared))
-      d.hint = "write `" + name + " = " + relayoutText(s.value.get(), b->declared) + "`";
+    if (conversionHint(d, s.value.get(), got, b->declared))
+      d.hint = "write `" + name + " = " + d.hint.substr(7);
     return;
   }
   b->id = v.ids[0];
@@ -356,10 +363,10 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       auto &d = diags().error(DiagId::ResultType,
                               s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
                               {fn().name, got.str(), exp[i].str()});
-      if (!any && onlyLayoutDiffers(got, exp[i]))
-        d.hint = "write `return " +
-                 relayoutText(s.values.size() == ids.size() ? s.values[i].get() : nullptr, exp[i]) +
-                 "`";
+      if (!any &&
+          conversionHint(d, s.values.size() == ids.size() ? s.values[i].get() : nullptr, got,
+                         exp[i]))
+        d.hint = "write `return " + d.hint.substr(7);
       return;
     }
   }

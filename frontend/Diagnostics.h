@@ -15,6 +15,7 @@
 
 #include "ir/IR.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,14 @@ const char *diagIdName(DiagId id);
 
 enum class Severity { Error, Warning, Note, Remark };
 
+/// A machine-applicable edit that carries out (part of) a hint: replace the source text
+/// at `range` (one line, columns [col, endCol)) with `replacement`. The REPL,
+/// the API and the test that applies every hint read it.
+struct FixIt {
+  SrcLoc range;
+  std::string replacement;
+};
+
 struct Diagnostic {
   Severity severity = Severity::Error;
   DiagId id = DiagId::ParseError;
@@ -37,6 +46,7 @@ struct Diagnostic {
   std::string message;            ///< formatted
   std::vector<std::string> notes; ///< each printed as `note: ...`
   std::string hint;               ///< printed as `hint: ...` (may be empty)
+  std::vector<FixIt> fixes;       ///< the hint as edits (disjoint), when it is one
 };
 
 /// Owns the text of every source file of a Session, for carets.
@@ -71,6 +81,9 @@ public:
     diags_.clear();
     errors_ = 0;
   }
+  /// Drops every diagnostic recorded after the first `n` and resets the error
+  /// count to `errors` (a trial build that the builder discards).
+  void rollback(size_t n, int errors);
   /// Stop recording after this many errors (error recovery must terminate).
   void setErrorLimit(int n) { limit_ = n; }
 

@@ -53,8 +53,9 @@ public:
   ast::ExprPtr unary(const char *op, ast::ExprPtr e, const Span &opLoc, const Span &whole);
   ast::ExprPtr binary(const std::string &op, ast::ExprPtr l, ast::ExprPtr r, const Span &opLoc,
                       const Span &whole);
-  ast::ExprPtr call(const std::string &callee, CallArgs a, const Span &calleeLoc);
-  ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a);
+  ast::ExprPtr call(const std::string &callee, CallArgs a, const Span &calleeLoc,
+                    const Span &whole);
+  ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a, const Span &whole);
   ast::ExprPtr layoutExpr(LayoutPtr l);
   void addArg(CallArgs &a, ast::ExprPtr e);
   void addKwarg(CallArgs &a, const std::string &k, ast::ExprPtr e, const Span &s);

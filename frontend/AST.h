@@ -25,6 +25,9 @@ struct LayoutEntry {
   std::string reduce = "sum";
   // dims-mapping form
   std::vector<std::string> axes;
+  /// A PyTorch-style `Shard(0)` / `Replicate()` in a dims mapping (an error
+  /// the IR builder reports with the dtensor spelling); kind/dim/reduce set.
+  bool torch = false;
 };
 
 struct LayoutSpec {

@@ -7,6 +7,7 @@
 #include "passes/Autodiff.h"
 #include "passes/Redistribute.h"
 
+#include <algorithm>
 #include <tuple>
 
 namespace dt {
@@ -385,6 +386,22 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       return EV::bad();
     }
   }
+  if (wrt.empty()) {
+    const ast::Expr *w = kwarg(callee, "wrt");
+    auto &d = diags().error(DiagId::Unsupported, w->loc,
+                            {"`wrt=[]` differentiates with respect to nothing; `" +
+                             callee.callee + "` needs at least one argument position"});
+    d.hint = "write `wrt=[0]` for the first argument";
+    if (w->full.known() && w->full.endCol > w->full.col)
+      d.fixes = {FixIt{w->full, "[0]"}};
+    return EV::bad();
+  }
+  for (size_t k = 0; k < wrt.size(); ++k)
+    if (std::count(wrt.begin(), wrt.begin() + (std::ptrdiff_t)k, wrt[k])) {
+      diags().error(DiagId::Unsupported, callee.loc,
+                    {"`wrt` lists argument position " + std::to_string(wrt[k]) + " twice"});
+      return EV::bad();
+    }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
       diags().error(DiagId::Unsupported, callee.loc,

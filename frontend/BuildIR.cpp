@@ -243,6 +243,18 @@ static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std
   }
 }
 
+std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
+  const TensorType &t = typeOf(id);
+  if (!t.isHost() || t.rank() != 0 || (t.dtype != DType::I32 && t.dtype != DType::I64))
+    return std::nullopt;
+  for (Block *b : blockStack_)
+    for (auto &in : b->insts)
+      if (in.results.size() == 1 && in.results[0] == id &&
+          (in.op == Op::Fill || in.op == Op::Const) && in.attrs.floats.size() == 1)
+        return (int64_t)in.attrs.floats[0];
+  return std::nullopt;
+}
+
 void IRBuilder::forLoop(const ast::Stmt &s) {
   auto bound = [&](const ast::Expr &e, int64_t &out) {
     if (e.kind == ast::Expr::Name && symbols_ && symbols_->count(e.text)) {
@@ -253,6 +265,13 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
     EV v = expr(e);
     if (v.poison)
       return false;
+    // An integer variable holding a constant (`var n = 3`, `let n : i64[] = 3`)
+    // is known here; one that a loop changes is not.
+    if (v.single())
+      if (auto c = hostIntConstant(v.ids[0])) {
+        out = *c;
+        return true;
+      }
     if (!v.literal || !v.isInt) {
       diags().error(DiagId::BadLoopBounds, e.loc);
       return false;
@@ -391,7 +410,10 @@ void IRBuilder::printStmt(const ast::Stmt &s) {
   for (int id : v.ids) {
     Attrs a;
     a.str = exprText(s.value.get());
-    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, s.value->loc, a);
+    // The whole expression's span: the executor tells the collectives that
+    // lowering puts before this print from a `relayout` written inside it.
+    SrcLoc at = s.value->full.known() && s.value->full.endCol ? s.value->full : s.value->loc;
+    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, at, a);
     (void)r;
   }
 }
@@ -455,7 +477,16 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     if (c == '.')
       c = '/';
   std::string text, path;
-  for (auto &dir : s_.options.stdlibPaths) {
+  // The importing file's own folder first (a program next to its modules),
+  // then the stdlib paths.
+  std::vector<std::string> dirs;
+  if (s.loc.file >= 0 && s.loc.file < s_.sources.count()) {
+    auto here = std::filesystem::path(s_.sources.path(s.loc.file)).parent_path().string();
+    dirs.push_back(here.empty() ? "." : here);
+  }
+  for (auto &dir : s_.options.stdlibPaths)
+    dirs.push_back(dir);
+  for (auto &dir : dirs) {
     std::ifstream in(dir + "/" + rel + ".dt");
     if (!in)
       continue;
@@ -467,10 +498,10 @@ void IRBuilder::importModule(const ast::Stmt &s) {
   }
   if (path.empty()) {
     auto &d = diags().error(DiagId::UnknownModule, s.loc, {mod});
-    std::string dirs;
-    for (auto &p : s_.options.stdlibPaths)
-      dirs += (dirs.empty() ? "" : ", ") + p;
-    d.hint = "searched " + (dirs.empty() ? std::string("no folders") : dirs);
+    std::string searched;
+    for (auto &p : dirs)
+      searched += (searched.empty() ? "" : ", ") + p;
+    d.hint = "searched " + (searched.empty() ? std::string("no folders") : searched);
     return;
   }
   st_.imported.insert(mod);

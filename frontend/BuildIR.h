@@ -101,6 +101,9 @@ public:
   void returnStmt(const ast::Stmt &s);
   void printStmt(const ast::Stmt &s);
 
+  /// The value of a rank-0 host integer defined by a constant (loop bounds).
+  std::optional<int64_t> hostIntConstant(int id);
+
   // ---- functions (BuildCall.cpp)
   EV callUser(const std::string &name, FnInfo &fn, const std::vector<EV> &args,
               const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
@@ -142,6 +145,8 @@ public:
                                         const std::map<std::string, Dim> *symbols);
   std::optional<TensorType> applyLayout(const ast::LayoutSpec &spec, DType dt, const Shape &shape);
   std::string layoutText(const TensorType &t) const; ///< `m[_, x]` or `m{x: partial(sum)}`
+  /// Reports a PyTorch-style placement list `m[Shard(0), Replicate()]`.
+  std::nullopt_t torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh, int rank);
   std::string exprText(const ast::Expr *e) const;
   /// `relayout(e, m[x, _])`: the call that moves `e` to `t`'s layout.
   std::string relayoutText(const ast::Expr *e, const TensorType &t) const;

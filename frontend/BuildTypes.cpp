@@ -184,6 +184,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
     return t;
   }
   // dims-mapping form: one entry per tensor dim
+  if (std::any_of(spec.entries.begin(), spec.entries.end(), [](auto &e) { return e.torch; }))
+    return torchLayout(spec, mesh, rank);
   if ((int)spec.entries.size() != rank) {
     auto &d = diags().error(
         DiagId::LayoutRankMismatch, spec.loc,
@@ -227,6 +229,49 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
     }
   }
   return t;
+}
+
+std::nullopt_t IRBuilder::torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh,
+                                      int rank) {
+  // PyTorch lists one placement per MESH axis, in mesh order; dtensor's
+  // placement form names the axes. Spell the same layout both ways.
+  auto &d = diags().error(DiagId::TorchPlacements, spec.loc, {spec.mesh});
+  if (spec.entries.size() != mesh->axes.size()) {
+    d.hint = "write one `axis: placement` per mesh axis: `" + spec.mesh + "{" +
+             mesh->axes[0].name + ": shard(0)}`";
+    return std::nullopt;
+  }
+  std::string written;
+  TensorType t = replicatedType(DType::F32, Shape(rank, Dim::lit(1)), mesh);
+  for (size_t a = 0; a < spec.entries.size(); ++a) {
+    const auto &e = spec.entries[a];
+    std::string kind = e.torch ? e.kind : (e.axes.empty() ? "_" : e.axes[0]);
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    std::string p;
+    if (kind == "replicate") {
+      p = "replicate";
+    } else if (kind == "shard" && e.dim >= 0 && e.dim < rank) {
+      p = "shard(" + std::to_string(e.dim) + ")";
+      t.placements[a] = Placement::shard((int)e.dim);
+    } else if (kind == "partial" && parseReduceOp(e.reduce)) {
+      p = "partial(" + e.reduce + ")";
+      t.placements[a] = Placement::partial(*parseReduceOp(e.reduce));
+    } else {
+      d.hint = "placements are `replicate`, `shard(d)` with d < " + std::to_string(rank) +
+               " and `partial(op)`, written `" + spec.mesh + "{axis: shard(0)}`";
+      return std::nullopt;
+    }
+    written += (a ? ", " : "") + mesh->axes[a].name + ": " + p;
+  }
+  std::string placementForm = spec.mesh + "{" + written + "}";
+  std::string dm = t.dimsMappingStr();
+  d.notes.push_back("dtensor names the mesh axis of each placement, `" + placementForm +
+                    "`, or the axis of each tensor dim" +
+                    (dm.empty() ? std::string(" (no partial)") : ", `" + dm + "`"));
+  d.hint = "write `" + placementForm + "`";
+  if (spec.loc.known() && spec.loc.endCol > spec.loc.col)
+    d.fixes = {FixIt{spec.loc, placementForm}};
+  return std::nullopt;
 }
 
 std::string IRBuilder::layoutText(const TensorType &t) const {

@@ -236,6 +236,19 @@ ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
   return e;
 }
 
+ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg,
+                                     bool argIsInt, const Span &s) {
+  ast::LayoutEntry e;
+  e.loc = loc(s);
+  e.torch = true;
+  e.kind = kind;
+  if (argIsInt)
+    e.dim = toInt(arg, s);
+  else if (!arg.empty())
+    e.reduce = arg;
+  return e;
+}
+
 ast::LayoutEntry Builder::placement(const std::string &axis, const std::string &kind,
                                     const std::string &arg, bool argIsInt, const Span &kindLoc,
                                     const Span &s) {

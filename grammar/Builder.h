@@ -70,6 +70,10 @@ public:
                    std::vector<ast::LayoutEntry> entries, const Span &s);
   /// Dims-mapping entry: `_`, `x` or `(x, y)`.
   ast::LayoutEntry dimEntry(NameList axes, const Span &s);
+  /// PyTorch-style entry `Shard(0)`, `Replicate()`, `Partial(sum)` in a
+  /// dims-mapping list (marked `torch`; the IR builder reports it).
+  ast::LayoutEntry torchEntry(const std::string &kind, const std::string &arg, bool argIsInt,
+                              const Span &s);
   /// Placement entry `axis: kind` or `axis: kind(arg)`; `arg` empty if absent.
   ast::LayoutEntry placement(const std::string &axis, const std::string &kind,
                              const std::string &arg, bool argIsInt, const Span &kindLoc,

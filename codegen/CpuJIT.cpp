@@ -4,7 +4,7 @@
 #include "codegen/CpuJIT.h"
 
 #include "codegen/LLVMCodegen.h"
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>

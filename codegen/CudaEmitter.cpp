@@ -5,7 +5,7 @@
 // CudaEmitter.h for the ABI and the launch geometry.
 #include "codegen/CudaEmitter.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cctype>

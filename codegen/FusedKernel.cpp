@@ -1,7 +1,7 @@
 // This file implements the global-IR -> kernel-IR bridge (see FusedKernel.h).
 #include "codegen/FusedKernel.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <unordered_map>
 

@@ -3,8 +3,8 @@
 // KernelInterp.cpp.
 #include "codegen/KernelIR.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/Random.h"
+#include "support/Diagnostics.h"
+#include "support/Random.h"
 
 #include <algorithm>
 #include <cmath>

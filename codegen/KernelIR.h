@@ -68,7 +68,7 @@
 //                        u1 = uniform(s,2i), u2 = uniform(s,2i+1), in f32
 //                        (libm logf/cosf, 2*pi rounded to f32 first); f64
 //                        widens the f32 value. rngBits(s,i) =
-//                        splitmix64(splitmix64(s) ^ i) as in runtime/Random.h
+//                        splitmix64(splitmix64(s) ^ i) as in support/Random.h
 //   iota d : t         : g[d] (global index along iteration dim d) cast to t
 //   store out_k, x     : out_k[idx] = x (x's dtype must be out_k's dtype)
 //
@@ -244,7 +244,7 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params);
 int64_t kernelConstInt(const KNode &n);
 double kernelConstFloat(const KNode &n);
 
-/// The RNG of runtime/Random.h (these forward to it), for lowerings that need
+/// The RNG of support/Random.h (these forward to it), for lowerings that need
 /// the bits at compile time (the LLVM lowering pre-mixes the seed).
 uint64_t kernelSplitmix64(uint64_t x);
 float kernelUniform01(uint64_t seed, uint64_t i);

@@ -5,7 +5,7 @@
 // in its own dtype, reductions in row-major order of the reduced dims.
 #include "codegen/KernelIR.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cmath>
 #include <cstring>

@@ -5,7 +5,7 @@
 // unsigned bool compares).
 #include "codegen/LLVMCodegen.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -511,7 +511,7 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
       Value *lg = libm("logf", "logf", DType::F32, {b_.CreateFSub(ConstantFP::get(f, 1.0), u1)});
       Value *s =
           b_.CreateIntrinsic(Intrinsic::sqrt, {f}, {b_.CreateFMul(ConstantFP::get(f, -2.0), lg)});
-      const float twoPi = 6.28318530717958647692f; // as runtime/Random.h
+      const float twoPi = 6.28318530717958647692f; // as support/Random.h
       Value *c = libm("cosf", "cosf", DType::F32, {b_.CreateFMul(ConstantFP::get(f, twoPi), u2)});
       r = b_.CreateFMul(s, c);
     }

@@ -2,8 +2,8 @@
 // and output read back, and the content-addressed on-disk cache.
 #include "codegen/Nvrtc.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/CudaApi.h"
+#include "support/Diagnostics.h"
+#include "codegen/CudaApi.h"
 
 #include <cstdio>
 #include <cstdlib>

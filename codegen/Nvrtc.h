@@ -12,7 +12,7 @@
 // conventional one. NVRTC itself is opened at run time through CudaLibraries.
 #pragma once
 
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 
 #include <cstdint>
 #include <mutex>

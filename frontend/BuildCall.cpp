@@ -29,7 +29,7 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
       if (v.poison)
         return false;
       if (!v.literal || !v.isInt) {
-        b.diags().error(DiagId::Unsupported, c->loc, {"expected an integer literal"});
+        b.diags().error<DiagId::ExpectedInt>(c->loc);
         return false;
       }
       out.push_back((int64_t)v.number);
@@ -40,7 +40,7 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
   if (v.poison)
     return false;
   if (!v.literal || !v.isInt) {
-    b.diags().error(DiagId::Unsupported, x.loc, {"expected an integer or a list of integers"});
+    b.diags().error<DiagId::ExpectedIntList>(x.loc);
     return false;
   }
   out.push_back((int64_t)v.number);
@@ -88,7 +88,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     if (x.poison)
       return x;
     if (!x.single()) {
-      diags().error(DiagId::Unsupported, e.loc, {"`" + name + "` needs a tensor"});
+      diags().error<DiagId::NeedsTensor>(e.loc, name);
       return EV::bad();
     }
     const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
@@ -135,9 +135,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   }
   if (name == "einsum") {
     if (e.args.size() < 2 || e.args[0]->kind != ast::Expr::String) {
-      diags().error(
-          DiagId::Unsupported, e.loc,
-          {"`einsum` takes a spec string and one or two tensors: einsum(\"ik,kj->ij\", a, b)"});
+      diags().error<DiagId::EinsumArgs>(e.loc);
       return EV::bad();
     }
     if (!nargs(2, 3))
@@ -152,8 +150,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     }
     if (ops.size() == 1) {
       // one-operand einsum: a transpose and/or reduction, written as data
-      diags().error(DiagId::Unsupported, e.loc,
-                    {"one-operand `einsum` is not supported; use `sum` and `transpose`"});
+      diags().error<DiagId::EinsumOneOperand>(e.loc);
       return EV::bad();
     }
     return emit(Op::Einsum, ops, exs, e.loc, a);
@@ -188,7 +185,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     if (!s && e.args.size() > 1)
       s = ex(1);
     if (!s || s->kind != ast::Expr::List) {
-      diags().error(DiagId::Unsupported, e.loc, {"`" + name + "` needs a shape list like [2, 3]"});
+      diags().error<DiagId::NeedsShapeList>(e.loc, name);
       return EV::bad();
     }
     Shape shape;
@@ -201,8 +198,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       if (v.poison)
         return v;
       if (!v.literal || !v.isInt || v.number < 0) {
-        diags().error(DiagId::Unsupported, c->loc,
-                      {"shape entries are sizes: integers or size symbols"});
+        diags().error<DiagId::BadShapeEntry>(c->loc);
         return EV::bad();
       }
       shape.push_back(Dim::lit((int64_t)v.number));
@@ -252,9 +248,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       return x.poison ? x : EV::bad();
     const ast::Expr &l = *e.args[1];
     if (l.kind != ast::Expr::Layout || !l.layout) {
-      diags().error(DiagId::Unsupported, l.loc,
-                    {"the second argument of `" + name +
-                     "` is a layout such as `m[_, x]` or `m{x: shard(0)}`"});
+      diags().error<DiagId::NeedsLayoutArg>(l.loc, name);
       return EV::bad();
     }
     const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
@@ -294,7 +288,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       if (v.poison)
         return v;
       if (!v.literal) {
-        diags().error(DiagId::Unsupported, e.args[1]->loc, {"`full_like` needs a number"});
+        diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
         return EV::bad();
       }
       a.floats = {v.number};
@@ -314,9 +308,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return EV::bad();
   }
   if (name == "grad" || name == "value_and_grad") {
-    diags().error(
-        DiagId::Unsupported, e.loc,
-        {"`" + name + "(f)` is a function; call it with the arguments: `" + name + "(f)(x)`"});
+    diags().error<DiagId::GradNotCalled>(e.loc, name);
     return EV::bad();
   }
   handled = false;
@@ -354,8 +346,7 @@ EV IRBuilder::call(const ast::Expr &e) {
     if (callee.kind == ast::Expr::Call &&
         (callee.callee == "grad" || callee.callee == "value_and_grad"))
       return gradCall(callee, args, exs, e.loc);
-    diags().error(DiagId::Unsupported, e.loc,
-                  {"only `grad(f)(...)` and `value_and_grad(f)(...)` can be called this way"});
+    diags().error<DiagId::CallOfCall>(e.loc);
     return EV::bad();
   }
   // user functions first (a module's own functions, then qualified names)

@@ -101,9 +101,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                                        {}, nullptr);
       id = materialize(o, like ? *like : host, loc);
     } else if (o.ids.size() != 1) {
-      diags().error(DiagId::Unsupported, loc,
-                    {"a tuple of " + std::to_string(o.ids.size()) +
-                     " values cannot be an operand; destructure it with `let (a, b) = ...`"});
+      diags().error<DiagId::TupleOperand>(loc, o.ids.size());
       return EV::bad();
     } else {
       id = o.ids[0];
@@ -154,12 +152,9 @@ EV IRBuilder::expr(const ast::Expr &e) {
     Binding *b = lookup(e.text);
     if (!b) {
       if (st_.functions.count(e.text) || st_.functions.count(modulePrefix_ + e.text))
-        diags().error(DiagId::Unsupported, e.loc,
-                      {"function `" + e.text + "` is not a value; call it"});
+        diags().error<DiagId::FunctionNotValue>(e.loc, e.text);
       else if (st_.meshes.count(e.text))
-        diags().error(DiagId::Unsupported, e.loc,
-                      {"mesh `" + e.text + "` is not a value; use it in a layout such as `" +
-                       e.text + "[_]`"});
+        diags().error<DiagId::MeshNotValue>(e.loc, e.text);
       else
         didYouMean(diags().error(DiagId::UnknownName, e.loc, {e.text}), e.text, namesInScope(),
                    e.full);
@@ -197,14 +192,13 @@ EV IRBuilder::expr(const ast::Expr &e) {
   case K::CallExpr:
     return call(e);
   case K::String:
-    diags().error(DiagId::Unsupported, e.loc, {"a string is only allowed as an `einsum` spec"});
+    diags().error<DiagId::StringNotValue>(e.loc);
     return EV::bad();
   case K::Layout:
-    diags().error(DiagId::Unsupported, e.loc,
-                  {"a layout is only allowed as the argument of `relayout` or `distribute`"});
+    diags().error<DiagId::LayoutNotValue>(e.loc);
     return EV::bad();
   case K::Index:
-    diags().error(DiagId::Unsupported, e.loc, {"indexing is not supported; destructure tuples"});
+    diags().error<DiagId::IndexingUnsupported>(e.loc);
     return EV::bad();
   }
   return EV::bad();
@@ -226,7 +220,7 @@ EV IRBuilder::binary(const ast::Expr &e) {
   }
   auto it = kOperators.find(e.op);
   if (it == kOperators.end()) {
-    diags().error(DiagId::Unsupported, e.loc, {"unknown operator `" + e.op + "`"});
+    diags().error<DiagId::UnknownOperator>(e.loc, e.op);
     return EV::bad();
   }
   return emit(it->second, {a, b}, {e.args[0].get(), e.args[1].get()}, e.loc);
@@ -244,7 +238,7 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       if (depth == shape.size())
         shape.push_back((int64_t)x.args.size());
       else if (depth > shape.size() || shape[depth] != (int64_t)x.args.size()) {
-        diags().error(DiagId::Unsupported, x.loc, {"ragged tensor literal: rows differ in length"});
+        diags().error<DiagId::RaggedLiteral>(x.loc);
         bad = true;
         return;
       }
@@ -258,8 +252,7 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       return;
     }
     if (!v.literal || depth != shape.size()) {
-      diags().error(DiagId::Unsupported, x.loc,
-                    {"tensor literals hold numbers only, one nesting level per dim"});
+      diags().error<DiagId::BadLiteralElement>(x.loc);
       bad = true;
       return;
     }
@@ -309,7 +302,7 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       if (v.poison)
         return std::nullopt;
       if (!v.literal) {
-        diags().error(DiagId::Unsupported, x->loc, {"`" + c + "` needs a number here"});
+        diags().error<DiagId::NeedsNumberHere>(x->loc, c);
         return std::nullopt;
       }
       return v.number;

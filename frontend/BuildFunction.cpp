@@ -5,7 +5,6 @@
 #include "frontend/BuildIR.h"
 
 #include "passes/Autodiff.h"
-#include "passes/Redistribute.h"
 
 #include <algorithm>
 #include <tuple>
@@ -81,7 +80,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     auto it = fi.instances.find(key);
     if (it != fi.instances.end()) {
       if (it->second.empty())
-        diags().error(DiagId::Unsupported, loc, {"recursive call of `" + fi.qualified + "`"});
+        diags().error<DiagId::RecursiveCall>(loc, fi.qualified);
       return it->second;
     }
     fi.instances[key] = ""; // in progress: detects recursion
@@ -242,7 +241,7 @@ std::optional<std::pair<size_t, TensorType>>
 IRBuilder::findArgumentFix(FnInfo &fi, const std::vector<TensorType> &argTypes, SrcLoc loc) {
   // Candidates: one argument of a `@ *` parameter moved to another layout on
   // its mesh (every axis replicated or sharding one dim), cheapest move
-  // first (the planner's bytes; then fewer changed axes). The first that
+  // first (estimated communication; then fewer changed axes). The first that
   // makes the whole call type-check is the hint.
   struct Cand {
     size_t arg;
@@ -274,12 +273,14 @@ IRBuilder::findArgumentFix(FnInfo &fi, const std::vector<TensorType> &argTypes, 
       }
       if (!changed)
         continue;
+      // Cost per changed axis, in the planner's order of bytes moved:
+      // replicate -> anything is a local slice (0); reduce-scatter and
+      // all-to-all move a 1/k share (1); all-gather and all-reduce move the
+      // whole value (2).
       int64_t bytes = 0;
-      try {
-        bytes = isConcrete(a.shape) ? planRedistribution(a, t).bytes : 0;
-      } catch (const InternalError &) {
-        continue; // no plan between these layouts
-      }
+      for (int k = 0; k < axes; ++k)
+        if (!(t.placements[k] == a.placements[k]) && !a.placements[k].isReplicate())
+          bytes += t.placements[k].isReplicate() ? 2 : 1;
       cands.push_back({i, t, bytes, changed});
     }
   }
@@ -310,12 +311,11 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
     if (a.poison)
       return EV::bad();
     if (a.literal) {
-      diags().error(DiagId::Unsupported, argExprs[i]->loc,
-                    {"pass a tensor, not a bare number, to `" + fi.qualified + "`"});
+      diags().error<DiagId::BareNumberArg>(argExprs[i]->loc, fi.qualified);
       return EV::bad();
     }
     if (a.ids.size() != 1) {
-      diags().error(DiagId::Unsupported, argExprs[i]->loc, {"a tuple cannot be an argument"});
+      diags().error<DiagId::TupleArg>(argExprs[i]->loc);
       return EV::bad();
     }
     ids.push_back(a.ids[0]);
@@ -344,9 +344,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
                        const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
   bool withValue = callee.callee == "value_and_grad";
   if (callee.args.empty() || callee.args[0]->kind != ast::Expr::Name) {
-    diags().error(
-        DiagId::Unsupported, callee.loc,
-        {"`" + callee.callee + "` takes a function name: `" + callee.callee + "(loss, wrt=[0])`"});
+    diags().error<DiagId::GradNeedsFunction>(callee.loc, callee.callee);
     return EV::bad();
   }
   const std::string &fname = callee.args[0]->text;
@@ -372,7 +370,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     const ast::Expr &w = *wp;
     auto one = [&](const ast::Expr &x) {
       if (x.kind != ast::Expr::Number || !x.isInt) {
-        diags().error(DiagId::Unsupported, x.loc, {"`wrt` lists argument positions: wrt=[0, 2]"});
+        diags().error<DiagId::BadWrt>(x.loc);
         return false;
       }
       wrt.push_back((int64_t)x.number);
@@ -388,9 +386,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   }
   if (wrt.empty()) {
     const ast::Expr *w = kwarg(callee, "wrt");
-    auto &d = diags().error(DiagId::Unsupported, w->loc,
-                            {"`wrt=[]` differentiates with respect to nothing; `" +
-                             callee.callee + "` needs at least one argument position"});
+    auto &d = diags().error(DiagId::WrtEmpty, w->loc, {callee.callee});
     d.hint = "write `wrt=[0]` for the first argument";
     if (w->full.known() && w->full.endCol > w->full.col)
       d.fixes = {FixIt{w->full, "[0]"}};
@@ -398,14 +394,12 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   }
   for (size_t k = 0; k < wrt.size(); ++k)
     if (std::count(wrt.begin(), wrt.begin() + (std::ptrdiff_t)k, wrt[k])) {
-      diags().error(DiagId::Unsupported, callee.loc,
-                    {"`wrt` lists argument position " + std::to_string(wrt[k]) + " twice"});
+      diags().error(DiagId::WrtTwice, callee.loc, {std::to_string(wrt[k])});
       return EV::bad();
     }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
-      diags().error(DiagId::Unsupported, callee.loc,
-                    {"`wrt` position " + std::to_string(i) + " is not an argument of the call"});
+      diags().error<DiagId::WrtOutOfRange>(callee.loc, i);
       return EV::bad();
     }
   std::vector<int> ids;
@@ -414,7 +408,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     if (a.poison)
       return EV::bad();
     if (!a.single()) {
-      diags().error(DiagId::Unsupported, loc, {"`grad` arguments must be tensors"});
+      diags().error<DiagId::GradArgNotTensor>(loc);
       return EV::bad();
     }
     ids.push_back(a.ids[0]);

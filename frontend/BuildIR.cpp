@@ -4,7 +4,7 @@
 // entry points that run parse + build.
 #include "frontend/BuildIR.h"
 
-#include "frontend/Parser.h"
+#include "grammar/Parser.h"
 
 #include <filesystem>
 #include <fstream>
@@ -47,7 +47,7 @@ void IRBuilder::stmt(const ast::Stmt &s) {
   switch (s.kind) {
   case K::Mesh:
     if (!topLevel) {
-      diags().error(DiagId::Unsupported, s.loc, {"meshes are declared at the top level"});
+      diags().error<DiagId::MeshNotTopLevel>(s.loc);
       return;
     }
     return meshDecl(s);
@@ -64,13 +64,13 @@ void IRBuilder::stmt(const ast::Stmt &s) {
     return printStmt(s);
   case K::Import:
     if (!topLevel && modulePrefix_.empty()) {
-      diags().error(DiagId::Unsupported, s.loc, {"`import` belongs at the top level"});
+      diags().error<DiagId::ImportNotTopLevel>(s.loc);
       return;
     }
     return importModule(s);
   case K::Fn:
     if (inFunction || blockStack_.size() != 1) {
-      diags().error(DiagId::Unsupported, s.loc, {"functions are declared at the top level"});
+      diags().error<DiagId::FnNotTopLevel>(s.loc);
       return;
     }
     return fnDecl(s, modulePrefix_);
@@ -103,7 +103,7 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
   }
   int64_t n = m->size();
   if (n > (1 << 20)) {
-    diags().error(DiagId::Unsupported, s.loc, {"mesh `" + d.name + "` has more than 2^20 devices"});
+    diags().error<DiagId::MeshTooLarge>(s.loc, d.name);
     return;
   }
   if (d.hasDevices) {
@@ -135,8 +135,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     declared = resolveType(*s.type, nullptr);
     typeOk = declared.has_value();
     if (declared && s.type->layout && s.type->layout->mesh == "*") {
-      diags().error(DiagId::Unsupported, s.type->loc,
-                    {"`@ *` is only allowed in function signatures"});
+      diags().error<DiagId::WildcardLayout>(s.type->loc);
       typeOk = false;
     }
   }
@@ -177,9 +176,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     v = EV::bad();
   }
   if (!v.poison && v.ids.size() != s.names.size()) {
-    diags().error(DiagId::Unsupported, s.loc,
-                  {"the value has " + std::to_string(v.ids.size()) + " parts but " +
-                   std::to_string(s.names.size()) + " names are bound"});
+    diags().error<DiagId::DestructureCount>(s.loc, v.ids.size(), s.names.size());
     v = EV::bad();
   }
   for (size_t i = 0; i < s.names.size(); ++i) {
@@ -219,7 +216,7 @@ void IRBuilder::assign(const ast::Stmt &s) {
       return;
   }
   if (v.ids.size() != 1) {
-    diags().error(DiagId::Unsupported, s.value->loc, {"cannot assign a tuple to a variable"});
+    diags().error<DiagId::TupleAssign>(s.value->loc);
     return;
   }
   const TensorType &got = typeOf(v.ids[0]);
@@ -344,8 +341,7 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
     return;
   }
   if (blockStack_.size() != 1) {
-    diags().error(DiagId::Unsupported, s.loc,
-                  {"`return` must be the last statement of the function body"});
+    diags().error<DiagId::ReturnNotLast>(s.loc);
     return;
   }
   sawReturn_ = true;
@@ -358,7 +354,7 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       continue;
     }
     if (e.literal) {
-      diags().error(DiagId::Unsupported, v->loc, {"return a tensor, not a bare number"});
+      diags().error<DiagId::BareNumberReturn>(v->loc);
       poisoned = true;
       continue;
     }
@@ -369,9 +365,7 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
     return;
   auto &exp = *expectedResults_;
   if (ids.size() != exp.size()) {
-    diags().error(DiagId::Unsupported, s.loc,
-                  {"returns " + std::to_string(ids.size()) + " values but the signature declares " +
-                   std::to_string(exp.size())});
+    diags().error<DiagId::ReturnCount>(s.loc, ids.size(), exp.size());
     return;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -517,7 +511,7 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     else if (st->kind == ast::Stmt::Import)
       importModule(*st);
     else
-      diags().error(DiagId::Unsupported, st->loc, {"a module holds only `fn` and `import`"});
+      diags().error<DiagId::ModuleStatement>(st->loc);
   }
   modulePrefix_ = saved;
   st_.programs.push_back(std::move(prog));
@@ -580,7 +574,7 @@ bool Session::compile(const std::string &path, const std::string &text) {
 bool Session::compileFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    diags.error(DiagId::Unsupported, SrcLoc{-1, 0, 0, 0}, {"cannot read `" + path + "`"});
+    diags.error<DiagId::CannotReadFile>(SrcLoc{-1, 0, 0, 0}, path);
     return false;
   }
   std::stringstream ss;

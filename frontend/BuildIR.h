@@ -12,7 +12,7 @@
 // written is also checked once on its own, symbolically, where it is defined.
 #pragma once
 
-#include "frontend/AST.h"
+#include "grammar/AST.h"
 #include "frontend/Session.h"
 #include "ir/Infer.h"
 

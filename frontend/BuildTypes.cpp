@@ -168,15 +168,12 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
       } else if (kind == "partial") {
         auto op = parseReduceOp(e.reduce);
         if (!op) {
-          diags().error(DiagId::Unsupported, e.loc,
-                        {"unknown reduction `" + e.reduce + "`; use sum, avg, max or min"});
+          diags().error<DiagId::UnknownReduction>(e.loc, e.reduce);
           return std::nullopt;
         }
         t.placements[a] = Placement::partial(*op);
       } else {
-        diags().error(
-            DiagId::Unsupported, e.loc,
-            {"unknown placement `" + e.kind + "`; use replicate, shard(d) or partial(op)"});
+        diags().error<DiagId::UnknownPlacement>(e.loc, e.kind);
         return std::nullopt;
       }
     }

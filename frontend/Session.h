@@ -3,7 +3,7 @@
 // embedding API each own Sessions; nothing lives in globals.
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/IR.h"
 
 #include <string>

@@ -13,7 +13,7 @@
 // their first byte (endCol 0).
 #pragma once
 
-#include "frontend/AST.h"
+#include "grammar/AST.h"
 #include "grammar/Lexer.h"
 
 #include <unordered_map>

@@ -8,7 +8,7 @@
 // downstream can recurse without limit. All state lives in the Lexer object.
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 #include <vector>

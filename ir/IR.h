@@ -43,6 +43,7 @@
 #pragma once
 
 #include "ir/Types.h"
+#include "support/SourceLoc.h"
 
 #include <deque>
 #include <memory>
@@ -81,15 +82,6 @@ const char *opName(Op op);
 /// How an op is spelled in source (`+` for add, `@` for matmul), for messages.
 const char *opDisplayName(Op op);
 bool parseOpName(const std::string &s, Op &out);
-
-/// A position in a source file (1-based line and column; 0 = unknown).
-struct SrcLoc {
-  int file = 0; ///< index into the Session's SourceManager
-  int line = 0;
-  int col = 0;
-  int endCol = 0; ///< exclusive; 0 = one character
-  bool known() const { return line > 0; }
-};
 
 /// An SSA value. Owned by the Function; referred to by id.
 struct Value {

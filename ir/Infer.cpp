@@ -481,11 +481,10 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
             err(DiagId::RelayoutMesh, {src.mesh->name, dst.isHost() ? "host" : dst.mesh->name}));
     } else if (op == Op::Distribute) {
       if (!src.isHost())
-        return fail(err(DiagId::Unsupported, {"`distribute` needs a host value; use `relayout` to "
-                                              "change a distributed value's layout"}));
+        return fail(err(DiagId::DistributeNeedsHost, {}));
     } else { // ToHost
       if (src.isHost())
-        return fail(err(DiagId::Unsupported, {"`to_host` needs a distributed value"}));
+        return fail(err(DiagId::ToHostNeedsDistributed, {}));
       if (src.hasPartial()) {
         auto e = err(DiagId::PartialToHost, {});
         e.operand = 0;
@@ -526,7 +525,7 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   case OpClass::Collective: { // SPMD IR only: one step of a placement change
     std::string why = checkCollective(op, ops[0], givenType(), attrs.ints);
     if (!why.empty())
-      return fail(err(DiagId::Unsupported, {why}));
+      return fail(err(DiagId::BadCollective, {why}));
     out.results = {givenType()};
     return out;
   }

@@ -18,9 +18,9 @@
 // (which re-infers every instruction after every pass).
 #pragma once
 
-#include "frontend/Diagnostics.h"
 #include "ir/IR.h"
 #include "ir/Signatures.h"
+#include "support/Diagnostics.h"
 
 #include <optional>
 #include <vector>
@@ -28,7 +28,7 @@
 namespace dt {
 
 struct TypeError {
-  DiagId id = DiagId::Unsupported;
+  DiagId id{}; ///< always set by the checker
   std::vector<std::string> args;
   int operand = -1;                  ///< operand the fix applies to (-1: none)
   std::optional<TensorType> suggest; ///< relayout target for that operand

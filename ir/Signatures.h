@@ -15,7 +15,7 @@
 // building one also checks the shapes and reports a shape error.
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/IR.h"
 
 #include <optional>

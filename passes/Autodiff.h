@@ -11,7 +11,7 @@
 // Guarantees: the generated function type-checks under ir/Infer.
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/IR.h"
 
 #include <string>

@@ -9,7 +9,7 @@
 // Needs: a module after the `spmd` pipeline step. Pure: reads the module only.
 #pragma once
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/IR.h"
 
 #include <cstdint>

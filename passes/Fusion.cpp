@@ -3,7 +3,7 @@
 // group, then outlined into `@fused.N` kernel functions.
 #include "passes/Fusion.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -3,7 +3,7 @@
 // ir/Collectives.h accepts.
 #include "passes/Redistribute.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/Collectives.h"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // and wrapping integer loops.
 #include "runtime/Blas.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cblas.h>
 

@@ -1,7 +1,7 @@
 // This file implements the per-rank collective steps (see CollectiveSteps.h).
 #include "runtime/CollectiveSteps.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "ir/Collectives.h"
 #include "runtime/LocalOps.h"
 

@@ -4,7 +4,7 @@
 // wrap-around for integer sums) and count bookkeeping.
 #include "runtime/Communicator.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 #include <type_traits>

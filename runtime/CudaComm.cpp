@@ -3,8 +3,8 @@
 // IR's). See runtime/CudaComm.h.
 #include "runtime/CudaComm.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/CudaApi.h"
+#include "support/Diagnostics.h"
+#include "codegen/CudaApi.h"
 
 #include <cstring>
 

@@ -1,11 +1,11 @@
 // This file implements CudaContext (runtime/CudaRuntime.h): device selection,
 // the caching allocator, streams, NVRTC kernels and cuBLAS GEMM, all through
-// the dlopen'ed tables of runtime/CudaApi.h. Without the CUDA headers at build
+// the dlopen'ed tables of codegen/CudaApi.h. Without the CUDA headers at build
 // time the constructor reports that and nothing else is reachable.
 #include "runtime/CudaRuntime.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/CudaApi.h"
+#include "support/Diagnostics.h"
+#include "codegen/CudaApi.h"
 
 #include <algorithm>
 #include <climits>

@@ -6,7 +6,7 @@
 // codegen/CudaEmitter.h, and cuBLAS GEMMs. The collectives live in
 // runtime/CudaComm.h.
 //
-// Everything here goes through the tables of runtime/CudaLoader.h, so the
+// Everything here goes through the tables of codegen/CudaLoader.h, so the
 // binary never links a CUDA library; constructing a CudaContext on a machine
 // without a driver throws RuntimeFault with one line such as
 //   --backend cuda: cannot load libcuda.so.1 (no NVIDIA driver on this machine); searched: ...
@@ -22,7 +22,7 @@
 
 #include "codegen/CudaEmitter.h"
 #include "codegen/Nvrtc.h"
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 
 #include <cstdint>
 #include <map>

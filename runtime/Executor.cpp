@@ -2,7 +2,7 @@
 // interpreter loop, print events and the assembly of global results.
 #include "runtime/Executor.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "passes/Fusion.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Format.h"

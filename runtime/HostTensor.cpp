@@ -1,7 +1,7 @@
 // This file implements HostTensor storage and element access.
 #include "runtime/HostTensor.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cstdlib>
 #include <new>

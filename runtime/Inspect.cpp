@@ -2,7 +2,7 @@
 // (see Inspect.h).
 #include "runtime/Inspect.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/Communicator.h"
 #include "runtime/Format.h"
 #include "runtime/LocalOps.h"

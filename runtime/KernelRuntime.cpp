@@ -2,7 +2,7 @@
 // KernelRuntime.h).
 #include "runtime/KernelRuntime.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "passes/Fusion.h"
 
 namespace dt {

@@ -1,9 +1,9 @@
 // This file implements local compute on blocks (see LocalOps.h).
 #include "runtime/LocalOps.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/Blas.h"
-#include "runtime/Random.h"
+#include "support/Random.h"
 #include "runtime/RefKernels.h"
 
 #include <cstring>

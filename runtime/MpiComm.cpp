@@ -2,7 +2,7 @@
 // dtensor is built without MPI every entry point throws RuntimeFault instead.
 #include "runtime/MpiComm.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <climits>

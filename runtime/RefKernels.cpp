@@ -3,8 +3,8 @@
 // Contractions and data movement live in RefKernelsData.cpp.
 #include "runtime/RefKernels.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/Random.h"
+#include "support/Diagnostics.h"
+#include "support/Random.h"
 #include "runtime/RefKernelsUtil.h"
 
 #include <cmath>

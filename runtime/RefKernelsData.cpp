@@ -1,7 +1,7 @@
 // This file implements the contraction (matmul, einsum) and data-movement
 // (transpose, reshape, broadcast, index_select, index_add) kernels of the
 // reference evaluator (see RefKernels.h).
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/RefKernels.h"
 #include "runtime/RefKernelsUtil.h"
 

@@ -3,7 +3,7 @@
 // every op to its kernel in RefKernels.h.
 #include "runtime/Reference.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
 

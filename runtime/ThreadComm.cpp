@@ -18,7 +18,7 @@
 // CAS that decrements `arrived` while the generation is unchanged.
 #include "runtime/ThreadComm.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <atomic>

@@ -5,7 +5,7 @@
 # few shared libraries a bare machine may lack copied beside them, the stdlib
 # and the tests' .dt files, and gpu-check.sh itself. The CUDA libraries are
 # NOT bundled: dtensor opens them at run time from the GPU machine's driver and
-# toolkit (runtime/CudaLoader.h).
+# toolkit (codegen/CudaLoader.h).
 #
 # usage: scripts/build-gpu-bundle.sh [BUNDLE_DIR]   (default: build-gpu/bundle)
 # env:   DT_BUNDLE_MAX_MB (default 60): fail when the bundle is larger.

@@ -6,7 +6,7 @@ if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "DT_FUZZ needs clang: CC=clang-19 CXX=clang++-19 cmake -DDT_FUZZ=ON ...")
 endif()
 add_executable(parse_fuzz tests/fuzz/parse_fuzz.cpp
-  frontend/Parser.cpp frontend/ASTPrinter.cpp frontend/Diagnostics.cpp
+  grammar/Parser.cpp grammar/ASTPrinter.cpp support/Diagnostics.cpp
   grammar/Builder.cpp grammar/TokenBridge.cpp ${GRAMMAR_SRCS})
 target_include_directories(parse_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${GEN})
 target_compile_options(parse_fuzz PRIVATE -fsanitize=fuzzer,address -fno-omit-frame-pointer)

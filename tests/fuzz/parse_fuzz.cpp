@@ -5,7 +5,7 @@
 // to the same print (parse(print(x)) == print(x)).
 // Build: CC=clang-19 CXX=clang++-19 cmake -B build-fuzz -DDT_FUZZ=ON && ninja -C build-fuzz
 // parse_fuzz Run:   ./build-fuzz/parse_fuzz -max_total_time=60 tests/fuzz/corpus
-#include "frontend/Parser.h"
+#include "grammar/Parser.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // kernels against the reference interpreter, the caching allocator, cuBLAS
 // GEMM against a host loop, and the CudaCopyComm / NcclComm collectives.
 #include "codegen/CudaEmitter.h"
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/HostTensor.h"

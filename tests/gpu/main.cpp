@@ -4,7 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 
 #include <cstdio>
 

@@ -5,7 +5,7 @@
 // partition that leaves a rank out. Each rank counts its own failures; the
 // exit status is 0 when no rank failed (an MPI_Allreduce of the counts),
 // 77 (ctest SKIP) when dtensor was built without MPI.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/MpiComm.h"
 
 #include <cmath>

@@ -12,7 +12,7 @@
 #include "frontend/Session.h"
 #include "passes/Fusion.h"
 #include "passes/Pipeline.h"
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 
 #include <iostream>
 #include <set>

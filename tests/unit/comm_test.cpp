@@ -4,7 +4,7 @@
 // columns of 3x2 and 2x4 meshes) running concurrently; 1000 back-to-back
 // iterations to shake out races; argument mismatches; fault injection. Every
 // test that runs ranks is guarded by a watchdog so that a hang fails loudly.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 #include "runtime/Communicator.h"
 #include "runtime/HostTensor.h"
 #include "runtime/ThreadComm.h"

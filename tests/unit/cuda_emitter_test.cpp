@@ -5,7 +5,7 @@
 // rank 0 -- compiles with NVRTC for sm_80 and sm_90 without a single warning.
 #include "codegen/CudaEmitter.h"
 #include "codegen/Nvrtc.h"
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cmath>
 #include <cstdio>

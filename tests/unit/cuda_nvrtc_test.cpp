@@ -2,7 +2,7 @@
 // for sm_80 and sm_90 to CUBIN and PTX without a GPU, reports errors and
 // warnings in its log, and the on-disk cache makes a second compile free.
 #include "codegen/Nvrtc.h"
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

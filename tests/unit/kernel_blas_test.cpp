@@ -2,7 +2,7 @@
 // transposes, 1-D operands, batch broadcasting, empty sizes and shape errors.
 #include "runtime/Blas.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

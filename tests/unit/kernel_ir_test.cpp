@@ -1,10 +1,10 @@
 // Unit tests for codegen/KernelIR: builders and verifier, the printed text and
-// the hash, the params helper, the RNG against runtime/Random.h, and the
+// the hash, the params helper, the RNG against support/Random.h, and the
 // reference interpreter on the semantic corner cases KernelIR.h spells out.
 #include "codegen/KernelIR.h"
 
-#include "frontend/Diagnostics.h"
-#include "runtime/Random.h"
+#include "support/Diagnostics.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 
@@ -134,7 +134,7 @@ TEST_CASE("kernel ir: params layout") {
   CHECK(kernelParams(r, {3, 4}, {}, {{4, 1}}) == std::vector<int64_t>{3, 4, 4, 1, 0, 0, 4, 1});
 }
 
-TEST_CASE("kernel ir: RNG is bit-identical with runtime/Random.h") {
+TEST_CASE("kernel ir: RNG is bit-identical with support/Random.h") {
   for (uint64_t seed : {0ull, 7ull, 0xdeadbeefull})
     for (uint64_t i = 0; i < 2000; i += 7) {
       float u = kernelUniform01(seed, i), n = kernelNormal(seed, i);

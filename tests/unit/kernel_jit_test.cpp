@@ -9,7 +9,7 @@
 // reassociate the f64 accumulation). Every failure prints the kernel's seed.
 #include "codegen/CpuJIT.h"
 #include "codegen/KernelIR.h"
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include "kernel_test_util.h"
 

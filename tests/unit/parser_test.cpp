@@ -1,9 +1,9 @@
-// Unit tests for the parser (grammar/parser.yy, frontend/Parser.h): every
+// Unit tests for the parser (grammar/parser.yy, grammar/Parser.h): every
 // construct of the surface language parses to the expected AST (checked by
 // printing it back: print(parse(src)) is the canonical text and parse(print)
 // is a fixed point), precedence, source locations, error messages and
 // recovery, and robustness on truncated, random and deeply nested input.
-#include "frontend/Parser.h"
+#include "grammar/Parser.h"
 
 #include <doctest/doctest.h>
 

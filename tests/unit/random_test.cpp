@@ -1,7 +1,7 @@
 // Unit tests for runtime/Random: bit-exact constants, determinism, layout
 // independence (a rank's block generated from global indices equals the
 // slice of the full tensor) and rough distribution checks.
-#include "runtime/Random.h"
+#include "support/Random.h"
 #include "runtime/RefKernels.h"
 
 #include <doctest/doctest.h>

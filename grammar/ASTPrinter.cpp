@@ -5,7 +5,7 @@
 // parentheses (so precedence is visible), layouts in the notation they were
 // written in, placement kinds lowercase with `partial(op)` always spelled out,
 // floats in their shortest round-tripping form with a `.` or exponent.
-#include "frontend/AST.h"
+#include "grammar/AST.h"
 
 #include <cmath>
 #include <cstdio>

@@ -7,8 +7,8 @@
 // recursive passes are safe.
 #pragma once
 
-#include "frontend/AST.h"
-#include "frontend/Diagnostics.h"
+#include "grammar/AST.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 

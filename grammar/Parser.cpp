@@ -1,6 +1,6 @@
 // This file implements parseProgram: it wires the re2c lexer, the AST builder
 // and the Bison parser together for one file.
-#include "frontend/Parser.h"
+#include "grammar/Parser.h"
 
 #include "grammar/Builder.h"
 #include "grammar/Lexer.h"

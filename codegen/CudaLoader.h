@@ -8,7 +8,7 @@
 // by a CudaLibraries object that the Session (or a test) owns: no globals, so
 // two Sessions may point at two toolkits. The tables' layouts come from the
 // real CUDA headers (`decltype(&cuLaunchKernel)`); they are defined in the
-// internal header runtime/CudaApi.h, which only the dtensor library's own
+// internal header codegen/CudaApi.h, which only the dtensor library's own
 // sources include, because the CUDA headers are a private build dependency.
 // Built without the CUDA headers, every load reports "built without CUDA
 // headers" instead.
@@ -44,11 +44,11 @@ struct CudaLoaderOptions {
   static CudaLoaderOptions fromEnvironment();
 };
 
-struct CudaDriverApi;   ///< defined in runtime/CudaApi.h
-struct CudaNvrtcApi;    ///< defined in runtime/CudaApi.h
-struct CudaCublasApi;   ///< defined in runtime/CudaApi.h
-struct CudaCublasLtApi; ///< defined in runtime/CudaApi.h
-struct CudaNcclApi;     ///< defined in runtime/CudaApi.h
+struct CudaDriverApi;   ///< defined in codegen/CudaApi.h
+struct CudaNvrtcApi;    ///< defined in codegen/CudaApi.h
+struct CudaCublasApi;   ///< defined in codegen/CudaApi.h
+struct CudaCublasLtApi; ///< defined in codegen/CudaApi.h
+struct CudaNcclApi;     ///< defined in codegen/CudaApi.h
 
 /// The opened CUDA libraries and their entry-point tables. Each library is
 /// opened on first use and stays open until the object dies. Thread-safe: the

@@ -1,5 +1,5 @@
 // This file implements the entry-point tables of the CUDA libraries that
-// CudaLibraries (runtime/CudaLoader.h) fills with dlsym. Internal: include it
+// CudaLibraries (codegen/CudaLoader.h) fills with dlsym. Internal: include it
 // only from the dtensor library's own .cpp files, which see the CUDA headers
 // (a PRIVATE include directory with DT_HAVE_CUDA_HEADERS=1).
 //
@@ -11,7 +11,7 @@
 // Without the headers the tables are empty and nothing can be loaded.
 #pragma once
 
-#include "runtime/CudaLoader.h"
+#include "codegen/CudaLoader.h"
 
 #if DT_HAVE_CUDA_HEADERS
 #include <cublasLt.h>

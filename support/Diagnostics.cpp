@@ -1,21 +1,17 @@
 // This file implements the diagnostics engine: formatting from the registry in
 // Diagnostics.def and rendering with the source line and a caret range.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <sstream>
 
 namespace dt {
 
-static const char *kFormats[] = {
-#define DIAG(Id, fmt) fmt,
-#include "frontend/Diagnostics.def"
-};
 static const char *kNames[] = {
 #define DIAG(Id, fmt) #Id,
-#include "frontend/Diagnostics.def"
+#include "support/Diagnostics.def"
 };
 
-const char *diagFormat(DiagId id) { return kFormats[(int)id]; }
+const char *diagFormat(DiagId id) { return detail::kDiagFormats[(int)id]; }
 const char *diagIdName(DiagId id) { return kNames[(int)id]; }
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
@@ -82,7 +78,7 @@ Diagnostic &DiagEngine::warning(DiagId id, SrcLoc loc, const std::vector<std::st
   return add(Severity::Warning, id, loc, args);
 }
 Diagnostic &DiagEngine::remark(SrcLoc loc, std::string message) {
-  auto &d = add(Severity::Remark, DiagId::Unsupported, loc, {});
+  auto &d = add(Severity::Remark, DiagId::Remark, loc, {});
   d.message = std::move(message);
   return d;
 }

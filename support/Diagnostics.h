@@ -13,21 +13,50 @@
 // type InternalError and print as `internal error:`.
 #pragma once
 
-#include "ir/IR.h"
+#include "support/Errors.h"
+#include "support/SourceLoc.h"
 
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dt {
 
 enum class DiagId {
 #define DIAG(Id, fmt) Id,
-#include "frontend/Diagnostics.def"
+#include "support/Diagnostics.def"
 };
 const char *diagFormat(DiagId id);
 const char *diagIdName(DiagId id);
+
+namespace detail {
+inline constexpr const char *kDiagFormats[] = {
+#define DIAG(Id, fmt) fmt,
+#include "support/Diagnostics.def"
+};
+} // namespace detail
+
+/// How many arguments the message of `id` takes: one more than its largest
+/// `{N}` (the registry test checks that every `{0}`..`{N}` occurs).
+constexpr int diagArity(DiagId id) {
+  int n = 0;
+  for (const char *p = detail::kDiagFormats[(int)id]; *p; ++p)
+    if (p[0] == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}' && p[1] - '0' + 1 > n)
+      n = p[1] - '0' + 1;
+  return n;
+}
+
+/// The text of one argument of a diagnostic: strings as they are, integers
+/// in decimal. Other types (tensor types, layouts) are passed formatted.
+inline std::string diagArg(const std::string &s) { return s; }
+inline std::string diagArg(const char *s) { return s; }
+template <class T>
+requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>) std::string
+    diagArg(T v) {
+  return std::to_string(v);
+}
 
 enum class Severity { Error, Warning, Note, Remark };
 
@@ -72,6 +101,19 @@ public:
 
   Diagnostic &error(DiagId id, SrcLoc loc, const std::vector<std::string> &args = {});
   Diagnostic &warning(DiagId id, SrcLoc loc, const std::vector<std::string> &args = {});
+
+  /// Typed: `error<DiagId::RecursiveCall>(loc, name)`; the number of
+  /// arguments is checked against the message at compile time.
+  template <DiagId Id, class... A> Diagnostic &error(SrcLoc loc, const A &...args) {
+    static_assert(sizeof...(A) == diagArity(Id),
+                  "this diagnostic's message takes a different number of arguments");
+    return add(Severity::Error, Id, loc, {diagArg(args)...});
+  }
+  template <DiagId Id, class... A> Diagnostic &warning(SrcLoc loc, const A &...args) {
+    static_assert(sizeof...(A) == diagArity(Id),
+                  "this diagnostic's message takes a different number of arguments");
+    return add(Severity::Warning, Id, loc, {diagArg(args)...});
+  }
   Diagnostic &remark(SrcLoc loc, std::string message);
 
   bool hasErrors() const { return errors_ > 0; }
@@ -100,16 +142,5 @@ private:
 };
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args);
-
-/// A bug in dtensor itself (never a user error).
-struct InternalError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// A fault while running a program (rank failure, OOM, missing library, bad
-/// file); the message names the cause.
-struct RuntimeFault : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 } // namespace dt

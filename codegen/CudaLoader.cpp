@@ -1,11 +1,11 @@
 // This file implements CudaLibraries: the dlopen search over a printed list of
 // candidate sonames and directories, and the dlsym of every entry point listed
-// in runtime/CudaApi.h. A failure becomes one line (RuntimeFault) naming the
+// in codegen/CudaApi.h. A failure becomes one line (RuntimeFault) naming the
 // library, why it is probably missing, and every place that was searched.
-#include "runtime/CudaLoader.h"
-#include "runtime/CudaApi.h"
+#include "codegen/CudaLoader.h"
+#include "codegen/CudaApi.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cstdlib>
 #include <dlfcn.h>

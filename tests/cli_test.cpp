@@ -1,0 +1,192 @@
+// Tests of dtensorc's command line, run as a child process: every flag a
+// command takes is accepted by it and refused (exit 2, naming the command's
+// flags) by every command that does not take it; unknown flags, near misses,
+// values given to switches, missing values, repeated flags, unknown commands
+// and stages are usage errors; -h, --help and --version work with every
+// command. The table below is the documented interface, kept apart from the
+// driver's own table so that a change to one shows up here.
+#include "tests/Subprocess.h"
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+
+using dtlang::ProcResult;
+
+namespace {
+
+const std::string kMissing = "/nonexistent/dir/prog.dt"; // compiling it fails: exit 1
+
+ProcResult dtc(std::vector<std::string> args) {
+  args.insert(args.begin(), DT_DTENSORC);
+  return dtlang::runProcess(args, 60);
+}
+
+// Every flag with a valid value (empty: a switch).
+const std::map<std::string, std::string> kFlagValue = {
+    {"ranks", "1"},           {"backend", "cpu"},  {"components", ""},
+    {"visualize", ""},        {"reference", ""},   {"stats", ""},
+    {"no-jit", ""},           {"no-fusion", ""},   {"no-reuse", ""},
+    {"print-after", "build"}, {"time-passes", ""}, {"mesh", "m=[1]"},
+};
+
+struct Cmd {
+  std::vector<std::string> prefix; ///< the command (and stage)
+  std::vector<std::string> flags;  ///< the flags it takes
+};
+
+const std::vector<Cmd> kCommands = {
+    {{"check"}, {"print-after", "time-passes"}},
+    {{"run"},
+     {"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit", "no-fusion",
+      "no-reuse", "print-after", "time-passes"}},
+    {{"explain"}, {"print-after", "time-passes"}},
+    {{"verify"}, {"mesh", "ranks"}},
+    {{"emit", "ir"}, {"print-after", "time-passes"}},
+};
+
+std::vector<std::string> with(const Cmd &c, std::vector<std::string> more) {
+  std::vector<std::string> args = c.prefix;
+  args.push_back(kMissing);
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string name(const Cmd &c) { return c.prefix[0]; }
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("cli: every command accepts its flags and refuses the others") {
+  for (const Cmd &c : kCommands) {
+    for (const auto &[flag, value] : kFlagValue) {
+      CAPTURE(name(c));
+      CAPTURE(flag);
+      std::vector<std::string> extra = {"--" + flag};
+      if (!value.empty())
+        extra.push_back(value);
+      ProcResult r = dtc(with(c, extra));
+      bool takes = std::find(c.flags.begin(), c.flags.end(), flag) != c.flags.end();
+      if (takes) {
+        CHECK(r.exitCode == 1); // past the command line, the file is missing
+        CHECK(contains(r.err, "prog.dt"));
+      } else {
+        CHECK(r.exitCode == 2);
+        CHECK(contains(r.err, "`" + name(c) + "` does not take `--" + flag + "`"));
+        CHECK(contains(r.err, "usage: dtensorc " + name(c)));
+        CHECK(r.out.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("cli: an unknown flag is a usage error with the flag that was meant") {
+  ProcResult r = dtc({"run", kMissing, "--visualise"});
+  CHECK(r.exitCode == 2);
+  CHECK(contains(r.err, "unknown flag `--visualise`; did you mean `--visualize`?"));
+  CHECK(contains(r.err, "usage: dtensorc run FILE"));
+  CHECK(r.out.empty());
+
+  // Every flag of every command, misspelt by one letter, is matched back.
+  for (const Cmd &c : kCommands)
+    for (const std::string &flag : c.flags) {
+      std::string typo = flag.substr(0, flag.size() - 1) + "q";
+      CAPTURE(typo);
+      ProcResult t = dtc(with(c, {"--" + typo}));
+      CHECK(t.exitCode == 2);
+      CHECK(contains(t.err, "did you mean `--" + flag + "`?"));
+    }
+
+  // Nothing near: the message lists the command's flags instead.
+  r = dtc({"run", kMissing, "--frobnicate-everything"});
+  CHECK(r.exitCode == 2);
+  CHECK(contains(r.err, "the flags of `run` are `--ranks`"));
+  r = dtc({"check", kMissing, "--frobnicate-everything"});
+  CHECK(r.exitCode == 2);
+  CHECK(contains(r.err, "the flags of `check` are `--print-after`, `--time-passes`"));
+  r = dtc({"run", kMissing, "-v"});
+  CHECK(r.exitCode == 2);
+  CHECK(contains(r.err, "unknown flag `-v`"));
+}
+
+TEST_CASE("cli: flag values") {
+  auto usage = [](std::vector<std::string> args, const std::string &msg) {
+    CAPTURE(msg);
+    ProcResult r = dtc(args);
+    CHECK(r.exitCode == 2);
+    CHECK(contains(r.err, msg));
+  };
+  usage({"run", kMissing, "--stats=yes"}, "`--stats` takes no value");
+  usage({"run", kMissing, "--ranks"}, "`--ranks` needs a value (N)");
+  usage({"verify", kMissing, "--mesh"}, "`--mesh` needs a value");
+  usage({"run", kMissing, "--ranks", "2", "--ranks=4"}, "`--ranks` is given twice");
+  usage({"run", kMissing, "--ranks", "0"}, "--ranks needs a positive number");
+  usage({"run", kMissing, "--ranks", "2x"}, "--ranks needs a positive number");
+  usage({"run", kMissing, "--backend", "tpu"}, "unknown backend `tpu`");
+  // --mesh repeats; both the `=` and the separate spelling take a value.
+  CHECK(dtc({"verify", kMissing, "--mesh", "m=[1]", "--mesh=n=[2]"}).exitCode == 1);
+  CHECK(dtc({"run", kMissing, "--ranks=1"}).exitCode == 1);
+}
+
+TEST_CASE("cli: commands, stages and arguments") {
+  auto usage = [](std::vector<std::string> args, const std::string &msg) {
+    CAPTURE(msg);
+    ProcResult r = dtc(args);
+    CHECK(r.exitCode == 2);
+    CHECK(contains(r.err, msg));
+  };
+  usage({}, "no command given");
+  usage({"chek", kMissing}, "unknown command `chek`; did you mean `check`?");
+  usage({"frobnicate", kMissing}, "unknown command `frobnicate`");
+  usage({"run"}, "`run` needs a FILE");
+  usage({"emit"}, "`emit` needs a stage: ir, spmd, kernels, llvm, cuda, ast");
+  usage({"emit", "irr", kMissing}, "unknown stage `irr`");
+  usage({"check", kMissing, "extra.dt"}, "unexpected argument `extra.dt`");
+  // After `--` everything is an argument.
+  CHECK(dtc({"check", "--", kMissing}).exitCode == 1);
+}
+
+TEST_CASE("cli: -h, --help and --version work with every command") {
+  for (std::vector<std::string> prefix : {std::vector<std::string>{},
+                                          {"check"},
+                                          {"run"},
+                                          {"explain"},
+                                          {"verify"},
+                                          {"emit"},
+                                          {"emit", "ir"}}) {
+    for (std::string flag : {"-h", "--help"}) {
+      std::vector<std::string> args = prefix;
+      args.push_back(flag);
+      CAPTURE(args.size());
+      CAPTURE(flag);
+      ProcResult r = dtc(args);
+      CHECK(r.exitCode == 0);
+      CHECK(r.out.rfind("usage: dtensorc", 0) == 0);
+      CHECK(r.err.empty());
+      if (!prefix.empty())
+        CHECK(contains(r.out, "usage: dtensorc " + prefix[0]));
+    }
+    std::vector<std::string> args = prefix;
+    args.push_back("--version");
+    ProcResult v = dtc(args);
+    CHECK(v.exitCode == 0);
+    CHECK(v.out.rfind("dtensorc ", 0) == 0);
+    CHECK(contains(v.out, "LLVM"));
+  }
+  // Help wins over a bad line, and `help` is a command too.
+  ProcResult r = dtc({"run", kMissing, "--visualise", "--help"});
+  CHECK(r.exitCode == 0);
+  CHECK(contains(r.out, "--visualize"));
+  r = dtc({"help", "verify"});
+  CHECK(r.exitCode == 0);
+  CHECK(contains(r.out, "usage: dtensorc verify FILE [--mesh NAME=[a,b]]..."));
+  r = dtc({"help"});
+  CHECK(r.exitCode == 0);
+  for (const Cmd &c : kCommands)
+    CHECK(contains(r.out, "  dtensorc " + name(c)));
+}

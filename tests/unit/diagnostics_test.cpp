@@ -1,0 +1,75 @@
+// Unit tests of the diagnostics registry (support/Diagnostics.def) and engine:
+// every kind's message takes arguments {0}..{N-1} with no gap, follows the
+// message style, and has a distinct name; the typed `error<Id>(loc, args...)`
+// formats strings and integers; there is no catch-all kind left for program
+// errors (a kind whose whole message is one argument is only for the parser's
+// and the collective checker's own words, remarks and runtime faults).
+#include "support/Diagnostics.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <string>
+
+using namespace dt;
+
+namespace {
+
+std::vector<DiagId> allKinds() {
+  std::vector<DiagId> out;
+#define DIAG(Id, fmt) out.push_back(DiagId::Id);
+#include "support/Diagnostics.def"
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("diagnostics: every kind's arguments are {0}..{N-1} and its message is in style") {
+  std::set<std::string> names;
+  for (DiagId id : allKinds()) {
+    std::string name = diagIdName(id), fmt = diagFormat(id);
+    CAPTURE(name);
+    CHECK(names.insert(name).second);
+    int n = diagArity(id);
+    for (int i = 0; i < n; ++i)
+      CHECK(fmt.find("{" + std::to_string(i) + "}") != std::string::npos);
+    CHECK(n <= 4);
+    REQUIRE(!fmt.empty());
+    // Lowercase first word (or code/an argument first), no trailing period.
+    CHECK((std::islower((unsigned char)fmt[0]) || fmt[0] == '`' || fmt[0] == '{'));
+    CHECK(fmt.back() != '.');
+    // Code in backticks: every backtick is paired.
+    CHECK(std::count(fmt.begin(), fmt.end(), '`') % 2 == 0);
+  }
+  CHECK(names.size() > 90);
+}
+
+TEST_CASE("diagnostics: only the listed kinds are free-form") {
+  std::set<std::string> freeForm;
+  for (DiagId id : allKinds())
+    if (std::string(diagFormat(id)) == "{0}")
+      freeForm.insert(diagIdName(id));
+  CHECK(freeForm == std::set<std::string>{"ParseError", "BadCollective", "Remark", "RuntimeError"});
+}
+
+TEST_CASE("diagnostics: typed arguments") {
+  SourceManager sm;
+  int f = sm.add("t.dt", "let x = 1\n");
+  DiagEngine d(sm);
+  static_assert(diagArity(DiagId::ReturnCount) == 2);
+  static_assert(diagArity(DiagId::TupleArg) == 0);
+  static_assert(diagArity(DiagId::MeshNotValue) == 1); // `{0}` twice is one argument
+  d.error<DiagId::ReturnCount>(SrcLoc{f, 1, 5, 6}, size_t(3), 2);
+  d.error<DiagId::MeshNotValue>(SrcLoc{f, 1, 1, 0}, std::string("m"));
+  d.warning<DiagId::RecursiveCall>(SrcLoc{f, 1, 1, 0}, "g");
+  REQUIRE(d.all().size() == 3);
+  CHECK(d.errorCount() == 2);
+  CHECK(d.all()[0].id == DiagId::ReturnCount);
+  CHECK(d.all()[0].message == "returns 3 values but the signature declares 2");
+  CHECK(d.all()[1].message == "mesh `m` is not a value; use it in a layout such as `m[_]`");
+  CHECK(d.all()[2].severity == Severity::Warning);
+  CHECK(d.render(d.all()[0]).find("t.dt:1:5: error: returns 3 values") == 0);
+  CHECK(d.remark(SrcLoc{}, "inserted `all_gather`").id == DiagId::Remark);
+}

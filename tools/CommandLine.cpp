@@ -1,0 +1,340 @@
+// This file implements the command line of dtensorc (CommandLine.h): the
+// command and flag tables, help texts generated from them, and the parser.
+#include "tools/CommandLine.h"
+
+#include <algorithm>
+
+namespace dtcli {
+
+namespace {
+
+// Every flag of every command. A flag means the same in every command that
+// takes it.
+const Flag kFlags[] = {
+    {"ranks", "N", false},          {"backend", "cpu|cuda", false},  {"components", nullptr, false},
+    {"visualize", nullptr, false},  {"reference", nullptr, false},   {"stats", nullptr, false},
+    {"no-jit", nullptr, false},     {"no-fusion", nullptr, false},   {"no-reuse", nullptr, false},
+    {"print-after", "PASS", false}, {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
+};
+
+const char *const kPassFlags[] = {"print-after", "time-passes"};
+
+std::vector<const char *> withPassFlags(std::vector<const char *> flags) {
+  for (const char *f : kPassFlags)
+    flags.push_back(f);
+  return flags;
+}
+
+} // namespace
+
+const std::vector<Command> &commands() {
+  static const std::vector<Command> kCommands = {
+      {"check",
+       "dtensorc check FILE",
+       "Parses and type-checks FILE (shapes and placements); prints every error with its fix.",
+       withPassFlags({}),
+       {}},
+      {"run",
+       "dtensorc run FILE",
+       "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
+       "device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
+       "global value. --components also lists, per print, each device's local block of\n"
+       "the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
+       "which devices hold which block. --reference runs the single-device reference\n"
+       "evaluator of the global IR instead. Elementwise chains run as fused kernels\n"
+       "compiled by the LLVM JIT and float matmuls through BLAS: --no-jit runs every\n"
+       "op on the reference kernels (debugging), --no-fusion skips the fusion pass\n"
+       "(elementwise ops one by one on the reference kernels),\n"
+       "--no-reuse turns the memory planner off (every buffer lives to the end).\n"
+       "--stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
+       "peak memory, kernel launches (in place) and collectives.",
+       withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
+                      "no-fusion", "no-reuse"}),
+       {}},
+      {"explain",
+       "dtensorc explain FILE",
+       "Prints, per statement, each collective the program runs (also inside called and\n"
+       "gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
+       "the busiest rank receives; then the totals.",
+       withPassFlags({}),
+       {}},
+      {"verify",
+       "dtensorc verify FILE",
+       "Runs FILE distributed and on the reference evaluator and compares every printed\n"
+       "value and every value main returns: the largest absolute/relative difference\n"
+       "per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
+       "|d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
+       "mesh's axis sizes (same number of axes; devices 0..n-1), repeatable; --ranks\n"
+       "must equal the number of devices, as for `run`.",
+       {"mesh", "ranks"},
+       {}},
+      {"emit",
+       "dtensorc emit STAGE FILE",
+       "Prints a stage of the compiler: `ir` is the typed global IR (it parses back); `spmd`\n"
+       "the per-rank program after SPMD lowering (collectives explicit); `kernels` the\n"
+       "program after fusion (`call @fused.N`) and then the kernel IR of every fused\n"
+       "kernel; `llvm` the optimized LLVM IR and `cuda` the CUDA C++ (for NVRTC) of\n"
+       "every fused kernel; `ast` the syntax tree. Passes, in order: build, spmd, fusion;\n"
+       "--print-after=PASS prints the IR after that pass, --time-passes the time of each.",
+       withPassFlags({}),
+       {"ir", "spmd", "kernels", "llvm", "cuda", "ast"}},
+  };
+  return kCommands;
+}
+
+const Flag *findFlag(const std::string &name) {
+  for (const Flag &f : kFlags)
+    if (name == f.name)
+      return &f;
+  return nullptr;
+}
+
+const Command *findCommand(const std::string &name) {
+  for (const Command &c : commands())
+    if (name == c.name)
+      return &c;
+  return nullptr;
+}
+
+namespace {
+
+std::string join(const std::vector<const char *> &xs, const char *sep) {
+  std::string out;
+  for (const char *x : xs)
+    out += (out.empty() ? "" : sep) + std::string(x);
+  return out;
+}
+
+std::string flagSpelling(const Flag &f) {
+  std::string s = "--" + std::string(f.name);
+  if (f.value)
+    s += std::string(" ") + f.value;
+  return s;
+}
+
+/// `dtensorc run FILE [--ranks N] [--stats] ...`, wrapped at 90 columns.
+std::string synopsis(const Command &c) {
+  std::string out = c.usage;
+  if (!c.stages.empty()) {
+    std::string stages = join(c.stages, "|");
+    out.replace(out.find("STAGE"), 5, stages);
+  }
+  size_t lineStart = 0;
+  for (const char *name : c.flags) {
+    const Flag &f = *findFlag(name);
+    std::string item = "[" + flagSpelling(f) + "]" + (f.repeatable ? "..." : "");
+    if (out.size() - lineStart + 1 + item.size() > 90) {
+      out += "\n     ";
+      lineStart = out.size() - 5;
+    }
+    out += " " + item;
+  }
+  return out;
+}
+
+std::string indent(const std::string &text, const std::string &pad) {
+  std::string out = pad;
+  for (char ch : text) {
+    out += ch;
+    if (ch == '\n')
+      out += pad;
+  }
+  return out;
+}
+
+std::string globalUsage() {
+  std::string out = "usage: dtensorc <command> [options] FILE\n\ncommands:\n";
+  for (const Command &c : commands())
+    out += "  " + synopsis(c) + "\n" + indent(c.help, "      ") + "\n";
+  out += "\noptions of every command:\n"
+         "  -h, --help     describe the command (or, without one, all commands)\n"
+         "  --version      print the version of dtensorc\n"
+         "\n`dtensorc <command> --help` describes one command.\n";
+  return out;
+}
+
+std::string commandHelp(const Command &c) {
+  return "usage: " + synopsis(c) + "\n\n" + c.help + "\n";
+}
+
+/// A usage error about command `c`: the reason, then its synopsis.
+ParseResult usageError(const std::string &why, const Command *c) {
+  ParseResult r;
+  r.outcome = Outcome::Exit;
+  r.code = 2;
+  r.err = "dtensorc: " + why + "\n";
+  if (c)
+    r.err += "usage: " + synopsis(*c) + "\n`dtensorc " + c->name + " --help` describes it.\n";
+  else
+    r.err += globalUsage();
+  return r;
+}
+
+std::string flagsOf(const Command &c) {
+  if (c.flags.empty())
+    return "`" + std::string(c.name) + "` takes no flags";
+  std::vector<std::string> names;
+  for (const char *n : c.flags)
+    names.push_back("`--" + std::string(n) + "`");
+  std::string out = "the flags of `" + std::string(c.name) + "` are ";
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+struct RawFlag {
+  std::string name, value, spelled;
+  bool hasValue = false;
+};
+
+} // namespace
+
+std::string closestMatch(const std::string &word, const std::vector<std::string> &candidates) {
+  std::string best;
+  size_t bestD = std::max<size_t>(1, std::min<size_t>(3, word.size() / 3)) + 1;
+  for (const std::string &c : candidates) {
+    size_t d = editDistance(word, c);
+    if (d < bestD) {
+      bestD = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+ParseResult parseCommandLine(int argc, const char *const *argv, Args &a,
+                             const std::string &versionText) {
+  std::vector<std::string> pos;
+  std::vector<RawFlag> raw;
+  std::string badDash; // the first `-x` that is no flag at all
+  bool onlyPositional = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (onlyPositional || s.size() < 2 || s[0] != '-') {
+      pos.push_back(s);
+    } else if (s == "--") {
+      onlyPositional = true;
+    } else if (s == "-h" || s == "--help") {
+      a.help = true;
+    } else if (s == "--version") {
+      a.version = true;
+    } else if (s.rfind("--", 0) == 0) {
+      RawFlag f;
+      size_t eq = s.find('=');
+      f.name = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      f.spelled = "--" + f.name;
+      if (eq != std::string::npos) {
+        f.hasValue = true;
+        f.value = s.substr(eq + 1);
+      } else if (const Flag *known = findFlag(f.name); known && known->value && i + 1 < argc) {
+        f.hasValue = true;
+        f.value = argv[++i];
+      }
+      raw.push_back(f);
+    } else if (badDash.empty()) {
+      badDash = s;
+    }
+  }
+
+  if (a.version) {
+    ParseResult r;
+    r.outcome = Outcome::Exit;
+    r.out = versionText + "\n";
+    return r;
+  }
+  const Command *cmd = pos.empty() ? nullptr : findCommand(pos[0]);
+  if (a.help && (pos.empty() || cmd)) {
+    ParseResult r;
+    r.outcome = Outcome::Exit;
+    r.out = cmd ? commandHelp(*cmd) : globalUsage();
+    return r;
+  }
+  if (pos.empty())
+    return usageError("no command given", nullptr);
+  if (pos[0] == "help") { // `dtensorc help [command]`
+    ParseResult r;
+    r.outcome = Outcome::Exit;
+    if (pos.size() == 1) {
+      r.out = globalUsage();
+      return r;
+    }
+    if (const Command *c = findCommand(pos[1])) {
+      r.out = commandHelp(*c);
+      return r;
+    }
+    cmd = nullptr;
+    pos.erase(pos.begin());
+  }
+  if (!cmd) {
+    std::vector<std::string> names;
+    for (const Command &c : commands())
+      names.push_back(c.name);
+    std::string why = "unknown command `" + pos[0] + "`";
+    std::string near = closestMatch(pos[0], names);
+    if (!near.empty())
+      why += "; did you mean `" + near + "`?";
+    return usageError(why, nullptr);
+  }
+  a.cmd = cmd->name;
+
+  if (!badDash.empty())
+    return usageError("unknown flag `" + badDash + "`; " + flagsOf(*cmd), cmd);
+  std::vector<std::string> own;
+  for (const char *n : cmd->flags)
+    own.push_back(n);
+  for (const RawFlag &f : raw) {
+    const Flag *known = findFlag(f.name);
+    bool takes = std::find(own.begin(), own.end(), f.name) != own.end();
+    if (!known || !takes) {
+      std::string why = known ? "`" + a.cmd + "` does not take `" + f.spelled + "`"
+                              : "unknown flag `" + f.spelled + "`";
+      std::string near = closestMatch(f.name, own);
+      if (!near.empty() && near != f.name)
+        why += "; did you mean `--" + near + "`?";
+      else
+        why += "; " + flagsOf(*cmd);
+      return usageError(why, cmd);
+    }
+    if (!known->value && f.hasValue)
+      return usageError("`" + f.spelled + "` takes no value", cmd);
+    if (known->value && !f.hasValue)
+      return usageError("`" + f.spelled + "` needs a value (" + known->value + ")", cmd);
+    if (a.flags.count(f.name) && !known->repeatable)
+      return usageError("`" + f.spelled + "` is given twice", cmd);
+    a.flags[f.name] = f.value;
+    if (f.name == "mesh")
+      a.meshes.push_back(f.value);
+  }
+
+  size_t next = 1;
+  if (!cmd->stages.empty()) {
+    std::string stages = join(cmd->stages, ", ");
+    if (pos.size() < 2)
+      return usageError("`" + a.cmd + "` needs a stage: " + stages, cmd);
+    a.sub = pos[1];
+    if (std::find(cmd->stages.begin(), cmd->stages.end(), a.sub) == cmd->stages.end())
+      return usageError("unknown stage `" + a.sub + "` (" + stages + ")", cmd);
+    next = 2;
+  }
+  if (pos.size() <= next)
+    return usageError("`" + a.cmd + "` needs a FILE", cmd);
+  a.file = pos[next];
+  if (pos.size() > next + 1)
+    return usageError("unexpected argument `" + pos[next + 1] + "`", cmd);
+  return ParseResult{};
+}
+
+} // namespace dtcli

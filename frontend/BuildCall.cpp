@@ -262,6 +262,12 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     auto target = applyLayout(*l.layout, t.dtype, t.shape);
     if (!target)
       return EV::bad();
+    if (name == "relayout" && !t.isHost() && !(*t.mesh == *target->mesh)) {
+      auto &d = diags().error(DiagId::RelayoutMesh, e.loc, {t.mesh->name, target->mesh->name});
+      fixHint(d, &e, conversionText(ex(0), t, *target));
+      d.notes.push_back("`to_host` and `distribute` move a value between meshes, through the host");
+      return EV::bad();
+    }
     return emit(name == "relayout" ? Op::Relayout : Op::Distribute, {x}, {ex(0)}, e.loc, {},
                 {*target});
   }
@@ -320,6 +326,25 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   return EV::bad();
 }
 
+std::vector<std::string> IRBuilder::functionNames() const {
+  static const char *const kBuiltins[] = {
+      "relayout", "distribute", "to_host",    "ones",         "zeros",      "full",
+      "randn",    "rand",       "arange",     "exp",          "log",        "sqrt",
+      "rsqrt",    "tanh",       "sigmoid",    "relu",         "abs",        "sin",
+      "cos",      "neg",        "maximum",    "minimum",      "pow",        "matmul",
+      "where",    "sum",        "mean",       "max",          "min",        "einsum",
+      "transpose", "reshape",   "broadcast_to", "index_select", "index_add", "cast",
+      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad"};
+  std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
+  for (auto &[q, fi] : st_.functions) {
+    out.push_back(q);
+    // A module's own functions are called unqualified inside it.
+    if (!modulePrefix_.empty() && q.rfind(modulePrefix_, 0) == 0)
+      out.push_back(q.substr(modulePrefix_.size()));
+  }
+  return out;
+}
+
 EV IRBuilder::call(const ast::Expr &e) {
   if (e.kind == ast::Expr::CallExpr) {
     const ast::Expr &callee = *e.args[0];
@@ -360,6 +385,8 @@ EV IRBuilder::call(const ast::Expr &e) {
   if (handled)
     return r;
   auto &d = diags().error(DiagId::UnknownFunction, e.loc, {e.callee});
+  if (didYouMean(d, e.callee, functionNames(), e.loc))
+    return EV::bad();
   if (e.callee.find('.') != std::string::npos)
     d.hint = "did you `import " + e.callee.substr(0, e.callee.find('.')) + "`?";
   return EV::bad();

@@ -180,7 +180,9 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
       return EV::bad();
   Inferred inf = inferTypes(op, types, attrs, given);
   if (!inf.ok()) {
-    reportTypeError(*inf.error, loc, exprs, types);
+    reportTypeError(*inf.error, loc, exprs, types, [&](const std::vector<TensorType> &ts) {
+      return inferTypes(op, ts, attrs, given);
+    });
     return EV::bad();
   }
   // Results may be larger than every operand (broadcast, einsum outer products).
@@ -229,7 +231,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
       else if (st_.meshes.count(e.text))
         diags().error<DiagId::MeshNotValue>(e.loc, e.text);
       else
-        diags().error(DiagId::UnknownName, e.loc, {e.text});
+        didYouMean(diags().error(DiagId::UnknownName, e.loc, {e.text}), e.text, namesInScope(),
+                   e.full);
       return EV::bad();
     }
     if (b->kind == Binding::Const) {

@@ -4,6 +4,9 @@
 // layouts), the call instruction, and `grad` / `value_and_grad`.
 #include "frontend/BuildIR.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace dt {
 
 static std::string signatureKey(const std::string &fn, const std::vector<TensorType> &types) {
@@ -66,12 +69,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     if (!anyLayout && !pt->sameLayout(at)) {
       auto &d = mismatch(pt->str());
       const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
-      if (!pt->isHost() && !at.isHost())
-        d.hint = "write `" + relayoutText(e, *pt) + "`";
-      else if (!pt->isHost())
-        d.hint = "write `distribute(" + exprText(e) + ", " + layoutText(*pt) + ")`";
-      else
-        d.hint = "write `to_host(" + exprText(e) + ")`";
+      conversionHint(d, e, at, *pt);
       return "";
     }
   }
@@ -129,6 +127,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   bool savedReturn = sawReturn_;
   std::string savedPrefix = modulePrefix_;
   size_t diagsBefore = diags().all().size();
+  int errorsBefore = diags().errorCount();
   scopes_.clear();
   scopes_.push_back(std::move(scope));
   symbols_ = &symbols;
@@ -165,26 +164,147 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   expectedAny_ = savedAny;
   sawReturn_ = savedReturn;
   modulePrefix_ = savedPrefix;
-  // Errors inside an instance say which call made it.
-  auto &all = const_cast<std::vector<Diagnostic> &>(diags().all());
-  bool failed = false;
-  for (size_t i = diagsBefore; i < all.size(); ++i) {
-    if (all[i].severity != Severity::Error)
-      continue;
-    failed = true;
-    if (loc.known())
-      all[i].notes.push_back("in `" + fi.qualified + "` called at " + s_.sources.path(loc.file) +
-                             ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col));
-  }
-  if (failed) {
+  if (diags().errorCount() > errorsBefore) {
     if (!symbolic)
-      fi.instances[key] = "";
-    fi.broken = true;
+      fi.instances.erase(key); // another call with these types reports again
+    // An error in the body of a called function is the caller's to fix (the
+    // symbolic check of a definition, which has no call site, keeps it).
+    if (loc.known())
+      reportInCall(fi, argTypes, argExprs, loc, diagsBefore, errorsBefore);
     return "";
   }
   if (!symbolic)
     fi.instances[key] = name;
   return name;
+}
+
+void IRBuilder::reportInCall(FnInfo &fi, const std::vector<TensorType> &argTypes,
+                             const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
+                             size_t firstDiag, int errorsBefore) {
+  std::vector<Diagnostic> inner(diags().all().begin() + (std::ptrdiff_t)firstDiag,
+                                diags().all().end());
+  int innerErrors = diags().errorCount() - errorsBefore;
+  diags().rollback(firstDiag, errorsBefore);
+  const Diagnostic *first = nullptr;
+  for (auto &x : inner)
+    if (x.severity == Severity::Error && !first)
+      first = &x;
+  // Search first: the trial builds add and drop diagnostics, which would
+  // invalidate a reference to the one reported here.
+  std::optional<std::pair<size_t, TensorType>> fix;
+  if (first && quiet_ == 0)
+    fix = findArgumentFix(fi, argTypes, loc);
+  auto &d = diags().error(DiagId::ErrorInCall, loc,
+                          {fi.qualified, first ? first->message : "an error past the limit"});
+  if (!first)
+    return;
+  if (first->loc.known() && first->loc.file >= 0 && first->loc.file < s_.sources.count()) {
+    std::string src = s_.sources.line(first->loc.file, first->loc.line);
+    size_t b = src.find_first_not_of(" \t");
+    d.notes.push_back("inside `" + fi.qualified + "` at " + s_.sources.path(first->loc.file) + ":" +
+                      std::to_string(first->loc.line) + ":" + std::to_string(first->loc.col) +
+                      ": `" + (b == std::string::npos ? src : src.substr(b)) + "`");
+  }
+  for (auto &n : first->notes)
+    d.notes.push_back(n);
+  if (innerErrors > 1)
+    d.notes.push_back(std::to_string(innerErrors - 1) + " more error" +
+                      (innerErrors > 2 ? "s" : "") + " inside `" + fi.qualified +
+                      "` for these arguments");
+  if (fix) {
+    auto [i, t] = *fix;
+    const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
+    d.notes.push_back("argument " + std::to_string(i + 1) + " `" + exprText(e) + "` is `" +
+                      argTypes[i].str() + "`; `" + fi.qualified + "` type-checks with `" + t.str() +
+                      "`");
+    conversionHint(d, e, argTypes[i], t);
+  }
+}
+
+bool IRBuilder::trialInstantiate(FnInfo &fi, const std::vector<TensorType> &types, SrcLoc loc) {
+  size_t nd = diags().all().size();
+  int ne = diags().errorCount();
+  size_t nf = s_.module.functions.size();
+  int counter = st_.instanceCounter;
+  std::map<std::string, std::pair<std::map<std::string, std::string>, bool>> saved;
+  for (auto &[k, v] : st_.functions)
+    saved[k] = {v.instances, v.broken};
+  ++quiet_;
+  std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
+  bool ok = !instantiate(fi, types, noExprs, loc).empty() && diags().errorCount() == ne;
+  --quiet_;
+  diags().rollback(nd, ne);
+  while (s_.module.functions.size() > nf)
+    s_.module.functions.pop_back();
+  st_.instanceCounter = counter;
+  for (auto &[k, v] : saved) {
+    FnInfo &cur = st_.functions[k];
+    cur.instances = v.first;
+    cur.broken = v.second;
+  }
+  return ok;
+}
+
+std::optional<std::pair<size_t, TensorType>>
+IRBuilder::findArgumentFix(FnInfo &fi, const std::vector<TensorType> &argTypes, SrcLoc loc) {
+  // Candidates: one argument of a `@ *` parameter moved to another layout on
+  // its mesh (every axis replicated or sharding one dim), cheapest move
+  // first (estimated communication; then fewer changed axes). The first that
+  // makes the whole call type-check is the hint.
+  struct Cand {
+    size_t arg;
+    TensorType t;
+    int64_t bytes;
+    int changed;
+  };
+  std::vector<Cand> cands;
+  const ast::FnDecl &decl = *fi.decl;
+  for (size_t i = 0; i < argTypes.size() && i < decl.params.size(); ++i) {
+    const TensorType &a = argTypes[i];
+    const auto &layout = decl.params[i].type.layout;
+    if (a.isHost() || !layout || layout->mesh != "*")
+      continue;
+    int axes = (int)a.placements.size(), opts = a.rank() + 1;
+    int64_t combos = 1;
+    for (int k = 0; k < axes; ++k)
+      combos *= opts;
+    if (combos > 256)
+      continue; // a large mesh of a high-rank tensor: no search
+    for (int64_t c = 0; c < combos; ++c) {
+      TensorType t = a;
+      int64_t r = c;
+      int changed = 0;
+      for (int k = 0; k < axes; ++k, r /= opts) {
+        int o = (int)(r % opts);
+        t.placements[k] = o == 0 ? Placement::replicate() : Placement::shard(o - 1);
+        changed += !(t.placements[k] == a.placements[k]);
+      }
+      if (!changed)
+        continue;
+      // Cost per changed axis, in the planner's order of bytes moved:
+      // replicate -> anything is a local slice (0); reduce-scatter and
+      // all-to-all move a 1/k share (1); all-gather and all-reduce move the
+      // whole value (2).
+      int64_t bytes = 0;
+      for (int k = 0; k < axes; ++k)
+        if (!(t.placements[k] == a.placements[k]) && !a.placements[k].isReplicate())
+          bytes += t.placements[k].isReplicate() ? 2 : 1;
+      cands.push_back({i, t, bytes, changed});
+    }
+  }
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand &x, const Cand &y) {
+    return std::tie(x.bytes, x.changed) < std::tie(y.bytes, y.changed);
+  });
+  int trials = 0;
+  for (auto &c : cands) {
+    if (++trials > 64)
+      break;
+    std::vector<TensorType> ts = argTypes;
+    ts[c.arg] = c.t;
+    if (trialInstantiate(fi, ts, loc))
+      return std::make_pair(c.arg, c.t);
+  }
+  return std::nullopt;
 }
 
 EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV> &args,
@@ -246,7 +366,8 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       break;
     }
   if (!fi) {
-    diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname});
+    didYouMean(diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname}), fname,
+               functionNames(), callee.args[0]->full);
     return EV::bad();
   }
   if (fi->broken)
@@ -271,6 +392,19 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       return EV::bad();
     }
   }
+  if (wrt.empty()) {
+    const ast::Expr *w = kwarg(callee, "wrt");
+    auto &d = diags().error(DiagId::WrtEmpty, w->loc, {callee.callee});
+    d.hint = "write `wrt=[0]` for the first argument";
+    if (w->full.known() && w->full.endCol > w->full.col)
+      d.fixes = {FixIt{w->full, "[0]"}};
+    return EV::bad();
+  }
+  for (size_t k = 0; k < wrt.size(); ++k)
+    if (std::count(wrt.begin(), wrt.begin() + (std::ptrdiff_t)k, wrt[k])) {
+      diags().error(DiagId::WrtTwice, callee.loc, {std::to_string(wrt[k])});
+      return EV::bad();
+    }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
       diags().error<DiagId::WrtOutOfRange>(callee.loc, i);

@@ -27,6 +27,14 @@ Binding *IRBuilder::lookup(const std::string &name) {
   return nullptr;
 }
 
+std::vector<std::string> IRBuilder::namesInScope() const {
+  std::vector<std::string> out;
+  for (auto &scope : scopes_)
+    for (auto &[n, b] : scope)
+      out.push_back(n);
+  return out;
+}
+
 void IRBuilder::bind(const std::string &name, Binding b) { scopes_.back()[name] = b; }
 
 void IRBuilder::block(const std::vector<ast::StmtPtr> &body) {
@@ -188,8 +196,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     if (!isVar)
       d.message = "`" + s.names[0] + "` is declared `" + declared->str() + "` but its value is `" +
                   got.str() + "`";
-    if (onlyLayoutDiffers(got, *declared))
-      d.hint = "write `" + relayoutText(s.value.get(), *declared) + "`";
+    conversionHint(d, s.value.get(), got, *declared);
     v = EV::bad();
   }
   if (!v.poison && v.ids.size() != s.names.size()) {
@@ -215,7 +222,7 @@ void IRBuilder::assign(const ast::Stmt &s) {
   SrcLoc nl = s.nameLocs.empty() ? s.loc : s.nameLocs[0];
   EV v = expr(*s.value);
   if (!b) {
-    diags().error(DiagId::UnknownName, nl, {name});
+    didYouMean(diags().error(DiagId::UnknownName, nl, {name}), name, namesInScope(), nl);
     return;
   }
   if (b->kind != Binding::Var) {
@@ -240,8 +247,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
   if (got != b->declared) {
     auto &d =
         diags().error(DiagId::VarPlacement, s.value->loc, {name, got.str(), b->declared.str()});
-    if (onlyLayoutDiffers(got, b->declared))
-      d.hint = "write `" + name + " = " + relayoutText(s.value.get(), b->declared) + "`";
+    if (conversionHint(d, s.value.get(), got, b->declared))
+      d.hint = "write `" + name + " = " + d.hint.substr(7);
     return;
   }
   b->id = v.ids[0];
@@ -257,6 +264,18 @@ static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std
   }
 }
 
+std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
+  const TensorType &t = typeOf(id);
+  if (!t.isHost() || t.rank() != 0 || (t.dtype != DType::I32 && t.dtype != DType::I64))
+    return std::nullopt;
+  for (Block *b : blockStack_)
+    for (auto &in : b->insts)
+      if (in.results.size() == 1 && in.results[0] == id &&
+          (in.op == Op::Fill || in.op == Op::Const) && in.attrs.floats.size() == 1)
+        return (int64_t)in.attrs.floats[0];
+  return std::nullopt;
+}
+
 void IRBuilder::forLoop(const ast::Stmt &s) {
   auto bound = [&](const ast::Expr &e, int64_t &out) {
     if (e.kind == ast::Expr::Name && symbols_ && symbols_->count(e.text)) {
@@ -267,6 +286,13 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
     EV v = expr(e);
     if (v.poison)
       return false;
+    // An integer variable holding a constant (`var n = 3`, `let n : i64[] = 3`)
+    // is known here; one that a loop changes is not.
+    if (v.single())
+      if (auto c = hostIntConstant(v.ids[0])) {
+        out = *c;
+        return true;
+      }
     if (!v.literal || !v.isInt) {
       diags().error(DiagId::BadLoopBounds, e.loc);
       return false;
@@ -373,10 +399,10 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       auto &d = diags().error(DiagId::ResultType,
                               s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
                               {fn().name, got.str(), exp[i].str()});
-      if (!any && onlyLayoutDiffers(got, exp[i]))
-        d.hint = "write `return " +
-                 relayoutText(s.values.size() == ids.size() ? s.values[i].get() : nullptr, exp[i]) +
-                 "`";
+      if (!any &&
+          conversionHint(d, s.values.size() == ids.size() ? s.values[i].get() : nullptr, got,
+                         exp[i]))
+        d.hint = "write `return " + d.hint.substr(7);
       return;
     }
   }
@@ -401,7 +427,10 @@ void IRBuilder::printStmt(const ast::Stmt &s) {
   for (int id : v.ids) {
     Attrs a;
     a.str = exprText(s.value.get());
-    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, s.value->loc, a);
+    // The whole expression's span: the executor tells the collectives that
+    // lowering puts before this print from a `relayout` written inside it.
+    SrcLoc at = s.value->full.known() && s.value->full.endCol ? s.value->full : s.value->loc;
+    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, at, a);
     (void)r;
   }
 }
@@ -465,7 +494,16 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     if (c == '.')
       c = '/';
   std::string text, path;
-  for (auto &dir : s_.options.stdlibPaths) {
+  // The importing file's own folder first (a program next to its modules),
+  // then the stdlib paths.
+  std::vector<std::string> dirs;
+  if (s.loc.file >= 0 && s.loc.file < s_.sources.count()) {
+    auto here = std::filesystem::path(s_.sources.path(s.loc.file)).parent_path().string();
+    dirs.push_back(here.empty() ? "." : here);
+  }
+  for (auto &dir : s_.options.stdlibPaths)
+    dirs.push_back(dir);
+  for (auto &dir : dirs) {
     std::string candidate = dir + "/" + rel + ".dt";
     std::error_code ec;
     if (!std::filesystem::exists(candidate, ec))
@@ -479,10 +517,10 @@ void IRBuilder::importModule(const ast::Stmt &s) {
   }
   if (path.empty()) {
     auto &d = diags().error(DiagId::UnknownModule, s.loc, {mod});
-    std::string dirs;
-    for (auto &p : s_.options.stdlibPaths)
-      dirs += (dirs.empty() ? "" : ", ") + p;
-    d.hint = "searched " + (dirs.empty() ? std::string("no folders") : dirs);
+    std::string searched;
+    for (auto &p : dirs)
+      searched += (searched.empty() ? "" : ", ") + p;
+    d.hint = "searched " + (searched.empty() ? std::string("no folders") : searched);
     return;
   }
   st_.imported.insert(mod);

@@ -16,6 +16,7 @@
 #include "grammar/AST.h"
 #include "ir/Infer.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,6 +28,10 @@ const ast::Expr *kwarg(const ast::Expr &call, const std::string &name);
 
 /// Both distributed, same dtype and shape: a relayout turns one into the other.
 bool onlyLayoutDiffers(const TensorType &a, const TensorType &b);
+
+/// The candidate closest to `name` when `name` looks like a typo of it.
+std::optional<std::string> closestName(const std::string &name,
+                                       const std::vector<std::string> &candidates);
 
 /// What a name means in a scope.
 struct Binding {
@@ -101,12 +106,27 @@ public:
   void returnStmt(const ast::Stmt &s);
   void printStmt(const ast::Stmt &s);
 
+  /// The value of a rank-0 host integer defined by a constant (loop bounds).
+  std::optional<int64_t> hostIntConstant(int id);
+
   // ---- functions (BuildCall.cpp)
   EV callUser(const std::string &name, FnInfo &fn, const std::vector<EV> &args,
               const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
   /// Returns the IR function name for `fn` instantiated on `argTypes`, or "".
   std::string instantiate(FnInfo &fn, const std::vector<TensorType> &argTypes,
                           const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+  /// Replaces the errors raised while instantiating `fn` for a call (the
+  /// diagnostics from `firstDiag` on) by one error at the call, with a note
+  /// pointing into the body and, when moving one argument to another layout
+  /// makes the call type-check, that conversion as the hint.
+  void reportInCall(FnInfo &fn, const std::vector<TensorType> &argTypes,
+                    const std::vector<const ast::Expr *> &argExprs, SrcLoc loc, size_t firstDiag,
+                    int errorsBefore);
+  /// The cheapest single-argument relayout that makes the call type-check.
+  std::optional<std::pair<size_t, TensorType>>
+  findArgumentFix(FnInfo &fn, const std::vector<TensorType> &argTypes, SrcLoc loc);
+  /// Instantiates `fn` on `types` silently and undoes it; true if it type-checks.
+  bool trialInstantiate(FnInfo &fn, const std::vector<TensorType> &types, SrcLoc loc);
   EV gradCall(const ast::Expr &callee, const std::vector<EV> &args,
               const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
 
@@ -134,12 +154,49 @@ public:
                                         const std::map<std::string, Dim> *symbols);
   std::optional<TensorType> applyLayout(const ast::LayoutSpec &spec, DType dt, const Shape &shape);
   std::string layoutText(const TensorType &t) const; ///< `m[_, x]` or `m{x: partial(sum)}`
+  /// Reports a PyTorch-style placement list `m[Shard(0), Replicate()]`.
+  std::nullopt_t torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh, int rank);
   std::string exprText(const ast::Expr *e) const;
   /// `relayout(e, m[x, _])`: the call that moves `e` to `t`'s layout.
   std::string relayoutText(const ast::Expr *e, const TensorType &t) const;
+  /// `fn(e, layout)` (fn = relayout or distribute); when `e` already is such
+  /// a call, the same call with the new layout (never one nested in another).
+  std::string moveText(const std::string &fn, const ast::Expr *e, const TensorType &t) const;
+  /// The expression that turns `e` (of type `from`) into type `to`, same
+  /// dtype and shape: `relayout` on one mesh, `distribute` from the host,
+  /// `to_host`, and `distribute(to_host(e), ...)` between meshes.
+  std::string conversionText(const ast::Expr *e, const TensorType &from,
+                             const TensorType &to) const;
+  /// Sets `d`'s hint and fix-it to conversionText(); false (nothing set) when
+  /// no conversion exists (dtype or shape differ).
+  bool conversionHint(Diagnostic &d, const ast::Expr *e, const TensorType &from,
+                      const TensorType &to) const;
+  /// Sets `d`'s hint to "write `shown`" (default: `replacement`) and, when
+  /// `e`'s source span is known, the fix-it replacing `e` with `replacement`.
+  void fixHint(Diagnostic &d, const ast::Expr *e, const std::string &replacement,
+               const std::string &shown = "") const;
+  /// Reports `err` with the operands named by their source text and a hint;
+  /// `typeChecks` checks the op on other operand types: a hint is only given
+  /// when the operands it changes pass.
   void reportTypeError(const TypeError &err, SrcLoc loc,
                        const std::vector<const ast::Expr *> &exprs,
-                       const std::vector<TensorType> &types);
+                       const std::vector<TensorType> &types,
+                       const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks);
+
+  /// When one of `candidates` is close to `wrong`, sets the hint "did you
+  /// mean `...`?" with the fix-it that corrects `wrong` inside `span`.
+  bool didYouMean(Diagnostic &d, const std::string &wrong,
+                  const std::vector<std::string> &candidates, SrcLoc span);
+  /// Every function a call can name here: builtins, user and module functions.
+  std::vector<std::string> functionNames() const;
+  /// Every name a value expression can refer to here.
+  std::vector<std::string> namesInScope() const;
+  void meshMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+                        const std::vector<TensorType> &types,
+                        const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks);
+  void matmulShapeHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+                       const std::vector<TensorType> &types,
+                       const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks);
 
   /// Reports a shape whose element count (literal dims; symbols count as 1)
   /// overflows or exceeds SessionOptions::maxTensorElements at `loc`.
@@ -171,6 +228,7 @@ public:
   std::set<std::string> instantiating_;
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
+  int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
 };
 
 } // namespace dt

@@ -11,12 +11,83 @@
 
 namespace dt {
 
+/// Edit distance with adjacent transpositions (optimal string alignment).
+static size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+std::optional<std::string> closestName(const std::string &name,
+                                       const std::vector<std::string> &candidates) {
+  std::optional<std::string> best;
+  size_t bestD = 0;
+  for (auto &c : candidates) {
+    if (c == name || c.empty())
+      continue;
+    size_t dist = editDistance(name, c);
+    // A typo, not another name: at most a third of the letters differ, and
+    // never every letter (`y` is not a misspelled `x`).
+    size_t limit = std::max<size_t>(1, std::max(name.size(), c.size()) / 3);
+    if (dist > limit || dist >= std::min(name.size(), c.size()) + (name.size() != c.size()))
+      continue;
+    if (!best || dist < bestD) {
+      best = c;
+      bestD = dist;
+    }
+  }
+  return best;
+}
+
+static std::vector<std::string> axisNames(const Mesh &m) {
+  std::vector<std::string> out;
+  for (auto &a : m.axes)
+    out.push_back(a.name);
+  return out;
+}
+
+bool IRBuilder::didYouMean(Diagnostic &d, const std::string &wrong,
+                           const std::vector<std::string> &candidates, SrcLoc span) {
+  auto best = closestName(wrong, candidates);
+  if (!best || !span.known() || span.endCol <= span.col)
+    return false;
+  std::string line = s_.sources.line(span.file, span.line);
+  if ((size_t)span.endCol - 1 > line.size())
+    return false;
+  std::string text = line.substr(span.col - 1, span.endCol - span.col);
+  // The first whole-word occurrence of `wrong` in the span is the one to replace.
+  auto word = [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.'; };
+  for (size_t at = text.find(wrong); at != std::string::npos; at = text.find(wrong, at + 1)) {
+    size_t end = at + wrong.size();
+    if ((at > 0 && word(text[at - 1])) || (end < text.size() && word(text[end])))
+      continue;
+    SrcLoc range = span;
+    range.col = span.col + (int)at;
+    range.endCol = range.col + (int)wrong.size();
+    d.hint = "did you mean `" + *best + "`?";
+    d.fixes = {FixIt{range, *best}};
+    return true;
+  }
+  return false;
+}
+
 std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
                                                  const std::map<std::string, Dim> *symbols) {
   auto dt = parseDType(spec.dtype);
   if (!dt) {
-    diags().error(DiagId::UnknownDType, spec.loc, {spec.dtype}).hint =
-        "element types are `f32`, `f64`, `i32`, `i64` and `bool`";
+    auto &d = diags().error(DiagId::UnknownDType, spec.loc, {spec.dtype});
+    if (!didYouMean(d, spec.dtype, {"f32", "f64", "i32", "i64", "bool"}, spec.loc))
+      d.hint = "element types are `f32`, `f64`, `i32`, `i64` and `bool`";
     return std::nullopt;
   }
   Shape shape;
@@ -89,6 +160,11 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   auto it = st_.meshes.find(spec.mesh);
   if (it == st_.meshes.end()) {
     auto &d = diags().error(DiagId::UnknownMesh, spec.loc, {spec.mesh});
+    std::vector<std::string> names;
+    for (auto &[n, m] : st_.meshes)
+      names.push_back(n);
+    if (didYouMean(d, spec.mesh, names, spec.loc))
+      return std::nullopt;
     if (!st_.meshes.empty())
       d.hint = "declared meshes: `" + st_.meshes.begin()->first + "`";
     return std::nullopt;
@@ -101,8 +177,9 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
     for (auto &e : spec.entries) {
       int a = mesh->axisIndex(e.axis);
       if (a < 0) {
-        diags().error(DiagId::UnknownMeshAxis, e.loc, {mesh->name, e.axis}).hint =
-            "mesh `" + mesh->str() + "`";
+        auto &d = diags().error(DiagId::UnknownMeshAxis, e.loc, {mesh->name, e.axis});
+        if (!didYouMean(d, e.axis, axisNames(*mesh), e.loc))
+          d.hint = "mesh `" + mesh->str() + "`";
         return std::nullopt;
       }
       if (seen[a]) {
@@ -137,6 +214,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
     return t;
   }
   // dims-mapping form: one entry per tensor dim
+  if (std::any_of(spec.entries.begin(), spec.entries.end(), [](auto &e) { return e.torch; }))
+    return torchLayout(spec, mesh, rank);
   if ((int)spec.entries.size() != rank) {
     auto &d = diags().error(
         DiagId::LayoutRankMismatch, spec.loc,
@@ -151,8 +230,9 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
     for (auto &axis : e.axes) {
       int a = mesh->axisIndex(axis);
       if (a < 0) {
-        diags().error(DiagId::UnknownMeshAxis, e.loc, {mesh->name, axis}).hint =
-            "mesh `" + mesh->str() + "`";
+        auto &d = diags().error(DiagId::UnknownMeshAxis, e.loc, {mesh->name, axis});
+        if (!didYouMean(d, axis, axisNames(*mesh), e.loc))
+          d.hint = "mesh `" + mesh->str() + "`";
         return std::nullopt;
       }
       if (usedBy[a] >= 0) {
@@ -181,6 +261,49 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   return t;
 }
 
+std::nullopt_t IRBuilder::torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh,
+                                      int rank) {
+  // PyTorch lists one placement per MESH axis, in mesh order; dtensor's
+  // placement form names the axes. Spell the same layout both ways.
+  auto &d = diags().error(DiagId::TorchPlacements, spec.loc, {spec.mesh});
+  if (spec.entries.size() != mesh->axes.size()) {
+    d.hint = "write one `axis: placement` per mesh axis: `" + spec.mesh + "{" +
+             mesh->axes[0].name + ": shard(0)}`";
+    return std::nullopt;
+  }
+  std::string written;
+  TensorType t = replicatedType(DType::F32, Shape(rank, Dim::lit(1)), mesh);
+  for (size_t a = 0; a < spec.entries.size(); ++a) {
+    const auto &e = spec.entries[a];
+    std::string kind = e.torch ? e.kind : (e.axes.empty() ? "_" : e.axes[0]);
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    std::string p;
+    if (kind == "replicate") {
+      p = "replicate";
+    } else if (kind == "shard" && e.dim >= 0 && e.dim < rank) {
+      p = "shard(" + std::to_string(e.dim) + ")";
+      t.placements[a] = Placement::shard((int)e.dim);
+    } else if (kind == "partial" && parseReduceOp(e.reduce)) {
+      p = "partial(" + e.reduce + ")";
+      t.placements[a] = Placement::partial(*parseReduceOp(e.reduce));
+    } else {
+      d.hint = "placements are `replicate`, `shard(d)` with d < " + std::to_string(rank) +
+               " and `partial(op)`, written `" + spec.mesh + "{axis: shard(0)}`";
+      return std::nullopt;
+    }
+    written += (a ? ", " : "") + mesh->axes[a].name + ": " + p;
+  }
+  std::string placementForm = spec.mesh + "{" + written + "}";
+  std::string dm = t.dimsMappingStr();
+  d.notes.push_back("dtensor names the mesh axis of each placement, `" + placementForm +
+                    "`, or the axis of each tensor dim" +
+                    (dm.empty() ? std::string(" (no partial)") : ", `" + dm + "`"));
+  d.hint = "write `" + placementForm + "`";
+  if (spec.loc.known() && spec.loc.endCol > spec.loc.col)
+    d.fixes = {FixIt{spec.loc, placementForm}};
+  return std::nullopt;
+}
+
 std::string IRBuilder::layoutText(const TensorType &t) const {
   std::string dm = t.dimsMappingStr();
   return dm.empty() ? t.layoutStr() : dm;
@@ -191,24 +314,74 @@ std::string IRBuilder::exprText(const ast::Expr *e) const {
     return "...";
   if (e->kind == ast::Expr::Name)
     return e->text;
+  // The source text when the whole expression is on one line.
+  if (e->full.known() && e->full.endCol > e->full.col) {
+    std::string line = s_.sources.line(e->full.file, e->full.line);
+    if ((size_t)e->full.endCol - 1 <= line.size())
+      return line.substr(e->full.col - 1, e->full.endCol - e->full.col);
+  }
   if (e->kind == ast::Expr::Call || e->kind == ast::Expr::CallExpr)
     return ast::printExpr(*e);
-  // Use the source text when the span is on one line.
-  if (e->loc.known() && e->loc.endCol > e->loc.col) {
-    std::string line = s_.sources.line(e->loc.file, e->loc.line);
-    if ((size_t)e->loc.endCol - 1 <= line.size())
-      return line.substr(e->loc.col - 1, e->loc.endCol - e->loc.col);
-  }
   return "...";
 }
 
-std::string IRBuilder::relayoutText(const ast::Expr *e, const TensorType &t) const {
-  return "relayout(" + exprText(e) + ", " + layoutText(t) + ")";
+std::string IRBuilder::moveText(const std::string &fn, const ast::Expr *e,
+                                const TensorType &t) const {
+  // `relayout(relayout(x, A), B)` is `relayout(x, B)`: re-target the call the
+  // user wrote instead of wrapping it in a second one.
+  if (e && e->kind == ast::Expr::Call && e->args.size() == 2 && e->kwargs.empty() &&
+      (e->callee == "relayout" || e->callee == "distribute"))
+    return e->callee + "(" + exprText(e->args[0].get()) + ", " + layoutText(t) + ")";
+  return fn + "(" + exprText(e) + ", " + layoutText(t) + ")";
 }
 
-void IRBuilder::reportTypeError(const TypeError &err, SrcLoc loc,
-                                const std::vector<const ast::Expr *> &exprs,
-                                const std::vector<TensorType> &types) {
+std::string IRBuilder::relayoutText(const ast::Expr *e, const TensorType &t) const {
+  return moveText("relayout", e, t);
+}
+
+void IRBuilder::fixHint(Diagnostic &d, const ast::Expr *e, const std::string &replacement,
+                        const std::string &shown) const {
+  d.hint = "write `" + (shown.empty() ? replacement : shown) + "`";
+  d.fixes.clear();
+  if (e && e->full.known() && e->full.endCol > e->full.col)
+    d.fixes.push_back(FixIt{e->full, replacement});
+}
+
+std::string IRBuilder::conversionText(const ast::Expr *e, const TensorType &from,
+                                      const TensorType &to) const {
+  if (from.isHost())
+    return moveText("distribute", e, to);
+  if (!to.isHost() && from.mesh && to.mesh && *from.mesh == *to.mesh)
+    return relayoutText(e, to);
+  // Leaving the mesh goes through the host, which cannot read a partial value:
+  // reduce it on its own mesh first.
+  std::string x = exprText(e);
+  TensorType reduced = from;
+  bool partial = false;
+  for (auto &p : reduced.placements)
+    if (p.isPartial()) {
+      p = Placement::replicate();
+      partial = true;
+    }
+  if (partial)
+    x = relayoutText(e, reduced);
+  if (to.isHost())
+    return "to_host(" + x + ")";
+  return "distribute(to_host(" + x + "), " + layoutText(to) + ")";
+}
+
+bool IRBuilder::conversionHint(Diagnostic &d, const ast::Expr *e, const TensorType &from,
+                               const TensorType &to) const {
+  if (from.dtype != to.dtype || from.shape != to.shape || (from.isHost() && to.isHost()))
+    return false;
+  fixHint(d, e, conversionText(e, from, to));
+  return true;
+}
+
+void IRBuilder::reportTypeError(
+    const TypeError &err, SrcLoc loc, const std::vector<const ast::Expr *> &exprs,
+    const std::vector<TensorType> &types,
+    const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks) {
   auto &d = diags().error(err.id, loc, err.args);
   // Name the operands by their source text where we have it.
   bool named = !exprs.empty() && exprs.size() == types.size();
@@ -223,9 +396,134 @@ void IRBuilder::reportTypeError(const TypeError &err, SrcLoc loc,
     d.notes = err.notes;
   }
   if (err.operand >= 0 && err.suggest) {
-    const ast::Expr *e = err.operand < (int)exprs.size() ? exprs[err.operand] : nullptr;
-    std::string fn = err.id == DiagId::HostDistributedMix ? "distribute" : "relayout";
-    d.hint = "write `" + fn + "(" + exprText(e) + ", " + layoutText(*err.suggest) + ")`";
+    // The checker names one operand to move. When moving it is not enough
+    // (`maximum(p, p)`: both are partial), keep applying the checker's next
+    // suggestion, so the hint is the whole fix rather than its first step.
+    std::vector<TensorType> ts = types;
+    std::vector<int> moved;
+    TypeError cur = err;
+    bool passes = false;
+    for (size_t step = 0; step < types.size() && cur.operand >= 0 && cur.suggest; ++step) {
+      if (std::find(moved.begin(), moved.end(), cur.operand) != moved.end())
+        break;
+      ts[cur.operand] = *cur.suggest;
+      moved.push_back(cur.operand);
+      Inferred inf = typeChecks(ts);
+      if (inf.ok()) {
+        passes = true;
+        break;
+      }
+      cur = *inf.error;
+    }
+    if (!passes || moved.size() == 1 || moved.size() > exprs.size()) {
+      const ast::Expr *e = err.operand < (int)exprs.size() ? exprs[err.operand] : nullptr;
+      std::string fn = err.id == DiagId::HostDistributedMix ? "distribute" : "relayout";
+      fixHint(d, e, moveText(fn, e, *err.suggest));
+    } else {
+      std::vector<FixIt> fixes;
+      std::string shown;
+      bool complete = true;
+      for (size_t k = 0; k < moved.size(); ++k) {
+        const ast::Expr *e = exprs[moved[k]];
+        std::string fn = types[moved[k]].isHost() ? "distribute" : "relayout";
+        std::string text = moveText(fn, e, ts[moved[k]]);
+        shown += std::string(k ? (k + 1 == moved.size() ? " and " : ", ") : "") + "`" + text + "`";
+        if (e && e->full.known() && e->full.endCol > e->full.col)
+          fixes.push_back(FixIt{e->full, text});
+        else
+          complete = false;
+      }
+      d.hint = "write " + shown;
+      if (complete)
+        d.fixes = fixes;
+    }
+  }
+  if (!named)
+    return;
+  if (err.id == DiagId::MeshMismatch)
+    meshMismatchHint(d, exprs, types, typeChecks);
+  else if (err.id == DiagId::ShapeMismatch && !err.args.empty() && err.args[0] == "matmul")
+    matmulShapeHint(d, exprs, types, typeChecks);
+}
+
+void IRBuilder::meshMismatchHint(
+    Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+    const std::vector<TensorType> &types,
+    const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks) {
+  // Move the first operand on another mesh to the mesh of the first
+  // distributed operand. `relayout` cannot cross meshes; the host can.
+  int first = -1, other = -1;
+  for (size_t i = 0; i < types.size() && other < 0; ++i) {
+    if (types[i].isHost())
+      continue;
+    if (first < 0)
+      first = (int)i;
+    else if (!(*types[i].mesh == *types[first].mesh))
+      other = (int)i;
+  }
+  if (first < 0 || other < 0)
+    return;
+  const TensorType &from = types[other];
+  MeshRef mesh = types[first].mesh;
+  // Candidates: the same placements on the new mesh (when its axes carry the
+  // same names), the first operand's placements (same rank), replicated.
+  std::vector<TensorType> cands;
+  TensorType rep = replicatedType(from.dtype, from.shape, mesh);
+  if (from.mesh->axes.size() == mesh->axes.size()) {
+    TensorType t = rep;
+    bool same = true;
+    for (size_t a = 0; a < mesh->axes.size(); ++a) {
+      same &= from.mesh->axes[a].name == mesh->axes[a].name;
+      if (!from.placements[a].isPartial())
+        t.placements[a] = from.placements[a];
+    }
+    if (same)
+      cands.push_back(t);
+  }
+  if (types[first].rank() == from.rank()) {
+    TensorType t = rep;
+    t.placements = types[first].placements;
+    cands.push_back(t);
+  }
+  cands.push_back(rep);
+  for (auto &c : cands) {
+    std::vector<TensorType> ts = types;
+    ts[other] = c;
+    if (!typeChecks(ts).ok())
+      continue;
+    fixHint(d, exprs[other], conversionText(exprs[other], from, c));
+    d.notes.push_back("`relayout` cannot move a value between meshes; `to_host` and "
+                      "`distribute` can, through the host");
+    return;
+  }
+}
+
+void IRBuilder::matmulShapeHint(
+    Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+    const std::vector<TensorType> &types,
+    const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks) {
+  if (types.size() != 2)
+    return;
+  const TensorType &a = types[0], &b = types[1];
+  if (a.rank() >= 1 && b.rank() >= 2)
+    d.notes.push_back("`a @ b` needs the last dim of `a` (" + a.shape.back().str() +
+                      ") to equal the second-to-last dim of `b` (" +
+                      b.shape[b.rank() - 2].str() + ")");
+  // Transposing one 2-D operand is the usual fix; offer it when it type-checks.
+  for (int i : {1, 0}) {
+    if (types[i].rank() != 2)
+      continue;
+    TensorType t = types[i];
+    std::swap(t.shape[0], t.shape[1]);
+    for (auto &p : t.placements)
+      if (p.isShard())
+        p = Placement::shard(1 - p.dim);
+    std::vector<TensorType> ts = types;
+    ts[i] = t;
+    if (!typeChecks(ts).ok())
+      continue;
+    fixHint(d, exprs[i], "transpose(" + exprText(exprs[i]) + ")");
+    return;
   }
 }
 

@@ -25,6 +25,9 @@ struct LayoutEntry {
   std::string reduce = "sum";
   // dims-mapping form
   std::vector<std::string> axes;
+  /// A PyTorch-style `Shard(0)` / `Replicate()` in a dims mapping (an error
+  /// the IR builder reports with the dtensor spelling); kind/dim/reduce set.
+  bool torch = false;
 };
 
 struct LayoutSpec {
@@ -65,6 +68,10 @@ struct Expr {
   };
   Kind kind = Number;
   SrcLoc loc;
+  /// The whole expression's source text when it sits on one line (endCol 0
+  /// otherwise): what a fix-it replaces. `loc` may be just the operator or
+  /// the callee name.
+  SrcLoc full;
   double number = 0;
   bool isInt = false;
   int64_t intValue = 0; ///< Number with `isInt`: the exact value (`number` rounds above 2^53)

@@ -44,6 +44,7 @@ ExprPtr Builder::leaf(Expr::Kind k, const Span &s) {
   auto e = std::make_unique<Expr>();
   e->kind = k;
   e->loc = loc(s);
+  e->full = e->loc;
   depth_.erase(e.get()); // a stale entry of a node freed by error recovery
   return e;
 }
@@ -141,18 +142,21 @@ ExprPtr Builder::binary(const std::string &op, ExprPtr l, ExprPtr r, const Span 
   return finish(std::move(e));
 }
 
-ExprPtr Builder::call(const std::string &callee, CallArgs a, const Span &calleeLoc) {
+ExprPtr Builder::call(const std::string &callee, CallArgs a, const Span &calleeLoc,
+                      const Span &whole) {
   auto e = leaf(Expr::Call, calleeLoc);
+  e->full = loc(whole);
   e->callee = callee;
   e->args = std::move(a.args);
   e->kwargs = std::move(a.kwargs);
   return finish(std::move(e));
 }
 
-ExprPtr Builder::callExpr(ExprPtr callee, CallArgs a) {
+ExprPtr Builder::callExpr(ExprPtr callee, CallArgs a, const Span &whole) {
   auto e = std::make_unique<Expr>();
   e->kind = Expr::CallExpr;
   e->loc = callee->loc;
+  e->full = loc(whole);
   e->args.push_back(std::move(callee));
   for (auto &x : a.args)
     e->args.push_back(std::move(x));
@@ -165,6 +169,7 @@ ExprPtr Builder::layoutExpr(LayoutPtr l) {
   e->kind = Expr::Layout;
   depth_.erase(e.get());
   e->loc = l->loc;
+  e->full = l->loc;
   e->layout = std::move(l);
   return e;
 }
@@ -237,6 +242,19 @@ ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
     else
       e.axes.push_back(axes.names[i]);
   }
+  return e;
+}
+
+ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg,
+                                     bool argIsInt, const Span &s) {
+  ast::LayoutEntry e;
+  e.loc = loc(s);
+  e.torch = true;
+  e.kind = kind;
+  if (argIsInt)
+    e.dim = toInt(arg, s);
+  else if (!arg.empty())
+    e.reduce = arg;
   return e;
 }
 

@@ -53,8 +53,9 @@ public:
   ast::ExprPtr unary(const char *op, ast::ExprPtr e, const Span &opLoc, const Span &whole);
   ast::ExprPtr binary(const std::string &op, ast::ExprPtr l, ast::ExprPtr r, const Span &opLoc,
                       const Span &whole);
-  ast::ExprPtr call(const std::string &callee, CallArgs a, const Span &calleeLoc);
-  ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a);
+  ast::ExprPtr call(const std::string &callee, CallArgs a, const Span &calleeLoc,
+                    const Span &whole);
+  ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a, const Span &whole);
   ast::ExprPtr layoutExpr(LayoutPtr l);
   void addArg(CallArgs &a, ast::ExprPtr e);
   void addKwarg(CallArgs &a, const std::string &k, ast::ExprPtr e, const Span &s);
@@ -69,6 +70,10 @@ public:
                    std::vector<ast::LayoutEntry> entries, const Span &s);
   /// Dims-mapping entry: `_`, `x` or `(x, y)`.
   ast::LayoutEntry dimEntry(NameList axes, const Span &s);
+  /// PyTorch-style entry `Shard(0)`, `Replicate()`, `Partial(sum)` in a
+  /// dims-mapping list (marked `torch`; the IR builder reports it).
+  ast::LayoutEntry torchEntry(const std::string &kind, const std::string &arg, bool argIsInt,
+                              const Span &s);
   /// Placement entry `axis: kind` or `axis: kind(arg)`; `arg` empty if absent.
   ast::LayoutEntry placement(const std::string &axis, const std::string &kind,
                              const std::string &arg, bool argIsInt, const Span &kindLoc,

@@ -86,7 +86,11 @@ std::string explainModule(const Module &m, const SourceManager &sources, const s
   for (auto &e : entries) {
     std::string head = e.function == entry ? "" : "in @" + e.function + ", ";
     if (e.loc.known()) {
-      head += "line " + std::to_string(e.loc.line);
+      // A line inside an imported module names its file.
+      if (e.loc.file > 0 && e.loc.file < sources.count())
+        head += sources.path(e.loc.file) + ":" + std::to_string(e.loc.line);
+      else
+        head += "line " + std::to_string(e.loc.line);
       if (e.loc.file < sources.count())
         head += ": " + trim(sources.line(e.loc.file, e.loc.line));
     } else {

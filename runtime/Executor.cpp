@@ -405,9 +405,12 @@ private:
   void print(const Inst &in, Frame &fr) {
     int id = in.operands.at(0), src = id;
     // The value as the program wrote it: before the gathers lowering put in
-    // front of this print (they carry the print's source location).
+    // front of this print (they carry the print's source location, which
+    // spans the whole printed expression; a `relayout` the user wrote there
+    // spans only its name, and is the program's, not the print's).
     while (sh_.wantSources && fr.def[src] && opInfo(fr.def[src]->op).cls == OpClass::Collective &&
-           fr.def[src]->loc.line == in.loc.line && fr.def[src]->loc.col == in.loc.col)
+           fr.def[src]->loc.line == in.loc.line && fr.def[src]->loc.col == in.loc.col &&
+           fr.def[src]->loc.endCol == in.loc.endCol)
       src = fr.def[src]->operands.at(0);
     const TensorType &type = fr.type(id), &srcType = fr.type(src);
     std::vector<Slot> blocks = gather(type, fr.vals.at(id));

@@ -65,6 +65,12 @@ Diagnostic &DiagEngine::add(Severity s, DiagId id, SrcLoc loc,
   return diags_.back();
 }
 
+void DiagEngine::rollback(size_t n, int errors) {
+  if (diags_.size() > n)
+    diags_.resize(n);
+  errors_ = errors;
+}
+
 Diagnostic &DiagEngine::error(DiagId id, SrcLoc loc, const std::vector<std::string> &args) {
   return add(Severity::Error, id, loc, args);
 }

@@ -16,6 +16,7 @@
 #include "support/Errors.h"
 #include "support/SourceLoc.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -59,6 +60,14 @@ requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T,
 
 enum class Severity { Error, Warning, Note, Remark };
 
+/// A machine-applicable edit that carries out (part of) a hint: replace the source text
+/// at `range` (one line, columns [col, endCol)) with `replacement`. The REPL,
+/// the API and the test that applies every hint read it.
+struct FixIt {
+  SrcLoc range;
+  std::string replacement;
+};
+
 struct Diagnostic {
   Severity severity = Severity::Error;
   DiagId id = DiagId::ParseError;
@@ -66,6 +75,7 @@ struct Diagnostic {
   std::string message;            ///< formatted
   std::vector<std::string> notes; ///< each printed as `note: ...`
   std::string hint;               ///< printed as `hint: ...` (may be empty)
+  std::vector<FixIt> fixes;       ///< the hint as edits (disjoint), when it is one
 };
 
 /// Owns the text of every source file of a Session, for carets.
@@ -113,6 +123,9 @@ public:
     diags_.clear();
     errors_ = 0;
   }
+  /// Drops every diagnostic recorded after the first `n` and resets the error
+  /// count to `errors` (a trial build that the builder discards).
+  void rollback(size_t n, int errors);
   /// Stop recording after this many errors (error recovery must terminate).
   void setErrorLimit(int n) { limit_ = n; }
 

@@ -271,8 +271,8 @@ std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
   for (Block *b : blockStack_)
     for (auto &in : b->insts)
       if (in.results.size() == 1 && in.results[0] == id &&
-          (in.op == Op::Fill || in.op == Op::Const) && in.attrs.floats.size() == 1)
-        return (int64_t)in.attrs.floats[0];
+          (in.op == Op::Fill || in.op == Op::Const) && in.attrs.ints.size() == 1)
+        return in.attrs.ints[0]; // integer constants are exact in `ints` (ir/IR.h)
   return std::nullopt;
 }
 

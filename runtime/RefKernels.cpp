@@ -320,7 +320,9 @@ HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims,
   return cast(r, out);
 }
 
-HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape) {
+/// A `const` of `data` (one value: a splat), from doubles or exact integers.
+template <typename V>
+static HostTensor constantOf(const std::vector<V> &data, DType dt, const Dims &shape) {
   HostTensor r(dt, shape);
   int64_t n = r.numel();
   if (data.size() != 1 && (int64_t)data.size() != n)
@@ -335,19 +337,12 @@ HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape
   return r;
 }
 
+HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape) {
+  return constantOf(data, dt, shape);
+}
+
 HostTensor constantInts(const std::vector<int64_t> &data, DType dt, const Dims &shape) {
-  HostTensor r(dt, shape);
-  int64_t n = r.numel();
-  if (data.size() != 1 && (int64_t)data.size() != n)
-    throw InternalError("reference evaluator: `const` has " + std::to_string(data.size()) +
-                        " values for shape " + dimsStr(shape));
-  dispatch(dt, [&](auto t) {
-    using T = decltype(t);
-    T *dst = r.data<T>();
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = convert<T>(data.size() == 1 ? data[0] : data[i]);
-  });
-  return r;
+  return constantOf(data, dt, shape);
 }
 
 HostTensor constantOf(const Attrs &a, DType dt, const Dims &shape) {

@@ -53,6 +53,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
 
 EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled) {
   handled = true;
+  if (name == "load")
+    return loadCall(e, nullptr);
+  if (name == "save")
+    return saveCall(e);
   auto nargs = [&](size_t lo, size_t hi) {
     if (e.args.size() >= lo && e.args.size() <= hi)
       return true;
@@ -334,7 +338,8 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "cos",      "neg",        "maximum",    "minimum",      "pow",        "matmul",
       "where",    "sum",        "mean",       "max",          "min",        "einsum",
       "transpose", "reshape",   "broadcast_to", "index_select", "index_add", "cast",
-      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad"};
+      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "load",
+      "save"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -43,6 +43,9 @@ struct CompileOptions {
   int64_t maxRanks = 4096;
   /// Bytes of one source file (a program or an imported module).
   int64_t maxSourceBytes = int64_t(16) << 20;
+  /// Whether `load` and `save` may touch files (off for fuzzing and for
+  /// sandboxed hosts: a program from an untrusted source then cannot write).
+  bool fileAccess = true;
 
   /// The result types of `grad` of `fn` w.r.t. `wrt` (primal value first
   /// when `withValue`), or false after reporting why it cannot be

@@ -109,6 +109,8 @@ public:
   bool call(const std::string &fn, std::vector<TensorType> argTypes,
             const std::vector<HostTensor> &args, std::vector<HostTensor> &results,
             std::ostream &out);
+  /// The instances call() has compiled (one per signature).
+  size_t callInstances() const { return calls_.size(); }
   /// The result types of the instance the last call() ran.
   const std::vector<TensorType> &lastCallResults() const { return lastCallResults_; }
 

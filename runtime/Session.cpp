@@ -6,6 +6,7 @@
 #include "support/Errors.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -25,6 +26,44 @@ void scan(const Block &b, std::set<int> &defined, std::vector<int> &used) {
     for (const Block &r : in.regions)
       scan(r, defined, used);
   }
+}
+
+/// The functions of `m` that `entry` reaches (calls, kernels, gradients: any
+/// instruction naming a function) and the meshes their values live on: the
+/// module a call runs, so that a call of a host function needs one rank.
+Module reachableModule(const Module &m, const std::string &entry) {
+  std::set<std::string> seen{entry};
+  std::vector<std::string> work{entry};
+  std::set<const Mesh *> meshes;
+  std::function<void(const Block &)> visit = [&](const Block &b) {
+    for (const Inst &in : b.insts) {
+      if (!in.attrs.str.empty() && m.find(in.attrs.str) && seen.insert(in.attrs.str).second)
+        work.push_back(in.attrs.str);
+      for (const Block &r : in.regions)
+        visit(r);
+    }
+  };
+  while (!work.empty()) {
+    const Function *f = m.find(work.back());
+    work.pop_back();
+    if (!f)
+      continue;
+    for (const Value &v : f->values)
+      if (v.type.mesh)
+        meshes.insert(v.type.mesh.get());
+    visit(f->body);
+  }
+  Module out;
+  for (const MeshRef &mesh : m.meshes)
+    for (const Mesh *used : meshes)
+      if (mesh.get() == used || *mesh == *used) {
+        out.meshes.push_back(mesh);
+        break;
+      }
+  for (const Function &f : m.functions)
+    if (seen.count(f.name))
+      out.functions.push_back(f);
+  return out;
 }
 
 } // namespace
@@ -177,9 +216,12 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
     CallEntry e;
     e.prog = prog;
     e.entry = inst;
-    e.results = prog->module().find(inst)->results;
+    e.module = std::make_unique<Module>(reachableModule(prog->module(), inst));
+    e.results = e.module->find(inst)->results;
     e.sink = std::make_unique<std::ostringstream>();
-    e.exec = std::make_unique<Executor>(prog->module(), backend(), *e.sink, opts_.exec);
+    ExecOptions eo = opts_.exec;
+    eo.ranks = 0; // the meshes the function uses decide
+    e.exec = std::make_unique<Executor>(*e.module, backend(), *e.sink, eo);
     it = calls_.emplace(key, std::move(e)).first;
   }
   CallEntry &e = it->second;

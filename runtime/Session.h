@@ -137,6 +137,7 @@ private:
   /// its compiled kernels between calls.
   struct CallEntry {
     std::shared_ptr<const CompiledProgram> prog;
+    std::unique_ptr<Module> module; ///< the functions the entry reaches
     std::string entry;
     std::vector<TensorType> results;
     std::unique_ptr<std::ostringstream> sink;

@@ -299,6 +299,8 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   po.spmd = !opts_.reference;
   if (po.last > Step::MemPlan)
     po.last = Step::MemPlan; // the backend compiles the kernels itself
+  if (opts_.backend == "cuda")
+    po.target = CodeTarget::Cuda; // kernels for every source: nothing staged on the host
   auto prog = program(po, log);
   if (!prog)
     return false;
@@ -311,7 +313,7 @@ bool Session::run(std::ostream &out, std::ostream &log) {
     ReferenceEvaluator ev(prog->module(), out);
     results = ev.run(prog->entry(), args);
   } else {
-    Executor ex(prog->module(), backend(), out, opts_.exec);
+    Executor ex(*prog, backend(), out, opts_.exec);
     results = ex.run(prog->entry(), args);
     stats_ = ex.stats();
   }

@@ -65,6 +65,8 @@ class Term:
                     self.out += os.read(self.fd, 4096)
             except OSError:
                 pass
+        if os.environ.get("DT_PTY_DEBUG"):
+            os.system("gdb -p %d -batch -ex 'thread apply all bt' 2>&1 | grep -E '^#|Thread' | head -60" % self.pid)
         raise AssertionError("dtensorc did not exit; output:\n%s" % self.out.decode(errors="replace"))
 
 

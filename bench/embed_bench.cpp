@@ -19,9 +19,9 @@ double perCallUs(dtensor::Session &s, const char *fn, std::vector<float> &x, int
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i)
       s.call(fn, {dtensor::TensorView(x.data(), {(int64_t)x.size()})});
-    best.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                       .count() /
-                   n);
+    best.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        n);
   }
   return *std::min_element(best.begin(), best.end());
 }

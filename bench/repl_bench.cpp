@@ -24,8 +24,8 @@ int main() {
     out.str("");
     auto t0 = std::chrono::steady_clock::now();
     repl.feed("a * 2.0 + b");
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (out.str().find(" : f32[64, 64]") == std::string::npos || !err.str().empty()) {
       std::fprintf(stderr, "unexpected output: %s%s\n", out.str().c_str(), err.str().c_str());
       return 1;

@@ -7,8 +7,7 @@
 
 namespace dt {
 
-std::string Compilation::instantiateCall(const std::string &fn,
-                                         std::vector<TensorType> &argTypes) {
+std::string Compilation::instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes) {
   auto it = builderState->functions.find(fn);
   if (it == builderState->functions.end()) {
     std::vector<std::string> names;

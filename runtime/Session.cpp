@@ -137,8 +137,7 @@ bool Session::tryCompile(const std::string &path, const std::string &text,
   Function *main = c_->module.find("main");
   size_t before = main ? main->body.insts.size() : 0;
   auto globals = c_->builderState->globals;
-  bool ok = runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr,
-                        false);
+  bool ok = runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, false);
   if (ok && inspect)
     inspect();
   if ((main = c_->module.find("main"))) {
@@ -309,14 +308,14 @@ bool Session::run(std::ostream &out, std::ostream &log) {
     args.push_back(values_.at(v));
   std::vector<HostTensor> results;
   try {
-  if (opts_.reference) {
-    ReferenceEvaluator ev(prog->module(), out);
-    results = ev.run(prog->entry(), args);
-  } else {
-    Executor ex(*prog, backend(), out, opts_.exec);
-    results = ex.run(prog->entry(), args);
-    stats_ = ex.stats();
-  }
+    if (opts_.reference) {
+      ReferenceEvaluator ev(prog->module(), out);
+      results = ev.run(prog->entry(), args);
+    } else {
+      Executor ex(*prog, backend(), out, opts_.exec);
+      results = ex.run(prog->entry(), args);
+      stats_ = ex.stats();
+    }
   } catch (...) {
     // A chunk that failed at run time is dropped: it is not run again, and
     // the names it bound are unbound (the REPL and the API go on).

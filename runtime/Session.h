@@ -153,7 +153,7 @@ private:
   std::unique_ptr<Compilation> c_;
   std::unique_ptr<CpuJIT> jit_, quickJit_;
   std::unique_ptr<Backend> backend_; ///< made on the first distributed run
-  size_t ranUpTo_ = 0; ///< instructions of `main` already run
+  size_t ranUpTo_ = 0;               ///< instructions of `main` already run
   bool ranOnce_ = false;
   std::map<int, HostTensor> values_; ///< value id in `main` -> global value
   /// The chunk program() last compiled: its parameters and results (value

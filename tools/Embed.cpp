@@ -18,22 +18,32 @@ namespace {
 
 dt::DType toInternal(DType d) {
   switch (d) {
-  case DType::F32: return dt::DType::F32;
-  case DType::F64: return dt::DType::F64;
-  case DType::I32: return dt::DType::I32;
-  case DType::I64: return dt::DType::I64;
-  case DType::Bool: return dt::DType::Bool;
+  case DType::F32:
+    return dt::DType::F32;
+  case DType::F64:
+    return dt::DType::F64;
+  case DType::I32:
+    return dt::DType::I32;
+  case DType::I64:
+    return dt::DType::I64;
+  case DType::Bool:
+    return dt::DType::Bool;
   }
   return dt::DType::F32;
 }
 
 DType fromInternal(dt::DType d) {
   switch (d) {
-  case dt::DType::F32: return DType::F32;
-  case dt::DType::F64: return DType::F64;
-  case dt::DType::I32: return DType::I32;
-  case dt::DType::I64: return DType::I64;
-  case dt::DType::Bool: return DType::Bool;
+  case dt::DType::F32:
+    return DType::F32;
+  case dt::DType::F64:
+    return DType::F64;
+  case dt::DType::I32:
+    return DType::I32;
+  case dt::DType::I64:
+    return DType::I64;
+  case dt::DType::Bool:
+    return DType::Bool;
   }
   return DType::F32;
 }
@@ -54,11 +64,16 @@ int64_t Tensor::numel() const { return product(shape_); }
 
 double Tensor::at(int64_t i) const {
   switch (dtype_) {
-  case DType::F32: return data<float>()[i];
-  case DType::F64: return data<double>()[i];
-  case DType::I32: return data<int32_t>()[i];
-  case DType::I64: return (double)data<int64_t>()[i];
-  case DType::Bool: return data<bool>()[i] ? 1 : 0;
+  case DType::F32:
+    return data<float>()[i];
+  case DType::F64:
+    return data<double>()[i];
+  case DType::I32:
+    return data<int32_t>()[i];
+  case DType::I64:
+    return (double)data<int64_t>()[i];
+  case DType::Bool:
+    return data<bool>()[i] ? 1 : 0;
   }
   return 0;
 }
@@ -197,8 +212,8 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
     const TensorView &view = a.view;
     int64_t n = view.numel();
     if (n < 0 || (n > 0 && !view.data))
-      im.fail(Error::Kind::Usage, "argument " + std::to_string(i + 1) + " of `" + fn +
-                                      "`: a view without data");
+      im.fail(Error::Kind::Usage,
+              "argument " + std::to_string(i + 1) + " of `" + fn + "`: a view without data");
     dt::HostTensor h;
     h.dtype = toInternal(view.dtype);
     h.shape = view.shape;
@@ -216,8 +231,8 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
   bool ok = im.guard([&] { return im.s->call(fn, types, values, results, im.out); });
   if (!ok) {
     im.collect();
-    im.fail(Error::Kind::Compile, im.diags.empty() ? "`" + fn + "` does not compile"
-                                                   : im.diags.front().message);
+    im.fail(Error::Kind::Compile,
+            im.diags.empty() ? "`" + fn + "` does not compile" : im.diags.front().message);
   }
   std::vector<Tensor> out;
   const auto &rt = im.s->lastCallResults();
@@ -230,9 +245,7 @@ bool Session::hasFunction(const std::string &fn) const {
   return impl_->s->compilation().builderState->functions.count(fn) > 0;
 }
 
-bool Session::hasValue(const std::string &name) const {
-  return impl_->s->valueOf(name) != nullptr;
-}
+bool Session::hasValue(const std::string &name) const { return impl_->s->valueOf(name) != nullptr; }
 
 Tensor Session::value(const std::string &name) const {
   Impl &im = *impl_;

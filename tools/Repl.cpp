@@ -232,8 +232,8 @@ void Repl::command(const std::string &line) {
     out_ << "session reset\n";
   } else {
     std::string why = "unknown command `" + cmd + "`";
-    std::vector<std::string> names = {":type",  ":layout", ":explain", ":mesh",
-                                      ":load",  ":reset",  ":help",    ":quit"};
+    std::vector<std::string> names = {":type", ":layout", ":explain", ":mesh",
+                                      ":load", ":reset",  ":help",    ":quit"};
     if (auto near = closestName(cmd, names))
       why += "; did you mean `" + *near + "`?";
     err_ << "error: " << why << " (`:help` lists the commands)\n";

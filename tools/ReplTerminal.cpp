@@ -65,8 +65,8 @@ int runRepl(const ReplOptions &opts, const std::string &file, bool terminal,
     Repl::Status st = repl.feed(line);
     if (st != Repl::Status::More && !entry.empty()) {
       // Not `:quit`, nor the same input twice in a row.
-      HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1)
-                                            : nullptr;
+      HIST_ENTRY *last =
+          history_length > 0 ? history_get(history_base + history_length - 1) : nullptr;
       if (st != Repl::Status::Quit && !(last && last->line && entry == last->line)) {
         add_history(entry.c_str());
         if (!hist.empty())

@@ -99,24 +99,24 @@ fn partial(a: f32[N, K] @ mesh_2d[_, x], b: f32[K, M] @ mesh_2d[x, _]) -> f32[N,
     std::vector<float> x = hostCopy(t.value("x")), y = hostCopy(t.value("y"));
     std::vector<float> w1 = hostCopy(t.value("w1")), w2 = hostCopy(t.value("w2"));
     std::vector<float> b1(16, 0.f), b2(4, 0.f);
-    std::vector<float> w1m(8 * 16), w1v(8 * 16), b1m(16), b1v(16), w2m(16 * 4), w2v(16 * 4),
-        b2m(4), b2v(4);
+    std::vector<float> w1m(8 * 16), w1v(8 * 16), b1m(16), b1v(16), w2m(16 * 4), w2v(16 * 4), b2m(4),
+        b2v(4);
     float lr = 0.05f;
     for (int step = 1; step <= 2; ++step) {
       float tt = (float)step;
-      auto r = t.call("train_step",
-                      {dtensor::TensorView(w1.data(), {8, 16}), dtensor::TensorView(b1.data(), {16}),
-                       dtensor::TensorView(w2.data(), {16, 4}), dtensor::TensorView(b2.data(), {4}),
-                       dtensor::TensorView(w1m.data(), {8, 16}),
-                       dtensor::TensorView(w1v.data(), {8, 16}),
-                       dtensor::TensorView(b1m.data(), {16}), dtensor::TensorView(b1v.data(), {16}),
-                       dtensor::TensorView(w2m.data(), {16, 4}),
-                       dtensor::TensorView(w2v.data(), {16, 4}),
-                       dtensor::TensorView(b2m.data(), {4}), dtensor::TensorView(b2v.data(), {4}),
-                       dtensor::TensorView(x.data(), {32, 8}), dtensor::TensorView(y.data(), {32, 4}),
-                       dtensor::TensorView(&tt, {}), dtensor::TensorView(&lr, {})});
+      auto r = t.call(
+          "train_step",
+          {dtensor::TensorView(w1.data(), {8, 16}), dtensor::TensorView(b1.data(), {16}),
+           dtensor::TensorView(w2.data(), {16, 4}), dtensor::TensorView(b2.data(), {4}),
+           dtensor::TensorView(w1m.data(), {8, 16}), dtensor::TensorView(w1v.data(), {8, 16}),
+           dtensor::TensorView(b1m.data(), {16}), dtensor::TensorView(b1v.data(), {16}),
+           dtensor::TensorView(w2m.data(), {16, 4}), dtensor::TensorView(w2v.data(), {16, 4}),
+           dtensor::TensorView(b2m.data(), {4}), dtensor::TensorView(b2v.data(), {4}),
+           dtensor::TensorView(x.data(), {32, 8}), dtensor::TensorView(y.data(), {32, 4}),
+           dtensor::TensorView(&tt, {}), dtensor::TensorView(&lr, {})});
       std::cout << "loss " << r[0].str() << "\n";
-      std::vector<float> *state[] = {&w1, &b1, &w2, &b2, &w1m, &w1v, &b1m, &b1v, &w2m, &w2v, &b2m, &b2v};
+      std::vector<float> *state[] = {&w1,  &b1,  &w2,  &b2,  &w1m, &w1v,
+                                     &b1m, &b1v, &w2m, &w2v, &b2m, &b2v};
       for (int i = 0; i < 12; ++i)
         *state[i] = hostCopy(r[i + 1]);
     }

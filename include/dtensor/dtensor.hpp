@@ -88,11 +88,11 @@ private:
 struct Diagnostic {
   enum class Severity { Error, Warning, Note, Remark };
   Severity severity = Severity::Error;
-  std::string kind;    ///< the diagnostic's kind, e.g. `ShardingMismatch`, `ParseError`
-  std::string message; ///< `operand shardings disagree on mesh axis `x``
-  std::string file;    ///< the source's name (compile()'s `name`, or the file)
+  std::string kind;         ///< the diagnostic's kind, e.g. `ShardingMismatch`, `ParseError`
+  std::string message;      ///< `operand shardings disagree on mesh axis `x``
+  std::string file;         ///< the source's name (compile()'s `name`, or the file)
   int line = 0, column = 0; ///< 1-based; 0 when not tied to a place
-  std::string hint;    ///< the fix, may be empty
+  std::string hint;         ///< the fix, may be empty
   std::vector<std::string> notes;
   std::string rendered; ///< the whole text as dtensorc prints it (source line, caret)
 };

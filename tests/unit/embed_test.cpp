@@ -176,11 +176,13 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
     REQUIRE(!e.diagnostics.empty());
     CHECK(e.diagnostics[0].kind == "ArgType");
   }
-  CHECK(kind([&] { s.call("scale", {"nothing", dtensor::TensorView(&k, {})}); }) ==
-        dtensor::Error::Kind::Usage);
-  CHECK(kind([&] { s.call("scale", {dtensor::TensorView(dtensor::DType::F32, {3}, nullptr),
-                                    dtensor::TensorView(&k, {})}); }) ==
-        dtensor::Error::Kind::Usage);
+  CHECK(kind([&] {
+          s.call("scale", {"nothing", dtensor::TensorView(&k, {})});
+        }) == dtensor::Error::Kind::Usage);
+  CHECK(kind([&] {
+          s.call("scale", {dtensor::TensorView(dtensor::DType::F32, {3}, nullptr),
+                           dtensor::TensorView(&k, {})});
+        }) == dtensor::Error::Kind::Usage);
   CHECK(kind([&] { s.value("nothing"); }) == dtensor::Error::Kind::Usage);
   // A fault while running: Error(Runtime); then the session still works.
   REQUIRE(s.compile("fn pick(t: f32[4, 2] @ m[_, _], i: i32[2] @ m[_]) -> f32[2, 2] @ m[_, _] {\n"
@@ -188,10 +190,12 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
   std::vector<float> t8(8, 1.f);
   std::vector<int32_t> ids = {9, 0};
   CHECK(kind([&] {
-          s.call("pick", {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
+          s.call("pick",
+                 {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
         }) == dtensor::Error::Kind::Runtime);
   ids = {3, 0};
-  auto r = s.call("pick", {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
+  auto r = s.call("pick",
+                  {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
   CHECK(r[0].str() == "[[1, 1], [1, 1]]");
   auto y = s.call("scale", {dtensor::TensorView(x.data(), {3}), dtensor::TensorView(&k, {})});
   CHECK(y[0].str() == "[1, 2, 3]");

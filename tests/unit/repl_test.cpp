@@ -47,9 +47,8 @@ TEST_CASE("repl: definitions persist, expressions print value and type, nothing 
           "print(sum(relayout(a, m[_, _])))\n") == "16\n");
   // An expression statement prints its value and its type; the earlier
   // print does not run again.
-  CHECK(d("a * 2.0") ==
-        "[[2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]] : "
-        "f32[4, 4] @ m{x: shard(0), y: shard(1)}\n");
+  CHECK(d("a * 2.0") == "[[2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]] : "
+                        "f32[4, 4] @ m{x: shard(0), y: shard(1)}\n");
   // A partial value prints as its global value, with the partial type.
   CHECK(d("sum(a, dim=0)") == "[4, 4, 4, 4] : f32[4] @ m{x: partial(sum), y: shard(0)}\n");
   // var: assignments persist across inputs.

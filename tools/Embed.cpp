@@ -10,6 +10,7 @@
 #include "runtime/Session.h"
 #include "support/Errors.h"
 
+#include <atomic>
 #include <sstream>
 
 namespace dtensor {
@@ -91,6 +92,20 @@ struct Session::Impl {
   std::unique_ptr<dt::Session> s;
   std::vector<Diagnostic> diags;
   std::ostringstream out;
+  std::atomic<bool> busy{false};
+
+  /// Marks the session in use for a scope: a second thread that enters it
+  /// meanwhile gets Error(Usage) instead of racing.
+  struct Enter {
+    Impl &im;
+    explicit Enter(Impl &i) : im(i) {
+      if (im.busy.exchange(true))
+        throw Error(Error::Kind::Usage,
+                    "this dtensor::Session is in use by another thread (a Session is used by one "
+                    "thread at a time; use one Session per thread)");
+    }
+    ~Enter() { im.busy.store(false); }
+  };
 
   /// The session's diagnostics as values; clears the engine.
   void collect() {
@@ -131,14 +146,34 @@ struct Session::Impl {
     }
   }
 
-  Tensor tensor(const dt::HostTensor &h, const std::string &type) const {
+  Tensor tensor(const dt::HostTensor &h, const dt::TensorType *type) const {
     Tensor t;
     t.dtype_ = fromInternal(h.dtype);
     t.shape_ = h.shape;
     t.owner_ = h.buf;
     t.data_ = h.raw();
-    t.type_ = type;
+    if (type) {
+      t.type_ = type->str();
+      t.layout_ = std::make_shared<dt::TensorType>(*type);
+    }
     return t;
+  }
+
+  std::vector<Block> blocksOf(const dt::HostTensor &v, const dt::TensorType &t) const {
+    std::vector<Block> out;
+    if (t.isHost()) {
+      out.push_back(Block{0, 0, tensor(v, nullptr)});
+      return out;
+    }
+    const dt::Mesh &mesh = *t.mesh;
+    for (int64_t r = 0; r < mesh.size(); ++r) {
+      Block b;
+      b.rank = (int)r;
+      b.device = (int)mesh.devices[r];
+      b.tensor = tensor(dt::blockOfGlobal(v, t, r), nullptr);
+      out.push_back(std::move(b));
+    }
+    return out;
   }
 };
 
@@ -163,6 +198,7 @@ Session &Session::operator=(Session &&) noexcept = default;
 
 bool Session::compile(const std::string &source, const std::string &name) {
   Impl &im = *impl_;
+  Impl::Enter enter(im);
   im.s->diags().clear();
   bool ok = im.s->compile(name, source);
   if (ok) {
@@ -176,10 +212,13 @@ bool Session::compile(const std::string &source, const std::string &name) {
 bool Session::compileFile(const std::string &path) {
   Impl &im = *impl_;
   std::string text;
-  im.s->diags().clear();
-  if (!im.s->compilation().readFile(path, text)) {
-    im.collect();
-    return false;
+  {
+    Impl::Enter enter(im);
+    im.s->diags().clear();
+    if (!im.s->compilation().readFile(path, text)) {
+      im.collect();
+      return false;
+    }
   }
   return compile(text, path);
 }
@@ -194,6 +233,7 @@ std::string Session::takeOutput() {
 
 std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> &args) {
   Impl &im = *impl_;
+  Impl::Enter enter(im);
   im.diags.clear();
   std::vector<dt::TensorType> types;
   std::vector<dt::HostTensor> values;
@@ -237,11 +277,12 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
   std::vector<Tensor> out;
   const auto &rt = im.s->lastCallResults();
   for (size_t i = 0; i < results.size(); ++i)
-    out.push_back(im.tensor(results[i], i < rt.size() ? rt[i].str() : ""));
+    out.push_back(im.tensor(results[i], i < rt.size() ? &rt[i] : nullptr));
   return out;
 }
 
 bool Session::hasFunction(const std::string &fn) const {
+  Impl::Enter enter(*impl_);
   return impl_->s->compilation().builderState->functions.count(fn) > 0;
 }
 
@@ -249,33 +290,40 @@ bool Session::hasValue(const std::string &name) const { return impl_->s->valueOf
 
 Tensor Session::value(const std::string &name) const {
   Impl &im = *impl_;
+  Impl::Enter enter(im);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)
     im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
-  return im.tensor(*v, t->str());
+  return im.tensor(*v, &*t);
 }
 
 std::vector<Block> Session::blocks(const std::string &name) const {
   Impl &im = *impl_;
+  Impl::Enter enter(im);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)
     im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
-  std::vector<Block> out;
-  if (t->isHost()) {
-    out.push_back(Block{0, 0, im.tensor(*v, t->str())});
-    return out;
+  return im.blocksOf(*v, *t);
+}
+
+std::vector<Block> Session::blocks(const Tensor &t) const {
+  Impl &im = *impl_;
+  dt::HostTensor h;
+  h.dtype = toInternal(t.dtype_);
+  h.shape = t.shape_;
+  // The blocks may share the tensor's memory: they keep its owner alive.
+  h.buf = std::make_shared<dt::Buffer>(const_cast<void *>(t.data_), (size_t)h.bytes(),
+                                       dt::Where::Host, [keep = t.owner_](void *) {});
+  if (!t.layout_) {
+    dt::TensorType host;
+    host.dtype = h.dtype;
+    for (int64_t d : t.shape_)
+      host.shape.push_back(dt::Dim::lit(d));
+    return im.blocksOf(h, host);
   }
-  const dt::Mesh &mesh = *t->mesh;
-  for (int64_t r = 0; r < mesh.size(); ++r) {
-    Block b;
-    b.rank = (int)r;
-    b.device = (int)mesh.devices[r];
-    b.tensor = im.tensor(dt::blockOfGlobal(*v, *t, r), "");
-    out.push_back(std::move(b));
-  }
-  return out;
+  return im.blocksOf(h, *std::static_pointer_cast<const dt::TensorType>(t.layout_));
 }
 
 int Session::compiledCalls() const { return (int)impl_->s->callInstances(); }

@@ -17,8 +17,9 @@
 // is printed and nothing exits.
 //
 // Threads: Sessions share nothing, so several may run at once on different
-// threads. One Session is used by one thread at a time (it is not
-// synchronized); move it to hand it to another thread.
+// threads. One Session is used by one thread at a time: a second thread that
+// enters it while it is busy gets Error(Usage) saying so (it never waits or
+// corrupts the session); move it to hand it to another thread.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +83,7 @@ private:
   std::shared_ptr<const void> owner_;
   const void *data_ = nullptr;
   std::string type_;
+  std::shared_ptr<const void> layout_; ///< the program's type (blocks())
 };
 
 /// One diagnostic, as the compiler reports it.
@@ -182,6 +184,9 @@ public:
   Tensor value(const std::string &name) const;
   /// Each rank's block of `name` as the program lays it out. Throws Error.
   std::vector<Block> blocks(const std::string &name) const;
+  /// Each rank's block of a tensor call() or value() returned, as its type
+  /// lays it out (a host tensor: one block).
+  std::vector<Block> blocks(const Tensor &t) const;
   /// The instances call() has compiled (each signature once).
   int compiledCalls() const;
 

@@ -85,6 +85,15 @@ TEST_CASE("embed: calls with host buffers and session values; results and blocks
   CHECK(blocks[2].tensor.str() == "[[4], [6]]");
   CHECK(blocks[3].tensor.str() == "[[5], [7]]");
   CHECK(blocks[3].device == 3);
+  // The blocks of a call's result, as its type lays it out.
+  std::vector<float> six = {1, 2, 3, 4, 5, 6};
+  float one = 1;
+  auto sr = s.call("scale", {dtensor::TensorView(six.data(), {6}), dtensor::TensorView(&one, {})});
+  auto rb = s.blocks(sr[0]);
+  REQUIRE(rb.size() == 4);
+  CHECK(rb[0].tensor.str() == "[1, 2, 3]");
+  CHECK(rb[1].tensor.str() == "[1, 2, 3]");
+  CHECK(rb[3].tensor.str() == "[4, 5, 6]");
   auto vb = s.blocks("v");
   REQUIRE(vb.size() == 4);
   CHECK(vb[1].tensor.str() == "[1, 2]"); // replicated along y
@@ -199,6 +208,45 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
   CHECK(r[0].str() == "[[1, 1], [1, 1]]");
   auto y = s.call("scale", {dtensor::TensorView(x.data(), {3}), dtensor::TensorView(&k, {})});
   CHECK(y[0].str() == "[1, 2, 3]");
+}
+
+TEST_CASE("embed: a session entered by a second thread while busy says so") {
+  dtensor::Session s;
+  REQUIRE(s.compile("var v : f32[64] = zeros()\n"));
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0}, other{0}, rounds{0};
+  std::thread t([&] {
+    // Runs a long input again and again until the other thread was refused
+    // (a loaded machine may not schedule it during the first); refused
+    // itself while the other thread is in, it tries again.
+    while (refused == 0 && rounds < 200 && other == 0) {
+      try {
+        if (s.compile("for i in 0..20000 {\n  v = v + 1.0\n}\n"))
+          ++rounds;
+        else
+          ++other;
+      } catch (const dtensor::Error &e) {
+        if (e.kind != dtensor::Error::Kind::Usage)
+          ++other;
+      }
+    }
+    done = true;
+  });
+  while (!done) {
+    try {
+      s.value("v");
+    } catch (const dtensor::Error &e) {
+      if (e.kind == dtensor::Error::Kind::Usage &&
+          std::string(e.what()).find("in use by another thread") != std::string::npos)
+        ++refused;
+      else
+        ++other;
+    }
+  }
+  t.join();
+  CHECK(other == 0);
+  CHECK(refused > 0);
+  CHECK(s.value("v").at(0) == 20000.0 * rounds);
 }
 
 TEST_CASE("embed: two sessions on two threads, each running its own program") {

@@ -136,7 +136,15 @@ bool Session::tryCompile(const std::string &path, const std::string &text,
                          const std::function<void()> &inspect) {
   Function *main = c_->module.find("main");
   size_t before = main ? main->body.insts.size() : 0;
-  auto globals = c_->builderState->globals;
+  // Everything a chunk can add: names, meshes, functions and their
+  // instances, imports.
+  Compilation::BuilderState &st = *c_->builderState;
+  auto globals = st.globals;
+  auto meshes = st.meshes;
+  auto functions = st.functions;
+  auto imported = st.imported;
+  size_t nFunctions = c_->module.functions.size(), nMeshes = c_->module.meshes.size();
+  size_t nPrograms = st.programs.size();
   bool ok = runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, false);
   if (ok && inspect)
     inspect();
@@ -146,7 +154,18 @@ bool Session::tryCompile(const std::string &path, const std::string &text,
     else
       main->body.insts.clear();
   }
-  c_->builderState->globals = std::move(globals);
+  st.globals = std::move(globals);
+  st.meshes = std::move(meshes);
+  st.functions = std::move(functions);
+  st.imported = std::move(imported);
+  auto &fns = c_->module.functions;
+  for (size_t i = fns.size(); i > nFunctions; --i)
+    if (fns[i - 1].name != "main") // `main` is kept (emptied above)
+      fns.erase(fns.begin() + (long)(i - 1));
+  if (c_->module.meshes.size() > nMeshes)
+    c_->module.meshes.resize(nMeshes);
+  if (st.programs.size() > nPrograms)
+    st.programs.resize(nPrograms);
   return ok;
 }
 

@@ -158,6 +158,13 @@ TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
         std::string::npos);
   d("r", &err);
   CHECK(err.find("unknown name `r`") != std::string::npos);
+  // What `:type` and `:explain` compile is taken back out whole: a function,
+  // a mesh or an import they declare can be declared for real afterwards.
+  d(":type fn g(v: f32[4] @ m[x]) -> f32[4] @ m[x] { return v }", &err);
+  CHECK(err.find("needs an expression") != std::string::npos);
+  d(":explain mesh p = [w = 2]", &err);
+  CHECK(d("mesh p = [w = 2]\nfn g(v: f32[2] @ p[w]) -> f32[2] @ p[w] {\n  return v * 2.0\n}\n"
+          "let pv : f32[2] @ p[w] = ones()\ng(pv)") == "[2, 2] : f32[2] @ p{w: shard(0)}\n");
   // :load runs a file's statements in the session; its names persist.
   char path[] = "/tmp/dt_repl_load_XXXXXX.dt";
   int fd = mkstemps(path, 3);

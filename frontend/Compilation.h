@@ -97,6 +97,18 @@ public:
   struct BuilderState;
   std::shared_ptr<BuilderState> builderState;
 
+  /// Called on every parsed chunk before it is built (the REPL turns an
+  /// expression statement into a binding it can print); may be empty.
+  std::function<void(ast::Program &)> afterParse;
+
+  /// The IR function that a call of the top-level function `fn` runs on
+  /// arguments of `argTypes` (the embedding API's calls), instantiated on
+  /// first use and reused after. A host argument (no mesh) of a parameter
+  /// with a written layout takes that layout (the call distributes it);
+  /// `argTypes` is updated to the types the call passes. "" after
+  /// reporting why the call does not type-check.
+  std::string instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes);
+
   /// The value ids of `main` bound to top-level names (`let`/`var`), which a
   /// later chunk may read.
   std::vector<int> globalValues() const;

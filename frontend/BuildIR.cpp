@@ -109,8 +109,8 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     }
     m->axes.push_back({d.axes[i].first, d.axes[i].second});
   }
-  // Ranks are threads of one process: the mesh and its largest device id
-  // must fit the per-process limit (checked without overflow).
+  // Ranks are threads of one process: the mesh must fit the per-process
+  // limit (checked without overflow).
   const int64_t maxRanks = s_.options.maxRanks;
   auto n = checkedProduct(m->axes, [](const MeshAxis &a) { return a.size; });
   if (!n || *n > maxRanks) {
@@ -130,11 +130,11 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     for (size_t i = 0; i < d.devices.size(); ++i) {
       int64_t dev = d.devices[i];
       SrcLoc l = i < d.deviceLocs.size() ? d.deviceLocs[i] : s.loc;
-      if (dev < 0 || dev >= maxRanks) {
-        diags()
-            .error(DiagId::MeshDeviceTooLarge, l,
-                   {d.name, std::to_string(dev), std::to_string(maxRanks)})
-            .hint = "number the devices from 0 to " + std::to_string(maxRanks - 1);
+      // Any non-negative id: the world has one rank per distinct id
+      // (runtime/Executor.h), so a large id allocates nothing.
+      if (dev < 0) {
+        diags().error(DiagId::MeshDeviceNegative, l, {d.name, std::to_string(dev)}).hint =
+            "device ids are world ranks' names: 0, 1, ...";
         return;
       }
       if (!seen.insert(dev).second) {

@@ -37,6 +37,7 @@
 #include "runtime/HostTensor.h"
 #include "runtime/LocalOps.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -68,8 +69,14 @@ public:
   Device(const Device &) = delete;
   Device &operator=(const Device &) = delete;
 
-  /// The world rank (= device id of the program's meshes).
+  /// The world rank (the rank-th smallest device id of the program's meshes).
   int rank() const { return rank_; }
+
+  /// The instruction this rank is at (set by the executor before each
+  /// collective and `print`; null: gathering the results), for fault reports
+  /// that name the collective and its source line. A plain store.
+  void at(const Inst *in) { site_.store(in, std::memory_order_relaxed); }
+  const Inst *site() const { return site_.load(std::memory_order_relaxed); }
 
   // --- memory -------------------------------------------------------------
   /// A zero-filled buffer of `bytes` bytes in this device's memory.
@@ -131,6 +138,7 @@ public:
 
 private:
   int rank_;
+  std::atomic<const Inst *> site_{nullptr}; ///< lock-free: a signal handler reads it (MpiBackend)
 };
 
 /// A way of running per-rank programs: one per Session and kind.

@@ -38,8 +38,8 @@ const std::vector<Command> &commands() {
        {}},
       {"run",
        "dtensorc run FILE",
-       "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
-       "device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
+       "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the number\n"
+       "of distinct device ids of the program's meshes; --ranks must equal it). `print` shows the\n"
        "global value. --components also lists, per print, each device's local block of\n"
        "the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
        "which devices hold which block. --reference runs the single-device reference\n"

@@ -5,6 +5,7 @@
 
 #include "support/Diagnostics.h"
 #include "passes/Fusion.h"
+#include "ir/Printer.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/Format.h"
@@ -533,6 +534,15 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     states_.assign(need, RankState(opts_.memoryPlan));
   for (auto &st : states_)
     st.startRun();
+  // Processes of a multi-process backend check that they run one program.
+  backend_.agree(need, [&] {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : printModule(m_))
+      h = (h ^ ch) * 1099511628211ull;
+    for (int64_t id : ids)
+      h = (h ^ (uint64_t)id) * 1099511628211ull;
+    return h;
+  });
   Shared sh(m_, std::move(ids), states_, out_, opts_, &printed_);
   sh.kernels = opts_.jit ? kernels_.get() : nullptr;
   sh.referenceOnly = !opts_.jit;

@@ -157,6 +157,8 @@ bool Session::run(std::ostream &out, std::ostream &log) {
       BackendOptions bo;
       bo.cpuJit = &jit();
       bo.quickJit = &quickJit();
+      bo.faultTimeout = opts_.faultTimeout;
+      bo.sources = &c_->sources;
       backend_ = makeBackend(opts_.backend, bo);
     }
     Executor ex(prog->module(), *backend_, out, opts_.exec);

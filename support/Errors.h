@@ -19,4 +19,11 @@ struct RuntimeFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A fault that every process of a multi-process run detected alike (a
+/// program or world-size mismatch): world rank 0 reports it, the others
+/// throw this and exit 1 without repeating it.
+struct ReportedElsewhere : RuntimeFault {
+  using RuntimeFault::RuntimeFault;
+};
+
 } // namespace dt

@@ -65,10 +65,13 @@ int main(int argc, char **argv) {
   std::vector<float> a(count, 1.0f), b(count, 0.0f);
   std::vector<int64_t> parts(n, count / n);
 
-  double ar = timeIt(world, iters, [&] { world.allReduce(a.data(), b.data(), count, DType::F32, ReduceOp::Sum); });
-  double ag = timeIt(world, iters, [&] { world.allGatherV(a.data(), b.data(), parts, DType::F32); });
-  double rs = timeIt(world, iters,
-                     [&] { world.reduceScatterV(a.data(), b.data(), parts, DType::F32, ReduceOp::Sum); });
+  double ar = timeIt(
+      world, iters, [&] { world.allReduce(a.data(), b.data(), count, DType::F32, ReduceOp::Sum); });
+  double ag =
+      timeIt(world, iters, [&] { world.allGatherV(a.data(), b.data(), parts, DType::F32); });
+  double rs = timeIt(world, iters, [&] {
+    world.reduceScatterV(a.data(), b.data(), parts, DType::F32, ReduceOp::Sum);
+  });
   // The same through MPI's blocking collectives (no fault watch), to show
   // what polling the non-blocking forms costs.
   MPI_Comm comm = *static_cast<MPI_Comm *>(static_cast<MpiComm &>(world).nativeHandle());

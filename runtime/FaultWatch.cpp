@@ -2,8 +2,8 @@
 // /proc, the report line, and the signal handlers.
 #include "runtime/FaultWatch.h"
 
-#include "support/Diagnostics.h"
 #include "runtime/Backend.h"
+#include "support/Diagnostics.h"
 
 #include <cerrno>
 #include <csignal>

@@ -1,8 +1,8 @@
 // This file implements the mpi backend (see MpiBackend.h).
 #include "runtime/MpiBackend.h"
 
-#include "support/Errors.h"
 #include "runtime/MpiComm.h"
+#include "support/Errors.h"
 
 #include <iostream>
 #include <sys/stat.h>

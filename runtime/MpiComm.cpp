@@ -264,8 +264,9 @@ void MpiComm::allToAllV(const void *send, const std::vector<int64_t> &sendCounts
   }
   MPI_Datatype t = mpiType(dtype);
   MPI_Request req;
-  check(MPI_Ialltoallv(send, sc.data(), sd.data(), t, recv, rc.data(), rd.data(), t, h_->comm, &req),
-        "MPI_Ialltoallv");
+  check(
+      MPI_Ialltoallv(send, sc.data(), sd.data(), t, recv, rc.data(), rd.data(), t, h_->comm, &req),
+      "MPI_Ialltoallv");
   waitFor(*h_, req, "allToAllV");
 }
 

@@ -147,6 +147,17 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     for (int64_t i = 0; i < *n; ++i)
       m->devices.push_back(i);
   }
+  // Every distinct device id of the program is a rank (a thread of one
+  // process by default): the meshes together must fit the limit too.
+  std::set<int64_t> ids(m->devices.begin(), m->devices.end());
+  for (auto &[name, other] : st_.meshes)
+    ids.insert(other->devices.begin(), other->devices.end());
+  if ((int64_t)ids.size() > maxRanks) {
+    diags().error(DiagId::MeshesTooManyDevices, s.loc,
+                  {d.name, std::to_string(ids.size()), std::to_string(maxRanks)}).hint =
+        "let the meshes share device ids";
+    return;
+  }
   st_.meshes[d.name] = m;
   s_.module.meshes.push_back(m);
 }

@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
       std::cerr << "error: cannot write the output (stdout)\n";
       return 1;
     }
-    if (a.flags.count("stats") && !so.reference) {
+    if (a.flags.count("stats") && !so.reference && !quiet) {
       const ExecStats &st = s.stats();
       std::cerr << "stats: " << st.kernels << " fused kernels, " << st.compiles << " compiled, "
                 << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling\n";

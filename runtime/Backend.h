@@ -171,7 +171,7 @@ public:
   /// only when needed) on the same binary, and that the job has as many
   /// ranks as the program needs (`ranks`); RuntimeFault naming the first
   /// difference (in every process: rank 0 reports it, the others throw
-  /// ReportedElsewhere). One process has nothing to compare.
+  /// ReportedElsewhere after rank 0 wrote it). One process has nothing to compare.
   virtual void agree(int ranks, const std::function<uint64_t()> &fingerprint) {
     (void)ranks;
     (void)fingerprint;

@@ -48,6 +48,15 @@ bool MpiBackend::hosts(int r) const { return r == world_->rank(); }
 
 void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) {
   const int n = world_->size(), me = world_->rank();
+  // Every process detects it alike: rank 0 writes it, and the others wait
+  // for that (a process that exits first would make the launcher kill rank 0
+  // before it wrote).
+  auto agreedFault = [&](const std::string &msg) {
+    if (me == 0)
+      std::cerr << "error: " << msg << "\n" << std::flush;
+    world_->world().barrier();
+    throw ReportedElsewhere(msg);
+  };
   if (n > 1) {
     // Every rank's [program, binary, ranks needed], gathered to all.
     int64_t mine[3] = {(int64_t)fingerprint(), binaryId(), ranks};
@@ -65,20 +74,14 @@ void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) 
         why = "a different program (its compiled statements or meshes differ)";
       if (why.empty())
         continue;
-      std::string msg = "rank " + std::to_string(r) + " runs " + why +
-                        ": start every process with the same dtensorc and program";
-      if (me != 0)
-        throw ReportedElsewhere(msg);
-      throw RuntimeFault(msg);
+      agreedFault("rank " + std::to_string(r) + " runs " + why +
+                  ": start every process with the same dtensorc and program");
     }
   }
   if (n != ranks) {
-    std::string msg = "--backend mpi: the program's meshes need " + std::to_string(ranks) +
-                      " ranks, but this job has " + std::to_string(n) +
-                      " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)";
-    if (me != 0)
-      throw ReportedElsewhere(msg);
-    throw RuntimeFault(msg);
+    agreedFault("--backend mpi: the program's meshes need " + std::to_string(ranks) +
+                " ranks, but this job has " + std::to_string(n) +
+                " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)");
   }
 }
 

@@ -19,9 +19,9 @@ struct RuntimeFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A fault that every process of a multi-process run detected alike (a
-/// program or world-size mismatch): world rank 0 reports it, the others
-/// throw this and exit 1 without repeating it.
+/// A fault already reported on stderr (a multi-process run's program or
+/// world-size mismatch, which every process detects alike and world rank 0
+/// writes): the driver exits 1 without repeating it.
 struct ReportedElsewhere : RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };

@@ -32,6 +32,7 @@
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)                                          \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)        \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)         \
+  X(cuStreamQuery)                                                                         \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                \
   X(cuEventElapsedTime)
 

@@ -109,8 +109,8 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     }
     m->axes.push_back({d.axes[i].first, d.axes[i].second});
   }
-  // Ranks are threads of one process: the mesh and its largest device id
-  // must fit the per-process limit (checked without overflow).
+  // Ranks are threads of one process: the mesh must fit the per-process
+  // limit (checked without overflow).
   const int64_t maxRanks = s_.options.maxRanks;
   auto n = checkedProduct(m->axes, [](const MeshAxis &a) { return a.size; });
   if (!n || *n > maxRanks) {
@@ -130,11 +130,11 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     for (size_t i = 0; i < d.devices.size(); ++i) {
       int64_t dev = d.devices[i];
       SrcLoc l = i < d.deviceLocs.size() ? d.deviceLocs[i] : s.loc;
-      if (dev < 0 || dev >= maxRanks) {
-        diags()
-            .error(DiagId::MeshDeviceTooLarge, l,
-                   {d.name, std::to_string(dev), std::to_string(maxRanks)})
-            .hint = "number the devices from 0 to " + std::to_string(maxRanks - 1);
+      // Any non-negative id: the world has one rank per distinct id
+      // (runtime/Executor.h), so a large id allocates nothing.
+      if (dev < 0) {
+        diags().error(DiagId::MeshDeviceNegative, l, {d.name, std::to_string(dev)}).hint =
+            "device ids are world ranks' names: 0, 1, ...";
         return;
       }
       if (!seen.insert(dev).second) {
@@ -146,6 +146,17 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
   } else {
     for (int64_t i = 0; i < *n; ++i)
       m->devices.push_back(i);
+  }
+  // Every distinct device id of the program is a rank (a thread of one
+  // process by default): the meshes together must fit the limit too.
+  std::set<int64_t> ids(m->devices.begin(), m->devices.end());
+  for (auto &[name, other] : st_.meshes)
+    ids.insert(other->devices.begin(), other->devices.end());
+  if ((int64_t)ids.size() > maxRanks) {
+    diags().error(DiagId::MeshesTooManyDevices, s.loc,
+                  {d.name, std::to_string(ids.size()), std::to_string(maxRanks)}).hint =
+        "let the meshes share device ids";
+    return;
   }
   st_.meshes[d.name] = m;
   s_.module.meshes.push_back(m);

@@ -37,6 +37,7 @@
 #include "runtime/HostTensor.h"
 #include "runtime/LocalOps.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +47,7 @@
 namespace dt {
 
 class CpuJIT;
+class SourceManager;
 
 /// A kernel compiled by a Backend: a CpuJIT::KernelFn on the CPU, a
 /// CudaKernel* on CUDA; only the Backend's Devices interpret it.
@@ -68,8 +70,14 @@ public:
   Device(const Device &) = delete;
   Device &operator=(const Device &) = delete;
 
-  /// The world rank (= device id of the program's meshes).
+  /// The world rank (the rank-th smallest device id of the program's meshes).
   int rank() const { return rank_; }
+
+  /// The instruction this rank is at (set by the executor before each
+  /// collective and `print`; null: gathering the results), for fault reports
+  /// that name the collective and its source line. A plain store.
+  void at(const Inst *in) { site_.store(in, std::memory_order_relaxed); }
+  const Inst *site() const { return site_.load(std::memory_order_relaxed); }
 
   // --- memory -------------------------------------------------------------
   /// A zero-filled buffer of `bytes` bytes in this device's memory.
@@ -131,6 +139,7 @@ public:
 
 private:
   int rank_;
+  std::atomic<const Inst *> site_{nullptr}; ///< lock-free: a signal handler reads it (MpiBackend)
 };
 
 /// A way of running per-rank programs: one per Session and kind.
@@ -157,6 +166,17 @@ public:
   /// failure, or rethrows its InternalError.
   virtual void run(int ranks, const std::function<void(Device &)> &body) = 0;
 
+  /// Before run(): the processes of a multi-process backend check that they
+  /// run the same program (`fingerprint`: the module with its meshes, made
+  /// only when needed) on the same binary, and that the job has as many
+  /// ranks as the program needs (`ranks`); RuntimeFault naming the first
+  /// difference (in every process: rank 0 reports it, the others throw
+  /// ReportedElsewhere after rank 0 wrote it). One process has nothing to compare.
+  virtual void agree(int ranks, const std::function<uint64_t()> &fingerprint) {
+    (void)ranks;
+    (void)fingerprint;
+  }
+
   /// Whether this process hosts world rank `r` (the executor prints and
   /// returns values where rank 0 lives).
   virtual bool hosts(int r) const {
@@ -174,6 +194,11 @@ struct BackendOptions {
   /// argc/argv for MPI_Init (may stay null).
   int *argc = nullptr;
   char ***argv = nullptr;
+  /// Multi-process backends: a rank that waits this long in a collective
+  /// ends the job with a report (runtime/FaultWatch.h).
+  double faultTimeout = 60;
+  /// The program's source files, for fault reports that name a source line.
+  const SourceManager *sources = nullptr;
 };
 
 /// The backend named `name` (cpu, mpi, cuda, null). RuntimeFault for an

@@ -53,7 +53,8 @@ bool concatenates(const std::vector<Box> &parts, const Box &box) {
 } // namespace
 
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
-                             const TensorType &dst, const HostTensor &block, int64_t meshRank) {
+                             const TensorType &dst, const HostTensor &block, int64_t meshRank,
+                             const std::vector<int64_t> &worldIds) {
   const Mesh &mesh = *src.mesh;
   const std::vector<int64_t> &axes = in.attrs.ints;
   Box oldB = blockBox(src, meshRank), newB = blockBox(dst, meshRank);
@@ -64,7 +65,7 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
   std::vector<int> members;
   int me = -1;
   for (size_t i = 0; i < meshGroup.size(); ++i) {
-    members.push_back((int)mesh.devices[meshGroup[i]]);
+    members.push_back(worldRankOf(worldIds, mesh.devices[meshGroup[i]]));
     if (meshGroup[i] == meshRank)
       me = (int)i;
   }

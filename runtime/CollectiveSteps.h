@@ -16,8 +16,11 @@ namespace dt {
 
 /// Runs collective `in` (operand type `src`, result type `dst`) for mesh rank
 /// `meshRank` holding block `block` of the operand on `dev`; returns its
-/// result block. Buffers, packing and the group come from `dev`.
+/// result block. Buffers, packing and the group come from `dev`; the group's
+/// members are the world ranks of their device ids in `worldIds` (the sorted
+/// distinct device ids of the program, worldRankOf()).
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
-                             const TensorType &dst, const HostTensor &block, int64_t meshRank);
+                             const TensorType &dst, const HostTensor &block, int64_t meshRank,
+                             const std::vector<int64_t> &worldIds);
 
 } // namespace dt

@@ -6,6 +6,7 @@
 
 #include "support/Diagnostics.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -171,6 +172,11 @@ std::vector<int> meshAxisGroup(const Mesh &mesh, int64_t meshRank, int axis) {
     members.push_back((int)(mesh.devices.empty() ? r : mesh.devices[r]));
   }
   return members;
+}
+
+int worldRankOf(const std::vector<int64_t> &worldIds, int64_t id) {
+  auto it = std::lower_bound(worldIds.begin(), worldIds.end(), id);
+  return it != worldIds.end() && *it == id ? (int)(it - worldIds.begin()) : -1;
 }
 
 const char *collectiveName(CollectiveKind k) {

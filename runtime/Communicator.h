@@ -91,6 +91,11 @@ std::vector<int64_t> countOffsets(const std::vector<int64_t> &counts);
 /// a collective over `axis` runs on. Group rank i is coordinate i along the axis.
 std::vector<int> meshAxisGroup(const Mesh &mesh, int64_t meshRank, int axis);
 
+/// World rank of device id `id`: its index in `worldIds`, the sorted distinct device ids of a
+/// program's meshes (so sparse ids such as `devices [1, 1000000]` need two ranks, not a million);
+/// -1 when `id` is not one of them.
+int worldRankOf(const std::vector<int64_t> &worldIds, int64_t id);
+
 /// Name of a collective for messages: "allReduce", ...
 enum class CollectiveKind { AllReduce, AllGatherV, ReduceScatterV, AllToAllV, Broadcast, Barrier };
 const char *collectiveName(CollectiveKind k);

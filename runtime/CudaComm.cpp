@@ -3,10 +3,15 @@
 // IR's). See runtime/CudaComm.h.
 #include "runtime/CudaComm.h"
 
+#include "runtime/FaultWatch.h"
+
 #include "support/Diagnostics.h"
 #include "codegen/CudaApi.h"
 
+#include <chrono>
 #include <cstring>
+#include <sched.h>
+#include <string>
 
 namespace dt {
 
@@ -134,6 +139,41 @@ NcclComm::~NcclComm() {
     ctx_.libs().nccl().ncclCommDestroy(nc(comm_));
 }
 
+void NcclComm::abort() {
+  if (comm_)
+    ctx_.libs().nccl().ncclCommAbort(nc(comm_));
+  comm_ = nullptr;
+}
+
+void NcclComm::sync(const char *what) {
+  if (!watch_) {
+    ctx_.synchronize(stream_);
+    return;
+  }
+  watch_->enter(what);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (unsigned spins = 1; !ctx_.query(stream_); ++spins) {
+    if (spins > 64)
+      sched_yield();
+    if (spins & 255)
+      continue;
+    ncclResult_t async = ncclSuccess;
+    ctx_.libs().nccl().ncclCommGetAsyncError(nc(comm_), &async);
+    std::string peer = watch_->failedPeer(nullptr, false);
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (async != ncclSuccess || !peer.empty() || waited >= watch_->timeout()) {
+      abort();
+      std::string me = "rank " + std::to_string(watch_->rank());
+      watch_->fail((async != ncclSuccess
+                        ? std::string("nccl: ") + ctx_.libs().nccl().ncclGetErrorString(async)
+                        : peer.empty() ? "no answer within --fault-timeout" : peer) +
+                   ": " + me + " waited " + watch_->where() + " (NCCL communicator aborted)");
+    }
+  }
+  watch_->leave();
+}
+
 void NcclComm::finish(void *recv, int64_t count, DType dtype, ReduceOp op) {
   if (op == ReduceOp::Avg && count > 0) {
     void *tmp = ctx_.alloc(count * dtypeSize(dtype), stream_);
@@ -141,7 +181,7 @@ void NcclComm::finish(void *recv, int64_t count, DType dtype, ReduceOp op) {
     cudaDivide(ctx_, recv, tmp, count, dtype, size_, stream_);
     ctx_.free(tmp);
   }
-  ctx_.synchronize(stream_);
+  sync("nccl");
 }
 
 /// Float max/min go through gatherFold: NCCL's are not NaN-propagating.
@@ -154,7 +194,7 @@ void NcclComm::gatherFold(const void *send, int64_t total, int64_t off, int64_t 
                           DType dtype, ReduceOp op) {
   const int64_t es = dtypeSize(dtype);
   if (total <= 0) {
-    ctx_.synchronize(stream_);
+    sync("nccl");
     return;
   }
   void *all = ctx_.alloc(total * size_ * es, stream_);
@@ -172,10 +212,10 @@ void NcclComm::gatherFold(const void *send, int64_t total, int64_t off, int64_t 
     }
     if (cur != recv)
       ctx_.copyOnDevice(recv, cur, count * es, stream_);
-    ctx_.synchronize(stream_);
+    sync("nccl");
     ctx_.free(scratch);
   }
-  ctx_.synchronize(stream_);
+  sync("nccl");
   ctx_.free(all);
 }
 
@@ -221,7 +261,7 @@ void NcclComm::allGatherV(const void *send, void *recv, const std::vector<int64_
               "ncclBroadcast");
     check(n.ncclGroupEnd(), "ncclGroupEnd");
   }
-  ctx_.synchronize(stream_);
+  sync("nccl");
   ctx_.free(tmp);
 }
 
@@ -275,7 +315,7 @@ void NcclComm::allToAllV(const void *send, const std::vector<int64_t> &sendCount
             "ncclRecv");
   }
   check(n.ncclGroupEnd(), "ncclGroupEnd");
-  ctx_.synchronize(stream_);
+  sync("nccl");
   ctx_.free(tmp);
 }
 
@@ -284,7 +324,7 @@ void NcclComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
     check(ctx_.libs().nccl().ncclBroadcast(buf, buf, (size_t)count, ncclType(dtype), root,
                                            nc(comm_), cs(stream_)),
           "ncclBroadcast");
-  ctx_.synchronize(stream_);
+  sync("nccl");
 }
 
 void NcclComm::barrier() {
@@ -305,6 +345,8 @@ NcclComm::NcclComm(CudaContext &ctx, int size, int rank, const NcclUniqueId &, C
   ctx_.libs().nccl();
 }
 NcclComm::~NcclComm() = default;
+void NcclComm::abort() {}
+void NcclComm::sync(const char *) {}
 void NcclComm::check(int, const char *) const {}
 void NcclComm::finish(void *, int64_t, DType, ReduceOp) {}
 void NcclComm::allReduce(const void *, void *, int64_t, DType, ReduceOp) {}

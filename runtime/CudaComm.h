@@ -29,6 +29,8 @@
 
 namespace dt {
 
+class FaultWatch;
+
 /// dst[i] = op(a[i], b[i]) on the device (dst must not overlap a or b);
 /// Avg combines like Sum. A kernel-IR kernel, compiled once per context.
 void cudaCombine(CudaContext &ctx, void *dst, const void *a, const void *b, int64_t count,
@@ -61,8 +63,17 @@ public:
   void broadcast(void *buf, int64_t count, DType dtype, int root) override;
   void barrier() override;
 
+  /// Waits for its collectives under `watch` (one rank per process): the
+  /// stream is polled, and a wait past the fault timeout or an asynchronous
+  /// NCCL error aborts the communicator (ncclCommAbort, so no kernel is left
+  /// waiting on a dead peer) and ends the job with the watch's report.
+  void setWatch(FaultWatch *watch) { watch_ = watch; }
+  /// ncclCommAbort: every pending operation of this communicator stops.
+  void abort();
+
 private:
   void check(int result, const char *what) const;
+  void sync(const char *what); ///< the stream's work done (under the watch, if any)
   void finish(void *recv, int64_t count, DType dtype, ReduceOp op); ///< Avg, then sync
   /// NCCL's float max/min (fmaxf) drop NaN: gathers every rank's `total`
   /// elements and folds elements [off, off + count) of each in rank order with
@@ -73,6 +84,7 @@ private:
   CudaStream stream_;
   void *comm_ = nullptr; ///< ncclComm_t
   int size_, rank_;
+  FaultWatch *watch_ = nullptr;
 };
 
 /// The shared state of one group of virtual ranks on one GPU.

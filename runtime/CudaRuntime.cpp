@@ -216,6 +216,14 @@ void CudaContext::synchronize(CudaStream s) {
   check(libs_.driver().cuStreamSynchronize(cus(s)), "cuStreamSynchronize");
 }
 
+bool CudaContext::query(CudaStream s) {
+  CUresult r = libs_.driver().cuStreamQuery(cus(s));
+  if (r == CUDA_ERROR_NOT_READY)
+    return false;
+  check(r, "cuStreamQuery");
+  return true;
+}
+
 void CudaContext::synchronizeDevice() {
   check(libs_.driver().cuCtxSynchronize(), "cuCtxSynchronize");
 }
@@ -380,6 +388,7 @@ void CudaContext::copyOnDevice(void *, const void *, int64_t, CudaStream) {}
 void CudaContext::zero(void *, int64_t, CudaStream) {}
 CudaStream CudaContext::streamForRank(int) { return nullptr; }
 void CudaContext::synchronize(CudaStream) {}
+bool CudaContext::query(CudaStream) { return true; }
 void CudaContext::synchronizeDevice() {}
 const CudaKernel &CudaContext::kernel(const Kernel &) {
   throw RuntimeFault("--backend cuda: built without CUDA headers");

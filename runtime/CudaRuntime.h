@@ -124,6 +124,8 @@ public:
   /// The stream of `rank` (created on first use; owned by the context).
   CudaStream streamForRank(int rank);
   void synchronize(CudaStream s);
+  /// Whether every operation queued on `s` finished (does not block).
+  bool query(CudaStream s);
   void synchronizeDevice();
 
   // --- kernels ------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include "support/Diagnostics.h"
 #include "passes/Fusion.h"
+#include "ir/Printer.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/Format.h"
@@ -14,6 +15,7 @@
 #include "runtime/TensorIO.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -25,15 +27,10 @@ namespace {
 
 using Slot = std::optional<HostTensor>;
 
-/// What world rank 0 assembled at one `print`.
-struct PrintRecord {
-  PrintedValue value;
-  std::vector<Slot> srcBlocks; ///< by mesh rank of value.type (components only)
-};
-
-int64_t meshRankOf(const Mesh &mesh, int worldRank) {
+/// The mesh rank of device id `id` in `mesh` (-1: not a member).
+int64_t meshRankOf(const Mesh &mesh, int64_t id) {
   for (size_t i = 0; i < mesh.devices.size(); ++i)
-    if (mesh.devices[i] == worldRank)
+    if (mesh.devices[i] == id)
       return (int64_t)i;
   return -1;
 }
@@ -42,7 +39,6 @@ int64_t meshRankOf(const Mesh &mesh, int worldRank) {
 
 struct Executor::Shared {
   const Module &m;
-  std::vector<PrintRecord> prints; ///< written by world rank 0 only
   std::vector<HostTensor> results; ///< written by world rank 0 only
   std::mutex mu;
   std::string internal; ///< first InternalError of a rank (reported as such)
@@ -51,9 +47,16 @@ struct Executor::Shared {
   const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
   bool referenceOnly = false;              ///< --no-jit: no BLAS either
   std::vector<RankState> &state;           ///< per world rank (kept across runs)
+  std::vector<int64_t> ids; ///< world rank -> device id (sorted, distinct)
   int worldSize;
+  std::ostream &out;
+  const ExecOptions &opts;
+  std::vector<PrintedValue> *printed; ///< rank 0 appends what it printed
 
-  Shared(const Module &mod, int n, std::vector<RankState> &st) : m(mod), state(st), worldSize(n) {}
+  Shared(const Module &mod, std::vector<int64_t> worldIds, std::vector<RankState> &st,
+         std::ostream &o, const ExecOptions &eo, std::vector<PrintedValue> *pv)
+      : m(mod), state(st), ids(std::move(worldIds)), worldSize((int)ids.size()), out(o), opts(eo),
+        printed(pv) {}
 };
 
 namespace {
@@ -92,7 +95,7 @@ private:
     auto it = meshRanks_.find(t.mesh.get());
     if (it != meshRanks_.end())
       return it->second;
-    return meshRanks_[t.mesh.get()] = meshRankOf(*t.mesh, rank_);
+    return meshRanks_[t.mesh.get()] = meshRankOf(*t.mesh, sh_.ids[rank_]);
   }
   /// Whether this rank holds a block of values of type `t`.
   bool holds(const TensorType &t) { return t.isHost() || meshRank(t) >= 0; }
@@ -180,7 +183,9 @@ private:
     if (opInfo(in.op).cls == OpClass::Collective) {
       const TensorType &st = fr.type(in.operands[0]);
       ++rs_.stats.collectives;
-      return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st))};
+      dev_.at(&in);
+      return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st),
+                                sh_.ids)};
     }
     std::vector<const HostTensor *> args;
     for (int o : in.operands)
@@ -272,7 +277,7 @@ public:
       throw InternalError("executor: `" + t.str() + "` has a symbolic shape");
     // A replicated value rank 0 holds is whole on rank 0: no communication
     // (every rank decides this from the type alone, so all skip together).
-    int64_t rank0 = meshRankOf(*t.mesh, 0);
+    int64_t rank0 = meshRankOf(*t.mesh, sh_.ids[0]);
     if (rank0 >= 0 && !everyBlock) {
       bool replicated = true;
       for (auto &p : t.placements)
@@ -288,7 +293,7 @@ public:
     std::vector<int64_t> counts(sh_.worldSize, 0);
     std::vector<std::vector<int64_t>> shapes(t.mesh->size());
     for (int64_t i = 0; i < t.mesh->size(); ++i) {
-      int64_t w = t.mesh->devices[i];
+      int w = worldRankOf(sh_.ids, t.mesh->devices[i]);
       shapes[i] = localBlock(t, i).shape;
       if (w >= 0 && w < sh_.worldSize)
         counts[w] = numElementsOf(shapes[i]);
@@ -305,7 +310,7 @@ public:
     const int64_t es = dtypeSize(t.dtype);
     std::vector<Slot> r(t.mesh->size());
     for (int64_t i = 0; i < t.mesh->size(); ++i) {
-      int64_t w = t.mesh->devices[i];
+      int w = worldRankOf(sh_.ids, t.mesh->devices[i]);
       if (w < 0 || w >= sh_.worldSize)
         continue;
       HostTensor b(t.dtype, shapes[i]);
@@ -367,15 +372,14 @@ private:
     for (auto &p : st.placements)
       if (!p.isReplicate())
         throw InternalError("executor: `to_host` of `" + st.str() + "` needs SPMD lowering");
-    int n = sh_.worldSize;
-    bool covers = st.mesh->size() == n;
-    for (int64_t i = 0; covers && i < st.mesh->size(); ++i)
-      covers = meshRankOf(*st.mesh, (int)i) >= 0;
-    if (covers)
+    // Device ids are distinct and all in the world: a mesh as large as the
+    // world covers it.
+    if (st.mesh->size() == sh_.worldSize)
       return get(fr, in.operands[0], in);
     HostTensor v = holds(st) ? dev_.clone(get(fr, in.operands[0], in))
                              : dev_.empty(st.dtype, concreteDims(st.shape));
-    dev_.world().broadcast(v.raw(), v.numel(), v.dtype, (int)st.mesh->devices[0]);
+    dev_.at(&in);
+    dev_.world().broadcast(v.raw(), v.numel(), v.dtype, worldRankOf(sh_.ids, st.mesh->devices[0]));
     return v;
   }
 
@@ -418,15 +422,30 @@ private:
            fr.def[src]->loc.endCol == in.loc.endCol)
       src = fr.def[src]->operands.at(0);
     const TensorType &type = fr.type(id), &srcType = fr.type(src);
+    dev_.at(&in);
     std::vector<Slot> blocks = gather(type, fr.vals.at(id));
     std::vector<Slot> srcBlocks;
     if (sh_.wantSources)
       srcBlocks = gather(srcType, fr.vals.at(src), true); // every device's component
     if (rank_ != 0)
       return;
-    PrintRecord rec{PrintedValue{in.attrs.str, assembleGlobal(type, blocks), srcType},
-                    std::move(srcBlocks)};
-    sh_.prints.push_back(std::move(rec));
+    // Written as the program runs (a long loop shows its prints as it goes);
+    // a stream that cannot take them (a full disk, a closed pipe) fails the
+    // run rather than losing values.
+    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType};
+    std::ostream &out = sh_.out;
+    errno = 0;
+    out << formatTensor(pv.value) << "\n";
+    if (sh_.opts.components)
+      out << "components of `" << pv.label << "`: " << pv.type.str() << "\n"
+          << formatComponents(pv.type, srcBlocks);
+    if (sh_.opts.visualize)
+      out << visualizeLayout(pv.type);
+    out.flush();
+    if (!out)
+      throw RuntimeFault(std::string("cannot write the output of `print`") +
+                         (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+    sh_.printed->push_back(std::move(pv));
   }
 
   /// `save`: world rank 0 creates the file, then each block is written by
@@ -506,22 +525,29 @@ Executor::Executor(const Module &m, std::ostream &out, ExecOptions opts)
 
 Executor::~Executor() = default;
 
-int Executor::requiredRanks(const Module &m) {
-  int64_t n = 1;
+std::vector<int64_t> Executor::worldIds(const Module &m) {
+  std::vector<int64_t> ids;
   for (auto &mesh : m.meshes)
-    for (auto d : mesh->devices)
-      n = std::max(n, d + 1);
-  return (int)n;
+    ids.insert(ids.end(), mesh->devices.begin(), mesh->devices.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (ids.empty())
+    ids.push_back(0); // no mesh: one rank runs the host program
+  return ids;
 }
+
+int Executor::requiredRanks(const Module &m) { return (int)worldIds(m).size(); }
 
 std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<HostTensor> &args) {
   const Function *f = m_.find(fn);
   if (!f)
     throw RuntimeFault("no function `" + fn + "` to run");
-  int need = requiredRanks(m_);
+  std::vector<int64_t> ids = worldIds(m_);
+  int need = (int)ids.size();
   if (opts_.ranks != 0 && opts_.ranks != need)
-    throw RuntimeFault("the program's meshes need " + std::to_string(need) + " ranks (devices 0.." +
-                       std::to_string(need - 1) + "), not " + std::to_string(opts_.ranks));
+    throw RuntimeFault("the program's meshes need " + std::to_string(need) + " ranks (" +
+                       std::to_string(need) + " distinct device ids), not " +
+                       std::to_string(opts_.ranks));
   if (args.size() != f->params.size())
     throw RuntimeFault("`" + fn + "` takes " + std::to_string(f->params.size()) +
                        " arguments, got " + std::to_string(args.size()));
@@ -575,7 +601,16 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     states_.assign(need, RankState(opts_.memoryPlan));
   for (auto &st : states_)
     st.startRun();
-  Shared sh(m_, need, states_);
+  // Processes of a multi-process backend check that they run one program.
+  backend_.agree(need, [&] {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : printModule(m_))
+      h = (h ^ ch) * 1099511628211ull;
+    for (int64_t id : ids)
+      h = (h ^ (uint64_t)id) * 1099511628211ull;
+    return h;
+  });
+  Shared sh(m_, std::move(ids), states_, out_, opts_, &printed_);
   sh.kernels = opts_.jit ? kernels_.get() : nullptr;
   sh.referenceOnly = !opts_.jit;
   // Components/visualize read a printed value's source after its last use,
@@ -590,6 +625,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
         std::vector<Slot> res = rr.call(*f, rr.distributeArgs(*f, args), 0);
         // The results, assembled on world rank 0 through the communicator.
         for (size_t k = 0; k < f->results.size(); ++k) {
+          dev.at(nullptr);
           auto blocks = rr.gather(f->results[k], k < res.size() ? res[k] : Slot{});
           if (dev.rank() == 0)
             sh.results.push_back(assembleGlobal(f->results[k], blocks));
@@ -604,18 +640,6 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   } catch (const RuntimeFault &e) {
     failure = e.what();
   }
-  // The prints that completed (every rank reached them), in program order.
-  for (PrintRecord &rec : sh.prints) {
-    PrintedValue &pv = rec.value;
-    out_ << formatTensor(pv.value) << "\n";
-    if (opts_.components)
-      out_ << "components of `" << pv.label << "`: " << pv.type.str() << "\n"
-           << formatComponents(pv.type, rec.srcBlocks);
-    if (opts_.visualize)
-      out_ << visualizeLayout(pv.type);
-    printed_.push_back(std::move(pv));
-  }
-  out_.flush();
   for (auto &st : sh.state)
     stats_.ranks.push_back(st.stats);
   if (!sh.internal.empty())

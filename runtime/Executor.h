@@ -10,9 +10,9 @@
 // computes host ops redundantly). A value on a mesh the rank does not belong
 // to has no block on that rank: the rank skips its instructions, and
 // calls/loops/prints run on every rank so that collectives stay in step.
-// World rank w is device id w: a program may use several meshes (`mesh q =
-// [..] devices [2, 3, 6, 7]`), and the world has max(device id) + 1 ranks
-// (requiredRanks()).
+// A program may use several meshes (`mesh q = [..] devices [2, 3, 6, 7]`);
+// the world has one rank per distinct device id (worldIds(): world rank w is
+// the w-th smallest id), so sparse ids allocate nothing for the ids between.
 //
 // Local compute: calls of fused kernels run as compiled kernel-IR kernels
 // (runtime/KernelRuntime.h, with the memory planner: buffers released after
@@ -27,8 +27,8 @@
 // `print` and the returned values are assembled through the communicator:
 // every rank's block is gathered to world rank 0 (allGatherV over the world),
 // which assembles the global value (formatted exactly as the reference
-// evaluator does); the printing process writes the prints in program order
-// after the run. A rank failure (e.g. an index out of range in a kernel)
+// evaluator does) and writes it at once (streamed: a long loop shows its
+// prints as it runs; a write error on the stream fails the run). A rank failure (e.g. an index out of range in a kernel)
 // becomes RuntimeFault("rank 3 failed: ...") after the other ranks were woken
 // up — never a hang; the prints that completed before it are still written.
 //
@@ -104,8 +104,10 @@ public:
 
   Backend &backend() { return backend_; }
 
-  /// The world size the module's meshes need: max over meshes of their
-  /// largest device id + 1 (1 when there is no mesh).
+  /// The device ids of the module's meshes, sorted and distinct: world rank
+  /// w runs device id worldIds(m)[w] ({0} when there is no mesh).
+  static std::vector<int64_t> worldIds(const Module &m);
+  /// The world size the module's meshes need: the number of distinct device ids.
   static int requiredRanks(const Module &m);
 
   /// Runs `fn` on every rank, with the GLOBAL argument values (each rank takes

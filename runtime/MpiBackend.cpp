@@ -1,8 +1,11 @@
 // This file implements the mpi backend (see MpiBackend.h).
 #include "runtime/MpiBackend.h"
 
-#include "support/Errors.h"
 #include "runtime/MpiComm.h"
+#include "support/Errors.h"
+
+#include <iostream>
+#include <sys/stat.h>
 
 namespace dt {
 
@@ -19,6 +22,14 @@ private:
   MpiWorld &world_;
 };
 
+/// An identity of this process's binary: its size (two builds of dtensorc
+/// differ in size) and the layout of the values ranks exchange.
+int64_t binaryId() {
+  struct stat st;
+  int64_t size = stat("/proc/self/exe", &st) == 0 ? (int64_t)st.st_size : 0;
+  return size * 1000003 + (int64_t)sizeof(HostTensor) * 131 + (int64_t)sizeof(Inst);
+}
+
 } // namespace
 
 MpiBackend::MpiBackend(const BackendOptions &opts) : jit_(opts.cpuJit, opts.quickJit) {
@@ -26,11 +37,53 @@ MpiBackend::MpiBackend(const BackendOptions &opts) : jit_(opts.cpuJit, opts.quic
     throw RuntimeFault("--backend mpi: this dtensorc was built without MPI (install Open MPI's "
                        "development files and rebuild)");
   world_ = std::make_unique<MpiWorld>(opts.argc, opts.argv);
+  world_->watch().setTimeout(opts.faultTimeout);
+  world_->watch().setSources(opts.sources);
+  world_->watch().installSignalHandlers();
 }
 
 MpiBackend::~MpiBackend() = default;
 
 bool MpiBackend::hosts(int r) const { return r == world_->rank(); }
+
+void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) {
+  const int n = world_->size(), me = world_->rank();
+  // Every process detects it alike: rank 0 writes it, and the others wait
+  // for that (a process that exits first would make the launcher kill rank 0
+  // before it wrote).
+  auto agreedFault = [&](const std::string &msg) {
+    if (me == 0)
+      std::cerr << "error: " << msg << "\n" << std::flush;
+    world_->world().barrier();
+    throw ReportedElsewhere(msg);
+  };
+  if (n > 1) {
+    // Every rank's [program, binary, ranks needed], gathered to all.
+    int64_t mine[3] = {(int64_t)fingerprint(), binaryId(), ranks};
+    std::vector<int64_t> all(3 * (size_t)n);
+    world_->world().allGatherV(mine, all.data(), std::vector<int64_t>(n, 3), DType::I64);
+    for (int r = 1; r < n; ++r) {
+      const int64_t *o = &all[3 * (size_t)r];
+      std::string why;
+      if (o[1] != all[1])
+        why = "a different dtensorc binary";
+      else if (o[2] != all[2])
+        why = "a program whose meshes need " + std::to_string(o[2]) + " ranks (rank 0's need " +
+              std::to_string(all[2]) + ")";
+      else if (o[0] != all[0])
+        why = "a different program (its compiled statements or meshes differ)";
+      if (why.empty())
+        continue;
+      agreedFault("rank " + std::to_string(r) + " runs " + why +
+                  ": start every process with the same dtensorc and program");
+    }
+  }
+  if (n != ranks) {
+    agreedFault("--backend mpi: the program's meshes need " + std::to_string(ranks) +
+                " ranks, but this job has " + std::to_string(n) +
+                " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)");
+  }
+}
 
 void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
   if (world_->size() != ranks)
@@ -38,11 +91,31 @@ void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
                        " ranks, but this job has " + std::to_string(world_->size()) +
                        " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)");
   MpiDevice dev(*world_);
+  FaultWatch &watch = world_->watch();
+  watch.setDevice(&dev);
+  std::string failure;
+  bool internal = false;
   try {
     body(dev);
-  } catch (const std::exception &e) { // InternalError too: the executor reports it
-    throw RuntimeFault("rank " + std::to_string(dev.rank()) + " failed: " + e.what());
+  } catch (const InternalError &e) {
+    failure = e.what();
+    internal = true;
+  } catch (const std::exception &e) {
+    failure = e.what();
   }
+  watch.setDevice(nullptr);
+  if (failure.empty())
+    return;
+  std::string msg = "rank " + std::to_string(dev.rank()) + " failed: " + failure;
+  // The other processes may wait for this rank in a collective: report and
+  // end the job rather than leave them to the timeout.
+  if (world_->size() > 1) {
+    std::cout.flush();
+    watch.fail(std::string(internal ? "internal error: " : "error: ") + failure);
+  }
+  if (internal)
+    throw InternalError(msg);
+  throw RuntimeFault(msg);
 }
 
 } // namespace dt

@@ -1,18 +1,21 @@
 // This file implements the mpi backend: one rank per process, started by a
-// standard launcher (`mpirun -np 6 dtensorc run --backend mpi prog.dt`). Each
-// process runs its own rank on a CpuDevice (host memory, CpuJIT, OpenBLAS,
-// runtime/CpuBackend.h) whose communicators are MPI's (runtime/MpiComm.h);
-// world rank 0's process prints and returns the values.
+// standard launcher (`mpirun -np 4 dtensorc run prog.dt`; dtensorc picks this
+// backend by itself under mpirun, tools/dtensorc.cpp). Each process compiles
+// the program once and runs only its own rank, on a CpuDevice (host memory,
+// CpuJIT, OpenBLAS, runtime/CpuBackend.h) whose communicators are MPI's
+// (runtime/MpiComm.h, MPI_Comm_create_group over each group's members, so a
+// mesh that does not cover the world works); world rank 0's process prints
+// and returns the values.
 //
-// Status (execution proper is the next issue): programs whose every mesh
-// covers the whole world run. Known gaps, each said here rather than hit
-// silently:
-//  * MpiWorld::group splits communicators with MPI_Comm_split, collective
-//    over the WORLD on first use: a collective on a mesh that does not cover
-//    every process would wait for the processes off the mesh
-//    (MPI_Comm_create_group over the members is the fix);
-//  * a rank that fails does not wake the others (MPI_Abort of the job is the
-//    fix); the failing process reports it.
+// Start-up (agree()): the processes compare a fingerprint of their compiled
+// program (module and meshes) and of their binary, and the world size with
+// the program's need — a difference is one error line from rank 0, never a
+// hang or a wrong result.
+//
+// Faults (runtime/FaultWatch.h): every collective polls under a deadline
+// (`--fault-timeout`, default 60 s); a rank that fails (an exception in its
+// program) reports it and aborts the job (MPI_Abort), so the others never
+// wait on it; a rank that crashes or is stopped is reported by its peers.
 // Without an MPI build, constructing it throws one line saying so.
 #pragma once
 
@@ -31,9 +34,11 @@ public:
   const char *name() const override { return "mpi"; }
   NativeKernel compile(const Kernel &k, bool small) override { return jit_.compile(k, small); }
   CompileCounters compileCounters() const override { return jit_.counters(); }
-  /// Runs this process's rank; RuntimeFault when the job's size is not `ranks`.
+  /// Runs this process's rank; a rank whose program throws reports it and
+  /// ends the job (when there are other processes).
   void run(int ranks, const std::function<void(Device &)> &body) override;
   bool hosts(int r) const override;
+  void agree(int ranks, const std::function<uint64_t()> &fingerprint) override;
 
 private:
   std::unique_ptr<MpiWorld> world_;

@@ -5,9 +5,13 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <sched.h>
 #include <string>
+#include <unistd.h>
 
 #ifdef DT_HAVE_MPI
 #include <mpi.h>
@@ -23,6 +27,8 @@ struct MpiComm::Handle {
   /// NaN-propagating max/min on floats (MPI_MAX/MPI_MIN drop a NaN that is
   /// not in the first operand); created and freed with the communicator.
   MPI_Op nanMax = MPI_OP_NULL, nanMin = MPI_OP_NULL;
+  FaultWatch *watch = nullptr; ///< the world's (null: wait without a deadline)
+  std::vector<int> members;    ///< world ranks, by group rank
 };
 
 namespace {
@@ -103,6 +109,53 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an && bn && pa < pb + bn && pb < pa + an;
 }
 
+/// Waits for the non-blocking collective `req` (`what`: the Communicator
+/// method). It polls, so that a peer that exited is reported within 100 ms
+/// and a wait past the fault timeout ends the job with a report naming the
+/// failed peer and this rank's collective and source line (FaultWatch.h);
+/// after a short spin it yields the core (ranks may share cores).
+void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
+  int done = 0;
+  check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+  if (done)
+    return;
+  FaultWatch *w = h.watch;
+  if (w)
+    w->enter(what);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next = start + std::chrono::milliseconds(100);
+  for (unsigned spins = 1; !done; ++spins) {
+    if (spins > 64)
+      sched_yield();
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done || !w || (spins & 15))
+      continue;
+    Clock::time_point now = Clock::now();
+    if (now < next)
+      continue;
+    next = now + std::chrono::milliseconds(100);
+    std::string me = "rank " + std::to_string(w->rank());
+    std::string peer = w->failedPeer(&h.members, false);
+    if (!peer.empty())
+      w->fail(peer + " while " + me + " waited " + w->where());
+    double waited = std::chrono::duration<double>(now - start).count();
+    if (waited >= w->timeout()) {
+      peer = w->failedPeer(&h.members, true);
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", w->timeout());
+      w->fail((peer.empty() ? std::string("no answer") : peer) + ": " + me + " waited " + secs +
+              " s " + w->where() +
+              (peer.empty() ? " (every process of its group on this node is alive: a deadlock, a "
+                              "rank on another node that stopped, or one computing longer than "
+                              "--fault-timeout)"
+                            : ""));
+    }
+  }
+  if (w)
+    w->leave();
+}
+
 void checkCounts(const std::vector<int64_t> &counts, int size, const char *what) {
   if ((int)counts.size() != size)
     throw RuntimeFault(std::string(what) + ": " + std::to_string(counts.size()) +
@@ -143,8 +196,11 @@ void MpiComm::allReduce(const void *send, void *recv, int64_t count, DType dtype
     staged.assign((const unsigned char *)send, (const unsigned char *)send + bytes);
     send = staged.data();
   }
-  check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, n, mpiType(dtype), mop, h_->comm),
-        "MPI_Allreduce");
+  MPI_Request req;
+  check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, n, mpiType(dtype), mop, h_->comm,
+                       &req),
+        "MPI_Iallreduce");
+  waitFor(*h_, req, "allReduce");
   finishAvg(recv, count, dtype, op, size_);
 }
 
@@ -160,9 +216,11 @@ void MpiComm::allGatherV(const void *send, void *recv, const std::vector<int64_t
     staged.assign((const unsigned char *)send, (const unsigned char *)send + c[rank_] * es);
     send = staged.data();
   }
-  check(MPI_Allgatherv(send == mine ? MPI_IN_PLACE : send, c[rank_], mpiType(dtype), recv, c.data(),
-                       d.data(), mpiType(dtype), h_->comm),
-        "MPI_Allgatherv");
+  MPI_Request req;
+  check(MPI_Iallgatherv(send == mine ? MPI_IN_PLACE : send, c[rank_], mpiType(dtype), recv,
+                        c.data(), d.data(), mpiType(dtype), h_->comm, &req),
+        "MPI_Iallgatherv");
+  waitFor(*h_, req, "allGatherV");
 }
 
 void MpiComm::reduceScatterV(const void *send, void *recv, const std::vector<int64_t> &counts,
@@ -180,9 +238,11 @@ void MpiComm::reduceScatterV(const void *send, void *recv, const std::vector<int
     out.resize(myBytes);
     dst = out.data();
   }
-  check(MPI_Reduce_scatter(send == recv ? MPI_IN_PLACE : send, dst, c.data(), mpiType(dtype), mop,
-                           h_->comm),
-        "MPI_Reduce_scatter");
+  MPI_Request req;
+  check(MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, dst, c.data(), mpiType(dtype), mop,
+                            h_->comm, &req),
+        "MPI_Ireduce_scatter");
+  waitFor(*h_, req, "reduceScatterV");
   if (dst != recv && myBytes)
     std::memcpy(recv, dst, myBytes);
   finishAvg(recv, counts[rank_], dtype, op, size_);
@@ -203,18 +263,28 @@ void MpiComm::allToAllV(const void *send, const std::vector<int64_t> &sendCounts
     send = staged.data();
   }
   MPI_Datatype t = mpiType(dtype);
-  check(MPI_Alltoallv(send, sc.data(), sd.data(), t, recv, rc.data(), rd.data(), t, h_->comm),
-        "MPI_Alltoallv");
+  MPI_Request req;
+  check(
+      MPI_Ialltoallv(send, sc.data(), sd.data(), t, recv, rc.data(), rd.data(), t, h_->comm, &req),
+      "MPI_Ialltoallv");
+  waitFor(*h_, req, "allToAllV");
 }
 
 void MpiComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
   if (root < 0 || root >= size_)
     throw RuntimeFault("broadcast: root " + std::to_string(root) + " outside a group of " +
                        std::to_string(size_));
-  check(MPI_Bcast(buf, toInt(count, "broadcast"), mpiType(dtype), root, h_->comm), "MPI_Bcast");
+  MPI_Request req;
+  check(MPI_Ibcast(buf, toInt(count, "broadcast"), mpiType(dtype), root, h_->comm, &req),
+        "MPI_Ibcast");
+  waitFor(*h_, req, "broadcast");
 }
 
-void MpiComm::barrier() { check(MPI_Barrier(h_->comm), "MPI_Barrier"); }
+void MpiComm::barrier() {
+  MPI_Request req;
+  check(MPI_Ibarrier(h_->comm, &req), "MPI_Ibarrier");
+  waitFor(*h_, req, "barrier");
+}
 
 bool MpiWorld::available() { return true; }
 
@@ -233,15 +303,37 @@ MpiWorld::MpiWorld(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   auto h = std::make_unique<MpiComm::Handle>();
   h->comm = MPI_COMM_WORLD;
+  MpiComm::Handle &wh = *h;
   world_ = std::make_unique<MpiComm>(std::move(h));
   rank_ = world_->rank();
   size_ = world_->size();
+  // Every process's pid and node, for the fault reports (FaultWatch.h).
+  watch_ = std::make_unique<FaultWatch>(rank_, 60.0);
+  watch_->setAbort([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  uint64_t node = 1469598103934665603ull;
+  for (const char *p = host; *p; ++p)
+    node = (node ^ (unsigned char)*p) * 1099511628211ull;
+  int64_t mine[2] = {(int64_t)getpid(), (int64_t)node};
+  std::vector<int64_t> all(2 * (size_t)size_);
+  check(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  std::vector<PeerProcess> peers(size_);
+  for (int r = 0; r < size_; ++r) {
+    peers[r].pid = (int)all[2 * r];
+    peers[r].sameNode = all[2 * r + 1] == (int64_t)node;
+    wh.members.push_back(r);
+  }
+  watch_->setPeers(std::move(peers));
+  wh.watch = watch_.get();
 }
 
 MpiWorld::~MpiWorld() {
   partitions_.clear();
   groups_.clear();
   world_.reset();
+  watch_.reset();
   if (initializedHere_)
     MPI_Finalize();
 }
@@ -253,6 +345,9 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
   if (h->comm == MPI_COMM_NULL)
     return nullptr;
   h->owned = true;
+  h->watch = watch_.get();
+  if (label.size() > 1)
+    h->members.assign(label.begin() + 1, label.end());
   auto &slot = groups_[label];
   slot = std::make_unique<MpiComm>(std::move(h));
   return slot.get();
@@ -274,6 +369,8 @@ Communicator *MpiWorld::create(const std::vector<int> &members) {
   MPI_Group_free(&worldGroup);
   check(rc, "MPI_Comm_create_group");
   h->owned = true;
+  h->watch = watch_.get();
+  h->members = members;
   auto &slot = groups_[members];
   slot = std::make_unique<MpiComm>(std::move(h));
   return slot.get();
@@ -316,6 +413,7 @@ Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }
 int MpiWorld::rank() const { return rank_; }
 int MpiWorld::size() const { return size_; }
 Communicator &MpiWorld::world() { return *world_; }
+FaultWatch &MpiWorld::watch() { return *watch_; }
 
 Communicator &MpiWorld::group(const std::vector<int> &members) {
   auto it = groups_.find(members);

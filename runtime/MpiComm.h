@@ -20,9 +20,15 @@
 // ThreadComm, MPI's reduction order is the library's (deterministic for a fixed
 // process count, but not necessarily rank order). Errors returned by MPI
 // (MPI_ERRORS_RETURN is installed) become RuntimeFault with MPI's message.
+//
+// Faults: every collective is MPI's non-blocking form, polled under the
+// world's FaultWatch (FaultWatch.h): a peer on this node that exits is
+// reported within 100 ms, and a wait past the fault timeout ends the job with
+// one line naming the peer, the collective and the source line.
 #pragma once
 
 #include "runtime/Communicator.h"
+#include "runtime/FaultWatch.h"
 
 #include <map>
 #include <memory>
@@ -74,6 +80,9 @@ public:
   int rank() const; ///< this process's world rank
   int size() const;
   Communicator &world();
+  /// Fault detection of this process (FaultWatch.h): every collective waits
+  /// under it (timeout, failed peers); the backend sets its timeout and site.
+  FaultWatch &watch();
   /// The group `members` (world ranks in group-rank order; must contain this rank), made with
   /// MPI_Comm_create_group. Collective over the MEMBERS the first time (ranks off the group
   /// take no part, so a mesh that does not cover the world works). Cached: later calls with
@@ -89,6 +98,7 @@ private:
   Communicator *create(const std::vector<int> &members);
   bool initializedHere_ = false;
   int rank_ = 0, size_ = 1;
+  std::unique_ptr<FaultWatch> watch_;
   std::unique_ptr<MpiComm> world_;
   std::map<std::vector<int>, std::unique_ptr<MpiComm>> groups_;
   std::map<std::vector<std::vector<int>>, Communicator *> partitions_;

@@ -201,6 +201,8 @@ Backend &Session::backend() {
     BackendOptions bo;
     bo.cpuJit = &jit();
     bo.quickJit = &quickJit();
+    bo.faultTimeout = opts_.faultTimeout;
+    bo.sources = &c_->sources;
     backend_ = makeBackend(opts_.backend, bo);
   }
   return *backend_;

@@ -44,6 +44,9 @@ struct SessionOptions {
   /// The backend that runs the program (runtime/Backend.h: cpu, mpi, cuda,
   /// null); made on the first run and kept for the Session's life.
   std::string backend = "cpu";
+  /// Multi-process backends: seconds a rank waits in a collective before the
+  /// job ends with a report (runtime/FaultWatch.h).
+  double faultTimeout = 60;
   /// Run on the single-device reference evaluator (global IR) instead.
   bool reference = false;
   /// Keep the values of top-level names for later chunks (the REPL, the

@@ -19,4 +19,11 @@ struct RuntimeFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A fault already reported on stderr (a multi-process run's program or
+/// world-size mismatch, which every process detects alike and world rank 0
+/// writes): the driver exits 1 without repeating it.
+struct ReportedElsewhere : RuntimeFault {
+  using RuntimeFault::RuntimeFault;
+};
+
 } // namespace dt

@@ -15,7 +15,7 @@ const Flag kFlags[] = {
     {"visualize", nullptr, false},  {"reference", nullptr, false},   {"stats", nullptr, false},
     {"no-jit", nullptr, false},     {"no-fusion", nullptr, false},   {"no-reuse", nullptr, false},
     {"print-after", "STEP", false}, {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
-    {"x", "dt|ir", false},
+    {"x", "dt|ir", false},          {"fault-timeout", "SECONDS", false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -38,8 +38,8 @@ const std::vector<Command> &commands() {
        {}},
       {"run",
        "dtensorc run FILE",
-       "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the largest\n"
-       "device id of the program's meshes + 1; --ranks must equal it). `print` shows the\n"
+       "Runs FILE distributed: one thread per device of a virtual CPU mesh (N = the number\n"
+       "of distinct device ids of the program's meshes; --ranks must equal it). `print` shows the\n"
        "global value. --components also lists, per print, each device's local block of\n"
        "the value as the program holds it (`device 3: [[20, 14]]`); --visualize draws\n"
        "which devices hold which block. --reference runs the single-device reference\n"
@@ -51,9 +51,13 @@ const std::vector<Command> &commands() {
        "--stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
        "peak memory, kernel launches (in place) and collectives. --backend picks where\n"
        "ranks run: `cpu` (default, threads), `mpi` (one rank per process under mpirun),\n"
-       "`cuda` (virtual ranks on one GPU), `null` (runs nothing: zeros).",
+       "`cuda` (virtual ranks on one GPU), `null` (runs nothing: zeros). Under mpirun\n"
+       "(or srun) `mpi` is the default: each process runs one world rank and rank 0\n"
+       "prints; a rank that waits in a collective longer than --fault-timeout (default\n"
+       "60 s, env DTENSOR_FAULT_TIMEOUT), or whose peer exits or crashes, ends the job\n"
+       "with one line naming the rank, the collective and the source line.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse"}),
+                      "no-fusion", "no-reuse", "fault-timeout"}),
        {}},
       {"explain",
        "dtensorc explain FILE",

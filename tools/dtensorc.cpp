@@ -8,8 +8,10 @@
 #include "passes/Explain.h"
 #include "passes/Pipeline.h"
 #include "runtime/Backend.h"
+#include "runtime/Launch.h"
 #include "runtime/Session.h"
 #include "runtime/Verify.h"
+#include "support/Errors.h"
 #include "tools/CommandLine.h"
 #include "tools/ReplTerminal.h"
 
@@ -56,9 +58,43 @@ int main(int argc, char **argv) {
   bool irInput = lang == "ir";
   if (irInput && emitStep == Step::Parse)
     return usage("`emit parse` needs `.dt` source, not `-x ir`");
-  std::string backend = a.flags.count("backend") ? a.flags["backend"] : "cpu";
+  // Under an MPI launcher each process is one world rank (the mpi backend);
+  // a torchrun-style launch is refused rather than run the whole mesh in
+  // every process (runtime/Launch.h).
+  const Launch launch = detectLaunch();
+  const bool runs = a.cmd == "run" || a.cmd == "verify";
+  if (runs && launch.kind == Launch::Kind::Torch && launch.size != 1) {
+    std::cerr << "dtensorc: started by a torchrun-style launcher (RANK=" << launch.rank
+              << ", WORLD_SIZE=" << launch.size
+              << "), whose rendezvous dtensorc does not use: start one process per rank with "
+                 "`mpirun -np "
+              << (launch.size > 0 ? std::to_string(launch.size) : std::string("N"))
+              << " dtensorc run FILE` (Open MPI; NCCL on GPUs), or run `dtensorc run FILE` once "
+                 "(its ranks are threads)\n";
+    return 2;
+  }
+  const bool underMpi = launch.kind == Launch::Kind::Mpi;
+  // Only world rank 0 writes results and warnings; errors are every rank's.
+  const bool quiet = underMpi && launch.rank != 0;
+  std::string backend =
+      a.flags.count("backend") ? a.flags["backend"] : underMpi && runs ? "mpi" : "cpu";
   if (backend != "cpu" && backend != "cuda" && backend != "mpi" && backend != "null")
     return usage("unknown backend `" + backend + "` (" + backendNames() + ")");
+  if (runs && underMpi && launch.size != 1 && (backend == "cpu" || backend == "null"))
+    return usage("--backend " + backend + " runs every rank in each process: under " +
+                 launch.launcher + " each process is one rank (`--backend mpi`, the default there)");
+  double faultTimeout = 60;
+  if (const char *env = std::getenv("DTENSOR_FAULT_TIMEOUT"))
+    faultTimeout = std::strtod(env, nullptr);
+  if (a.flags.count("fault-timeout")) {
+    const std::string &text = a.flags["fault-timeout"];
+    char *end = nullptr;
+    faultTimeout = std::strtod(text.c_str(), &end);
+    if (!end || *end || text.empty())
+      faultTimeout = 0;
+  }
+  if (!(faultTimeout > 0 && faultTimeout <= 1e6))
+    return usage("--fault-timeout needs a number of seconds (a positive number, as 60 or 2.5)");
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -84,6 +120,7 @@ int main(int argc, char **argv) {
   so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.reference = a.flags.count("reference") > 0;
   so.backend = backend;
+  so.faultTimeout = faultTimeout;
   so.keepValues = false; // one run: every value is freed after its last use
   so.exec.ranks = ranks;
   so.exec.components = a.flags.count("components") > 0;
@@ -143,10 +180,16 @@ int main(int argc, char **argv) {
       return 0;
     }
     // run
-    std::cerr << diags.renderAll();
+    if (!quiet)
+      std::cerr << diags.renderAll();
     if (!s.run(std::cout, std::cerr))
       return failed();
-    if (a.flags.count("stats") && !so.reference) {
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "error: cannot write the output (stdout)\n";
+      return 1;
+    }
+    if (a.flags.count("stats") && !so.reference && !quiet) {
       const ExecStats &st = s.stats();
       std::cerr << "stats: " << st.kernels << " fused kernels, " << st.compiles << " compiled, "
                 << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling\n";
@@ -164,6 +207,8 @@ int main(int argc, char **argv) {
       }
     }
     return 0;
+  } catch (const ReportedElsewhere &) {
+    return 1; // world rank 0 reports it
   } catch (const RuntimeFault &f) {
     std::cout.flush();
     std::cerr << "error: " << f.what() << "\n";

@@ -67,8 +67,13 @@ TEST_CASE("hostile: resource limits come from CompileOptions") {
   small.maxTensorElements = 100;
   CHECK(errorsOf("mesh m = [x = 8]", small).empty());
   CHECK(errorsOf("mesh m = [x = 4, y = 4]", small) == std::vector{DiagId::MeshTooLarge});
-  CHECK(errorsOf("mesh m = [x = 2] devices [0, 8]", small) ==
-        std::vector{DiagId::MeshDeviceTooLarge});
+  // a device id is a name, not a count: a large one costs nothing (sparse ids)
+  CHECK(errorsOf("mesh m = [x = 2] devices [0, 1000000]", small).empty());
+  // ... but the distinct ids of all meshes together are ranks: they must fit
+  CHECK(errorsOf("mesh m = [x = 8]\nmesh q = [x = 8] devices [0, 1, 2, 3, 4, 5, 6, 7]", small)
+            .empty());
+  CHECK(errorsOf("mesh m = [x = 8]\nmesh q = [x = 2] devices [7, 8]", small) ==
+        std::vector{DiagId::MeshesTooManyDevices});
   CHECK(errorsOf("mesh m = [x = 2] devices [0, 7]", small).empty());
   CHECK(errorsOf("let a : f32[10, 10] = ones()", small).empty());
   CHECK(errorsOf("let a : f32[10, 11] = ones()", small) == std::vector{DiagId::TensorTooLarge});

@@ -1,0 +1,250 @@
+// This file implements FaultWatch (see FaultWatch.h): peer inspection through
+// /proc, the report line, and the signal handlers.
+#include "runtime/FaultWatch.h"
+
+#include "runtime/Backend.h"
+#include "support/Diagnostics.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+namespace dt {
+
+namespace {
+
+// The process's watch, for the signal handlers (see FaultWatch.h: signals
+// are process-wide).
+std::atomic<FaultWatch *> gWatch{nullptr};
+
+enum class PeerState { Running, Stopped, Gone };
+
+/// The state of process `pid` on this node, from kill(2) and /proc/PID/stat
+/// (async-signal-safe).
+PeerState peerState(int pid) {
+  if (pid <= 0)
+    return PeerState::Running;
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return PeerState::Gone;
+  FaultWatch::Line path;
+  path.put("/proc/");
+  path.put((long long)pid);
+  path.put("/stat");
+  int fd = open(path.buf, O_RDONLY);
+  if (fd < 0)
+    return PeerState::Gone;
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0)
+    return PeerState::Gone;
+  buf[n] = 0;
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+  const char *p = nullptr;
+  for (ssize_t i = 0; i < n; ++i)
+    if (buf[i] == ')')
+      p = buf + i;
+  if (!p || p[1] != ' ')
+    return PeerState::Running;
+  switch (p[2]) {
+  case 'Z':
+  case 'X':
+    return PeerState::Gone;
+  case 'T':
+  case 't':
+    return PeerState::Stopped;
+  default:
+    return PeerState::Running;
+  }
+}
+
+const char *signalName(int sig) {
+  switch (sig) {
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGBUS:
+    return "SIGBUS";
+  case SIGFPE:
+    return "SIGFPE";
+  case SIGILL:
+    return "SIGILL";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGTERM:
+    return "SIGTERM";
+  }
+  return "a signal";
+}
+
+void writeAll(const FaultWatch::Line &l) {
+  size_t off = 0;
+  while (off < l.n) {
+    ssize_t w = write(2, l.buf + off, l.n - off);
+    if (w <= 0)
+      return;
+    off += (size_t)w;
+  }
+}
+
+const int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+} // namespace
+
+void FaultWatch::Line::put(const char *s) {
+  while (s && *s && n + 1 < sizeof(buf))
+    buf[n++] = *s++;
+  buf[n] = 0;
+}
+
+void FaultWatch::Line::put(long long v) {
+  char tmp[24];
+  int k = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do
+    tmp[k++] = (char)('0' + u % 10);
+  while ((u /= 10) && k < 23);
+  if (v < 0)
+    tmp[k++] = '-';
+  while (k && n + 1 < sizeof(buf))
+    buf[n++] = tmp[--k];
+  buf[n] = 0;
+}
+
+FaultWatch::FaultWatch(int rank, double timeoutSeconds) : rank_(rank), timeout_(timeoutSeconds) {
+  FaultWatch *none = nullptr;
+  gWatch.compare_exchange_strong(none, this);
+}
+
+FaultWatch::~FaultWatch() {
+  FaultWatch *me = this;
+  if (gWatch.compare_exchange_strong(me, nullptr)) {
+    for (int sig : kCrashSignals)
+      std::signal(sig, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+}
+
+FaultWatch *FaultWatch::current() { return gWatch.load(); }
+
+void FaultWatch::putWhere(Line &l) const {
+  const char *coll = collective_.load(std::memory_order_relaxed);
+  const Device *dev = device_.load();
+  const Inst *in = dev ? dev->site() : nullptr;
+  if (coll) {
+    l.put("in ");
+    l.put(coll);
+    l.put(in ? " for `" : " gathering the results");
+  } else {
+    l.put(in ? "after `" : "outside a collective");
+  }
+  if (!in)
+    return;
+  l.put(opName(in->op));
+  l.put("`");
+  if (in->loc.known()) {
+    l.put(" at ");
+    if (sources_ && in->loc.file >= 0 && in->loc.file < sources_->count())
+      l.put(sources_->path(in->loc.file).c_str());
+    else
+      l.put("<program>");
+    l.put(":");
+    l.put((long long)in->loc.line);
+    l.put(":");
+    l.put((long long)in->loc.col);
+  }
+}
+
+bool FaultWatch::putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const {
+  size_t total = members ? count : peers_.size();
+  for (size_t i = 0; i < total; ++i) {
+    int r = members ? members[i] : (int)i;
+    if (r == rank_ || r < 0 || (size_t)r >= peers_.size() || !peers_[r].sameNode)
+      continue;
+    PeerState s = peerState(peers_[r].pid);
+    if (s == PeerState::Running || (s == PeerState::Stopped && !stoppedToo))
+      continue;
+    l.put("rank ");
+    l.put((long long)r);
+    l.put(" (pid ");
+    l.put((long long)peers_[r].pid);
+    l.put(s == PeerState::Gone ? ") exited" : ") is stopped");
+    return true;
+  }
+  return false;
+}
+
+std::string FaultWatch::failedPeer(const std::vector<int> *members, bool stoppedToo) const {
+  Line l;
+  if (!putFailedPeer(l, members ? members->data() : nullptr, members ? members->size() : 0,
+                     stoppedToo))
+    return "";
+  return std::string(l.buf, l.n);
+}
+
+std::string FaultWatch::where() const {
+  Line l;
+  putWhere(l);
+  return std::string(l.buf, l.n);
+}
+
+void FaultWatch::fail(const std::string &what) {
+  if (!failing_.exchange(true)) {
+    Line l;
+    l.put("dtensorc: rank ");
+    l.put((long long)rank_);
+    l.put(": ");
+    l.put(what.c_str());
+    l.put("\n");
+    writeAll(l);
+  }
+  if (abort_)
+    abort_(1);
+  _exit(1);
+}
+
+void faultSignal(int sig) {
+  FaultWatch *w = gWatch.load();
+  int saved = errno;
+  if (w && !w->failing_.exchange(true)) {
+    FaultWatch::Line l;
+    l.put("dtensorc: rank ");
+    l.put((long long)w->rank_);
+    if (sig == SIGTERM) {
+      l.put(": stopped by the launcher ");
+      w->putWhere(l);
+      l.put(": ");
+      if (!w->putFailedPeer(l, nullptr, 0, true))
+        l.put("another process of the job failed (the launcher's message names it)");
+    } else {
+      l.put(": crashed (");
+      l.put(signalName(sig));
+      l.put(") ");
+      w->putWhere(l);
+    }
+    l.put("\n");
+    writeAll(l);
+  }
+  errno = saved;
+  if (sig == SIGTERM)
+    _exit(1);
+  // Die of the signal, so that the launcher reports it too.
+  std::signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void FaultWatch::installSignalHandlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = &faultSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : kCrashSignals)
+    sigaction(sig, &sa, nullptr);
+  sa.sa_flags = 0;
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+} // namespace dt

@@ -1,0 +1,109 @@
+// This file implements fault detection for runs of one rank per process
+// (runtime/MpiBackend.h): a rank that exits, crashes or stops must make every
+// other rank stop with one line that names it, the collective and the source
+// line — never a silent hang.
+//
+//  * A collective waits by polling its non-blocking MPI request
+//    (MpiComm.cpp), and every 100 ms asks the FaultWatch about its peers:
+//    a peer process on this node that exited is reported at once; when the
+//    wait passes the fault timeout (`--fault-timeout`, default 60 s) the
+//    report names a peer that is stopped (SIGSTOP, a debugger), or says that
+//    every process on this node is alive (a deadlock, a rank on another node).
+//    Reporting writes one line on stderr and aborts the job (MPI_Abort): the
+//    launcher then stops every process, the stopped one included.
+//  * A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) writes
+//    one line naming its signal and the instruction it was at, then dies of
+//    the signal; the launcher notices and stops the others.
+//  * A rank stopped by the launcher (SIGTERM, after another rank failed)
+//    writes one line naming where it was and which peer on this node is gone
+//    or stopped, then exits 1.
+//
+// Peers are identified by pid and node (exchanged once at start-up); a peer
+// on another node cannot be inspected from here, so its failure is reported
+// by the launcher and by its own node's ranks.
+//
+// Signal handlers need the watch without a Session: the one FaultWatch of a
+// process registers itself in a process-wide pointer (signals are
+// process-wide, like MPI's world). Everything a handler runs is
+// async-signal-safe: fixed buffers, write(2), kill(2), open/read of /proc.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+class Device;
+class SourceManager;
+
+/// One peer process of a multi-process run, as this process sees it.
+struct PeerProcess {
+  int pid = 0;
+  bool sameNode = false; ///< on this node: its state can be read from /proc
+};
+
+class FaultWatch {
+public:
+  /// `rank`: this process's world rank (one rank per process).
+  FaultWatch(int rank, double timeoutSeconds);
+  ~FaultWatch();
+  FaultWatch(const FaultWatch &) = delete;
+  FaultWatch &operator=(const FaultWatch &) = delete;
+
+  int rank() const { return rank_; }
+  double timeout() const { return timeout_; }
+  void setTimeout(double seconds) { timeout_ = seconds; }
+  /// World rank -> process, from the start-up exchange.
+  void setPeers(std::vector<PeerProcess> peers) { peers_ = std::move(peers); }
+  /// Source file names for the reports (the Session's; may stay null).
+  void setSources(const SourceManager *sm) { sources_ = sm; }
+  /// The rank's Device, whose site() says which instruction it is at.
+  void setDevice(const Device *d) { device_.store(d); }
+  /// Ends the job with `code` (MPI_Abort); set by the MPI world.
+  void setAbort(void (*abortJob)(int code)) { abort_ = abortJob; }
+
+  /// The collective this rank waits in (a Communicator method name, static
+  /// storage), or null between collectives.
+  void enter(const char *collective) { collective_.store(collective, std::memory_order_relaxed); }
+  void leave() { collective_.store(nullptr, std::memory_order_relaxed); }
+
+  /// The first peer among world ranks `members` (all when null) that exited,
+  /// or also one that is stopped: "rank 1 (pid 42) exited"; empty when none.
+  std::string failedPeer(const std::vector<int> *members, bool stoppedToo) const;
+  /// Where this rank is: "in allReduce for `all_reduce` at f.dt:7:3".
+  std::string where() const;
+
+  /// Writes "dtensorc: rank R: `what`" on stderr, then ends the job; never
+  /// returns. Only the first caller reports.
+  [[noreturn]] void fail(const std::string &what);
+
+  /// Installs the crash and SIGTERM handlers (once per process).
+  void installSignalHandlers();
+
+  /// For the signal handlers: the process's watch (null when none).
+  static FaultWatch *current();
+
+  /// Async-signal-safe report pieces (fixed buffer, no allocation).
+  struct Line {
+    char buf[1536];
+    size_t n = 0;
+    void put(const char *s);
+    void put(long long v);
+  };
+  void putWhere(Line &l) const;
+  bool putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const;
+
+private:
+  int rank_;
+  double timeout_;
+  std::vector<PeerProcess> peers_;
+  const SourceManager *sources_ = nullptr;
+  std::atomic<const Device *> device_{nullptr};
+  std::atomic<const char *> collective_{nullptr};
+  void (*abort_)(int) = nullptr;
+  std::atomic<bool> failing_{false};
+  friend void faultSignal(int sig);
+};
+
+} // namespace dt

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The differential suite's programs under mpirun: every mesh of each program is
+resized to NP devices (as tests/diff_runner.cpp does: the first axes take the
+devices), run once on the thread mesh (`dtensorc run`) and once as NP processes
+(`mpirun -np NP dtensorc run`), and every printed number must agree (MPI may
+reduce in another order than the threads: relative 1e-4, absolute 1e-5).
+Extra dtensorc arguments after `--` go to the mpirun run only (as
+`--ranks-per-process 2`, with NP then the number of ranks).
+
+usage: diff_mpi.py DTENSORC MPIRUN NP PROCS FILE... [-- ARGS...]"""
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CONFIGS = {1: {1: [1], 2: [2], 4: [4]},
+           2: {1: [1, 1], 2: [2, 1], 4: [2, 2]},
+           3: {1: [1, 1, 1], 2: [2, 1, 1], 4: [2, 2, 1]}}
+MESH = re.compile(r"^(\s*mesh\s+(\w+)\s*=\s*)\[([^\]]*)\](\s*devices\s*\[[^\]]*\])?", re.M)
+NUM = re.compile(r"-?(?:nan|inf|\d+(?:\.\d*)?(?:e[+-]?\d+)?)", re.I)
+
+
+def resize(text, np_):
+    def sub(m):
+        axes = [a.split("=")[0].strip() for a in m.group(3).split(",")]
+        sizes = CONFIGS[len(axes)][np_]
+        return m.group(1) + "[" + ", ".join(f"{a} = {s}" for a, s in zip(axes, sizes)) + "]"
+    return MESH.sub(sub, text)
+
+
+def close(a, b):
+    fa, fb = float(a), float(b)
+    if math.isnan(fa) or math.isnan(fb):
+        return math.isnan(fa) and math.isnan(fb)
+    return fa == fb or abs(fa - fb) <= 1e-5 + 1e-4 * abs(fb)
+
+
+def main():
+    args = sys.argv[1:]
+    extra = []
+    if "--" in args:
+        extra = args[args.index("--") + 1:]
+        args = args[:args.index("--")]
+    dtensorc, mpirun, np_, procs, files = args[0], args[1], int(args[2]), int(args[3]), args[4:]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in files:
+            text = resize(open(f).read(), np_)
+            prog = os.path.join(tmp, os.path.basename(f))
+            with open(prog, "w") as out:
+                out.write(text)
+            # imports resolve from the program's folder first: run from there
+            threads = subprocess.run([dtensorc, "run", prog], capture_output=True, text=True,
+                                     timeout=120, env=env)
+            procs_run = subprocess.run([mpirun, "-np", str(procs), dtensorc, "run", prog] + extra,
+                                       capture_output=True, text=True, timeout=120, env=env)
+            name = f"{os.path.basename(f)} on {np_} ranks in {procs} processes"
+            if threads.returncode != 0 or procs_run.returncode != 0:
+                print(f"FAIL {name}: exit {threads.returncode} / {procs_run.returncode}\n"
+                      f"{threads.stderr}{procs_run.stderr}")
+                failed += 1
+                continue
+            ta, tb = threads.stdout.split(), procs_run.stdout.split()
+            na, nb = NUM.findall(threads.stdout), NUM.findall(procs_run.stdout)
+            same_words = [NUM.sub("#", w) for w in ta] == [NUM.sub("#", w) for w in tb]
+            if not same_words or len(na) != len(nb) or not all(map(close, na, nb)):
+                print(f"FAIL {name}: outputs differ\n--- threads\n{threads.stdout}"
+                      f"--- processes\n{procs_run.stdout}")
+                failed += 1
+            else:
+                print(f"ok   {name}: {len(na)} numbers agree")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Fault tests of one rank per process (ctest mpi_faults/*): a rank that is
+# killed (SIGKILL), crashes (SIGSEGV) or stops (SIGSTOP) mid-run, ranks that
+# run different programs or meshes. Every case must end within its bound,
+# exit non-zero, print the one line naming the failed rank, the collective
+# and the source line, and leave no process behind.
+#
+# usage: faults.sh DTENSORC MPIRUN CASE   (CASE: kill segv stop program mesh)
+set -u
+dtensorc=$1 mpirun=$2 case=$3
+here=$(cd "$(dirname "$0")" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# A private copy of the program: its path marks this test's processes.
+prog=$tmp/long_loop.dt
+cp "$here/long_loop.dt" "$prog"
+
+fail() { echo "FAIL ($case): $*"; echo "--- output"; cat "$tmp/out"; leftovers kill; exit 1; }
+
+# The dtensorc processes of this test (their command line names $tmp).
+leftovers() {
+  local found=0
+  for p in /proc/[0-9]*; do
+    if { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q "^$dtensorc run $tmp"; then
+      found=1
+      [ "${1:-}" = kill ] && kill -KILL "${p#/proc/}" 2>/dev/null
+    fi
+  done
+  return $((1 - found))
+}
+
+# The pid of world rank $1 of this test's job.
+rank_pid() {
+  for p in /proc/[0-9]*; do
+    if { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q "^$dtensorc run $tmp" &&
+       { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+      echo "${p#/proc/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Runs the job in the background, with a hard bound of $1 seconds.
+start() {
+  local bound=$1
+  shift
+  timeout -k 5 "$bound" "$mpirun" --oversubscribe -np "$@" > "$tmp/out" 2>&1 &
+  job=$!
+}
+
+finish() { # waits for the job; checks it failed in time and left nothing
+  local t0=$SECONDS
+  wait "$job"
+  rc=$?
+  [ "$rc" -eq 124 ] && fail "the job did not end within its bound (a hang)"
+  [ "$rc" -ne 0 ] || fail "the job exited 0"
+  sleep 0.5
+  leftovers && fail "processes left behind"
+  echo "job ended with exit $rc"
+}
+
+case $case in
+kill | segv | stop)
+  sig=$(echo "$case" | tr a-z A-Z)
+  [ "$case" = kill ] && sig=KILL
+  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3
+  # Wait for the first print (streamed: the loop is running).
+  for _ in $(seq 200); do
+    grep -q '^0$' "$tmp/out" && break
+    sleep 0.1
+  done
+  grep -q '^0$' "$tmp/out" || fail "the first print did not stream"
+  pid=$(rank_pid 1) || fail "no rank 1"
+  sleep 0.3
+  t0=$SECONDS
+  kill -"$sig" "$pid"
+  finish
+  elapsed=$((SECONDS - t0))
+  # SIGKILL/SIGSEGV are noticed at once; SIGSTOP after the 3 s timeout.
+  [ "$elapsed" -le 15 ] || fail "took ${elapsed}s"
+  grep -E "dtensorc: rank 0: .*rank 1 \(pid $pid\) (exited|is stopped).*(allReduce|broadcast|allGatherV).*long_loop.dt:[0-9]+:[0-9]+|dtensorc: rank 0: .*(allReduce|allGatherV).*long_loop.dt:[0-9]+:[0-9]+.*rank 1 \(pid $pid\) (exited|is stopped)" "$tmp/out" ||
+    fail "no line from rank 0 naming rank 1, the collective and the source line"
+  if [ "$case" = segv ]; then
+    grep -E "dtensorc: rank 1: crashed \(SIGSEGV\)" "$tmp/out" || fail "rank 1 did not report its crash"
+  fi
+  ;;
+program | mesh)
+  other=$tmp/other.dt
+  if [ "$case" = program ]; then
+    sed 's/acc \* 0.5/acc * 0.25/' "$prog" > "$other"
+    want="rank 1 runs a different program"
+  else
+    sed 's/mesh m = \[x = 2\]/mesh m = [x = 4]/' "$prog" > "$other"
+    want="rank 1 runs a program whose meshes need 4 ranks \(rank 0's need 2\)"
+  fi
+  start 30 1 "$dtensorc" run "$prog" --fault-timeout 5 : -np 1 "$dtensorc" run "$other" --fault-timeout 5
+  t0=$SECONDS
+  finish
+  [ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0))s"
+  [ "$(grep -cE "$want" "$tmp/out")" -eq 1 ] || fail "not exactly one line: $want"
+  ;;
+*)
+  echo "unknown case $case"
+  exit 2
+  ;;
+esac
+echo "PASS ($case)"
+cat "$tmp/out" | grep dtensorc

@@ -205,9 +205,8 @@ EV IRBuilder::cumsum(const ast::Expr &e, EV x, const TensorType &t) {
 
 bool IRBuilder::composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled) {
   static const std::map<std::string, size_t> arity = {
-      {"square", 1}, {"clamp", 3},   {"gelu", 1},
-      {"softplus", 1}, {"isnan", 1}, {"isfinite", 1}, {"argmax", 2},
-      {"argmin", 2}, {"cumsum", 2}};
+      {"square", 1},   {"clamp", 3},  {"gelu", 1},   {"softplus", 1}, {"isnan", 1},
+      {"isfinite", 1}, {"argmax", 2}, {"argmin", 2}, {"cumsum", 2}};
   auto it = arity.find(name);
   if (it == arity.end())
     return false;
@@ -289,7 +288,7 @@ bool IRBuilder::composite(const std::string &name, const ast::Expr &e, EV &out, 
     EV m = op(Op::Maximum, {x, number(0)});
     out = a.poison || m.poison ? EV::bad() : op(Op::Add, {m, a});
   } else if (name == "isnan") {
-    out = op(Op::Ne, {x, x}); // only NaN differs from itself; false on integers
+    out = op(Op::Ne, {x, x});    // only NaN differs from itself; false on integers
   } else if (isFloat(t.dtype)) { // isfinite
     EV a = op(Op::Abs, {x});
     out = a.poison ? a : op(Op::Lt, {a, number(INFINITY)});

@@ -72,6 +72,10 @@ FusedKernel buildFusedKernel(const Function &f) {
       throw fail(std::string("`") + opName(in.op) + "` must have one result");
     const TensorType &rt = f.type(in.results[0]);
     int x = -1;
+    if (in.op == Op::Broadcast) { // the operand's load already broadcasts
+      node[in.results[0]] = arg(in, 0);
+      continue;
+    }
     switch (opInfo(in.op).cls) {
     case OpClass::Elementwise1:
       x = in.op == Op::Cast ? k.cast(arg(in, 0), rt.dtype) : k.unary(*kopFromOp(in.op), arg(in, 0));

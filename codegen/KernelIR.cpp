@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 
@@ -245,13 +246,27 @@ int Kernel::load(int input) {
   n.index = input;
   return push(*this, n);
 }
+/// An equal constant already in `k` (same dtype and bits: NaN equals NaN,
+/// -0 differs from 0), so each constant is one node however many copies of
+/// a splat the fusion pass gave a kernel.
+static int findConstant(const Kernel &k, const KNode &n) {
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode &c = k.nodes[i];
+    if (c.op == KOp::Const && c.dtype == n.dtype && c.ivalue == n.ivalue &&
+        std::memcmp(&c.value, &n.value, sizeof(double)) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
 int Kernel::constant(double v, DType t) {
   KNode n;
   n.op = KOp::Const;
   n.dtype = t;
   n.value = v;
   n.ivalue = saturatingInt(v, t);
-  return push(*this, n);
+  int same = findConstant(*this, n);
+  return same >= 0 ? same : push(*this, n);
 }
 int Kernel::constantInt(int64_t v, DType t) {
   KNode n;
@@ -259,7 +274,8 @@ int Kernel::constantInt(int64_t v, DType t) {
   n.dtype = t;
   n.value = (double)v;
   n.ivalue = v;
-  return push(*this, n);
+  int same = findConstant(*this, n);
+  return same >= 0 ? same : push(*this, n);
 }
 int Kernel::unary(KOp op, int a) {
   if (kopArity(op) != 1 || op == KOp::Cast)

@@ -23,6 +23,10 @@ bool isElementwise(Op op) {
 
 bool isReduce(Op op) { return opInfo(op).cls == OpClass::Reduce; }
 
+/// Elementwise, or the identity on local blocks (`broadcast`: its operand
+/// reaches the kernel as a broadcasting load, see fits()).
+bool isPointwise(Op op) { return isElementwise(op) || op == Op::Broadcast; }
+
 bool sameMesh(const TensorType &a, const TensorType &b) {
   if (a.isHost() || b.isHost())
     return a.isHost() && b.isHost();
@@ -88,8 +92,8 @@ bool fusableReduce(const Inst &in, const Function &f) {
 
 class BlockFuser {
 public:
-  BlockFuser(Module &m, Function &f, int &counter, int maxOps)
-      : m_(m), f_(f), counter_(counter), maxOps_(maxOps) {}
+  BlockFuser(Module &m, Function &f, int &counter, FusionOptions opts)
+      : m_(m), f_(f), counter_(counter), maxOps_(opts.maxOps), loneSources_(opts.loneSources) {}
 
   int made = 0;
 
@@ -97,6 +101,7 @@ public:
     for (auto &in : b.insts)
       for (auto &r : in.regions)
         run(r);
+    splitSharedSplats(b);
     size_t n = b.insts.size();
     defIdx_.clear();
     users_.clear();
@@ -112,7 +117,7 @@ public:
       if (group_[i] >= 0 || root.results.size() != 1)
         continue;
       bool reduce = fusableReduce(root, f_);
-      if (!reduce && !isElementwise(root.op) && !fusableSource(root, f_))
+      if (!reduce && !isPointwise(root.op) && !fusableSource(root, f_))
         continue;
       TensorType it = f_.type(reduce ? root.operands[0] : root.results[0]);
       if (!isConcrete(it.shape))
@@ -126,9 +131,10 @@ public:
       groups.push_back({i});
       group_[i] = g;
       grow(b, groups.back(), g, it);
-      // A lone source gains nothing from a kernel (the reference source is a
-      // fill or the same RNG loop) and would cost a compile.
-      if (groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source) {
+      // On the cpu a lone source gains nothing from a kernel (the reference
+      // source is a fill or the same RNG loop) and would cost a compile.
+      if (!loneSources_ && groups.back().size() == 1 &&
+          opInfo(root.op).cls == OpClass::Source) {
         group_[i] = -1;
         groups.pop_back();
       }
@@ -150,6 +156,65 @@ public:
   }
 
 private:
+  static bool isSplat(const Inst &in, const Function &f) {
+    return (in.op == Op::Const || in.op == Op::Fill) && fusableSource(in, f);
+  }
+
+  /// A splat constant (fill, one-value const) used by several pointwise ops
+  /// would feed none of their groups (a member's every use must be in its
+  /// group): each pointwise user gets its own copy instead, which the user's
+  /// group absorbs as a constant; the original stays for the other users and
+  /// goes when none is left.
+  void splitSharedSplats(Block &b) {
+    std::unordered_map<int, Inst> splatDef; // value -> its defining splat
+    std::unordered_map<int, int> users;
+    for (size_t i = 0; i < b.insts.size(); ++i) {
+      if (b.insts[i].results.size() == 1 && isSplat(b.insts[i], f_))
+        splatDef[b.insts[i].results[0]] = b.insts[i];
+      noteUses(b.insts[i], (int)i);
+    }
+    if (splatDef.empty())
+      return;
+    for (auto &[v, us] : users_)
+      users[v] = (int)us.size();
+    users_.clear();
+    std::vector<Inst> out;
+    out.reserve(b.insts.size());
+    for (size_t i = 0; i < b.insts.size(); ++i) {
+      Inst &in = b.insts[i];
+      bool pointwise = isPointwise(in.op) || fusableReduce(in, f_);
+      if (pointwise && in.regions.empty() && in.results.size() == 1) {
+        std::unordered_map<int, int> mine; // one copy per value for this user
+        for (int &o : in.operands) {
+          auto d = splatDef.find(o);
+          if (d == splatDef.end() || users[o] < 2)
+            continue;
+          auto m = mine.find(o);
+          if (m == mine.end()) {
+            Inst c = d->second;
+            int orig = o;
+            c.results = {f_.newValue(f_.type(orig))};
+            m = mine.emplace(orig, c.results[0]).first;
+            out.push_back(std::move(c));
+          }
+          --users[o];
+          o = m->second;
+        }
+      }
+      out.push_back(std::move(in));
+    }
+    // Originals whose every use took a copy are dead now.
+    std::vector<Inst> kept;
+    kept.reserve(out.size());
+    for (auto &in : out) {
+      bool dead = in.results.size() == 1 && isSplat(in, f_) && users.count(in.results[0]) &&
+                  users[in.results[0]] == 0 && splatDef.count(in.results[0]);
+      if (!dead)
+        kept.push_back(std::move(in));
+    }
+    b.insts = std::move(kept);
+  }
+
   /// Records the uses of `in` (and of everything nested in its regions) as
   /// uses by instruction `i` of the current block.
   void noteUses(const Inst &in, int i) {
@@ -192,7 +257,7 @@ private:
       return false;
     int v = p.results[0];
     const TensorType &t = f_.type(v);
-    if (isElementwise(p.op)) {
+    if (isPointwise(p.op)) {
       if (!fits(t, it))
         return false;
     } else if (fusableSource(p, f_)) {
@@ -234,8 +299,21 @@ private:
           inputs.push_back(o);
         }
     k.body.args = k.params;
+    std::vector<const Inst *> splats; // copies of one splat (splitSharedSplats) are one
     for (int i : members) {
       Inst c = b.insts[i];
+      if (isSplat(c, f_)) {
+        const Inst *same = nullptr;
+        for (const Inst *s : splats)
+          if (s->op == c.op && s->attrs == c.attrs &&
+              f_.type(s->results[0]) == f_.type(c.results[0]))
+            same = s;
+        if (same) {
+          remap[c.results[0]] = remap.at(same->results[0]);
+          continue;
+        }
+        splats.push_back(&b.insts[i]);
+      }
       for (int &o : c.operands)
         o = remap.at(o);
       for (int &r : c.results) {
@@ -266,6 +344,7 @@ private:
   Function &f_;
   int &counter_;
   int maxOps_;
+  bool loneSources_;
   std::unordered_map<int, int> defIdx_;
   std::unordered_map<int, std::vector<int>> users_;
   std::vector<int> group_;
@@ -273,7 +352,7 @@ private:
 
 } // namespace
 
-int fuseModule(Module &m, int maxOps) {
+int fuseModule(Module &m, FusionOptions opts) {
   int counter = 0;
   for (auto &f : m.functions)
     if (isFusedKernel(f))
@@ -284,7 +363,7 @@ int fuseModule(Module &m, int maxOps) {
     Function &f = m.functions[i]; // a deque: appending keeps this reference valid
     if (isFusedKernel(f))
       continue;
-    BlockFuser bf(m, f, counter, maxOps);
+    BlockFuser bf(m, f, counter, opts);
     bf.run(f.body);
     made += bf.made;
   }

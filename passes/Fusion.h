@@ -1,6 +1,7 @@
 // This file implements the fusion pass: it groups rank-local elementwise work
 // into kernels. Each group — a maximal DAG of elementwise ops (unary, binary
-// with broadcasting, select, cast, compares), the sources feeding it (fill,
+// with broadcasting, select, cast, compares, and `broadcast` itself, which is
+// the identity on a local block that broadcasts to the group's), the sources feeding it (fill,
 // splat const, random, iota) and optionally one trailing reduction — is
 // outlined into a kernel function `@fused.N` of the module, and the group is
 // replaced by one `call @fused.N(inputs...)` at the position of its root.
@@ -28,7 +29,10 @@
 //  * a reduction root keeps its dtype (no bool) and has the reduced operand's
 //    group feeding only it;
 //  * groups hold at most kMaxFusedOps non-source ops (bounded compile time);
-//  * a source alone is not a kernel (it stays on the reference kernels).
+//  * a source alone is a kernel only with `FusionOptions::loneSources` (the
+//    device backends: a fill on the host would be a copy to the device); on
+//    the cpu a lone source stays on the reference kernels (a kernel would only
+//    cost a compile).
 #pragma once
 
 #include "ir/IR.h"
@@ -49,8 +53,18 @@ bool isFusedKernel(const Function &f);
 /// True when `name` names a kernel function.
 bool isFusedKernelName(const std::string &name);
 
+struct FusionOptions {
+  /// Caps the non-source ops of one kernel (1: one kernel per op, no fusion).
+  int maxOps = kMaxFusedOps;
+  /// Make a kernel of a source that feeds no group (device backends).
+  bool loneSources = false;
+};
+
 /// Fuses every function of `m` in place; returns the number of kernels made.
+int fuseModule(Module &m, FusionOptions opts);
 /// `maxOps` caps the ops of one kernel (1: one kernel per op, no fusion).
-int fuseModule(Module &m, int maxOps = kMaxFusedOps);
+inline int fuseModule(Module &m, int maxOps = kMaxFusedOps) {
+  return fuseModule(m, FusionOptions{maxOps, false});
+}
 
 } // namespace dt

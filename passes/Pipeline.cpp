@@ -152,7 +152,9 @@ struct PipelineRun {
       return p;
     if (opts.fusion) {
       if (!step(Step::Fusion, [&] {
-            fuseModule(m);
+            FusionOptions fo;
+            fo.loneSources = opts.target == CodeTarget::Cuda; // no host fills on a device
+            fuseModule(m, fo);
             return true;
           }))
         return p;

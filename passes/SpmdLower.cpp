@@ -3,6 +3,7 @@
 
 #include "passes/Redistribute.h"
 
+#include <cmath>
 #include <map>
 
 namespace dt {
@@ -74,6 +75,10 @@ private:
       TensorType qt = f_.type(in.operands[q]); // a copy: newValue grows the table
       if (!isFloat(qt.dtype) || qt.hasPartial())
         continue; // integer factors are finite; two partials are a type error
+      auto known = constFactor_.find(in.operands[q]);
+      if (known != constFactor_.end() && (in.op == Op::Div ? known->second.nonzero : true) &&
+          known->second.finite)
+        return; // a constant already known to be a fine factor: nothing to check
       Inst c;
       c.op = Op::CheckFactor;
       c.operands = {in.operands[q]};
@@ -131,6 +136,10 @@ private:
       case Op::Einsum:
         guardFactor(in, out);
         break;
+      case Op::Const:
+      case Op::Fill:
+        noteConstant(in);
+        break;
       default:
         break;
       }
@@ -138,6 +147,26 @@ private:
     }
     b.insts = std::move(out);
   }
+
+  /// Records whether a float constant's values are all finite / all nonzero
+  /// (its factor needs no run-time check_factor).
+  void noteConstant(const Inst &in) {
+    if (in.results.size() != 1 || !isFloat(f_.type(in.results[0]).dtype) || in.attrs.floats.empty())
+      return;
+    Known k;
+    bool f32 = f_.type(in.results[0]).dtype == DType::F32;
+    for (double v0 : in.attrs.floats) {
+      double v = f32 ? (double)(float)v0 : v0; // 1e300 is inf in f32
+      k.finite &= std::isfinite(v);
+      k.nonzero &= v != 0;
+    }
+    constFactor_[in.results[0]] = k;
+  }
+
+  struct Known {
+    bool finite = true, nonzero = true;
+  };
+  std::map<int, Known> constFactor_; ///< float constants by value id
 
   Function &f_;
   std::map<int, int> rename_;

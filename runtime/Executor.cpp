@@ -228,6 +228,7 @@ private:
       if (r.numel() == args[0]->numel())
         return {std::move(r)};
     }
+    ++rs_.stats.fallbackOps[opName(in.op)];
     auto out = dev_.fallbackLocalOp(in, args, types, place);
     return std::vector<Slot>(out.begin(), out.end());
   }
@@ -439,6 +440,10 @@ private:
 Executor::Executor(const Module &m, Backend &backend, std::ostream &out, ExecOptions opts)
     : m_(m), out_(out), opts_(opts), backend_(backend) {}
 
+Executor::Executor(const CompiledProgram &prog, Backend &backend, std::ostream &out,
+                   ExecOptions opts)
+    : m_(prog.module()), out_(out), opts_(opts), backend_(backend), program_(&prog) {}
+
 Executor::Executor(const Module &m, std::ostream &out, ExecOptions opts)
     : m_(m), out_(out), opts_(opts),
       ownBackend_(std::make_unique<CpuBackend>(opts.cpuJit, opts.quickJit)),
@@ -496,14 +501,21 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     stats_.kernels += isFusedKernel(fn);
   if (opts_.jit && stats_.kernels > 0 && !kernels_) {
     CompileCounters before = backend_.compileCounters();
-    kernels_ = std::make_unique<KernelTable>(m_, backend_);
+    // The program's kernel IR when its `kernels` step ran, else lowered here.
+    kernels_ = program_ && program_->last() >= Step::Kernels
+                   ? std::make_unique<KernelTable>(program_->kernels(), backend_)
+                   : std::make_unique<KernelTable>(m_, backend_);
     CompileCounters after = backend_.compileCounters();
     stats_.compiles += after.compiles - before.compiles;
     stats_.cacheHits += after.cacheHits - before.cacheHits;
     stats_.compileSeconds += after.seconds - before.seconds;
   }
-  if (opts_.memoryPlan && !liveness_)
+  // The program's memory plan when its `memplan` step ran, else made here.
+  const LivenessTable *plan = program_ ? program_->memoryPlan() : nullptr;
+  if (opts_.memoryPlan && !plan && !liveness_)
     liveness_ = std::make_unique<LivenessTable>(m_);
+  if (!plan)
+    plan = liveness_.get();
   if (states_.size() != (size_t)need)
     states_.assign(need, RankState(opts_.memoryPlan));
   for (auto &st : states_)
@@ -514,7 +526,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   // Components/visualize read a printed value's source after its last use,
   // so they keep every value (a debugging view).
   sh.wantSources = opts_.components || opts_.visualize;
-  sh.liveness = opts_.memoryPlan && !sh.wantSources ? liveness_.get() : nullptr;
+  sh.liveness = opts_.memoryPlan && !sh.wantSources ? plan : nullptr;
   std::string failure;
   try {
     backend_.run(need, [&](Device &dev) {

@@ -93,6 +93,11 @@ class Executor {
 public:
   /// Runs `m` on `backend` (not owned: the Session's), printing to `out`.
   Executor(const Module &m, Backend &backend, std::ostream &out, ExecOptions opts = {});
+  /// Runs a compiled program (its SPMD module, the kernel IR of its
+  /// `kernels` step and the memory plan of its `memplan` step; nothing is
+  /// lowered or planned again) on `backend`. `prog` outlives the Executor.
+  Executor(const CompiledProgram &prog, Backend &backend, std::ostream &out,
+           ExecOptions opts = {});
   /// Runs `m` on a cpu backend of its own (opts.cpuJit / opts.quickJit).
   Executor(const Module &m, std::ostream &out, ExecOptions opts = {});
   ~Executor();
@@ -133,6 +138,9 @@ private:
   /// when the module's functions or their bodies change).
   std::unique_ptr<KernelTable> kernels_;
   std::unique_ptr<LivenessTable> liveness_;
+  /// The compiled program run (null: a bare module; kernels and plan are
+  /// then made here).
+  const CompiledProgram *program_ = nullptr;
   std::vector<RankState> states_; ///< per rank: call-site launch caches
   uint64_t tablesFor_ = 0;        ///< fingerprint of the module the tables describe
 };

@@ -19,6 +19,16 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
   }
 }
 
+KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, Backend &backend) {
+  for (const ProgramKernel &pk : kernels) {
+    Entry e;
+    e.fk = pk.kernel;
+    bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
+    e.native = backend.compile(e.fk.kernel, small);
+    byName_.emplace(pk.function, std::move(e));
+  }
+}
+
 const KernelTable::Entry *KernelTable::find(const Inst &in) const {
   if (in.op != Op::Call || !isFusedKernelName(in.attrs.str))
     return nullptr;

@@ -29,6 +29,7 @@
 
 #include "codegen/FusedKernel.h"
 #include "passes/MemoryPlan.h"
+#include "passes/Pipeline.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Backend.h"
 
@@ -51,6 +52,9 @@ public:
   /// kQuickElements elements (launch overhead dominates there anyway, so the
   /// cpu backend compiles it at O0: ~5x faster).
   KernelTable(const Module &m, Backend &backend);
+  /// Compiles the kernel IR the pipeline's `kernels` step made (a
+  /// CompiledProgram's kernels(); nothing is lowered again).
+  KernelTable(const std::vector<ProgramKernel> &kernels, Backend &backend);
   static constexpr int64_t kQuickElements = 1 << 14;
   /// The kernel `in` calls, or null when `in` is not a kernel call.
   const Entry *find(const Inst &in) const;
@@ -70,6 +74,9 @@ struct RankStats {
   int64_t inPlace = 0;     ///< launches that wrote into a dying input
   int64_t reused = 0;      ///< outputs that took a pooled buffer
   int64_t collectives = 0; ///< collective steps run
+  /// Local ops run by the Device's fallback (reference kernels on the host,
+  /// not kernel IR), by op name: what the CUDA backend could not run.
+  std::map<std::string, int64_t> fallbackOps;
 };
 
 /// One rank's pool, launch cache and accounting.

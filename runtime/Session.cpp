@@ -141,6 +141,8 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   po.spmd = !opts_.reference;
   if (po.last > Step::MemPlan)
     po.last = Step::MemPlan; // the backend compiles the kernels itself
+  if (opts_.backend == "cuda")
+    po.target = CodeTarget::Cuda; // kernels for every source: nothing staged on the host
   auto prog = program(po, log);
   if (!prog)
     return false;
@@ -159,7 +161,7 @@ bool Session::run(std::ostream &out, std::ostream &log) {
       bo.quickJit = &quickJit();
       backend_ = makeBackend(opts_.backend, bo);
     }
-    Executor ex(prog->module(), *backend_, out, opts_.exec);
+    Executor ex(*prog, *backend_, out, opts_.exec);
     results = ex.run(prog->entry(), args);
     stats_ = ex.stats();
   }

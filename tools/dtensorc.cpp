@@ -143,7 +143,13 @@ int main(int argc, char **argv) {
         const RankStats &rs = st.ranks[r];
         std::cerr << "stats: rank " << r << ": peak " << rs.peakBytes << " bytes, "
                   << rs.kernelCalls << " kernel launches (" << rs.inPlace << " in place, "
-                  << rs.reused << " reused buffers), " << rs.collectives << " collectives\n";
+                  << rs.reused << " reused buffers), " << rs.collectives << " collectives";
+        if (!rs.fallbackOps.empty()) {
+          std::cerr << ", host fallback ops:";
+          for (auto &[op, n] : rs.fallbackOps)
+            std::cerr << " " << op << " " << n;
+        }
+        std::cerr << "\n";
       }
     }
     return 0;

@@ -247,13 +247,15 @@ TEST_CASE("grad check: binary ops with broadcasting") {
 
 TEST_CASE("grad check: cumsum along an unsharded dim, other dims sharded") {
   for (auto dim : {"0", "1"})
-    check({std::string("cumsum dim ") + dim,
-           {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
-           std::string("  return sum(cumsum(x * x, dim=") + dim + ") * c)",
-           {0},
-           {{kMesh1, {"m[_, _]", "m[_, _]"}},
-            {kMesh22, {dim[0] == '0' ? "m[_, y]" : "m[x, _]", "m[_, _]"}},
-            {kMesh3, {dim[0] == '0' ? "m[_, x]" : "m[x, _]", "m[_, _]"}}}});
+    check(
+        {std::string("cumsum dim ") + dim,
+         {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+         std::string("  return sum(cumsum(x * x, dim=") + dim + ") * c)",
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_, _]"}},
+          {kMesh22, {dim[0] == '0' ? "m[_, y]" : "m[x, _]", dim[0] == '0' ? "m[_, y]" : "m[x, _]"}},
+          {kMesh3,
+           {dim[0] == '0' ? "m[_, x]" : "m[x, _]", dim[0] == '0' ? "m[_, x]" : "m[x, _]"}}}});
 }
 
 TEST_CASE("grad check: where (select)") {

@@ -54,6 +54,10 @@ static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out)
 
 EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled) {
   handled = true;
+  if (name == "load")
+    return loadCall(e, nullptr);
+  if (name == "save")
+    return saveCall(e);
   auto nargs = [&](size_t lo, size_t hi) {
     if (e.args.size() >= lo && e.args.size() <= hi)
       return true;
@@ -342,7 +346,7 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "erf",
       "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
       "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
-      "cumsum"};
+      "cumsum",     "load",       "save"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -435,6 +435,8 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       auto v = literalArg(kw, dflt);
       return v ? std::optional<double>(v->number) : std::nullopt;
     };
+    if (c == "load")
+      return loadCall(init, &t);
     if (c == "ones" || c == "zeros") {
       EV v;
       v.literal = v.isInt = true;

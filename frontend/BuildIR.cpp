@@ -591,6 +591,8 @@ std::unique_ptr<ast::Program> Compilation::parse(const std::string &path, const 
   // in one go); the errors count makes compile() fail.
   if (!parseProgram(text, file, diags, *prog))
     return nullptr;
+  if (afterParse)
+    afterParse(*prog);
   return prog;
 }
 

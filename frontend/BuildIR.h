@@ -143,6 +143,16 @@ public:
   EV argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t);
   /// `cumsum(x, dim=d)` along a dim that no mesh axis shards.
   EV cumsum(const ast::Expr &e, EV x, const TensorType &t);
+
+  // ---- tensor files (BuildData.cpp)
+  /// `load(path[, name])`: with `declared`, a value of that type whose
+  /// ranks read their blocks (the file's dtype and shape are checked now);
+  /// without, a host value of the file's dtype and shape.
+  EV loadCall(const ast::Expr &e, const TensorType *declared);
+  /// `save(path, x)` / `save(path, "name", x, ...)`.
+  EV saveCall(const ast::Expr &e);
+  /// `path` relative to the folder of the source file of `loc`.
+  std::string dataPath(const std::string &path, SrcLoc loc);
   /// Emits `op` on `operands` (poison in, poison out), reporting type errors
   /// at `loc` with a relayout hint naming `exprs[i]`.
   EV emit(Op op, const std::vector<EV> &operands, const std::vector<const ast::Expr *> &exprs,

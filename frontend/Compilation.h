@@ -43,6 +43,9 @@ struct CompileOptions {
   int64_t maxRanks = 4096;
   /// Bytes of one source file (a program or an imported module).
   int64_t maxSourceBytes = int64_t(16) << 20;
+  /// Whether `load` and `save` may touch files (off for fuzzing and for
+  /// sandboxed hosts: a program from an untrusted source then cannot write).
+  bool fileAccess = true;
 
   /// The result types of `grad` of `fn` w.r.t. `wrt` (primal value first
   /// when `withValue`), or false after reporting why it cannot be
@@ -93,6 +96,18 @@ public:
   /// builder's scopes. Opaque here.
   struct BuilderState;
   std::shared_ptr<BuilderState> builderState;
+
+  /// Called on every parsed chunk before it is built (the REPL turns an
+  /// expression statement into a binding it can print); may be empty.
+  std::function<void(ast::Program &)> afterParse;
+
+  /// The IR function that a call of the top-level function `fn` runs on
+  /// arguments of `argTypes` (the embedding API's calls), instantiated on
+  /// first use and reused after. A host argument (no mesh) of a parameter
+  /// with a written layout takes that layout (the call distributes it);
+  /// `argTypes` is updated to the types the call passes. "" after
+  /// reporting why the call does not type-check.
+  std::string instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes);
 
   /// The value ids of `main` bound to top-level names (`let`/`var`), which a
   /// later chunk may read.

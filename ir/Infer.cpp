@@ -544,15 +544,18 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
       out.results = {ops[0]};
       return out;
     }
-    if (!ops[0].isHost() && ops[0].hasPartial()) {
+    for (size_t k = 0; k < ops.size(); ++k) { // print, save
+      if (ops[k].isHost() || !ops[k].hasPartial())
+        continue;
       auto e = err(DiagId::PartialToHost, {});
-      e.operand = 0;
-      TensorType s = ops[0];
+      e.operand = (int)k;
+      TensorType s = ops[k];
       for (auto &p : s.placements)
         if (p.isPartial())
           p = Placement::replicate();
       e.suggest = s;
-      e.notes.push_back("`print` reads the value to the host; it is `" + ops[0].str() + "`");
+      e.notes.push_back(std::string("`") + (op == Op::Print ? "print" : "save") +
+                        "` reads the value to the host; it is `" + ops[k].str() + "`");
       return fail(e);
     }
     return out;

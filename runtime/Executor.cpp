@@ -11,6 +11,7 @@
 #include "runtime/Inspect.h"
 #include "runtime/LocalOps.h"
 #include "runtime/RefKernels.h"
+#include "runtime/TensorIO.h"
 
 #include <algorithm>
 #include <cstring>
@@ -158,6 +159,9 @@ private:
       return loop(in, fr, depth);
     case Op::Print:
       print(in, fr);
+      return {};
+    case Op::SaveFile:
+      saveFile(in, fr);
       return {};
     case Op::Grad:
       throw InternalError("executor: `grad` must be expanded by autodiff first");
@@ -423,6 +427,57 @@ private:
     PrintRecord rec{PrintedValue{in.attrs.str, assembleGlobal(type, blocks), srcType},
                     std::move(srcBlocks)};
     sh_.prints.push_back(std::move(rec));
+  }
+
+  /// `save`: world rank 0 creates the file, then each block is written by
+  /// the one rank that holds it at coordinate 0 of every axis it is not
+  /// sharded over (no rank holds another's block, none the whole value).
+  /// Every rank takes part, so the file is whole when any rank goes on.
+  void saveFile(const Inst &in, Frame &fr) {
+    std::vector<TensorType> types;
+    for (int o : in.operands)
+      types.push_back(fr.type(o));
+    Communicator &world = dev_.world();
+    // A failure to create the file on rank 0 is every rank's: it is
+    // broadcast as a flag so no rank waits for a file that will not come.
+    int32_t ok = 1;
+    std::string why;
+    if (rank_ == 0) {
+      try {
+        createSaveFile(in, types);
+      } catch (const RuntimeFault &f) {
+        ok = 0;
+        why = f.what();
+      }
+    }
+    world.broadcast(&ok, 1, DType::I32, 0);
+    if (!ok) {
+      if (rank_ == 0)
+        throw RuntimeFault(why);
+      throw RuntimeFault("save (line " + std::to_string(in.loc.line) +
+                         "): rank 0 could not create the file");
+    }
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      const TensorType &t = types[k];
+      if (t.isHost()) {
+        if (rank_ == 0)
+          writeFileBlock(in, k, t, std::vector<int64_t>(t.rank(), 0),
+                         dev_.toHost(get(fr, in.operands[k], in)));
+        continue;
+      }
+      int64_t mr = meshRank(t);
+      if (mr < 0)
+        continue;
+      auto c = t.mesh->coords(mr);
+      bool writer = true;
+      for (size_t a = 0; a < t.placements.size(); ++a)
+        writer &= t.placements[a].isShard() || c[a] == 0;
+      if (!writer)
+        continue;
+      LocalBlock b = localBlock(t, mr);
+      writeFileBlock(in, k, t, b.offset, dev_.toHost(get(fr, in.operands[k], in)));
+    }
+    world.barrier();
   }
 
   Executor::Shared &sh_;

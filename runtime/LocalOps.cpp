@@ -1,6 +1,8 @@
 // This file implements local compute on blocks (see LocalOps.h).
 #include "runtime/LocalOps.h"
 
+#include "runtime/TensorIO.h"
+
 #include "support/Diagnostics.h"
 #include "runtime/Blas.h"
 #include "support/Random.h"
@@ -86,6 +88,8 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
     });
     break;
   }
+  case Op::LoadFile: // only this rank's bytes of the file
+    return loadFileBlock(in, t, b.offset, b.shape);
   default:
     throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a source");
   }

@@ -3,6 +3,8 @@
 // every op to its kernel in RefKernels.h.
 #include "runtime/Reference.h"
 
+#include "runtime/TensorIO.h"
+
 #include "support/Diagnostics.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
@@ -206,6 +208,23 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
   case Op::Print:
     out_ << formatTensor(opnd(0)) << "\n";
     return {};
+  case Op::LoadFile: {
+    auto dims = fr.dims(resType());
+    return one(loadFileBlock(in, resType(), std::vector<int64_t>(dims.size(), 0), dims));
+  }
+  case Op::SaveFile: {
+    std::vector<TensorType> types; // host types of the actual (concrete) shapes
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      Shape s;
+      for (int64_t d : opnd(k).shape)
+        s.push_back(Dim::lit(d));
+      types.push_back(TensorType{opnd(k).dtype, s, nullptr, {}});
+    }
+    createSaveFile(in, types);
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      writeFileBlock(in, k, types[k], std::vector<int64_t>(opnd(k).shape.size(), 0), opnd(k));
+    return {};
+  }
   case Op::Call: {
     const Function *callee = m_.find(in.attrs.str);
     if (!callee)

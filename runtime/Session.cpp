@@ -3,8 +3,10 @@
 
 #include "frontend/BuildIR.h"
 #include "runtime/Reference.h"
+#include "support/Errors.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -26,7 +28,49 @@ void scan(const Block &b, std::set<int> &defined, std::vector<int> &used) {
   }
 }
 
+/// The functions of `m` that `entry` reaches (calls, kernels, gradients: any
+/// instruction naming a function) and the meshes their values live on: the
+/// module a call runs, so that a call of a host function needs one rank.
+Module reachableModule(const Module &m, const std::string &entry) {
+  std::set<std::string> seen{entry};
+  std::vector<std::string> work{entry};
+  std::set<const Mesh *> meshes;
+  std::function<void(const Block &)> visit = [&](const Block &b) {
+    for (const Inst &in : b.insts) {
+      if (!in.attrs.str.empty() && m.find(in.attrs.str) && seen.insert(in.attrs.str).second)
+        work.push_back(in.attrs.str);
+      for (const Block &r : in.regions)
+        visit(r);
+    }
+  };
+  while (!work.empty()) {
+    const Function *f = m.find(work.back());
+    work.pop_back();
+    if (!f)
+      continue;
+    for (const Value &v : f->values)
+      if (v.type.mesh)
+        meshes.insert(v.type.mesh.get());
+    visit(f->body);
+  }
+  Module out;
+  for (const MeshRef &mesh : m.meshes)
+    for (const Mesh *used : meshes)
+      if (mesh.get() == used || *mesh == *used) {
+        out.meshes.push_back(mesh);
+        break;
+      }
+  for (const Function &f : m.functions)
+    if (seen.count(f.name))
+      out.functions.push_back(f);
+  return out;
+}
+
 } // namespace
+
+struct Session::Pending {
+  std::map<std::string, Binding> globals;
+};
 
 Session::Session() : Session(SessionOptions{}) {}
 
@@ -48,6 +92,19 @@ CpuJIT &Session::quickJit() {
   return *quickJit_;
 }
 
+void Session::truncateMain(size_t keep) {
+  Function *main = c_->module.find("main");
+  if (!main)
+    return;
+  auto &insts = main->body.insts;
+  insts.resize(std::min(keep, insts.size()));
+  if (insts.empty() || insts.back().op != Op::Return) {
+    Inst r;
+    r.op = Op::Return;
+    insts.push_back(std::move(r));
+  }
+}
+
 bool Session::compile(const std::string &path, const std::string &text, bool irInput) {
   Function *main = c_->module.find("main");
   size_t before = main ? main->body.insts.size() : 0;
@@ -57,23 +114,142 @@ bool Session::compile(const std::string &path, const std::string &text, bool irI
       ranUpTo_ = 0;
       ranOnce_ = false;
       values_.clear();
+      pending_.reset();
+    } else if (!pending_) {
+      pending_ = std::make_unique<Pending>();
+      pending_->globals = std::move(globals);
     }
     return true;
   }
   // A chunk with errors leaves the program as it was (the REPL goes on).
   if (!irInput && (main = c_->module.find("main"))) {
-    auto &insts = main->body.insts;
-    if (before > 0 && before <= insts.size()) {
-      insts.resize(before - 1); // keeps everything up to the old `return`
-      Inst r;
-      r.op = Op::Return;
-      insts.push_back(std::move(r));
-    } else {
-      insts.clear();
-    }
+    if (before > 0 && before <= main->body.insts.size())
+      truncateMain(before - 1); // keeps everything up to the old `return`
+    else
+      main->body.insts.clear();
     c_->builderState->globals = std::move(globals);
   }
   return false;
+}
+
+bool Session::tryCompile(const std::string &path, const std::string &text,
+                         const std::function<void()> &inspect) {
+  Function *main = c_->module.find("main");
+  size_t before = main ? main->body.insts.size() : 0;
+  // Everything a chunk can add: names, meshes, functions and their
+  // instances, imports.
+  Compilation::BuilderState &st = *c_->builderState;
+  auto globals = st.globals;
+  auto meshes = st.meshes;
+  auto functions = st.functions;
+  auto imported = st.imported;
+  size_t nFunctions = c_->module.functions.size(), nMeshes = c_->module.meshes.size();
+  size_t nPrograms = st.programs.size();
+  bool ok = runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, false);
+  if (ok && inspect)
+    inspect();
+  if ((main = c_->module.find("main"))) {
+    if (before > 0 && before <= main->body.insts.size())
+      truncateMain(before - 1);
+    else
+      main->body.insts.clear();
+  }
+  st.globals = std::move(globals);
+  st.meshes = std::move(meshes);
+  st.functions = std::move(functions);
+  st.imported = std::move(imported);
+  auto &fns = c_->module.functions;
+  for (size_t i = fns.size(); i > nFunctions; --i)
+    if (fns[i - 1].name != "main") // `main` is kept (emptied above)
+      fns.erase(fns.begin() + (long)(i - 1));
+  if (c_->module.meshes.size() > nMeshes)
+    c_->module.meshes.resize(nMeshes);
+  if (st.programs.size() > nPrograms)
+    st.programs.resize(nPrograms);
+  return ok;
+}
+
+void Session::discardPending() {
+  if (!pending_)
+    return;
+  truncateMain(ranUpTo_);
+  c_->builderState->globals = std::move(pending_->globals);
+  pending_.reset();
+}
+
+std::optional<TensorType> Session::typeOf(const std::string &name) const {
+  auto &g = c_->builderState->globals;
+  auto it = g.find(name);
+  const Function *main = c_->module.find("main");
+  if (it == g.end() || it->second.id < 0 || !main || it->second.id >= (int)main->values.size())
+    return std::nullopt;
+  return main->type(it->second.id);
+}
+
+const HostTensor *Session::valueOf(const std::string &name) const {
+  auto &g = c_->builderState->globals;
+  auto it = g.find(name);
+  if (it == g.end() || it->second.id < 0)
+    return nullptr;
+  auto v = values_.find(it->second.id);
+  return v == values_.end() ? nullptr : &v->second;
+}
+
+Backend &Session::backend() {
+  if (!backend_) {
+    // Without a driver, `cuda` fails here with one line naming what is missing.
+    BackendOptions bo;
+    bo.cpuJit = &jit();
+    bo.quickJit = &quickJit();
+    backend_ = makeBackend(opts_.backend, bo);
+  }
+  return *backend_;
+}
+
+bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
+                   const std::vector<HostTensor> &args, std::vector<HostTensor> &results,
+                   std::ostream &out) {
+  std::string key = fn + "(";
+  for (auto &t : argTypes)
+    key += t.str() + ";";
+  auto it = calls_.find(key);
+  if (it == calls_.end()) {
+    int errors = c_->diags.errorCount();
+    std::string inst = c_->instantiateCall(fn, argTypes);
+    if (inst.empty() || c_->diags.errorCount() > errors)
+      return false;
+    Module m = c_->module;
+    // The instance is the entry; `main` (the top-level statements) is not run.
+    m.functions.erase(std::remove_if(m.functions.begin(), m.functions.end(),
+                                     [](const Function &f) { return f.name == "main"; }),
+                      m.functions.end());
+    PipelineOptions po = opts_.pipeline;
+    po.spmd = true;
+    if (po.last > Step::MemPlan)
+      po.last = Step::MemPlan;
+    std::ostringstream log;
+    auto prog = compileProgram(std::move(m), inst, po, c_->options, c_->diags, log);
+    if (!prog)
+      return false;
+    CallEntry e;
+    e.prog = prog;
+    e.entry = inst;
+    e.module = std::make_unique<Module>(reachableModule(prog->module(), inst));
+    e.results = e.module->find(inst)->results;
+    e.sink = std::make_unique<std::ostringstream>();
+    ExecOptions eo = opts_.exec;
+    eo.ranks = 0; // the meshes the function uses decide
+    e.exec = std::make_unique<Executor>(*e.module, backend(), *e.sink, eo);
+    it = calls_.emplace(key, std::move(e)).first;
+  }
+  CallEntry &e = it->second;
+  results = e.exec->run(e.entry, args);
+  lastCallResults_ = e.results;
+  if (!e.sink->str().empty()) {
+    out << e.sink->str();
+    e.sink->str("");
+  }
+  return true;
 }
 
 bool Session::compileFile(const std::string &path, bool irInput) {
@@ -150,21 +326,23 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   for (int v : params_)
     args.push_back(values_.at(v));
   std::vector<HostTensor> results;
-  if (opts_.reference) {
-    ReferenceEvaluator ev(prog->module(), out);
-    results = ev.run(prog->entry(), args);
-  } else {
-    if (!backend_) {
-      // Without a driver, `cuda` fails here with one line naming what is missing.
-      BackendOptions bo;
-      bo.cpuJit = &jit();
-      bo.quickJit = &quickJit();
-      backend_ = makeBackend(opts_.backend, bo);
+  try {
+    if (opts_.reference) {
+      ReferenceEvaluator ev(prog->module(), out);
+      results = ev.run(prog->entry(), args);
+    } else {
+      Executor ex(*prog, backend(), out, opts_.exec);
+      results = ex.run(prog->entry(), args);
+      stats_ = ex.stats();
     }
-    Executor ex(*prog, *backend_, out, opts_.exec);
-    results = ex.run(prog->entry(), args);
-    stats_ = ex.stats();
+  } catch (...) {
+    // A chunk that failed at run time is dropped: it is not run again, and
+    // the names it bound are unbound (the REPL and the API go on).
+    if (opts_.keepValues)
+      discardPending();
+    throw;
   }
+  pending_.reset();
   ranOnce_ = true;
   ranUpTo_ = chunkEnd_;
   if (opts_.keepValues) {

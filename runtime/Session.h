@@ -24,9 +24,12 @@
 #include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 
 namespace dt {
@@ -81,6 +84,39 @@ public:
   /// executor does; returns false after reporting compile errors.
   bool run(std::ostream &out, std::ostream &log);
 
+  /// Compiles `text` as compile() does, calls `inspect` while the chunk is
+  /// in the program (program() sees it), then takes the chunk back out: the
+  /// program and its names are left as they were (the REPL's `:type`,
+  /// `:explain`). Returns whether it compiled.
+  bool tryCompile(const std::string &path, const std::string &text,
+                  const std::function<void()> &inspect);
+
+  /// The type of top-level name `name` (a `let`/`var`), if there is one.
+  std::optional<TensorType> typeOf(const std::string &name) const;
+  /// The value of top-level name `name` kept from the runs (its global
+  /// value: partial values reduced), or null (unknown, or not run yet).
+  const HostTensor *valueOf(const std::string &name) const;
+  /// Drops the chunks compiled but not run (after a run that failed at run
+  /// time): the names they bound are unbound again.
+  void discardPending();
+
+  /// Calls the top-level function `fn` on `args` (global values; host data,
+  /// or any layout for values of the program) and returns its global
+  /// results. `argTypes` (dtype and shape; a mesh for distributed values)
+  /// picks the instance: compiled once per signature, then the program and
+  /// its kernels are reused. Prints go to `out`. Returns false after
+  /// reporting compile errors to diags(); throws RuntimeFault as run() does.
+  bool call(const std::string &fn, std::vector<TensorType> argTypes,
+            const std::vector<HostTensor> &args, std::vector<HostTensor> &results,
+            std::ostream &out);
+  /// The instances call() has compiled (one per signature).
+  size_t callInstances() const { return calls_.size(); }
+  /// The result types of the instance the last call() ran.
+  const std::vector<TensorType> &lastCallResults() const { return lastCallResults_; }
+
+  /// The backend, made on first use.
+  Backend &backend();
+
   /// Counters of the last run (distributed runs).
   const ExecStats &stats() const { return stats_; }
 
@@ -94,12 +130,30 @@ private:
   /// made of the pending statements (earlier values as parameters, the
   /// values of top-level names it binds as results).
   Module chunkModule();
+  /// Cuts `main` back to its first `keep` statements (and its `return`).
+  void truncateMain(size_t keep);
+
+  /// A compiled instance for call(): its program and an executor that keeps
+  /// its compiled kernels between calls.
+  struct CallEntry {
+    std::shared_ptr<const CompiledProgram> prog;
+    std::unique_ptr<Module> module; ///< the functions the entry reaches
+    std::string entry;
+    std::vector<TensorType> results;
+    std::unique_ptr<std::ostringstream> sink;
+    std::unique_ptr<Executor> exec;
+  };
+  std::map<std::string, CallEntry> calls_; ///< signature -> instance
+  std::vector<TensorType> lastCallResults_;
+  /// The top-level names before the first chunk not yet run (Session.cpp).
+  struct Pending;
+  std::unique_ptr<Pending> pending_;
 
   SessionOptions opts_;
   std::unique_ptr<Compilation> c_;
   std::unique_ptr<CpuJIT> jit_, quickJit_;
   std::unique_ptr<Backend> backend_; ///< made on the first distributed run
-  size_t ranUpTo_ = 0; ///< instructions of `main` already run
+  size_t ranUpTo_ = 0;               ///< instructions of `main` already run
   bool ranOnce_ = false;
   std::map<int, HostTensor> values_; ///< value id in `main` -> global value
   /// The chunk program() last compiled: its parameters and results (value

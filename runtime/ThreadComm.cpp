@@ -506,7 +506,8 @@ ThreadWorld::ThreadWorld(int numRanks) : impl_(std::make_unique<Impl>()) {
   std::iota(impl_->all.begin(), impl_->all.end(), 0);
   // Spinning only helps when every rank has a core; oversubscribed, it delays the rank that
   // everybody waits for.
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  // Read once per process: it reads /sys (~10 us), and a world is made per run.
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   impl_->spinLimit = (unsigned)numRanks <= hw ? kSpinIdle : kSpinOversubscribed;
 }
 
@@ -578,12 +579,16 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
       fail(r, "unknown exception");
     }
   };
-  std::vector<std::thread> threads;
-  threads.reserve(w.n);
-  for (int r = 0; r < w.n; ++r)
-    threads.emplace_back(body, r);
-  for (auto &t : threads)
-    t.join();
+  if (w.n == 1) {
+    body(0); // one rank: no thread to start (a call from a host program)
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(w.n);
+    for (int r = 0; r < w.n; ++r)
+      threads.emplace_back(body, r);
+    for (auto &t : threads)
+      t.join();
+  }
   std::lock_guard<std::mutex> lk(w.mu);
   w.running = false;
   if (w.failedRank >= 0)

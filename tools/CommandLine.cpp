@@ -90,6 +90,19 @@ const std::vector<Command> &commands() {
        "output to stderr; --time-passes times every step, the front end included.",
        withPassFlags({"backend", "no-fusion"}),
        {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan", "codegen"}},
+      {"repl",
+       "dtensorc repl [FILE]",
+       "Starts an interactive session (also `dtensorc` alone on a terminal), after running\n"
+       "FILE's statements when given. Definitions persist between inputs and each input\n"
+       "runs only its own statements; an expression prints its value and type. An input\n"
+       "continues while a bracket is open. Commands: `:type EXPR`, `:layout NAME`,\n"
+       "`:explain EXPR`, `:mesh`, `:load FILE`, `:reset`, `:help`, `:quit`. On a terminal\n"
+       "lines are edited with libedit and kept in a history file\n"
+       "($XDG_STATE_HOME/dtensor/history); from a pipe the lines run one by one without\n"
+       "prompts, and the exit status is 1 if any input failed.",
+       {"backend"},
+       {},
+       true},
   };
   return kCommands;
 }
@@ -350,8 +363,11 @@ ParseResult parseCommandLine(int argc, const char *const *argv, Args &a,
       return usageError("unknown step `" + a.sub + "` (the steps: " + stages + ")", cmd);
     next = 2;
   }
-  if (pos.size() <= next)
+  if (pos.size() <= next) {
+    if (cmd->fileOptional)
+      return ParseResult{};
     return usageError("`" + a.cmd + "` needs a FILE", cmd);
+  }
   a.file = pos[next];
   if (pos.size() > next + 1)
     return usageError("unexpected argument `" + pos[next + 1] + "`", cmd);

@@ -26,6 +26,7 @@ struct Command {
   const char *help;                 ///< what it does and what each flag means
   std::vector<const char *> flags;  ///< names of the flags it takes
   std::vector<const char *> stages; ///< for `emit`: the first argument's values
+  bool fileOptional = false;        ///< FILE may be left out (`repl`)
 };
 
 const std::vector<Command> &commands();

@@ -11,6 +11,7 @@
 #include "runtime/Session.h"
 #include "runtime/Verify.h"
 #include "tools/CommandLine.h"
+#include "tools/ReplTerminal.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -18,11 +19,16 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace dt;
 
 int main(int argc, char **argv) {
+  const char *banner = "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")";
+  // `dtensorc` alone on a terminal is the REPL.
+  if (argc == 1 && isatty(0))
+    return runRepl(ReplOptions{}, "", true, banner);
   dtcli::Args a;
   dtcli::ParseResult parsed =
       dtcli::parseCommandLine(argc, argv, a, "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")");
@@ -85,6 +91,11 @@ int main(int argc, char **argv) {
   so.exec.jit = !a.flags.count("no-jit");
   so.exec.memoryPlan = !a.flags.count("no-reuse");
   try {
+    if (a.cmd == "repl") {
+      ReplOptions ro;
+      ro.backend = backend;
+      return runRepl(ro, a.file, isatty(0), banner);
+    }
     if (a.cmd == "verify") {
       VerifyResult vr = verifyFile(a.file, overrides, ranks);
       std::cerr << vr.diagnostics;

@@ -60,6 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dt::CompileOptions opts;
   opts.maxRanks = 8;
   opts.maxTensorElements = 4096;
+  opts.fileAccess = false; // a mutated `save` path must never clobber a file
   try {
     dt::VerifyResult vr = dt::verifySource("fuzz.dt", text, {}, 0, opts);
     if (!vr.compiled) {

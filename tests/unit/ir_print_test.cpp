@@ -124,6 +124,8 @@ Module everyOpModule() {
   loop.results = {f.newValue(f23, "acc")};
   int acc = loop.results[0];
   f.body.insts.push_back(std::move(loop));
+  int lf = b.emit(Op::LoadFile, {}, f23, strAttr("/tmp/m.safetensors\nlayers.0.w"));
+  b.emit(Op::SaveFile, {lf, acc}, nullptr, strAttr("/tmp/o.safetensors\na\nb"));
   b.emit(Op::Print, {acc}, nullptr, strAttr("acc \"quoted\"\n"));
   b.ret({});
   return mod;

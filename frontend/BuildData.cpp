@@ -1,0 +1,123 @@
+// This file implements `load` and `save` of tensor files (support/TensorFile.h)
+// in the IR builder: the file's header is read at compile time, so a wrong
+// dtype or shape is a diagnostic at the call, not a run-time surprise.
+#include "frontend/BuildIR.h"
+
+#include "support/TensorFile.h"
+
+#include <filesystem>
+
+namespace dt {
+
+std::string IRBuilder::dataPath(const std::string &path, SrcLoc loc) {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || loc.file < 0 || loc.file >= s_.sources.count())
+    return path;
+  auto dir = std::filesystem::path(s_.sources.path(loc.file)).parent_path();
+  return (dir / p).lexically_normal().string();
+}
+
+EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
+  if (!s_.options.fileAccess) {
+    diags().error<DiagId::FileAccessOff>(e.loc, "load");
+    return EV::bad();
+  }
+  size_t n = e.args.size();
+  if (n < 1 || n > 2 || e.args[0]->kind != ast::Expr::String ||
+      (n == 2 && e.args[1]->kind != ast::Expr::String)) {
+    diags().error<DiagId::LoadArgs>(e.loc);
+    return EV::bad();
+  }
+  std::string path = dataPath(e.args[0]->text, e.loc);
+  std::string key = n == 2 ? e.args[1]->text : "";
+  bool st = isSafetensorsPath(path);
+  if (st != (n == 2)) {
+    diags().error<DiagId::LoadArgs>(e.loc).hint =
+        st ? "a safetensors file holds several tensors: name the one to load"
+           : "only a `.safetensors` file holds named tensors";
+    return EV::bad();
+  }
+  // A declared load of a file that does not exist yet (written by an
+  // earlier `save` of the same run) is checked when it runs.
+  std::error_code ec;
+  if (declared && !std::filesystem::exists(path, ec)) {
+    if (declared->hasPartial() || !isConcrete(declared->shape)) {
+      diags().error<DiagId::TensorFileBad>(e.args[0]->loc, path + ": no such file");
+      return EV::bad();
+    }
+    Attrs a;
+    a.str = path + (st ? "\n" + key : "");
+    return emit(Op::LoadFile, {}, {}, e.loc, a, {*declared});
+  }
+  TensorFileEntry fe;
+  try {
+    fe = readTensorFileEntry(path, key);
+  } catch (const TensorFileError &err) {
+    diags().error<DiagId::TensorFileBad>(e.args[0]->loc, err.what());
+    return EV::bad();
+  }
+  DType dt = *parseDType(fe.dtype);
+  Shape shape;
+  for (int64_t d : fe.shape)
+    shape.push_back(Dim::lit(d));
+  std::string held = fe.dtype + shapeStr(shape);
+  TensorType t = declared ? *declared : TensorType{dt, shape, nullptr, {}};
+  if (declared) {
+    if (t.dtype != dt || !isConcrete(t.shape) || concreteDims(t.shape) != fe.shape) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + (st ? " " + key : ""),
+                                                held, t.str()).hint =
+          "declare `" + held + (t.isHost() ? "" : " @ ...") + "`, or cast/reshape after loading";
+      return EV::bad();
+    }
+    if (t.hasPartial()) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text, held, t.str()).hint =
+          "a file holds a whole value: load it `replicate` or `shard`ed, then relayout";
+      return EV::bad();
+    }
+  }
+  Attrs a;
+  a.str = path + (st ? "\n" + key : "");
+  return emit(Op::LoadFile, {}, {}, e.loc, a, {t});
+}
+
+EV IRBuilder::saveCall(const ast::Expr &e) {
+  if (!s_.options.fileAccess) {
+    diags().error<DiagId::FileAccessOff>(e.loc, "save");
+    return EV::bad();
+  }
+  size_t n = e.args.size();
+  bool ok = n >= 2 && e.args[0]->kind == ast::Expr::String;
+  std::string path = ok ? dataPath(e.args[0]->text, e.loc) : "";
+  bool st = isSafetensorsPath(path);
+  if (ok && st)
+    ok = n >= 3 && (n - 1) % 2 == 0;
+  else if (ok)
+    ok = n == 2;
+  if (ok && st)
+    for (size_t i = 1; i < n; i += 2)
+      ok = ok && e.args[i]->kind == ast::Expr::String;
+  if (!ok) {
+    diags().error<DiagId::SaveArgs>(e.loc);
+    return EV::bad();
+  }
+  Attrs a;
+  a.str = path;
+  std::vector<EV> vals;
+  std::vector<const ast::Expr *> exs;
+  for (size_t i = st ? 2 : 1; i < n; i += st ? 2 : 1) {
+    EV v = expr(*e.args[i]);
+    if (v.poison)
+      return v;
+    if (v.literal || v.ids.size() != 1) {
+      diags().error<DiagId::NeedsTensor>(e.args[i]->loc, "save");
+      return EV::bad();
+    }
+    vals.push_back(v);
+    exs.push_back(e.args[i].get());
+    if (st)
+      a.str += "\n" + e.args[i - 1]->text;
+  }
+  return emit(Op::SaveFile, vals, exs, e.loc, a, {});
+}
+
+} // namespace dt

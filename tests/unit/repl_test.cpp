@@ -1,0 +1,200 @@
+// Unit tests of the REPL's logic (tools/Repl.h), without a terminal: values
+// and types of expressions, definitions that persist, each input run once,
+// errors and run-time faults that keep the session, continuation lines and
+// every `:` command. The terminal (libedit, prompts, history) is tested
+// through a pseudo-terminal in tests/repl/pty_test.py.
+#include "tools/Repl.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+using namespace dt;
+
+namespace {
+
+struct Driver {
+  std::ostringstream out, err;
+  Repl repl{ReplOptions{}, out, err};
+
+  /// Feeds the lines of `text`; returns what they printed to stdout, and
+  /// what went to stderr in `errText`.
+  std::string operator()(const std::string &text, std::string *errText = nullptr) {
+    out.str("");
+    err.str("");
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+      repl.feed(line);
+    if (errText)
+      *errText = err.str();
+    else
+      CHECK_MESSAGE(err.str() == "", err.str());
+    return out.str();
+  }
+};
+
+} // namespace
+
+TEST_CASE("repl: definitions persist, expressions print value and type, nothing re-runs") {
+  Driver d;
+  CHECK(d("mesh m = [x = 2, y = 2]\n"
+          "let a : f32[4, 4] @ m[x, y] = ones()\n"
+          "print(sum(relayout(a, m[_, _])))\n") == "16\n");
+  // An expression statement prints its value and its type; the earlier
+  // print does not run again.
+  CHECK(d("a * 2.0") == "[[2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]] : "
+                        "f32[4, 4] @ m{x: shard(0), y: shard(1)}\n");
+  // A partial value prints as its global value, with the partial type.
+  CHECK(d("sum(a, dim=0)") == "[4, 4, 4, 4] : f32[4] @ m{x: partial(sum), y: shard(0)}\n");
+  // var: assignments persist across inputs.
+  CHECK(d("var w : f32[4] @ m[x] = zeros()") == "");
+  CHECK(d("w = w + 1.0") == "");
+  CHECK(d("w = w * 3.0") == "");
+  CHECK(d("w") == "[3, 3, 3, 3] : f32[4] @ m{x: shard(0), y: replicate}\n");
+  // Scalars and host values.
+  CHECK(d("let h : i32[3] = [1, 2, 3]\nh") == "[1, 2, 3] : i32[3]\n");
+  // The printed value's binding does not leak into the program's names.
+  std::string err;
+  d("print(__repl_value)", &err);
+  CHECK(err.find("unknown name `__repl_value`") != std::string::npos);
+  CHECK(d.repl.failures() == 1);
+}
+
+TEST_CASE("repl: functions span lines and are called later; imports persist") {
+  Driver d;
+  CHECK(d.repl.feed("mesh m = [x = 2]") == Repl::Status::Done);
+  CHECK(d.repl.feed("fn twice(v: f32[N] @ m[x]) -> f32[N] @ m[x] {") == Repl::Status::More);
+  CHECK(d.repl.prompt() == "... ");
+  CHECK(d.repl.feed("  return v + v  # a comment with a ( bracket") == Repl::Status::More);
+  CHECK(d.repl.feed("}") == Repl::Status::Done);
+  CHECK(d.repl.prompt() == "dt> ");
+  CHECK(d("let x : f32[4] @ m[x] = [1, 2, 3, 4]\n") == "");
+  CHECK(d("twice(x)") == "[2, 4, 6, 8] : f32[4] @ m{x: shard(0)}\n");
+  // A call spread over lines, and a generic instance on another shape.
+  CHECK(d("twice(\n  twice(x)\n)") == "[4, 8, 12, 16] : f32[4] @ m{x: shard(0)}\n");
+  CHECK(d("let y : f32[6] @ m[x] = ones()\ntwice(y)") ==
+        "[2, 2, 2, 2, 2, 2] : f32[6] @ m{x: shard(0)}\n");
+  CHECK(d("import nn") == "");
+  CHECK(d("let s : f32[2, 4] @ m[_, _] = ones()\n").empty());
+  CHECK(d("nn.gelu(s * 0.0)") == "[[0, 0, 0, 0], [0, 0, 0, 0]] : f32[2, 4] @ m{x: replicate}\n");
+  // A function without a result is called as written.
+  CHECK(d("fn show(v: f32[4] @ m[x]) {\n  print(v)\n}\n") == "");
+  CHECK(d("show(x)") == "[1, 2, 3, 4]\n");
+}
+
+TEST_CASE("repl: an error or a run-time fault keeps the session") {
+  Driver d;
+  CHECK(d("mesh m = [x = 2, y = 2]\nlet a : f32[4, 4] @ m[x, y] = ones()\n"
+          "let b : f32[4] @ m[x] = ones()\n") == "");
+  std::string err;
+  CHECK(d("a + b", &err) == "");
+  // The diagnostic points into the line just typed (the 2nd input here).
+  CHECK(err.find("[4]:1:1: error: operand shardings disagree on mesh axis `x`") !=
+        std::string::npos);
+  CHECK(err.find("  1 | a + b") != std::string::npos);
+  CHECK(err.find("hint:") != std::string::npos);
+  // A statement that failed binds nothing; the names before it still work.
+  CHECK(d("let c = a @ nothing", &err) == "");
+  CHECK(err.find("unknown name `nothing`") != std::string::npos);
+  d("c", &err);
+  CHECK(err.find("unknown name `c`") != std::string::npos);
+  CHECK(d("b + 1.0") == "[2, 2, 2, 2] : f32[4] @ m{x: shard(0), y: replicate}\n");
+  // A fault at run time (an index out of range) drops only that input.
+  CHECK(d("let r : f32[4, 4] @ m[_, y] = ones()\nlet ids : i32[2] @ m[_] = [7, 0]\n") == "");
+  CHECK(d("let bad = index_select(r, ids)", &err) == "");
+  CHECK(err.find("error: rank") != std::string::npos);
+  CHECK(err.find("out of range") != std::string::npos);
+  d("bad", &err);
+  CHECK(err.find("unknown name `bad`") != std::string::npos);
+  // ... and is not run again by the next input.
+  CHECK(d("print(b * 2.0)") == "[2, 2, 2, 2]\n");
+  // A parse error, then an unfinished input at the end.
+  CHECK(d("let = 3", &err) == "");
+  CHECK(err.find("error:") != std::string::npos);
+  CHECK(d.repl.feed("print(b") == Repl::Status::More);
+  d.err.str("");
+  d.repl.finish();
+  CHECK(d.err.str().find("error:") != std::string::npos);
+  CHECK(d("print(b)") == "[1, 1, 1, 1]\n");
+}
+
+TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
+  Driver d;
+  CHECK(d(":mesh") == "no meshes (declare one: `mesh m = [x = 2, y = 2]`)\n");
+  CHECK(d("mesh m = [x = 2, y = 2]\nmesh q = [z = 3] devices [4, 5, 6]\n") == "");
+  CHECK(d(":mesh") == "mesh m = [x = 2, y = 2]\nmesh q = [z = 3] devices [4, 5, 6]\n");
+  CHECK(d("let a : f32[4, 6] @ m[x, y] = ones()\n"
+          "let t : f32[2, 4, 6] @ m[_, y, x] = ones()\n") == "");
+  // :type checks without running: nothing printed, nothing bound.
+  CHECK(d(":type relayout(a, m[_, _])") == "f32[4, 6] @ m{x: replicate, y: replicate}\n");
+  CHECK(d(":type sum(a, dim=1)") == "f32[4] @ m{x: shard(0), y: partial(sum)}\n");
+  CHECK(d(":type a") == "f32[4, 6] @ m{x: shard(0), y: shard(1)}\n");
+  std::string err;
+  CHECK(d(":type print(a)", &err) == "");
+  CHECK(err.find("needs an expression") != std::string::npos);
+  CHECK(d(":type a + t", &err) == "");
+  CHECK(err.find("error:") != std::string::npos);
+  // :layout: which device holds which block, rank 2 and rank 3.
+  std::string lay = d(":layout a");
+  CHECK(lay.find("f32[4, 6] @ m{x: shard(0), y: shard(1)}\n") == 0);
+  CHECK(lay.find("| 0 | 1 |") != std::string::npos);
+  CHECK(lay.find("| 2 | 3 |") != std::string::npos);
+  std::string lay3 = d(":layout t");
+  CHECK(lay3.find("f32[2, 4, 6] @ m{x: shard(2), y: shard(1)}") == 0);
+  CHECK(lay3.find("dim 1") != std::string::npos);
+  d(":layout b", &err);
+  CHECK(err.find("unknown name `b`") != std::string::npos);
+  // :explain lists the collectives with bytes, and runs nothing.
+  std::string ex = d(":explain relayout(a, m[_, _])");
+  CHECK(ex.find("all_gather") != std::string::npos);
+  CHECK(ex.find("B per rank") != std::string::npos);
+  CHECK(ex.find("total: ") != std::string::npos);
+  CHECK(d(":explain let r = relayout(sum(a, dim=1), m[x])").find("all_reduce over y") !=
+        std::string::npos);
+  d("r", &err);
+  CHECK(err.find("unknown name `r`") != std::string::npos);
+  // What `:type` and `:explain` compile is taken back out whole: a function,
+  // a mesh or an import they declare can be declared for real afterwards.
+  d(":type fn g(v: f32[4] @ m[x]) -> f32[4] @ m[x] { return v }", &err);
+  CHECK(err.find("needs an expression") != std::string::npos);
+  d(":explain mesh p = [w = 2]", &err);
+  CHECK(d("mesh p = [w = 2]\nfn g(v: f32[2] @ p[w]) -> f32[2] @ p[w] {\n  return v * 2.0\n}\n"
+          "let pv : f32[2] @ p[w] = ones()\ng(pv)") == "[2, 2] : f32[2] @ p{w: shard(0)}\n");
+  // :load runs a file's statements in the session; its names persist.
+  char path[] = "/tmp/dt_repl_load_XXXXXX.dt";
+  int fd = mkstemps(path, 3);
+  REQUIRE(fd >= 0);
+  close(fd);
+  {
+    std::ofstream f(path);
+    f << "let loaded : f32[4] @ m[x] = [1, 2, 3, 4]\nprint(loaded)\n"
+         "fn inc(v: f32[4] @ m[x]) -> f32[4] @ m[x] {\n  return v + 1.0\n}\n";
+  }
+  CHECK(d(std::string(":load ") + path) == "[1, 2, 3, 4]\n");
+  CHECK(d("inc(loaded)") == "[2, 3, 4, 5] : f32[4] @ m{x: shard(0), y: replicate}\n");
+  std::remove(path);
+  d(":load /nonexistent/file.dt", &err);
+  CHECK(err.find("error:") != std::string::npos);
+  CHECK(d(":help").find(":explain EXPR") != std::string::npos);
+  d(":lyaout a", &err);
+  CHECK(err.find("unknown command `:lyaout`; did you mean `:layout`?") != std::string::npos);
+  CHECK(d(":reset") == "session reset\n");
+  d("a", &err);
+  CHECK(err.find("unknown name `a`") != std::string::npos);
+  CHECK(d("mesh m = [x = 2]\nlet a : f32[2] @ m[x] = ones()\na") ==
+        "[1, 1] : f32[2] @ m{x: shard(0)}\n");
+  CHECK(d.repl.feed(":quit") == Repl::Status::Quit);
+}
+
+TEST_CASE("repl: open brackets skip strings and comments") {
+  CHECK(Repl::openBrackets("f(a, [1, 2") == 2);
+  CHECK(Repl::openBrackets("fn f() {\n") == 1);
+  CHECK(Repl::openBrackets("einsum(\"(ij\", a)") == 0);
+  CHECK(Repl::openBrackets("x # (((") == 0);
+  CHECK(Repl::openBrackets("a)") == -1);
+}

@@ -1,0 +1,331 @@
+// This file implements the embedding API (include/dtensor/dtensor.hpp) on a
+// runtime Session: host views become HostTensors that adopt the host's
+// memory (no copy), results share the session's buffers, and diagnostics
+// are read from the DiagEngine as values.
+#include "dtensor/dtensor.hpp"
+
+#include "frontend/BuildIR.h"
+#include "runtime/Format.h"
+#include "runtime/LocalOps.h"
+#include "runtime/Session.h"
+#include "support/Errors.h"
+
+#include <atomic>
+#include <sstream>
+
+namespace dtensor {
+
+namespace {
+
+dt::DType toInternal(DType d) {
+  switch (d) {
+  case DType::F32:
+    return dt::DType::F32;
+  case DType::F64:
+    return dt::DType::F64;
+  case DType::I32:
+    return dt::DType::I32;
+  case DType::I64:
+    return dt::DType::I64;
+  case DType::Bool:
+    return dt::DType::Bool;
+  }
+  return dt::DType::F32;
+}
+
+DType fromInternal(dt::DType d) {
+  switch (d) {
+  case dt::DType::F32:
+    return DType::F32;
+  case dt::DType::F64:
+    return DType::F64;
+  case dt::DType::I32:
+    return DType::I32;
+  case dt::DType::I64:
+    return DType::I64;
+  case dt::DType::Bool:
+    return DType::Bool;
+  }
+  return DType::F32;
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+std::size_t dtypeSize(DType dt) { return dt::dtypeSize(toInternal(dt)); }
+const char *dtypeName(DType dt) { return dt::dtypeName(toInternal(dt)); }
+int64_t TensorView::numel() const { return product(shape); }
+int64_t Tensor::numel() const { return product(shape_); }
+
+double Tensor::at(int64_t i) const {
+  switch (dtype_) {
+  case DType::F32:
+    return data<float>()[i];
+  case DType::F64:
+    return data<double>()[i];
+  case DType::I32:
+    return data<int32_t>()[i];
+  case DType::I64:
+    return (double)data<int64_t>()[i];
+  case DType::Bool:
+    return data<bool>()[i] ? 1 : 0;
+  }
+  return 0;
+}
+
+std::string Tensor::str() const {
+  dt::HostTensor h;
+  h.dtype = toInternal(dtype_);
+  h.shape = shape_;
+  h.buf = std::make_shared<dt::Buffer>(const_cast<void *>(data_), (size_t)h.bytes(),
+                                       dt::Where::Host, [](void *) {});
+  return dt::formatTensor(h);
+}
+
+struct Session::Impl {
+  std::unique_ptr<dt::Session> s;
+  std::vector<Diagnostic> diags;
+  std::ostringstream out;
+  std::atomic<bool> busy{false};
+
+  /// Marks the session in use for a scope: a second thread that enters it
+  /// meanwhile gets Error(Usage) instead of racing.
+  struct Enter {
+    Impl &im;
+    explicit Enter(Impl &i) : im(i) {
+      if (im.busy.exchange(true))
+        throw Error(Error::Kind::Usage,
+                    "this dtensor::Session is in use by another thread (a Session is used by one "
+                    "thread at a time; use one Session per thread)");
+    }
+    ~Enter() { im.busy.store(false); }
+  };
+
+  /// The session's diagnostics as values; clears the engine.
+  void collect() {
+    dt::DiagEngine &de = s->diags();
+    const dt::SourceManager &sm = s->compilation().sources;
+    diags.clear();
+    for (const dt::Diagnostic &d : de.all()) {
+      Diagnostic v;
+      v.severity = (Diagnostic::Severity)(int)d.severity;
+      v.kind = dt::diagIdName(d.id);
+      v.message = d.message;
+      if (d.loc.file >= 0 && d.loc.file < sm.count())
+        v.file = sm.path(d.loc.file);
+      v.line = d.loc.line;
+      v.column = d.loc.col;
+      v.hint = d.hint;
+      v.notes = d.notes;
+      v.rendered = de.render(d);
+      diags.push_back(std::move(v));
+    }
+    de.clear();
+  }
+
+  [[noreturn]] void fail(Error::Kind kind, const std::string &what) {
+    throw Error(kind, what, diags);
+  }
+
+  /// Runs `f`, turning the runtime's exceptions into Error.
+  template <class F> auto guard(F &&f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const dt::RuntimeFault &e) {
+      collect();
+      fail(Error::Kind::Runtime, e.what());
+    } catch (const dt::InternalError &e) {
+      collect();
+      fail(Error::Kind::Internal, std::string("internal error: ") + e.what());
+    }
+  }
+
+  Tensor tensor(const dt::HostTensor &h, const dt::TensorType *type) const {
+    Tensor t;
+    t.dtype_ = fromInternal(h.dtype);
+    t.shape_ = h.shape;
+    t.owner_ = h.buf;
+    t.data_ = h.raw();
+    if (type) {
+      t.type_ = type->str();
+      t.layout_ = std::make_shared<dt::TensorType>(*type);
+    }
+    return t;
+  }
+
+  std::vector<Block> blocksOf(const dt::HostTensor &v, const dt::TensorType &t) const {
+    std::vector<Block> out;
+    if (t.isHost()) {
+      out.push_back(Block{0, 0, tensor(v, nullptr)});
+      return out;
+    }
+    const dt::Mesh &mesh = *t.mesh;
+    for (int64_t r = 0; r < mesh.size(); ++r) {
+      Block b;
+      b.rank = (int)r;
+      b.device = (int)mesh.devices[r];
+      b.tensor = tensor(dt::blockOfGlobal(v, t, r), nullptr);
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+};
+
+Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
+  dt::SessionOptions so;
+  so.backend = opts.backend;
+  so.pipeline.target = opts.backend == "cuda" ? dt::CodeTarget::Cuda : dt::CodeTarget::Llvm;
+  so.exec.ranks = opts.world;
+  so.keepValues = true;
+  impl_->s = std::make_unique<dt::Session>(so);
+  // The host's folders first, then the installed stdlib, then the defaults.
+  std::vector<std::string> paths = opts.importPaths;
+  if (!opts.stdlibDir.empty())
+    paths.push_back(opts.stdlibDir);
+  auto &sp = impl_->s->compilation().options.stdlibPaths;
+  sp.insert(sp.begin(), paths.begin(), paths.end());
+}
+
+Session::~Session() = default;
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+
+bool Session::compile(const std::string &source, const std::string &name) {
+  Impl &im = *impl_;
+  Impl::Enter enter(im);
+  im.s->diags().clear();
+  bool ok = im.s->compile(name, source);
+  if (ok) {
+    std::ostringstream log;
+    ok = im.guard([&] { return im.s->run(im.out, log); });
+  }
+  im.collect();
+  return ok;
+}
+
+bool Session::compileFile(const std::string &path) {
+  Impl &im = *impl_;
+  std::string text;
+  {
+    Impl::Enter enter(im);
+    im.s->diags().clear();
+    if (!im.s->compilation().readFile(path, text)) {
+      im.collect();
+      return false;
+    }
+  }
+  return compile(text, path);
+}
+
+const std::vector<Diagnostic> &Session::diagnostics() const { return impl_->diags; }
+
+std::string Session::takeOutput() {
+  std::string s = impl_->out.str();
+  impl_->out.str("");
+  return s;
+}
+
+std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> &args) {
+  Impl &im = *impl_;
+  Impl::Enter enter(im);
+  im.diags.clear();
+  std::vector<dt::TensorType> types;
+  std::vector<dt::HostTensor> values;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Arg &a = args[i];
+    if (!a.name.empty()) {
+      const dt::HostTensor *v = im.s->valueOf(a.name);
+      auto t = im.s->typeOf(a.name);
+      if (!v || !t)
+        im.fail(Error::Kind::Usage, "argument " + std::to_string(i + 1) + " of `" + fn +
+                                        "`: the program has no value `" + a.name + "`");
+      types.push_back(*t);
+      values.push_back(*v);
+      continue;
+    }
+    const TensorView &view = a.view;
+    int64_t n = view.numel();
+    if (n < 0 || (n > 0 && !view.data))
+      im.fail(Error::Kind::Usage,
+              "argument " + std::to_string(i + 1) + " of `" + fn + "`: a view without data");
+    dt::HostTensor h;
+    h.dtype = toInternal(view.dtype);
+    h.shape = view.shape;
+    // Adopts the host's memory: the runtime never writes its arguments.
+    h.buf = std::make_shared<dt::Buffer>(const_cast<void *>(view.data), (size_t)h.bytes(),
+                                         dt::Where::Host, [](void *) {});
+    dt::TensorType t;
+    t.dtype = h.dtype;
+    for (int64_t d : view.shape)
+      t.shape.push_back(dt::Dim::lit(d));
+    types.push_back(t);
+    values.push_back(std::move(h));
+  }
+  std::vector<dt::HostTensor> results;
+  bool ok = im.guard([&] { return im.s->call(fn, types, values, results, im.out); });
+  if (!ok) {
+    im.collect();
+    im.fail(Error::Kind::Compile,
+            im.diags.empty() ? "`" + fn + "` does not compile" : im.diags.front().message);
+  }
+  std::vector<Tensor> out;
+  const auto &rt = im.s->lastCallResults();
+  for (size_t i = 0; i < results.size(); ++i)
+    out.push_back(im.tensor(results[i], i < rt.size() ? &rt[i] : nullptr));
+  return out;
+}
+
+bool Session::hasFunction(const std::string &fn) const {
+  Impl::Enter enter(*impl_);
+  return impl_->s->compilation().builderState->functions.count(fn) > 0;
+}
+
+bool Session::hasValue(const std::string &name) const { return impl_->s->valueOf(name) != nullptr; }
+
+Tensor Session::value(const std::string &name) const {
+  Impl &im = *impl_;
+  Impl::Enter enter(im);
+  const dt::HostTensor *v = im.s->valueOf(name);
+  auto t = im.s->typeOf(name);
+  if (!v || !t)
+    im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
+  return im.tensor(*v, &*t);
+}
+
+std::vector<Block> Session::blocks(const std::string &name) const {
+  Impl &im = *impl_;
+  Impl::Enter enter(im);
+  const dt::HostTensor *v = im.s->valueOf(name);
+  auto t = im.s->typeOf(name);
+  if (!v || !t)
+    im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
+  return im.blocksOf(*v, *t);
+}
+
+std::vector<Block> Session::blocks(const Tensor &t) const {
+  Impl &im = *impl_;
+  dt::HostTensor h;
+  h.dtype = toInternal(t.dtype_);
+  h.shape = t.shape_;
+  // The blocks may share the tensor's memory: they keep its owner alive.
+  h.buf = std::make_shared<dt::Buffer>(const_cast<void *>(t.data_), (size_t)h.bytes(),
+                                       dt::Where::Host, [keep = t.owner_](void *) {});
+  if (!t.layout_) {
+    dt::TensorType host;
+    host.dtype = h.dtype;
+    for (int64_t d : t.shape_)
+      host.shape.push_back(dt::Dim::lit(d));
+    return im.blocksOf(h, host);
+  }
+  return im.blocksOf(h, *std::static_pointer_cast<const dt::TensorType>(t.layout_));
+}
+
+int Session::compiledCalls() const { return (int)impl_->s->callInstances(); }
+
+} // namespace dtensor

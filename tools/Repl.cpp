@@ -1,0 +1,330 @@
+// This file implements the REPL's logic (Repl.h): continuation, evaluation
+// of chunks in the Session, expression values and the `:` commands.
+#include "tools/Repl.h"
+
+#include "frontend/BuildIR.h"
+#include "grammar/AST.h"
+#include "passes/Explain.h"
+#include "passes/Pipeline.h"
+#include "runtime/Format.h"
+#include "runtime/Inspect.h"
+#include "support/Errors.h"
+
+#include <sstream>
+
+namespace dt {
+
+namespace {
+
+/// The name an expression statement's value is bound to while it is printed
+/// (unbound right after, so it never shadows a user's name).
+const char *const kValueName = "__repl_value";
+
+const char *const kHelp =
+    "Enter statements (`mesh`, `let`, `var`, `fn`, `import`, `for`, `print`) or an\n"
+    "expression, whose value and type are printed. Definitions persist; each input\n"
+    "runs only its own statements. An input continues while a bracket is open.\n"
+    "Commands:\n"
+    "  :type EXPR     the type of EXPR (shape and placements), without running it\n"
+    "  :layout NAME   which device holds which block of NAME\n"
+    "  :explain EXPR  the collectives EXPR (or a statement) would run, with bytes\n"
+    "  :mesh          the meshes declared so far\n"
+    "  :load FILE     run FILE's statements in this session\n"
+    "  :reset         forget every definition and value\n"
+    "  :help          this text\n"
+    "  :quit          leave (also Ctrl-D)\n";
+
+std::string trim(const std::string &s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos)
+    return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+/// Turns a trailing expression statement into `let __repl_value = EXPR`
+/// (the same source spans, so diagnostics point into the input).
+void bindTrailingExpr(ast::Program &p, bool &bound) {
+  bound = false;
+  if (p.stmts.empty() || p.stmts.back()->kind != ast::Stmt::ExprStmt || !p.stmts.back()->value)
+    return;
+  ast::Stmt &s = *p.stmts.back();
+  s.kind = ast::Stmt::Let;
+  s.names = {kValueName};
+  s.nameLocs = {s.loc};
+  bound = true;
+}
+
+} // namespace
+
+Repl::Repl(ReplOptions opts, std::ostream &out, std::ostream &err)
+    : opts_(std::move(opts)), out_(out), err_(err) {
+  reset();
+}
+
+Repl::~Repl() = default;
+
+void Repl::reset() {
+  SessionOptions so;
+  so.backend = opts_.backend;
+  so.pipeline.target = opts_.backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
+  so.keepValues = true;
+  s_ = std::make_unique<Session>(so);
+}
+
+int Repl::openBrackets(const std::string &text) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"' || c == '\n')
+        inString = false;
+      continue;
+    }
+    if (c == '#') {
+      size_t nl = text.find('\n', i);
+      if (nl == std::string::npos)
+        break;
+      i = nl;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+Repl::Status Repl::feed(const std::string &line) {
+  if (buf_.empty()) {
+    std::string t = trim(line);
+    if (t.empty())
+      return Status::Done;
+    if (t[0] == ':') {
+      if (t == ":quit" || t == ":q" || t == ":exit")
+        return Status::Quit;
+      command(t);
+      return Status::Done;
+    }
+  }
+  buf_ += line;
+  buf_ += '\n';
+  if (openBrackets(buf_) > 0)
+    return Status::More;
+  std::string text = std::move(buf_);
+  buf_.clear();
+  input(text);
+  return Status::Done;
+}
+
+void Repl::finish() {
+  if (buf_.empty())
+    return;
+  std::string text = std::move(buf_);
+  buf_.clear();
+  input(text);
+}
+
+void Repl::input(const std::string &text) {
+  if (!evaluate(nextPath(), text, true))
+    ++failures_;
+}
+
+void Repl::reportDiags() {
+  DiagEngine &d = s_->diags();
+  err_ << d.renderAll();
+  d.clear();
+}
+
+bool Repl::evaluate(const std::string &path, const std::string &text, bool show) {
+  Session &s = *s_;
+  s.diags().clear();
+  bool bound = false;
+  if (show)
+    s.compilation().afterParse = [&](ast::Program &p) { bindTrailingExpr(p, bound); };
+  bool ok = s.compile(path, text);
+  s.compilation().afterParse = nullptr;
+  if (!ok && bound) {
+    // An expression without a value (a call of a function with no result,
+    // or with several): run it as it was written.
+    s.diags().clear();
+    bound = false;
+    ok = s.compile(path, text);
+  }
+  if (!ok) {
+    reportDiags();
+    return false;
+  }
+  std::ostringstream log;
+  try {
+    if (!s.run(out_, log)) {
+      reportDiags();
+      return false;
+    }
+  } catch (const RuntimeFault &f) {
+    out_.flush();
+    err_ << "error: " << f.what() << "\n";
+    return false;
+  } catch (const InternalError &e) {
+    out_.flush();
+    err_ << "internal error: " << e.what() << "\n";
+    s.discardPending();
+    return false;
+  }
+  // Warnings and remarks of a chunk that compiled.
+  reportDiags();
+  if (bound) {
+    auto type = s.typeOf(kValueName);
+    const HostTensor *v = s.valueOf(kValueName);
+    if (type && v)
+      out_ << formatTensor(*v) << " : " << type->str() << "\n";
+    // Unbound again: the next run frees the value.
+    s.compilation().builderState->globals.erase(kValueName);
+  }
+  out_.flush();
+  return true;
+}
+
+bool Repl::load(const std::string &path) {
+  std::string text;
+  s_->diags().clear();
+  if (!s_->compilation().readFile(path, text)) {
+    reportDiags();
+    return false;
+  }
+  return evaluate(path, text, false);
+}
+
+void Repl::command(const std::string &line) {
+  size_t sp = line.find_first_of(" \t");
+  std::string cmd = line.substr(0, sp);
+  std::string arg = sp == std::string::npos ? "" : trim(line.substr(sp));
+  auto needs = [&](const char *what) {
+    if (!arg.empty())
+      return true;
+    err_ << "error: `" << cmd << "` needs " << what << "\n";
+    ++failures_;
+    return false;
+  };
+  if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
+    out_ << kHelp;
+  } else if (cmd == ":type" || cmd == ":t") {
+    if (needs("an expression"))
+      typeCommand(arg);
+  } else if (cmd == ":layout") {
+    if (needs("a name"))
+      layoutCommand(arg);
+  } else if (cmd == ":explain") {
+    if (needs("an expression"))
+      explainCommand(arg);
+  } else if (cmd == ":mesh" || cmd == ":meshes") {
+    meshCommand();
+  } else if (cmd == ":load" || cmd == ":l") {
+    if (needs("a file") && !load(arg))
+      ++failures_;
+  } else if (cmd == ":reset") {
+    reset();
+    out_ << "session reset\n";
+  } else {
+    std::string why = "unknown command `" + cmd + "`";
+    std::vector<std::string> names = {":type", ":layout", ":explain", ":mesh",
+                                      ":load", ":reset",  ":help",    ":quit"};
+    if (auto near = closestName(cmd, names))
+      why += "; did you mean `" + *near + "`?";
+    err_ << "error: " << why << " (`:help` lists the commands)\n";
+    ++failures_;
+  }
+  out_.flush();
+}
+
+void Repl::typeCommand(const std::string &expr) {
+  Session &s = *s_;
+  s.diags().clear();
+  bool bound = false;
+  std::optional<TensorType> type;
+  s.compilation().afterParse = [&](ast::Program &p) {
+    if (p.stmts.size() == 1)
+      bindTrailingExpr(p, bound);
+  };
+  bool ok = s.tryCompile(nextPath(), expr + "\n", [&] {
+    if (bound)
+      type = s.typeOf(kValueName);
+  });
+  s.compilation().afterParse = nullptr;
+  if (!ok) {
+    reportDiags();
+    ++failures_;
+    return;
+  }
+  s.diags().clear();
+  if (type)
+    out_ << type->str() << "\n";
+  else {
+    err_ << "error: `:type` needs an expression with one value\n";
+    ++failures_;
+  }
+}
+
+void Repl::layoutCommand(const std::string &name) {
+  auto type = s_->typeOf(name);
+  if (!type) {
+    err_ << "error: unknown name `" << name << "`";
+    std::vector<std::string> names;
+    for (auto &[n, b] : s_->compilation().builderState->globals)
+      names.push_back(n);
+    if (auto near = closestName(name, names))
+      err_ << "; did you mean `" << *near << "`?";
+    err_ << "\n";
+    ++failures_;
+    return;
+  }
+  out_ << visualizeLayout(*type);
+}
+
+void Repl::explainCommand(const std::string &expr) {
+  Session &s = *s_;
+  s.diags().clear();
+  std::string report;
+  bool failed = false;
+  bool ok = s.tryCompile(nextPath(), expr + "\n", [&] {
+    PipelineOptions po = s.options().pipeline;
+    po.spmd = true;
+    po.last = Step::Spmd;
+    std::ostringstream log;
+    try {
+      auto prog = s.program(po, log);
+      if (!prog) {
+        failed = true;
+        return;
+      }
+      report = explainModule(prog->module(), s.compilation().sources);
+    } catch (const InternalError &e) {
+      failed = true;
+      err_ << "internal error: " << e.what() << "\n";
+    }
+  });
+  if (!ok || failed) {
+    reportDiags();
+    ++failures_;
+    return;
+  }
+  s.diags().clear();
+  out_ << report;
+}
+
+void Repl::meshCommand() {
+  auto &meshes = s_->compilation().builderState->meshes;
+  if (meshes.empty()) {
+    out_ << "no meshes (declare one: `mesh m = [x = 2, y = 2]`)\n";
+    return;
+  }
+  for (auto &[name, m] : meshes)
+    out_ << "mesh " << m->str() << "\n";
+}
+
+} // namespace dt

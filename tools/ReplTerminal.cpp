@@ -1,0 +1,83 @@
+// This file implements the REPL's input loop (ReplTerminal.h).
+#include "tools/ReplTerminal.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <editline/readline.h>
+#include <filesystem>
+#include <iostream>
+
+namespace dt {
+
+namespace {
+
+std::string historyPath() {
+  if (const char *p = std::getenv("DTENSOR_HISTORY"))
+    return p;
+  std::filesystem::path dir;
+  if (const char *s = std::getenv("XDG_STATE_HOME"); s && *s)
+    dir = s;
+  else if (const char *h = std::getenv("HOME"); h && *h)
+    dir = std::filesystem::path(h) / ".local" / "state";
+  else
+    return "";
+  dir /= "dtensor";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return ec ? "" : (dir / "history").string();
+}
+
+} // namespace
+
+int runRepl(const ReplOptions &opts, const std::string &file, bool terminal,
+            const std::string &banner) {
+  Repl repl(opts, std::cout, std::cerr);
+  if (terminal)
+    std::cout << banner << " (`:help` lists the commands, `:quit` or Ctrl-D leaves)\n";
+  if (!file.empty() && !repl.load(file) && !terminal)
+    return 1;
+  if (!terminal) {
+    std::string line;
+    while (std::getline(std::cin, line))
+      if (repl.feed(line) == Repl::Status::Quit)
+        return repl.failures() ? 1 : 0;
+    repl.finish();
+    return repl.failures() ? 1 : 0;
+  }
+  std::string hist = historyPath();
+  using_history();
+  stifle_history(1000);
+  if (!hist.empty())
+    read_history(hist.c_str());
+  std::string entry; // the whole input, for one history entry
+  while (true) {
+    std::cout.flush();
+    char *raw = readline(repl.prompt().c_str());
+    if (!raw) { // Ctrl-D
+      std::cout << "\n";
+      repl.finish();
+      break;
+    }
+    std::string line = raw;
+    std::free(raw);
+    if (!line.empty() && line.find_first_not_of(" \t") != std::string::npos)
+      entry += (entry.empty() ? "" : "\n") + line;
+    Repl::Status st = repl.feed(line);
+    if (st != Repl::Status::More && !entry.empty()) {
+      // Not `:quit`, nor the same input twice in a row.
+      HIST_ENTRY *last =
+          history_length > 0 ? history_get(history_base + history_length - 1) : nullptr;
+      if (st != Repl::Status::Quit && !(last && last->line && entry == last->line)) {
+        add_history(entry.c_str());
+        if (!hist.empty())
+          write_history(hist.c_str()); // kept even if the process is killed
+      }
+      entry.clear();
+    }
+    if (st == Repl::Status::Quit)
+      break;
+  }
+  return 0;
+}
+
+} // namespace dt

@@ -178,6 +178,12 @@ struct Emitter {
       return math("sin");
     case KOp::Cos:
       return math("cos");
+    case KOp::Erf:
+      return math("erf");
+    case KOp::Log1p:
+      return math("log1p");
+    case KOp::Expm1:
+      return math("expm1");
     case KOp::Not:
       return "(!" + A(0) + ")";
     case KOp::Cast:
@@ -190,6 +196,10 @@ struct Emitter {
     }
     case KOp::Div:
       return fl ? "(" + A(0) + " / " + A(1) + ")" : "dt_idiv(" + A(0) + ", " + A(1) + ")";
+    case KOp::Mod:
+      return "dt_mod(" + A(0) + ", " + A(1) + ")";
+    case KOp::FloorDiv:
+      return "dt_floordiv(" + A(0) + ", " + A(1) + ")";
     case KOp::Pow:
       return fl ? std::string(f32 ? "powf(" : "pow(") + A(0) + ", " + A(1) + ")"
                 : "dt_ipow(" + A(0) + ", " + A(1) + ")";

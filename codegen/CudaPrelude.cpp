@@ -67,6 +67,70 @@ __device__ __forceinline__ int dt_idiv(int a, int b) {
 __device__ __forceinline__ dt_i64 dt_idiv(dt_i64 a, dt_i64 b) {
   return b == 0 ? 0 : b == -1 ? dt_wrap64(0ull - (dt_u64)a) : a / b;
 }
+// `//` and `%` as numpy (codegen/FloorMod.h): ints x // 0 = x % 0 = 0 and a
+// divisor of -1 apart (INT_MIN / -1 traps); floats through fmod.
+__device__ __forceinline__ int dt_floordiv(int a, int b) {
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return dt_wrap32(0u - (unsigned)a);
+  int q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ dt_i64 dt_floordiv(dt_i64 a, dt_i64 b) {
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return dt_wrap64(0ull - (dt_u64)a);
+  dt_i64 q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ int dt_mod(int a, int b) {
+  if (b == 0 || b == -1)
+    return 0;
+  int r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ dt_i64 dt_mod(dt_i64 a, dt_i64 b) {
+  if (b == 0 || b == -1)
+    return 0;
+  dt_i64 r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ float dt_floordiv(float a, float b) {
+  if (b == 0.0f)
+    return a / b;
+  float m = fmodf(a, b), d = (a - m) / b;
+  if (m != 0.0f && ((b < 0.0f) != (m < 0.0f)))
+    d -= 1.0f;
+  if (d == 0.0f)
+    return copysignf(0.0f, a / b);
+  float f = floorf(d);
+  return d - f > 0.5f ? f + 1.0f : f;
+}
+__device__ __forceinline__ double dt_floordiv(double a, double b) {
+  if (b == 0.0)
+    return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m != 0.0 && ((b < 0.0) != (m < 0.0)))
+    d -= 1.0;
+  if (d == 0.0)
+    return copysign(0.0, a / b);
+  double f = floor(d);
+  return d - f > 0.5 ? f + 1.0 : f;
+}
+__device__ __forceinline__ float dt_mod(float a, float b) {
+  float m = fmodf(a, b);
+  if (m != 0.0f)
+    return ((b < 0.0f) != (m < 0.0f)) ? m + b : m;
+  return copysignf(0.0f, b);
+}
+__device__ __forceinline__ double dt_mod(double a, double b) {
+  double m = fmod(a, b);
+  if (m != 0.0)
+    return ((b < 0.0) != (m < 0.0)) ? m + b : m;
+  return copysign(0.0, b);
+}
 // Exact power modulo 2^64 by square-and-multiply; a negative exponent gives
 // the truncated real result (1 for base 1, +-1 for base -1, else 0).
 __device__ __forceinline__ dt_u64 dt_ipow_bits(dt_i64 b, dt_i64 e) {

@@ -70,6 +70,9 @@ bool isTranscendental(KOp op) {
   case KOp::Sigmoid:
   case KOp::Sin:
   case KOp::Cos:
+  case KOp::Erf:
+  case KOp::Log1p:
+  case KOp::Expm1:
     return true;
   default:
     return false;

@@ -38,9 +38,10 @@
 //   neg abs            : numeric (not bool); ints wrap (neg/abs of INT_MIN =
 //                        INT_MIN); floats flip/clear the sign bit
 //   relu               : numeric; x < 0 ? 0 : x (NaN and -0 pass through)
-//   exp log sqrt rsqrt tanh sin cos sigmoid : float only (f32 via the f32
-//                        libm function, f64 via the f64 one); rsqrt(x) =
-//                        1 / sqrt(x); sigmoid(x) = 1 / (1 + exp(-x))
+//   exp log sqrt rsqrt tanh sin cos sigmoid erf log1p expm1 : float only
+//                        (f32 via the f32 libm function, f64 via the f64
+//                        one); rsqrt(x) = 1 / sqrt(x); sigmoid(x) =
+//                        1 / (1 + exp(-x))
 //   not                : bool only
 //   cast x : t         : int->int truncates/sign-extends (two's complement);
 //                        int->float rounds to nearest; float->int truncates
@@ -50,6 +51,17 @@
 //   add sub mul        : same dtype operands, numeric; ints wrap
 //   div                : floats IEEE; ints truncate toward zero, x / 0 = 0,
 //                        INT_MIN / -1 = INT_MIN (wraps)
+//   floordiv mod       : numpy's floor_divide / remainder (Python's // and %):
+//                        ints: q = a / b truncated, r = a - q * b; when
+//                        r != 0 and r, b differ in sign, q -= 1 and r += b;
+//                        x // 0 = x % 0 = 0, INT_MIN // -1 = INT_MIN (wraps),
+//                        INT_MIN % -1 = 0. floats: m = fmod(a, b); when
+//                        m != 0 and m, b differ in sign, m += b; m == 0 gives
+//                        copysign(0, b) (mod; NaN for b = 0). floordiv: b = 0
+//                        gives a / b; else d = (a - fmod(a, b)) / b, minus 1
+//                        when fmod(a, b) != 0 differs in sign from b; then
+//                        d != 0 gives f = floor(d), plus 1 when d - f > 0.5,
+//                        and d == 0 gives copysign(0, a / b)
 //   pow                : floats via libm powf/pow; ints: exact power modulo
 //                        2^bits (square-and-multiply, wraps); for a negative
 //                        exponent the truncated real result (1 for base 1,
@@ -124,6 +136,9 @@ namespace dt {
   X(Abs, "abs", 1)                                                                                 \
   X(Sin, "sin", 1)                                                                                 \
   X(Cos, "cos", 1)                                                                                 \
+  X(Erf, "erf", 1)                                                                                 \
+  X(Log1p, "log1p", 1)                                                                             \
+  X(Expm1, "expm1", 1)                                                                             \
   X(Not, "not", 1)                                                                                 \
   X(Cast, "cast", 1)                                                                               \
   X(Add, "add", 2)                                                                                 \
@@ -133,6 +148,8 @@ namespace dt {
   X(Pow, "pow", 2)                                                                                 \
   X(Maximum, "maximum", 2)                                                                         \
   X(Minimum, "minimum", 2)                                                                         \
+  X(Mod, "mod", 2)                                                                                 \
+  X(FloorDiv, "floordiv", 2)                                                                       \
   X(Eq, "eq", 2)                                                                                   \
   X(Ne, "ne", 2)                                                                                   \
   X(Lt, "lt", 2)                                                                                   \
@@ -156,7 +173,7 @@ std::optional<KOp> parseKOp(const std::string &s);
 /// Iota); nullopt for ops that are not kernel nodes (Const/Fill are `const`).
 std::optional<KOp> kopFromOp(Op op);
 bool isCompare(KOp op);        ///< eq ne lt le gt ge
-bool isTranscendental(KOp op); ///< exp log sqrt rsqrt tanh sigmoid sin cos (float only)
+bool isTranscendental(KOp op); ///< exp log sqrt rsqrt tanh sigmoid sin cos erf log1p expm1
 
 enum class RandomKind { Uniform, Normal };
 /// Kernel-level reduction; `None` means elementwise.

@@ -4,6 +4,7 @@
 // obviously right over being fast: one element at a time, every node evaluated
 // in its own dtype, reductions in row-major order of the reduced dims.
 #include "codegen/KernelIR.h"
+#include "codegen/FloorMod.h"
 
 #include "support/Diagnostics.h"
 
@@ -104,6 +105,12 @@ double mathF(KOp op, DType t, double x) {
       return ::sinf(v);
     case KOp::Cos:
       return ::cosf(v);
+    case KOp::Erf:
+      return ::erff(v);
+    case KOp::Log1p:
+      return ::log1pf(v);
+    case KOp::Expm1:
+      return ::expm1f(v);
     default:
       break;
     }
@@ -125,6 +132,12 @@ double mathF(KOp op, DType t, double x) {
       return ::sin(x);
     case KOp::Cos:
       return ::cos(x);
+    case KOp::Erf:
+      return ::erf(x);
+    case KOp::Log1p:
+      return ::log1p(x);
+    case KOp::Expm1:
+      return ::expm1(x);
     default:
       break;
     }
@@ -151,6 +164,10 @@ double binF(KOp op, DType t, double a, double b) {
     return fmaximum(a, b);
   case KOp::Minimum:
     return fminimum(a, b);
+  case KOp::Mod:
+    return f32 ? (double)modF(x, y) : modF(a, b);
+  case KOp::FloorDiv:
+    return f32 ? (double)floorDivF(x, y) : floorDivF(a, b);
   default:
     throw InternalError("interpretKernel: not a float binary op");
   }
@@ -177,6 +194,10 @@ int64_t binI(KOp op, DType t, int64_t a, int64_t b) {
     return a > b ? a : b;
   case KOp::Minimum:
     return a < b ? a : b;
+  case KOp::Mod:
+    return t == DType::I32 ? modI<int32_t>((int32_t)a, (int32_t)b) : modI(a, b);
+  case KOp::FloorDiv:
+    return t == DType::I32 ? floorDivI<int32_t>((int32_t)a, (int32_t)b) : floorDivI(a, b);
   default:
     throw InternalError("interpretKernel: not an int binary op");
   }

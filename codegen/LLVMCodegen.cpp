@@ -88,6 +88,8 @@ private:
   Value *emitCast(Value *v, DType from, DType to);
   Value *emitBinary(KOp op, DType t, Value *a, Value *c);
   Value *emitMaxMin(bool isMax, DType t, Value *a, Value *c);
+  Value *emitFloorModF(bool mod, Value *a, Value *c);
+  Value *emitFloorModI(bool mod, Value *a, Value *c);
   Value *emitIntPow(DType t, Value *base, Value *e);
   Value *emitUniform(uint64_t seed, Value *ctr);
   Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
@@ -401,6 +403,46 @@ Value *Lowering::emitMaxMin(bool isMax, DType t, Value *a, Value *c) {
   return b_.CreateSelect(b_.CreateFCmpUNO(a, c), b_.CreateFAdd(a, c), pick);
 }
 
+// `%` and `//` on floats, step by step as floorDivF/modF (codegen/FloorMod.h).
+Value *Lowering::emitFloorModF(bool mod, Value *a, Value *c) {
+  Type *ty = a->getType();
+  Value *zero = ConstantFP::get(ty, 0.0), *one = ConstantFP::get(ty, 1.0);
+  Value *m = b_.CreateFRem(a, c);
+  Value *signsDiffer = b_.CreateXor(b_.CreateFCmpOLT(c, zero), b_.CreateFCmpOLT(m, zero));
+  Value *adjust = b_.CreateAnd(b_.CreateFCmpUNE(m, zero), signsDiffer);
+  if (mod) {
+    Value *r = b_.CreateSelect(adjust, b_.CreateFAdd(m, c), m);
+    Value *signedZero = b_.CreateBinaryIntrinsic(Intrinsic::copysign, zero, c);
+    return b_.CreateSelect(b_.CreateFCmpUNE(m, zero), r, signedZero);
+  }
+  Value *q = b_.CreateFDiv(a, c);
+  Value *d = b_.CreateFDiv(b_.CreateFSub(a, m), c);
+  d = b_.CreateSelect(adjust, b_.CreateFSub(d, one), d);
+  Value *f = b_.CreateUnaryIntrinsic(Intrinsic::floor, d);
+  f = b_.CreateSelect(b_.CreateFCmpOGT(b_.CreateFSub(d, f), ConstantFP::get(ty, 0.5)),
+                      b_.CreateFAdd(f, one), f);
+  Value *r = b_.CreateSelect(b_.CreateFCmpOEQ(d, zero),
+                             b_.CreateBinaryIntrinsic(Intrinsic::copysign, zero, q), f);
+  return b_.CreateSelect(b_.CreateFCmpOEQ(c, zero), q, r);
+}
+
+// `%` and `//` on ints as floorDivI/modI: x // 0 = x % 0 = 0; a divisor of -1
+// is handled apart (INT_MIN / -1 would trap).
+Value *Lowering::emitFloorModI(bool mod, Value *a, Value *c) {
+  Type *ty = a->getType();
+  Value *zero = ConstantInt::get(ty, 0), *one = ConstantInt::get(ty, 1);
+  Value *isZero = b_.CreateICmpEQ(c, zero), *isM1 = b_.CreateICmpEQ(c, ConstantInt::get(ty, -1, true));
+  Value *safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), one, c);
+  Value *q = b_.CreateSDiv(a, safe), *r = b_.CreateSRem(a, safe);
+  Value *adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                               b_.CreateXor(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(c, zero)));
+  if (mod)
+    return b_.CreateSelect(b_.CreateOr(isZero, isM1), zero,
+                           b_.CreateSelect(adjust, b_.CreateAdd(r, c), r));
+  Value *fq = b_.CreateSelect(adjust, b_.CreateSub(q, one), q);
+  return b_.CreateSelect(isZero, zero, b_.CreateSelect(isM1, b_.CreateSub(zero, a), fq));
+}
+
 Value *Lowering::emitIntPow(DType t, Value *base, Value *e) {
   unsigned bits = t == DType::I32 ? 32 : 64;
   Type *ty = regTy(t);
@@ -449,6 +491,9 @@ Value *Lowering::emitBinary(KOp op, DType t, Value *a, Value *c) {
     Value *q = b_.CreateSDiv(a, safe);
     return b_.CreateSelect(isZero, zero, b_.CreateSelect(isM1, b_.CreateSub(zero, a), q));
   }
+  case KOp::Mod:
+  case KOp::FloorDiv:
+    return fl ? emitFloorModF(op == KOp::Mod, a, c) : emitFloorModI(op == KOp::Mod, a, c);
   case KOp::Pow:
     return fl ? libm("powf", "pow", t, {a, c}) : emitIntPow(t, a, c);
   case KOp::Maximum:
@@ -544,6 +589,12 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
     return libm("sinf", "sin", n.dtype, {A(0)});
   case KOp::Cos:
     return libm("cosf", "cos", n.dtype, {A(0)});
+  case KOp::Erf:
+    return libm("erff", "erf", n.dtype, {A(0)});
+  case KOp::Log1p:
+    return libm("log1pf", "log1p", n.dtype, {A(0)});
+  case KOp::Expm1:
+    return libm("expm1f", "expm1", n.dtype, {A(0)});
   case KOp::Sqrt:
     return b_.CreateUnaryIntrinsic(Intrinsic::sqrt, A(0));
   case KOp::Rsqrt:

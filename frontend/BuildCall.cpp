@@ -5,6 +5,7 @@
 #include "frontend/BuildIR.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dt {
 
@@ -71,9 +72,11 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   static const std::map<std::string, Op> unary = {
       {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
       {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"relu", Op::Relu}, {"abs", Op::Abs},
-      {"sin", Op::Sin},   {"cos", Op::Cos},         {"neg", Op::Neg},   {"logical_not", Op::Not}};
+      {"sin", Op::Sin},   {"cos", Op::Cos},         {"neg", Op::Neg},   {"logical_not", Op::Not},
+      {"erf", Op::Erf},   {"log1p", Op::Log1p},     {"expm1", Op::Expm1}};
   static const std::map<std::string, Op> binary = {
-      {"maximum", Op::Maximum}, {"minimum", Op::Minimum}, {"pow", Op::Pow}, {"matmul", Op::MatMul}};
+      {"maximum", Op::Maximum}, {"minimum", Op::Minimum},      {"pow", Op::Pow},
+      {"matmul", Op::MatMul},   {"floordiv", Op::FloorDiv}, {"mod", Op::Mod}};
   if (auto it = unary.find(name); it != unary.end()) {
     if (!nargs(1, 1))
       return EV::bad();
@@ -84,6 +87,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       return EV::bad();
     return emit(it->second, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc);
   }
+  if (EV r; composite(name, e, r, handled))
+    return r;
   if (name == "where") {
     if (!nargs(3, 3))
       return EV::bad();
@@ -338,8 +343,10 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "cos",      "neg",        "maximum",    "minimum",      "pow",        "matmul",
       "where",    "sum",        "mean",       "max",          "min",        "einsum",
       "transpose", "reshape",   "broadcast_to", "index_select", "index_add", "cast",
-      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "load",
-      "save"};
+      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "erf",
+      "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
+      "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
+      "cumsum",     "load",       "save"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -3,6 +3,7 @@
 // emit(), which asks ir/Infer for the result type and reports type errors.
 #include "frontend/BuildIR.h"
 #include "support/Checked.h"
+#include "codegen/FloorMod.h"
 
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@ const std::map<std::string, Op> kOperators = {
     {"+", Op::Add},  {"-", Op::Sub}, {"*", Op::Mul},  {"/", Op::Div}, {"@", Op::MatMul},
     {"**", Op::Pow}, {"==", Op::Eq}, {"!=", Op::Ne},  {"<", Op::Lt},  {"<=", Op::Le},
     {">", Op::Gt},   {">=", Op::Ge}, {"&&", Op::And}, {"||", Op::Or},
+    {"%", Op::Mod},  {"//", Op::FloorDiv},
 };
 
 double foldBinary(const std::string &op, double a, double b, bool isInt) {
@@ -27,6 +29,10 @@ double foldBinary(const std::string &op, double a, double b, bool isInt) {
     return a * b;
   if (op == "/")
     return isInt ? (b == 0 ? 0 : std::trunc(a / b)) : a / b;
+  if (op == "%")
+    return isInt ? (double)modI((int64_t)a, (int64_t)b) : modF(a, b);
+  if (op == "//")
+    return isInt ? (double)floorDivI((int64_t)a, (int64_t)b) : floorDivF(a, b);
   if (op == "**")
     return std::pow(a, b);
   if (op == "==")
@@ -61,6 +67,16 @@ bool foldInt(const std::string &op, int64_t a, int64_t b, int64_t &r) {
     if (b == -1)
       return !__builtin_sub_overflow(int64_t(0), a, &r);
     r = b == 0 ? 0 : a / b; // as the runtime: truncating, x / 0 = 0
+    return true;
+  }
+  if (op == "%") {
+    r = modI(a, b);
+    return true;
+  }
+  if (op == "//") {
+    if (b == -1)
+      return !__builtin_sub_overflow(int64_t(0), a, &r);
+    r = floorDivI(a, b);
     return true;
   }
   static const std::map<std::string, bool (*)(int64_t, int64_t)> cmp = {

@@ -43,14 +43,13 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       return "";
     }
     for (size_t d = 0; d < spec.dims.size(); ++d) {
+      // A bare name binds a size symbol; numbers, `let` constants and size
+      // arithmetic (`2*N`) are checked against the argument below.
       const std::string &s = spec.dims[d];
-      if (std::isdigit((unsigned char)s[0])) {
-        if (at.shape[d] != Dim::lit(std::stoll(s))) {
-          mismatch(spec.dtype + "[..., " + s + " at dim " + std::to_string(d) + "]");
-          return "";
-        }
+      bool name = std::all_of(s.begin(), s.end(),
+                              [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+      if (!name || std::isdigit((unsigned char)s[0]) || constNamed(s))
         continue;
-      }
       auto [it, fresh] = symbols.emplace(s, at.shape[d]);
       if (!fresh && it->second != at.shape[d]) {
         diags().error(DiagId::SymbolConflict, loc, {s, it->second.str(), at.shape[d].str()});
@@ -58,9 +57,28 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       }
       symbolic |= at.shape[d].isSym();
     }
+  }
+  for (size_t i = 0; i < argTypes.size(); ++i) {
+    const ast::TypeSpec &spec = decl.params[i].type;
+    const TensorType &at = argTypes[i];
+    auto mismatch = [&](const std::string &want) -> Diagnostic & {
+      auto &d = diags().error(DiagId::ArgType, loc,
+                              {std::to_string(i + 1), fi.qualified, want, at.str()});
+      d.notes.push_back("parameter `" + decl.params[i].name + "` declared here: line " +
+                        std::to_string(decl.params[i].loc.line));
+      return d;
+    };
     auto pt = resolveType(spec, &symbols);
     if (!pt)
       return "";
+    for (size_t d = 0; d < spec.dims.size(); ++d)
+      if (pt->shape[d] != at.shape[d]) {
+        std::string want = spec.dims[d] == pt->shape[d].str()
+                               ? spec.dims[d]
+                               : spec.dims[d] + " = " + pt->shape[d].str();
+        mismatch(spec.dtype + "[..., " + want + " at dim " + std::to_string(d) + "]");
+        return "";
+      }
     if (pt->dtype != at.dtype) {
       mismatch(pt->str());
       return "";
@@ -129,6 +147,13 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   size_t diagsBefore = diags().all().size();
   int errorsBefore = diags().errorCount();
   scopes_.clear();
+  // Top-level `let` constants (sizes, loop bounds) are visible in every body.
+  std::map<std::string, Binding> consts;
+  if (!savedScopes.empty())
+    for (auto &[n, b] : savedScopes.front())
+      if (b.kind == Binding::Const)
+        consts[n] = b;
+  scopes_.push_back(std::move(consts));
   scopes_.push_back(std::move(scope));
   symbols_ = &symbols;
   expectedResults_ = &expected;

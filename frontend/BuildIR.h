@@ -135,6 +135,14 @@ public:
   EV binary(const ast::Expr &e);
   EV call(const ast::Expr &e);
   EV builtin(const std::string &name, const ast::Expr &e, bool &handled);
+  /// Builtins written as other ops (`gelu`, `softplus`, `clamp`, `square`,
+  /// `isnan`, `isfinite`): false when `name` is none of them.
+  bool composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled);
+  /// `argmax`/`argmin(x, dim=d)`: i64 global indices; over a sharded dim two
+  /// all-reduces (the extreme value, then the first index holding it).
+  EV argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t);
+  /// `cumsum(x, dim=d)` along a dim that no mesh axis shards.
+  EV cumsum(const ast::Expr &e, EV x, const TensorType &t);
 
   // ---- tensor files (BuildData.cpp)
   /// `load(path[, name])`: with `declared`, a value of that type whose
@@ -162,6 +170,14 @@ public:
   // ---- types and layouts (BuildTypes.cpp)
   std::optional<TensorType> resolveType(const ast::TypeSpec &spec,
                                         const std::map<std::string, Dim> *symbols);
+  /// The size written as `text` (`4`, `B`, `2*B+1`): integers, size symbols
+  /// (`symbols`, else the current function's) and `let` constants; symbolic
+  /// (named by its text) when a symbol is unbound or symbolic inside a
+  /// generic function. Reports unknown names and bad sizes at `loc`.
+  std::optional<Dim> sizeOf(const std::string &text, const std::map<std::string, Dim> *symbols,
+                            SrcLoc loc);
+  /// The value of the `let` constant `name` in scope, if it is one.
+  std::optional<int64_t> constNamed(const std::string &name);
   std::optional<TensorType> applyLayout(const ast::LayoutSpec &spec, DType dt, const Shape &shape);
   std::string layoutText(const TensorType &t) const; ///< `m[_, x]` or `m{x: partial(sum)}`
   /// Reports a PyTorch-style placement list `m[Shard(0), Replicate()]`.

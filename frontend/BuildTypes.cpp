@@ -7,7 +7,10 @@
 #include "support/Checked.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 
 namespace dt {
 
@@ -81,6 +84,134 @@ bool IRBuilder::didYouMean(Diagnostic &d, const std::string &wrong,
   return false;
 }
 
+std::optional<int64_t> IRBuilder::constNamed(const std::string &name) {
+  Binding *b = lookup(name);
+  if (b && b->kind == Binding::Const)
+    return b->constant;
+  return std::nullopt;
+}
+
+namespace {
+/// Evaluates the compact size text the parser builds (`2*B+1`, `(H/4)`):
+/// integers, names, `+ - * /` and parentheses. `name` gives a name's value
+/// or nullopt when it is symbolic; errors go to `why`.
+struct SizeEval {
+  explicit SizeEval(const std::string &text) : s(text) {}
+  const std::string &s;
+  size_t at = 0;
+  std::function<std::optional<int64_t>(const std::string &)> name;
+  bool symbolic = false;
+  std::string why;
+
+  std::optional<int64_t> fail(std::string w) {
+    if (why.empty())
+      why = std::move(w);
+    return std::nullopt;
+  }
+  std::optional<int64_t> atom() {
+    if (at < s.size() && s[at] == '(') {
+      ++at;
+      auto v = sum();
+      ++at; // `)`: the parser checked the text
+      return v;
+    }
+    size_t b = at;
+    while (at < s.size() && (std::isalnum((unsigned char)s[at]) || s[at] == '_'))
+      ++at;
+    std::string tok = s.substr(b, at - b);
+    if (std::isdigit((unsigned char)tok[0])) {
+      errno = 0;
+      long long v = std::strtoll(tok.c_str(), nullptr, 10);
+      if (errno)
+        return fail("does not fit in 64 bits");
+      return (int64_t)v;
+    }
+    auto v = name(tok);
+    if (!v)
+      symbolic = true;
+    return v ? v : std::optional<int64_t>(1);
+  }
+  std::optional<int64_t> product() {
+    auto v = atom();
+    while (v && at < s.size() && (s[at] == '*' || s[at] == '/')) {
+      char op = s[at++];
+      auto r = atom();
+      if (!r)
+        return r;
+      if (op == '*') {
+        v = checkedMul(*v, *r);
+        if (!v)
+          return fail("overflows 64 bits");
+      } else if (!symbolic) {
+        if (*r == 0)
+          return fail("divides by zero");
+        if (*v % *r != 0)
+          return fail("is not a whole number: " + std::to_string(*v) + " / " + std::to_string(*r) +
+                      " leaves a remainder");
+        v = *v / *r;
+      }
+    }
+    return v;
+  }
+  std::optional<int64_t> sum() {
+    auto v = product();
+    while (v && at < s.size() && (s[at] == '+' || s[at] == '-')) {
+      char op = s[at++];
+      auto r = product();
+      if (!r)
+        return r;
+      v = op == '+' ? checkedAdd(*v, *r) : checkedAdd(*v, -*r);
+      if (!v)
+        return fail("overflows 64 bits");
+    }
+    return v;
+  }
+};
+} // namespace
+
+std::optional<Dim> IRBuilder::sizeOf(const std::string &text,
+                                     const std::map<std::string, Dim> *symbols, SrcLoc loc) {
+  const std::map<std::string, Dim> *bound = symbols ? symbols : symbols_;
+  bool generic = symbols_ || symbols;
+  std::string unknown;
+  SizeEval ev(text);
+  ev.name = [&](const std::string &n) -> std::optional<int64_t> {
+    if (bound)
+      if (auto it = bound->find(n); it != bound->end())
+        return it->second.isSym() ? std::nullopt : std::optional<int64_t>(it->second.value);
+    if (auto c = constNamed(n))
+      return c;
+    // inside a generic function an unbound symbol stays symbolic
+    if (!generic && unknown.empty())
+      unknown = n;
+    return std::nullopt;
+  };
+  auto v = ev.sum();
+  if (!unknown.empty()) {
+    auto &d = diags().error(DiagId::UnknownName, loc, {unknown});
+    if (!didYouMean(d, unknown, namesInScope(), loc))
+      d.hint = "a size is an integer, a `let` constant (`let " + unknown +
+               " = 4`) or, in a function signature, a size symbol";
+    return std::nullopt;
+  }
+  if (!ev.why.empty()) {
+    diags().error(DiagId::BadSize, loc, {text, ev.why});
+    return std::nullopt;
+  }
+  if (ev.symbolic) {
+    // A single name keeps its symbol (bound to a symbolic size: that one).
+    if (bound)
+      if (auto it = bound->find(text); it != bound->end())
+        return it->second;
+    return Dim::symbol(text);
+  }
+  if (*v < 0) {
+    diags().error(DiagId::BadSize, loc, {text, "is negative (" + std::to_string(*v) + ")"});
+    return std::nullopt;
+  }
+  return Dim::lit(*v);
+}
+
 std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
                                                  const std::map<std::string, Dim> *symbols) {
   auto dt = parseDType(spec.dtype);
@@ -92,28 +223,11 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
   }
   Shape shape;
   for (size_t i = 0; i < spec.dims.size(); ++i) {
-    const std::string &d = spec.dims[i];
-    if (!d.empty() && std::isdigit((unsigned char)d[0])) {
-      shape.push_back(Dim::lit(std::stoll(d)));
-      continue;
-    }
-    const std::map<std::string, Dim> *bound = symbols ? symbols : symbols_;
-    if (bound) {
-      auto it = bound->find(d);
-      if (it != bound->end()) {
-        shape.push_back(it->second);
-        continue;
-      }
-    }
-    if (symbols_ || symbols) {
-      // inside a generic function: an unbound symbol stays symbolic
-      shape.push_back(Dim::symbol(d));
-      continue;
-    }
     SrcLoc l = i < spec.dimLocs.size() ? spec.dimLocs[i] : spec.loc;
-    diags().error(DiagId::UnknownName, l, {d}).hint =
-        "size symbols are only allowed in function signatures; write a number here";
-    return std::nullopt;
+    auto d = sizeOf(spec.dims[i], symbols, l);
+    if (!d)
+      return std::nullopt;
+    shape.push_back(*d);
   }
   if (!checkElements(shape, spec.loc))
     return std::nullopt;

@@ -77,6 +77,8 @@ enum class TokKind {
   AndAnd,
   OrOr,
   Bang,
+  Percent,
+  SlashSlash,
 };
 
 /// Spelling of a token kind for messages and tests (`]`, `let`, identifier).
@@ -122,6 +124,9 @@ private:
   int line_ = 1;
   std::vector<Bracket> brackets_;
   TokKind prev_ = TokKind::Newline, prev2_ = TokKind::Newline;
+  /// Nesting depth of the `for` header being read (its block brace is at
+  /// this depth), or -1.
+  int forDepth_ = -1;
   bool any_ = false;     ///< some token was returned
   bool endSent_ = false; ///< the trailing Newline before End was returned
   bool aborted_ = false;

@@ -20,8 +20,9 @@ static const T::token_kind_type kTokens[] = {
     T::TOK_RBRACE, T::TOK_COMMA,   T::TOK_COLON,   T::TOK_DOT,      T::TOK_DOTDOT,   T::TOK_ARROW,
     T::TOK_ASSIGN, T::TOK_PLUS,    T::TOK_MINUS,   T::TOK_STAR,     T::TOK_SLASH,    T::TOK_AT,
     T::TOK_POW,    T::TOK_EQ,      T::TOK_NE,      T::TOK_LT,       T::TOK_LE,       T::TOK_GT,
-    T::TOK_GE,     T::TOK_ANDAND,  T::TOK_OROR,    T::TOK_BANG};
-static_assert(sizeof(kTokens) / sizeof(kTokens[0]) == (size_t)TokKind::Bang + 1,
+    T::TOK_GE,     T::TOK_ANDAND,  T::TOK_OROR,    T::TOK_BANG,
+    T::TOK_PERCENT, T::TOK_SLASHSLASH};
+static_assert(sizeof(kTokens) / sizeof(kTokens[0]) == (size_t)TokKind::SlashSlash + 1,
               "kTokens must list every TokKind");
 
 BisonParser::symbol_type yylex(ParseContext &ctx) {
@@ -93,12 +94,15 @@ std::string describeSyntaxError(const std::vector<std::string> &expected, const 
   static const char *const kCmp[] = {"`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`"};
   if (std::find(std::begin(kCmp), std::end(kCmp), found) != std::end(kCmp) && !has("`<`"))
     return "comparisons do not chain, found " + what + "; combine them with `&&`";
-  if (items.size() > 6) {
-    // After a complete expression every binary operator could follow; leave
-    // them out and name what would end or close it.
+  bool closes = std::find(items.begin(), items.end(), "`]`") != items.end() ||
+                std::find(items.begin(), items.end(), "`)`") != items.end();
+  if (items.size() > 6 || closes) {
+    // After a complete expression (or size, `f32[2 * B`) every binary
+    // operator could follow; leave them out and name what would end or
+    // close it.
     static const char *const kContinue[] = {"`+`",  "`-`",  "`*`", "`/`",  "`@`", "`**`",
                                             "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`",
-                                            "`&&`", "`||`", "`(`", "`.`"};
+                                            "`&&`", "`||`", "`(`", "`.`",  "`%`", "`//`"};
     std::erase_if(items, [](const std::string &e) {
       return std::find(std::begin(kContinue), std::end(kContinue), e) != std::end(kContinue);
     });

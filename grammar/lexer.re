@@ -20,7 +20,8 @@ const char *tokKindName(TokKind k) {
       "`(`", "`)`", "`[`", "`]`", "`{`", "`}`",
       "`,`", "`:`", "`.`", "`..`", "`->`", "`=`",
       "`+`", "`-`", "`*`", "`/`", "`@`", "`**`",
-      "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`", "`&&`", "`||`", "`!`"};
+      "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`", "`&&`", "`||`", "`!`",
+      "`%`", "`//`"};
   return kNames[(int)k];
 }
 
@@ -206,6 +207,8 @@ Token Lexer::scan() {
       "&&" { return done(TokKind::AndAnd); }
       "||" { return done(TokKind::OrOr); }
       "!"  { return done(TokKind::Bang); }
+      "%"  { return done(TokKind::Percent); }
+      "//" { return done(TokKind::SlashSlash); }
       [\x80-\xff]+ {
         cur_ = (const char *)YYCURSOR;
         badChar(tok, cur_);
@@ -239,13 +242,24 @@ bool Lexer::track(const Token &t) {
     }
   };
   switch (t.kind) {
+  case TokKind::KwFor:
+    forDepth_ = (int)brackets_.size();
+    break;
+  case TokKind::Newline:
+  case TokKind::Semi:
+    forDepth_ = -1;
+    break;
   case TokKind::LParen: return push(Bracket::Paren);
   case TokKind::LBracket: return push(Bracket::Square);
   case TokKind::LBrace: {
     // `m{x: shard(0)}`: a brace right after a name is a layout, except after
-    // `for i in 0..n` / `for i in n` and `fn f`, where it opens a block.
-    bool layout = prev_ == TokKind::Name && prev2_ != TokKind::DotDot &&
+    // `fn f` and for the first brace of a `for` header at its own nesting
+    // level (`for i in 0..B*H {`), where it opens a block.
+    bool forBlock = forDepth_ == (int)brackets_.size();
+    bool layout = prev_ == TokKind::Name && !forBlock && prev2_ != TokKind::DotDot &&
                   prev2_ != TokKind::KwIn && prev2_ != TokKind::KwFn;
+    if (forBlock)
+      forDepth_ = -1;
     return push(layout ? Bracket::Layout : Bracket::Block);
   }
   case TokKind::RParen: pop(Bracket::Paren, Bracket::Paren); break;

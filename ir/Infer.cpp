@@ -127,6 +127,9 @@ std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) 
   case Op::Sigmoid:
   case Op::Sin:
   case Op::Cos:
+  case Op::Erf:
+  case Op::Log1p:
+  case Op::Expm1:
   case Op::Pow:
     if (auto e = need(isFloat(ops[0].dtype), DiagId::FloatOnly, 0))
       return e;

@@ -196,9 +196,21 @@ public:
       return;
     }
     case Op::Pow: {
+      // As PyTorch: an exponent of 0 gives the base no gradient (not
+      // 0 * 0^-1 = nan), and a base of 0 with an exponent >= 0 gives the
+      // exponent none (not 0 * log 0 = nan).
+      // The selects act on the operands, never on the cotangent (which may
+      // be partial).
       int bm1 = B.op(Op::Sub, {x[1], B.scalar(1, x[1])});
+      bm1 = B.op(Op::Select, {B.op(Op::Eq, {x[1], B.scalar(0, x[1])}), B.scalar(1, bm1), bm1});
       acc(0, B.op(Op::Mul, {g, B.op(Op::Mul, {x[1], B.op(Op::Pow, {x[0], bm1})})}));
-      acc(1, B.op(Op::Mul, {g, B.op(Op::Mul, {out, B.op(Op::Log, {x[0]})})}));
+      if (isFloat(T(x[1]).dtype)) {
+        int flat = B.op(Op::And, {B.op(Op::Eq, {x[0], B.scalar(0, x[0])}),
+                                  B.op(Op::Ge, {x[1], B.scalar(0, x[1])})});
+        int lg = B.op(Op::Log, {x[0]});
+        lg = B.op(Op::Select, {flat, B.scalar(0, lg), lg});
+        acc(1, B.op(Op::Mul, {g, B.op(Op::Mul, {out, lg})}));
+      }
       return;
     }
     case Op::Neg:
@@ -237,6 +249,23 @@ public:
     }
     case Op::Sin:
       acc(0, B.op(Op::Mul, {g, B.op(Op::Cos, {x[0]})}));
+      return;
+    case Op::Erf: { // 2 / sqrt(pi) * exp(-x^2)
+      int e = B.op(Op::Exp, {B.op(Op::Neg, {B.op(Op::Mul, {x[0], x[0]})})});
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Mul, {e, B.scalar(1.1283791670955126, e)})}));
+      return;
+    }
+    case Op::Log1p:
+      acc(0, B.op(Op::Div, {g, B.op(Op::Add, {x[0], B.scalar(1, x[0])})}));
+      return;
+    case Op::Expm1:
+      acc(0, B.op(Op::Mul, {g, B.op(Op::Add, {out, B.scalar(1, out)})}));
+      return;
+    case Op::Mod: // a - floor(a / b) * b: da = 1, db = -(a // b); `//` is flat
+      acc(0, g);
+      acc(1, B.op(Op::Neg, {B.op(Op::Mul, {g, B.op(Op::FloorDiv, {x[0], x[1]})})}));
+      return;
+    case Op::FloorDiv:
       return;
     case Op::Cos:
       acc(0, B.op(Op::Neg, {B.op(Op::Mul, {g, B.op(Op::Sin, {x[0]})})}));

@@ -6,6 +6,7 @@
 #include "support/Diagnostics.h"
 #include "support/Random.h"
 #include "runtime/RefKernelsUtil.h"
+#include "codegen/FloorMod.h"
 
 #include <cmath>
 #include <limits>
@@ -87,6 +88,12 @@ template <class T> T unaryOp(Op op, T v) {
       return std::sin(v);
     case Op::Cos:
       return std::cos(v);
+    case Op::Erf:
+      return std::erf(v);
+    case Op::Log1p:
+      return std::log1p(v);
+    case Op::Expm1:
+      return std::expm1(v);
     case Op::Not:
       return v == T(0) ? T(1) : T(0);
     default:
@@ -141,6 +148,10 @@ template <class T> T arith(Op op, T a, T b) {
       return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
     case Op::Minimum:
       return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
+    case Op::Mod:
+      return modF(a, b);
+    case Op::FloorDiv:
+      return floorDivF(a, b);
     default:
       break;
     }
@@ -165,6 +176,14 @@ template <class T> T arith(Op op, T a, T b) {
       return a < b ? b : a;
     case Op::Minimum:
       return b < a ? b : a;
+    case Op::Mod:
+      if constexpr (std::is_signed_v<T>)
+        return modI(a, b);
+      break;
+    case Op::FloorDiv:
+      if constexpr (std::is_signed_v<T>)
+        return floorDivI(a, b);
+      break;
     default:
       break;
     }

@@ -206,12 +206,13 @@ private:
       return;
     }
     case 1: { // unary
-      static const char *fu[] = {"exp(tanh(", "sin(", "relu(", "abs(", "sigmoid(", "-("};
+      static const char *fu[] = {"exp(tanh(", "sin(",  "relu(", "abs(", "sigmoid(",
+                                 "-(",        "gelu(", "erf(",  "softplus("};
       if (!fl) {
         define((bl ? "!(" : "-(") + pool_[v].name + ")", t);
         return;
       }
-      int k = pick(0, 5);
+      int k = pick(0, 8);
       std::string close = k == 0 ? "))" : ")";
       define(std::string(fu[k]) + pool_[v].name + close, t);
       return;

@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
     k.rank = 2;
     int x = k.load(k.addInput(t));
     for (KOp op : {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt,
-                   KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not}) {
+                   KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not,
+                   KOp::Erf, KOp::Log1p, KOp::Expm1}) {
       bool ok = op == KOp::Not         ? t == DType::Bool
                 : isTranscendental(op) ? isFloat(t)
                                        : t != DType::Bool;
@@ -162,7 +163,8 @@ int main(int argc, char **argv) {
     b.rank = 2;
     int p = b.load(b.addInput(t)), q = b.load(b.addInput(t));
     if (t != DType::Bool)
-      for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum})
+      for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum,
+                     KOp::Mod, KOp::FloorDiv})
         b.store(b.addOutput(t), b.binary(op, p, q));
     for (KOp op : {KOp::Eq, KOp::Ne, KOp::Lt, KOp::Le, KOp::Gt, KOp::Ge})
       b.store(b.addOutput(DType::Bool), b.binary(op, p, q));

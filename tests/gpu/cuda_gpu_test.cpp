@@ -137,7 +137,8 @@ TEST_CASE("cuda gpu: elementwise and reduction kernels match the interpreter") {
     k.name = std::string("arith_") + dtypeName(t);
     k.rank = 2;
     int a = k.load(k.addInput(t)), b = k.load(k.addInput(t));
-    for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Maximum, KOp::Minimum, KOp::Pow})
+    for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Maximum, KOp::Minimum, KOp::Pow,
+                   KOp::Mod, KOp::FloorDiv})
       k.store(k.addOutput(t), k.binary(op, a, b));
     k.store(k.addOutput(DType::Bool), k.binary(KOp::Lt, a, b));
     k.store(k.addOutput(DType::I32), k.cast(a, DType::I32));
@@ -158,7 +159,8 @@ TEST_CASE("cuda gpu: elementwise and reduction kernels match the interpreter") {
   u.name = "transcendental";
   u.rank = 1;
   int x = u.load(u.addInput(DType::F32));
-  for (KOp op : {KOp::Exp, KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Sqrt, KOp::Rsqrt})
+  for (KOp op : {KOp::Exp, KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Sqrt, KOp::Rsqrt,
+                 KOp::Erf, KOp::Log1p, KOp::Expm1})
     u.store(u.addOutput(DType::F32), u.unary(op, x));
   checkKernel(ctx, u, {4099}, false, 5e-7);
   Kernel rng;

@@ -26,7 +26,8 @@ Kernel unaryKernel(DType t) {
   k.rank = 2;
   int x = k.load(k.addInput(t));
   for (KOp op : {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt,
-                 KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not}) {
+                 KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not,
+                 KOp::Erf, KOp::Log1p, KOp::Expm1}) {
     bool ok = op == KOp::Not         ? t == DType::Bool
               : isTranscendental(op) ? isFloat(t)
                                      : t != DType::Bool;
@@ -42,7 +43,8 @@ Kernel binaryKernel(DType t) {
   k.name = std::string("binary_") + dtypeName(t);
   k.rank = 2;
   int a = k.load(k.addInput(t)), b = k.load(k.addInput(t));
-  for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum})
+  for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum,
+                 KOp::Mod, KOp::FloorDiv})
     if (t != DType::Bool)
       k.store(k.addOutput(t), k.binary(op, a, b));
   for (KOp op : {KOp::Eq, KOp::Ne, KOp::Lt, KOp::Le, KOp::Gt, KOp::Ge})

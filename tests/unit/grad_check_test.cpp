@@ -215,13 +215,17 @@ TEST_CASE("grad check: unary elementwise ops") {
     check(unaryCase(op, "x"));
   for (auto op : {"log", "sqrt", "rsqrt"})
     check(unaryCase(op, "x * x + 0.5"));
+  for (auto op : {"erf", "expm1", "gelu", "softplus", "square"})
+    check(unaryCase(op, "x"));
+  check(unaryCase("log1p", "x * x"));
   check(unaryCase("", "-x"));
 }
 
 TEST_CASE("grad check: binary ops with broadcasting") {
   for (auto e :
        {"x + y", "x - y", "x * y", "x / (y * y + 0.5)", "(x * x + 0.5) ** y", "pow(x * x + 0.5, y)",
-        "maximum(x, y)", "minimum(x, y)", "x * 2.0 - 3.0 / (y * y + 1.0)"}) {
+        "maximum(x, y)", "minimum(x, y)", "x * 2.0 - 3.0 / (y * y + 1.0)", "x % (y * y + 0.5)",
+        "(x * 3.0) // (y * y + 0.5) + x", "clamp(x, -0.5, y)"}) {
     // y: a row vector broadcast over the rows of x, then a column [5, 1]
     check({std::string("binary ") + e,
            {{"x", "f64[5, 3]"}, {"y", "f64[3]"}, {"c", "f64[5, 3]"}},
@@ -239,6 +243,19 @@ TEST_CASE("grad check: binary ops with broadcasting") {
             {kMesh22, {"m[x, _]", "m[x, _]", "m[x, _]"}},
             {kMesh22, {"m[_, y]", "m[_, _]", "m[_, y]"}}}});
   }
+}
+
+TEST_CASE("grad check: cumsum along an unsharded dim, other dims sharded") {
+  for (auto dim : {"0", "1"})
+    check(
+        {std::string("cumsum dim ") + dim,
+         {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+         std::string("  return sum(cumsum(x * x, dim=") + dim + ") * c)",
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_, _]"}},
+          {kMesh22, {dim[0] == '0' ? "m[_, y]" : "m[x, _]", dim[0] == '0' ? "m[_, y]" : "m[x, _]"}},
+          {kMesh3,
+           {dim[0] == '0' ? "m[_, x]" : "m[x, _]", dim[0] == '0' ? "m[_, x]" : "m[x, _]"}}}});
 }
 
 TEST_CASE("grad check: where (select)") {

@@ -1,0 +1,301 @@
+// This file implements the builtins that the IR builder writes as other ops
+// (frontend/BuildIR.h `composite`): math functions (`gelu`, `softplus`,
+// `clamp`, `square`, `isnan`, `isfinite`), index reductions (`argmax`,
+// `argmin`) and `cumsum`. Being built from checked ops, each one gets its
+// placement rule, its SPMD lowering, its kernels on every backend and its
+// gradient from theirs.
+#include "frontend/BuildIR.h"
+
+#include <cmath>
+
+namespace dt {
+
+/// A literal float operand for composite builtins.
+static EV number(double v) {
+  EV n;
+  n.literal = true;
+  n.number = v;
+  return n;
+}
+
+/// `t` with every partial placement made replicate.
+static TensorType withoutPartials(TensorType t) {
+  for (auto &p : t.placements)
+    if (p.isPartial())
+      p = Placement::replicate();
+  return t;
+}
+
+/// The `dim=` (keyword or second argument) of `e`, in [0, rank); -1 after
+/// reporting an error.
+static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &name, int rank) {
+  const ast::Expr *d = kwarg(e, "dim");
+  if (!d && e.args.size() > 1)
+    d = e.args[1].get();
+  if (!d) {
+    if (rank == 1)
+      return 0;
+    b.diags().error(DiagId::NeedsDim, e.loc, {name});
+    return -1;
+  }
+  EV v = b.expr(*d);
+  if (v.poison)
+    return -1;
+  int64_t i = 0;
+  if (!v.literal || !v.isInt) {
+    b.diags().error<DiagId::ExpectedInt>(d->loc);
+    return -1;
+  }
+  if (!b.literalInt(v, d->loc, i))
+    return -1;
+  if (i < 0)
+    i += rank;
+  if (i < 0 || i >= rank) {
+    b.diags().error(DiagId::BadDim, d->loc, {std::to_string(i), std::to_string(rank)});
+    return -1;
+  }
+  return i;
+}
+
+EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t) {
+  const ast::Expr *ex = e.args[0].get();
+  int64_t d = dimArgument(*this, e, name, t.rank());
+  if (d < 0)
+    return EV::bad();
+  if (t.dtype == DType::Bool) {
+    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"});
+    return EV::bad();
+  }
+  if (!t.shape[d].isSym() && t.shape[d].value == 0) {
+    diags().error(DiagId::EmptyArgReduce, e.loc, {name, std::to_string(d)});
+    return EV::bad();
+  }
+  Attrs dims;
+  dims.ints = {d};
+  // The extreme value, all-reduced when `d` is sharded, back in `x`'s rank...
+  bool isMax = name == "argmax";
+  EV m = emit(isMax ? Op::ReduceMax : Op::ReduceMin, {x}, {ex}, e.loc, dims);
+  if (m.poison)
+    return m;
+  TensorType k = typeOf(m.ids[0]);
+  k.shape = t.shape;
+  k.shape[d] = Dim::lit(1);
+  m = emit(Op::Reshape, {m}, {ex}, e.loc, {}, {k});
+  if (m.poison)
+    return m;
+  TensorType full = withoutPartials(typeOf(m.ids[0]));
+  if (full != typeOf(m.ids[0]))
+    m = emit(Op::Relayout, {m}, {ex}, e.loc, {}, {full});
+  // ...marks its positions (NaN: max/min propagate it, and only a NaN
+  // matches then, as numpy), and the smallest global index among them wins.
+  EV hit = emit(Op::Eq, {x, m}, {ex, ex}, e.loc);
+  EV nan = emit(Op::Ne, {x, x}, {ex, ex}, e.loc);
+  if (hit.poison || nan.poison)
+    return EV::bad();
+  hit = emit(Op::Or, {hit, nan}, {ex, ex}, e.loc);
+  TensorType it = t;
+  it.dtype = DType::I64;
+  EV idx = emit(Op::Iota, {}, {}, e.loc, dims, {it});
+  if (hit.poison || idx.poison)
+    return EV::bad();
+  EV none;
+  none.literal = none.isInt = true;
+  none.ival = INT64_MAX;
+  none.number = 0x1p63;
+  EV big = EV::one(materialize(none, typeOf(idx.ids[0]), e.loc));
+  EV sel = emit(Op::Select, {hit, idx, big}, {ex, ex, ex}, e.loc);
+  EV r = sel.poison ? sel : emit(Op::ReduceMin, {sel}, {ex}, e.loc, dims);
+  if (r.poison)
+    return r;
+  TensorType rf = withoutPartials(typeOf(r.ids[0]));
+  return rf == typeOf(r.ids[0]) ? r : emit(Op::Relayout, {r}, {ex}, e.loc, {}, {rf});
+}
+
+EV IRBuilder::cumsum(const ast::Expr &e, EV x, const TensorType &t) {
+  const ast::Expr *ex = e.args[0].get();
+  int64_t d = dimArgument(*this, e, "cumsum", t.rank());
+  if (d < 0)
+    return EV::bad();
+  if (t.dtype == DType::Bool) {
+    diags().error(DiagId::DTypeMismatch, e.loc, {"cumsum", "a numeric type", "bool"});
+    return EV::bad();
+  }
+  for (auto &p : t.placements)
+    if (p.isShard() && p.dim == d) {
+      auto &diag = diags().error(DiagId::CumsumSharded, e.loc, {std::to_string(d), t.str()});
+      TensorType r = t;
+      for (auto &q : r.placements)
+        if (q.isShard() && q.dim == d)
+          q = Placement::replicate();
+      conversionHint(diag, ex, t, r);
+      return EV::bad();
+    }
+  if (t.shape[d].isSym() || t.rank() > 25) {
+    diags().error(DiagId::CumsumSize, e.loc, {t.shape[d].str()});
+    return EV::bad();
+  }
+  // x contracted with the upper-triangular ones U[i, j] = (i <= j) over dim
+  // d: an einsum, so partial(sum) inputs, other sharded dims, every dtype's
+  // exact arithmetic and the gradient (a reversed cumsum) come from it.
+  int64_t n = t.shape[d].value;
+  TensorType ut = replicatedType(t.dtype, {Dim::lit(n), Dim::lit(n)}, t.mesh);
+  Attrs u;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      if (constInInts(t.dtype))
+        u.ints.push_back(i <= j);
+      else
+        u.floats.push_back(i <= j);
+    }
+  EV tri = emit(Op::Const, {}, {}, e.loc, u, {ut});
+  if (tri.poison)
+    return tri;
+  std::string in, out;
+  for (int i = 0; i < t.rank(); ++i)
+    in += (char)('a' + i);
+  out = in;
+  out[d] = 'z';
+  Attrs spec;
+  spec.str = in + "," + in[d] + "z->" + out;
+  auto scan = [&](EV v) { return emit(Op::Einsum, {v, tri}, {ex, nullptr}, e.loc, spec); };
+  if (!isFloat(t.dtype))
+    return scan(x);
+  // On floats a product with the zeros of U would let a later NaN or inf
+  // reach earlier sums (0 * inf = nan): sum the finite values, count the
+  // non-finite ones per prefix, and patch those prefixes.
+  if (t.hasPartial()) {
+    auto &diag = diags().error(DiagId::NonLinearPartial, e.loc, {"cumsum"});
+    diag.notes.push_back("a float `cumsum` handles NaN and inf elementwise, which a partial "
+                         "sum does not allow");
+    conversionHint(diag, ex, t, withoutPartials(t));
+    return EV::bad();
+  }
+  auto lit = [&](double v, const EV &like) {
+    return EV::one(materialize(number(v), typeOf(like.ids[0]), e.loc));
+  };
+  auto op = [&](Op o, std::vector<EV> a, std::vector<TensorType> given = {}) {
+    for (auto &v : a)
+      if (v.poison)
+        return EV::bad();
+    std::vector<const ast::Expr *> exs(a.size(), ex);
+    return emit(o, a, exs, e.loc, {}, given);
+  };
+  auto count = [&](EV mask) { // prefix counts of a bool mask, as x's dtype
+    if (mask.poison)
+      return mask;
+    TensorType ct = typeOf(mask.ids[0]);
+    ct.dtype = t.dtype;
+    EV c = op(Op::Cast, {mask}, {ct});
+    c = c.poison ? c : scan(c);
+    return c.poison ? c : op(Op::Gt, {c, number(0)});
+  };
+  EV fin = op(Op::Lt, {op(Op::Abs, {x}), number(INFINITY)});
+  EV finite = fin.poison ? fin : op(Op::Select, {fin, x, lit(0, x)});
+  EV sum = finite.poison ? finite : scan(finite);
+  EV nan = count(op(Op::Ne, {x, x}));
+  EV pos = count(op(Op::Eq, {x, number(INFINITY)}));
+  EV neg = count(op(Op::Eq, {x, number(-INFINITY)}));
+  if (sum.poison || nan.poison || pos.poison || neg.poison)
+    return EV::bad();
+  EV r = op(Op::Select, {neg, lit(-INFINITY, sum), sum});
+  r = op(Op::Select, {pos, lit(INFINITY, sum), r});
+  EV bad = op(Op::Or, {nan, op(Op::And, {pos, neg})});
+  return op(Op::Select, {bad, lit(NAN, sum), r});
+}
+
+bool IRBuilder::composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled) {
+  static const std::map<std::string, size_t> arity = {
+      {"square", 1},   {"clamp", 3},  {"gelu", 1},   {"softplus", 1}, {"isnan", 1},
+      {"isfinite", 1}, {"argmax", 2}, {"argmin", 2}, {"cumsum", 2}};
+  auto it = arity.find(name);
+  if (it == arity.end())
+    return false;
+  handled = true;
+  out = EV::bad();
+  bool dimmed = name == "argmax" || name == "argmin" || name == "cumsum";
+  if (e.args.empty() || e.args.size() > it->second || (!dimmed && e.args.size() != it->second)) {
+    diags().error(DiagId::ArgCount, e.loc,
+                  {name, std::to_string(it->second), std::to_string(e.args.size())});
+    return true;
+  }
+  EV x = expr(*e.args[0]);
+  if (x.poison)
+    return true;
+  if (!x.single()) {
+    diags().error<DiagId::BareNumberArg>(e.args[0]->loc, name);
+    return true;
+  }
+  const ast::Expr *ex = e.args[0].get();
+  const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
+  auto op = [&](Op o, std::vector<EV> a) {
+    std::vector<const ast::Expr *> exs(a.size(), nullptr);
+    exs[0] = ex;
+    return emit(o, a, exs, e.loc);
+  };
+  if (name == "cumsum") {
+    out = cumsum(e, x, t);
+    return true;
+  }
+  // Named for the builtin, not for the first op it is built from (cumsum,
+  // an einsum, is linear).
+  for (auto &p : t.placements)
+    if (p.isPartial()) {
+      auto &d = diags().error(DiagId::NonLinearPartial, e.loc, {name});
+      TensorType r = t;
+      for (auto &q : r.placements)
+        if (q.isPartial())
+          q = Placement::replicate();
+      conversionHint(d, ex, t, r);
+      return true;
+    }
+  if (name == "argmax" || name == "argmin") {
+    out = argReduce(name, e, x, t);
+    return true;
+  }
+  if ((name == "gelu" || name == "softplus") && !isFloat(t.dtype)) {
+    diags().error(DiagId::FloatOnly, e.loc, {name, t.str()});
+    return true;
+  }
+  if (name == "square") {
+    out = op(Op::Mul, {x, x});
+  } else if (name == "clamp") {
+    // minimum(maximum(x, lo), hi): NaN stays NaN; the gradient is 1 on
+    // [lo, hi] (bounds included, as PyTorch) and 0 outside.
+    EV lo = expr(*e.args[1]), hi = expr(*e.args[2]);
+    if (lo.poison || hi.poison)
+      return true;
+    EV m = emit(Op::Maximum, {x, lo}, {ex, e.args[1].get()}, e.loc);
+    out = m.poison ? m : emit(Op::Minimum, {m, hi}, {ex, e.args[2].get()}, e.loc);
+  } else if (name == "gelu") {
+    // x / 2 * (1 + erf(x / sqrt(2))), exact (not the tanh approximation);
+    // gelu(-inf) = 0 rather than -inf * 0.
+    EV v = op(Op::Mul, {x, number(0.7071067811865476)});
+    v = v.poison ? v : op(Op::Erf, {v});
+    v = v.poison ? v : op(Op::Add, {v, number(1)});
+    EV h = op(Op::Mul, {x, number(0.5)});
+    v = v.poison || h.poison ? EV::bad() : op(Op::Mul, {h, v});
+    EV ninf = op(Op::Eq, {x, number(-INFINITY)});
+    if (v.poison || ninf.poison)
+      return true;
+    EV zero = EV::one(materialize(number(0), typeOf(v.ids[0]), e.loc));
+    out = op(Op::Select, {ninf, zero, v});
+  } else if (name == "softplus") {
+    // log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x.
+    EV a = op(Op::Abs, {x});
+    a = a.poison ? a : op(Op::Neg, {a});
+    a = a.poison ? a : op(Op::Exp, {a});
+    a = a.poison ? a : op(Op::Log1p, {a});
+    EV m = op(Op::Maximum, {x, number(0)});
+    out = a.poison || m.poison ? EV::bad() : op(Op::Add, {m, a});
+  } else if (name == "isnan") {
+    out = op(Op::Ne, {x, x});    // only NaN differs from itself; false on integers
+  } else if (isFloat(t.dtype)) { // isfinite
+    EV a = op(Op::Abs, {x});
+    out = a.poison ? a : op(Op::Lt, {a, number(INFINITY)});
+  } else {
+    out = op(Op::Eq, {x, x}); // integers are finite
+  }
+  return true;
+}
+
+} // namespace dt

@@ -133,7 +133,12 @@ def main():
     t.send("\x1b[A\x1b[A\x1b[A\r")  # back past the two new inputs: `a + 1.0`
     t.expect("[2, 3, 4, 5] : ")
     t.expect("dt> ")
-    t.send("\x04")  # Ctrl-D leaves
+    # Ctrl-D leaves. Sent after a pause, as a person would: a ^D that arrives
+    # within microseconds of the prompt, while libedit is still switching the
+    # terminal to raw mode, is read as a cooked-mode EOF that libedit 3.1
+    # swallows (a known issue, noted in issue 11).
+    time.sleep(0.5)
+    t.send("\x04")
     assert t.wait(resend="\x04") == 0
     print("ok")
 

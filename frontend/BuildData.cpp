@@ -37,6 +37,8 @@ EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
            : "only a `.safetensors` file holds named tensors";
     return EV::bad();
   }
+  Attrs a;
+  a.str = path + (st ? "\n" + key : "");
   // A declared load of a file that does not exist yet (written by an
   // earlier `save` of the same run) is checked when it runs.
   std::error_code ec;
@@ -45,8 +47,6 @@ EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
       diags().error<DiagId::TensorFileBad>(e.args[0]->loc, path + ": no such file");
       return EV::bad();
     }
-    Attrs a;
-    a.str = path + (st ? "\n" + key : "");
     return emit(Op::LoadFile, {}, {}, e.loc, a, {*declared});
   }
   TensorFileEntry fe;
@@ -75,8 +75,6 @@ EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
       return EV::bad();
     }
   }
-  Attrs a;
-  a.str = path + (st ? "\n" + key : "");
   return emit(Op::LoadFile, {}, {}, e.loc, a, {t});
 }
 

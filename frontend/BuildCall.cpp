@@ -58,6 +58,12 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return loadCall(e, nullptr);
   if (name == "save")
     return saveCall(e);
+  if (name == "time")
+    return timeCall(e);
+  if (name == "load_checkpoint")
+    return loadCheckpointCall(e, nullptr);
+  if (name == "save_checkpoint")
+    return saveCheckpointCall(e);
   auto nargs = [&](size_t lo, size_t hi) {
     if (e.args.size() >= lo && e.args.size() <= hi)
       return true;
@@ -346,7 +352,8 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "erf",
       "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
       "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
-      "cumsum",     "load",       "save"};
+      "cumsum",     "load",       "save",       "time",
+      "load_checkpoint", "save_checkpoint"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

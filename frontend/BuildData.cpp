@@ -1,11 +1,14 @@
 // This file implements `load` and `save` of tensor files (support/TensorFile.h)
 // in the IR builder: the file's header is read at compile time, so a wrong
-// dtype or shape is a diagnostic at the call, not a run-time surprise.
+// dtype or shape is a diagnostic at the call, not a run-time surprise. Also
+// `time()`, the program's clock.
 #include "frontend/BuildIR.h"
 
+#include "support/Checkpoint.h"
 #include "support/TensorFile.h"
 
 #include <filesystem>
+#include <set>
 
 namespace dt {
 
@@ -116,6 +119,109 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
       a.str += "\n" + e.args[i - 1]->text;
   }
   return emit(Op::SaveFile, vals, exs, e.loc, a, {});
+}
+
+EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared) {
+  if (!s_.options.fileAccess) {
+    diags().error<DiagId::FileAccessOff>(e.loc, "load_checkpoint");
+    return EV::bad();
+  }
+  if (e.args.size() != 2 || !e.kwargs.empty() || e.args[0]->kind != ast::Expr::String ||
+      e.args[1]->kind != ast::Expr::String) {
+    diags().error<DiagId::LoadCheckpointArgs>(e.loc);
+    return EV::bad();
+  }
+  std::string dir = dataPath(e.args[0]->text, e.loc), name = e.args[1]->text;
+  Attrs a;
+  a.str = dir + "\n" + name;
+  // A checkpoint saved earlier in the same run is checked when it loads.
+  std::error_code ec;
+  if (declared && !std::filesystem::exists(dir, ec)) {
+    if (declared->hasPartial() || !isConcrete(declared->shape)) {
+      diags().error<DiagId::CheckpointBad>(e.args[0]->loc, dir + ": no such checkpoint");
+      return EV::bad();
+    }
+    return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {*declared});
+  }
+  CheckpointTensor ct;
+  try {
+    CheckpointIndex ix = readCheckpointIndex(dir);
+    auto it = ix.tensors.find(name);
+    if (it == ix.tensors.end())
+      throw TensorFileError(checkpointIndexPath(dir) + ": no tensor `" + name + "`");
+    ct = it->second;
+  } catch (const TensorFileError &err) {
+    diags().error<DiagId::CheckpointBad>(e.args[1]->loc, err.what());
+    return EV::bad();
+  }
+  DType dt = *parseDType(ct.dtype);
+  Shape shape;
+  for (int64_t d : ct.shape)
+    shape.push_back(Dim::lit(d));
+  std::string held = ct.dtype + shapeStr(shape);
+  TensorType t = declared ? *declared : TensorType{dt, shape, nullptr, {}};
+  if (declared) {
+    std::string what = e.args[0]->text + " " + name;
+    if (t.dtype != dt || !isConcrete(t.shape) || concreteDims(t.shape) != ct.shape) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held, t.str()).hint =
+          "declare `" + held + (t.isHost() ? "" : " @ ...") + "`, or cast/reshape after loading";
+      return EV::bad();
+    }
+    if (t.hasPartial()) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held, t.str()).hint =
+          "a checkpoint holds whole values: load it `replicate` or `shard`ed, then relayout";
+      return EV::bad();
+    }
+  }
+  return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {t});
+}
+
+EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
+  if (!s_.options.fileAccess) {
+    diags().error<DiagId::FileAccessOff>(e.loc, "save_checkpoint");
+    return EV::bad();
+  }
+  size_t n = e.args.size();
+  bool ok = n >= 3 && (n - 1) % 2 == 0 && e.kwargs.empty() &&
+            e.args[0]->kind == ast::Expr::String;
+  for (size_t i = 1; ok && i < n; i += 2) // a name is one line of the op's `str`
+    ok = e.args[i]->kind == ast::Expr::String && e.args[i]->text.find('\n') == std::string::npos;
+  if (!ok) {
+    diags().error<DiagId::SaveCheckpointArgs>(e.loc);
+    return EV::bad();
+  }
+  Attrs a;
+  a.str = dataPath(e.args[0]->text, e.loc);
+  std::vector<EV> vals;
+  std::vector<const ast::Expr *> exs;
+  std::set<std::string> seen;
+  for (size_t i = 2; i < n; i += 2) {
+    const std::string &name = e.args[i - 1]->text;
+    if (!seen.insert(name).second) {
+      diags().error<DiagId::CheckpointDuplicate>(e.args[i - 1]->loc, name);
+      return EV::bad();
+    }
+    EV v = expr(*e.args[i]);
+    if (v.poison)
+      return v;
+    if (v.literal || v.ids.size() != 1) {
+      diags().error<DiagId::NeedsTensor>(e.args[i]->loc, "save_checkpoint");
+      return EV::bad();
+    }
+    vals.push_back(v);
+    exs.push_back(e.args[i].get());
+    a.str += "\n" + name;
+  }
+  return emit(Op::SaveCheckpoint, vals, exs, e.loc, a, {});
+}
+
+EV IRBuilder::timeCall(const ast::Expr &e) {
+  if (!e.args.empty() || !e.kwargs.empty()) {
+    diags().error(DiagId::ArgCount, e.loc,
+                  {"time", "0", std::to_string(e.args.size() + e.kwargs.size())});
+    return EV::bad();
+  }
+  return emit(Op::Time, {}, {}, e.loc, Attrs{}, {TensorType{DType::F64, {}, nullptr, {}}});
 }
 
 } // namespace dt

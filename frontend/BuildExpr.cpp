@@ -437,6 +437,8 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
     };
     if (c == "load")
       return loadCall(init, &t);
+    if (c == "load_checkpoint")
+      return loadCheckpointCall(init, &t);
     if (c == "ones" || c == "zeros") {
       EV v;
       v.literal = v.isInt = true;

@@ -424,26 +424,60 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
   blk().insts.push_back(std::move(r));
 }
 
+EV IRBuilder::printItem(const ast::Expr &x) {
+  EV v = expr(x);
+  if (v.poison || !v.literal)
+    return v;
+  TensorType t = replicatedType(v.isBool  ? DType::Bool
+                                : v.isInt ? DType::I64
+                                          : DType::F32,
+                                {}, nullptr);
+  return EV::one(materialize(v, t, x.loc));
+}
+
 void IRBuilder::printStmt(const ast::Stmt &s) {
-  EV v = expr(*s.value);
-  if (v.poison)
+  // `print(x)`: one value a line (a tuple: one line per value), the form the
+  // reference comparison of `dtensorc verify` reads value by value.
+  if (s.values.size() == 1 && s.values[0]->kind != ast::Expr::String) {
+    const ast::Expr &x = *s.values[0];
+    EV v = printItem(x);
+    if (v.poison)
+      return;
+    for (int id : v.ids) {
+      Attrs a;
+      a.str = exprText(&x);
+      // The whole expression's span: the executor tells the collectives that
+      // lowering puts before this print from a `relayout` written inside it.
+      SrcLoc at = x.full.known() && x.full.endCol ? x.full : x.loc;
+      EV r = emit(Op::Print, {EV::one(id)}, {&x}, at, a);
+      (void)r;
+    }
     return;
-  if (v.literal) {
-    TensorType t = replicatedType(v.isBool  ? DType::Bool
-                                  : v.isInt ? DType::I64
-                                            : DType::F32,
-                                  {}, nullptr);
-    v = EV::one(materialize(v, t, s.value->loc));
   }
-  for (int id : v.ids) {
-    Attrs a;
-    a.str = exprText(s.value.get());
-    // The whole expression's span: the executor tells the collectives that
-    // lowering puts before this print from a `relayout` written inside it.
-    SrcLoc at = s.value->full.known() && s.value->full.endCol ? s.value->full : s.value->loc;
-    EV r = emit(Op::Print, {EV::one(id)}, {s.value.get()}, at, a);
-    (void)r;
+  // Several items or strings: one line, items separated by a space (Ops.def).
+  Attrs a;
+  a.flag = true;
+  std::vector<EV> vals;
+  std::vector<const ast::Expr *> exs;
+  for (auto &x : s.values) {
+    if (x->kind == ast::Expr::String) {
+      a.ints.insert(a.ints.end(), {-1, (int64_t)x->text.size()});
+      a.str += x->text;
+      continue;
+    }
+    EV v = printItem(*x);
+    if (v.poison)
+      return;
+    std::string label = exprText(x.get());
+    for (int id : v.ids) {
+      a.ints.insert(a.ints.end(), {(int64_t)vals.size(), (int64_t)label.size()});
+      a.str += label;
+      vals.push_back(EV::one(id));
+      exs.push_back(x.get());
+    }
   }
+  EV r = emit(Op::Print, vals, exs, s.loc, a);
+  (void)r;
 }
 
 void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {

@@ -151,6 +151,13 @@ public:
   EV loadCall(const ast::Expr &e, const TensorType *declared);
   /// `save(path, x)` / `save(path, "name", x, ...)`.
   EV saveCall(const ast::Expr &e);
+  /// `load_checkpoint(dir, name)`, `save_checkpoint(dir, name, value, ...)`.
+  EV loadCheckpointCall(const ast::Expr &e, const TensorType *declared);
+  EV saveCheckpointCall(const ast::Expr &e);
+  /// `time()`: the monotonic clock in seconds, a host f64 scalar.
+  EV timeCall(const ast::Expr &e);
+  /// One item of a `print`: a literal becomes a scalar value.
+  EV printItem(const ast::Expr &x);
   /// `path` relative to the folder of the source file of `loc`.
   std::string dataPath(const std::string &path, SrcLoc loc);
   /// Emits `op` on `operands` (poison in, poison out), reporting type errors

@@ -118,7 +118,7 @@ struct Stmt {
     Fn,     ///< `fn`
     For,    ///< `for name in lo..hi { body }`
     Return, ///< `return values`
-    Print,  ///< `print(expr)`
+    Print,  ///< `print(item, ...)`: string labels and values on one line
     Import, ///< `import name`
     ExprStmt,
   };
@@ -127,8 +127,8 @@ struct Stmt {
   std::vector<std::string> names; ///< Let/Var/Assign/For target names
   std::vector<SrcLoc> nameLocs;
   std::unique_ptr<TypeSpec> type; ///< Let/Var annotation (optional)
-  ExprPtr value;                  ///< Let/Var init, Assign value, Print arg, ExprStmt
-  std::vector<ExprPtr> values;    ///< Return values
+  ExprPtr value;                  ///< Let/Var init, Assign value, ExprStmt
+  std::vector<ExprPtr> values;    ///< Return values, Print items
   ExprPtr lo, hi;                 ///< For bounds
   std::vector<StmtPtr> body;      ///< For body
   std::unique_ptr<MeshDecl> mesh; ///< Mesh

@@ -269,7 +269,7 @@ public:
       break;
     case Stmt::Print:
       out += "print(";
-      expr(*s.value);
+      exprList(s.values);
       out += ')';
       break;
     case Stmt::ExprStmt:

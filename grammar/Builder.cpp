@@ -385,9 +385,9 @@ StmtPtr Builder::ret(std::vector<ExprPtr> values, const Span &s) {
   return st;
 }
 
-StmtPtr Builder::print(ExprPtr e, const Span &s) {
+StmtPtr Builder::print(std::vector<ExprPtr> items, const Span &s) {
   auto st = stmt(Stmt::Print, s);
-  st->value = std::move(e);
+  st->values = std::move(items);
   return st;
 }
 

@@ -96,7 +96,7 @@ public:
   ast::StmtPtr forStmt(const std::string &var, const Span &varLoc, ast::ExprPtr lo, ast::ExprPtr hi,
                        StmtList body, const Span &s);
   ast::StmtPtr ret(std::vector<ast::ExprPtr> values, const Span &s);
-  ast::StmtPtr print(ast::ExprPtr e, const Span &s);
+  ast::StmtPtr print(std::vector<ast::ExprPtr> items, const Span &s);
   ast::StmtPtr exprStmt(ast::ExprPtr e, const Span &s);
 
 private:

@@ -124,12 +124,13 @@ private:
         continue;
       }
       case Op::ToHost:
-      case Op::Print: {
-        TensorType t = f_.type(in.operands[0]);
-        if (!t.isHost())
-          in.operands[0] = emitMove(in.operands[0], replicated(t), -1, in.loc, out);
+      case Op::Print:
+        for (int &o : in.operands) {
+          TensorType t = f_.type(o);
+          if (!t.isHost())
+            o = emitMove(o, replicated(t), -1, in.loc, out);
+        }
         break;
-      }
       case Op::Mul:
       case Op::Div:
       case Op::MatMul:

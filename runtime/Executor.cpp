@@ -6,6 +6,7 @@
 #include "support/Diagnostics.h"
 #include "passes/Fusion.h"
 #include "ir/Printer.h"
+#include "runtime/CheckpointIO.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/Format.h"
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -166,6 +169,9 @@ private:
     case Op::SaveFile:
       saveFile(in, fr);
       return {};
+    case Op::SaveCheckpoint:
+      saveCheckpoint(in, fr);
+      return {};
     case Op::Grad:
       throw InternalError("executor: `grad` must be expanded by autodiff first");
     case Op::Relayout:
@@ -176,6 +182,8 @@ private:
     const TensorType &rt = fr.type(in.results.at(0));
     if (in.op == Op::ToHost)
       return {toHost(in, fr)};
+    if (in.op == Op::Time)
+      return {dev_.fromHost(timeValue(in))};
     if (!holds(rt))
       return {Slot{}};
     if (in.op == Op::Distribute)
@@ -391,7 +399,21 @@ private:
     std::vector<Slot> cur;
     for (int o : in.operands)
       cur.push_back(fr.vals.at(o));
-    for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
+    uint64_t n = forTripCount(lo, hi, step);
+    // Only the outermost loops of the entry function report progress.
+    LoopProgress *progress = rank_ == 0 && depth == 0 && loopNest_ == 0 ? sh_.opts.progress : nullptr;
+    struct Nest {
+      int &n;
+      LoopProgress *p;
+      ~Nest() {
+        --n;
+        if (p)
+          p->end();
+      }
+    } nest{++loopNest_, progress};
+    if (progress)
+      progress->begin(in.loc, n);
+    for (uint64_t k = 0; k < n; ++k) {
       int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
       iv.data<int64_t>()[0] = i; // a host scalar, then on the device
@@ -405,6 +427,8 @@ private:
           rs_.hold(*arg);
       }
       cur = block(body, fr, depth);
+      if (progress)
+        progress->step(k + 1);
     }
     return cur;
   }
@@ -412,6 +436,8 @@ private:
   /// Every rank gathers the printed value (and, for --components, its
   /// source) to world rank 0, which records it.
   void print(const Inst &in, Frame &fr) {
+    if (in.attrs.flag)
+      return printLine(in, fr);
     int id = in.operands.at(0), src = id;
     // The value as the program wrote it: before the gathers lowering put in
     // front of this print (they carry the print's source location, which
@@ -432,20 +458,75 @@ private:
     // Written as the program runs (a long loop shows its prints as it goes);
     // a stream that cannot take them (a full disk, a closed pipe) fails the
     // run rather than losing values.
-    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType};
+    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, {}};
+    std::string text = formatTensor(pv.value) + "\n";
+    if (sh_.opts.components)
+      text += "components of `" + pv.label + "`: " + pv.type.str() + "\n" +
+              formatComponents(pv.type, srcBlocks);
+    if (sh_.opts.visualize)
+      text += visualizeLayout(pv.type);
+    writeOutput(text);
+    sh_.printed->push_back(std::move(pv));
+  }
+
+  /// A `print` of several items (Ops.def): each value gathered to world rank
+  /// 0, which writes the one line.
+  void printLine(const Inst &in, Frame &fr) {
+    dev_.at(&in);
+    std::vector<HostTensor> globals;
+    std::string extra; // --components and --layout, after the line
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      int id = in.operands[k];
+      const TensorType &type = fr.type(id);
+      std::vector<Slot> blocks = gather(type, fr.vals.at(id));
+      std::vector<Slot> srcBlocks;
+      if (sh_.opts.components)
+        srcBlocks = gather(type, fr.vals.at(id), true);
+      if (rank_ != 0)
+        continue;
+      globals.push_back(assembleGlobal(type, blocks));
+      if (sh_.opts.components)
+        extra += "components of `" + printItemLabel(in.attrs, k) + "`: " + type.str() + "\n" +
+                 formatComponents(type, srcBlocks);
+      if (sh_.opts.visualize)
+        extra += visualizeLayout(type);
+    }
+    if (rank_ != 0)
+      return;
+    std::vector<const HostTensor *> vals;
+    for (auto &g : globals)
+      vals.push_back(&g);
+    PrintedValue pv;
+    pv.line = formatPrintLine(in.attrs, vals);
+    writeOutput(pv.line + "\n" + extra);
+    sh_.printed->push_back(std::move(pv));
+  }
+
+  /// Written as the program runs (a long loop shows its prints as it goes);
+  /// a stream that cannot take them (a full disk, a closed pipe) fails the
+  /// run rather than losing values.
+  void writeOutput(const std::string &text) {
+    if (sh_.opts.progress)
+      sh_.opts.progress->clear();
     std::ostream &out = sh_.out;
     errno = 0;
-    out << formatTensor(pv.value) << "\n";
-    if (sh_.opts.components)
-      out << "components of `" << pv.label << "`: " << pv.type.str() << "\n"
-          << formatComponents(pv.type, srcBlocks);
-    if (sh_.opts.visualize)
-      out << visualizeLayout(pv.type);
+    out << text;
     out.flush();
     if (!out)
       throw RuntimeFault(std::string("cannot write the output of `print`") +
                          (errno ? std::string(": ") + std::strerror(errno) : std::string()));
-    sh_.printed->push_back(std::move(pv));
+  }
+
+  /// `time()`: world rank 0 reads the monotonic clock and every rank gets its
+  /// reading, so a host value is the same on every rank.
+  HostTensor timeValue(const Inst &in) {
+    HostTensor t(DType::F64, {});
+    t.data<double>()[0] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    dev_.at(&in);
+    dev_.world().broadcast(t.raw(), 1, DType::F64, 0);
+    return t;
   }
 
   /// `save`: world rank 0 creates the file, then each block is written by
@@ -499,6 +580,86 @@ private:
     world.barrier();
   }
 
+  /// `save_checkpoint` (support/Checkpoint.h): world rank 0 makes the
+  /// temporary folder; each rank writes and syncs its shard (the blocks the
+  /// plan gives it, one on the host at a time); one all-reduce brings every
+  /// chunk checksum (disjoint slots) and every rank's failure flag to all;
+  /// rank 0 writes the index and swaps the folder in; a broadcast tells
+  /// every rank it is done, so a later `load_checkpoint` sees it.
+  void saveCheckpoint(const Inst &in, Frame &fr) {
+    std::vector<TensorType> types;
+    for (int o : in.operands)
+      types.push_back(fr.type(o));
+    CheckpointPlan plan = planCheckpoint(in, types, sh_.ids);
+    Communicator &world = dev_.world();
+    dev_.at(&in);
+    auto agree = [&](int32_t ok, const std::string &why, const char *others) {
+      world.broadcast(&ok, 1, DType::I32, 0);
+      if (!ok)
+        throw RuntimeFault(rank_ == 0 ? why : checkpointWhere(in) + ": " + others);
+    };
+    std::string why;
+    int32_t ok = 1;
+    if (rank_ == 0) {
+      try {
+        beginCheckpointSave(plan.dir);
+      } catch (const TensorFileError &e) {
+        ok = 0;
+        why = checkpointWhere(in) + ": " + e.what();
+      }
+    }
+    agree(ok, why, "rank 0 could not start the save");
+    // Slots: every chunk's checksum, then this rank's failure flag.
+    std::vector<int64_t> slots(plan.chunks + 1, 0), all(plan.chunks + 1, 0);
+    try {
+      std::optional<CheckpointShardWriter> w;
+      for (auto &b : plan.blocks) {
+        if (b.writer != rank_)
+          continue;
+        if (!w)
+          w.emplace(plan.dir, checkpointShardName(rank_), plan.index.chunkBytes);
+        const CheckpointBlock &cb =
+            plan.index.tensors.at(plan.names[b.operand]).blocks.at(b.tensorBlock);
+        HostTensor h = dev_.toHost(get(fr, in.operands[b.operand], in));
+        if ((uint64_t)h.bytes() != b.bytes)
+          throw InternalError("executor: rank " + std::to_string(rank_) + " holds " +
+                              std::to_string(h.bytes()) + " bytes of `" + plan.names[b.operand] +
+                              "`, its checkpoint block has " + std::to_string(b.bytes));
+        auto crcs = w->write(cb.offset, h.raw(), b.bytes);
+        for (size_t i = 0; i < crcs.size(); ++i)
+          slots[b.firstChunk + i] = crcs[i];
+      }
+      if (w)
+        w->finish();
+    } catch (const TensorFileError &e) {
+      slots.back() = 1;
+      why = checkpointWhere(in) + ": " + e.what();
+    }
+    // Test hook (tests/ckpt): die as a crash would, between shards.
+    if (rank_ == 0 && sh_.opts.crashInSave)
+      std::_Exit(86);
+    world.allReduce(slots.data(), all.data(), (int64_t)all.size(), DType::I64, ReduceOp::Sum);
+    if (all.back()) {
+      if (rank_ == 0)
+        abandonCheckpointSave(plan.dir);
+      throw RuntimeFault(slots.back() ? why
+                                      : checkpointWhere(in) + ": another rank could not write "
+                                                              "its shard");
+    }
+    if (rank_ == 0) {
+      try {
+        all.pop_back();
+        fillCheckpointChecksums(plan, all);
+        commitCheckpointSave(plan.dir, plan.index);
+      } catch (const TensorFileError &e) {
+        ok = 0;
+        why = checkpointWhere(in) + ": " + e.what();
+        abandonCheckpointSave(plan.dir);
+      }
+    }
+    agree(ok, why, "rank 0 could not complete the save");
+  }
+
   Executor::Shared &sh_;
   Device &dev_;
   int rank_;
@@ -507,6 +668,7 @@ private:
   std::vector<Slot *> argSlots_;            ///< kernel-call scratch (no allocation per op)
   std::vector<unsigned char> argDying_;
   std::map<const Mesh *, int64_t> meshRanks_;
+  int loopNest_ = 0; ///< `for` loops this rank is inside
 };
 
 } // namespace

@@ -49,6 +49,21 @@
 
 namespace dt {
 
+/// Told, on world rank 0, about each top-level `for` loop of the entry
+/// function as it runs (`dtensorc run --progress` draws it on a terminal).
+class LoopProgress {
+public:
+  virtual ~LoopProgress() = default;
+  /// A loop of `trips` iterations at `loc` starts.
+  virtual void begin(SrcLoc loc, uint64_t trips) = 0;
+  /// `done` iterations have finished.
+  virtual void step(uint64_t done) = 0;
+  /// The program is about to write output (the indicator makes room).
+  virtual void clear() = 0;
+  /// The loop ended (or failed).
+  virtual void end() = 0;
+};
+
 struct ExecOptions {
   /// World size; 0 = requiredRanks(module). Any other value must equal it.
   int ranks = 0;
@@ -71,6 +86,12 @@ struct ExecOptions {
   /// Release buffers after their last use, reuse them and run kernels in
   /// place (runtime/KernelRuntime.h); false keeps every value to the end.
   bool memoryPlan = true;
+  /// Progress of top-level loops (not owned; null: none).
+  LoopProgress *progress = nullptr;
+  /// Test hook: world rank 0 exits the process (as a crash would) in the
+  /// middle of a `save_checkpoint`, after writing its shard and before the
+  /// index (env DTENSOR_TEST_CRASH_IN_SAVE=1 for `dtensorc run`).
+  bool crashInSave = false;
 };
 
 /// Counters of the last run (`dtensorc run --stats`).
@@ -87,6 +108,7 @@ struct PrintedValue {
   std::string label;
   HostTensor value;
   TensorType type; ///< the program's type of the printed value (before any gather)
+  std::string line; ///< a `print` of several items: its whole line (label, value unset)
 };
 
 class Executor {

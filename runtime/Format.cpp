@@ -1,8 +1,11 @@
 // This file implements tensor formatting (see Format.h).
 #include "runtime/Format.h"
 
+#include "support/Errors.h"
+
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 
 namespace dt {
 
@@ -76,5 +79,54 @@ std::string formatTensor(const HostTensor &t) {
 }
 
 std::string formatTensorFull(const HostTensor &t) { return formatImpl(t, false); }
+
+namespace {
+
+/// Calls `f(operand or -1, text)` for each item of a line-form print.
+template <class F> void forEachPrintItem(const Attrs &a, size_t nvals, F f) {
+  if (a.ints.size() % 2)
+    throw InternalError("malformed `print`: its items need an even list of ints");
+  size_t pos = 0;
+  for (size_t i = 0; i < a.ints.size(); i += 2) {
+    int64_t k = a.ints[i], len = a.ints[i + 1];
+    if (k < -1 || k >= (int64_t)nvals || len < 0 || (uint64_t)len > a.str.size() - pos)
+      throw InternalError("malformed `print`: item " + std::to_string(i / 2) +
+                          " is out of range");
+    f(k, a.str.substr(pos, (size_t)len));
+    pos += (size_t)len;
+  }
+  if (pos != a.str.size())
+    throw InternalError("malformed `print`: its text is longer than its items");
+}
+
+} // namespace
+
+std::string formatPrintLine(const Attrs &a, const std::vector<const HostTensor *> &vals) {
+  if (!a.flag) {
+    if (vals.size() != 1)
+      throw InternalError("malformed `print`: one operand without items");
+    return formatTensor(*vals[0]);
+  }
+  std::string out;
+  bool first = true;
+  forEachPrintItem(a, vals.size(), [&](int64_t k, const std::string &text) {
+    if (!first)
+      out += ' ';
+    first = false;
+    out += k < 0 ? text : formatTensor(*vals[(size_t)k]);
+  });
+  return out;
+}
+
+std::string printItemLabel(const Attrs &a, size_t k) {
+  if (!a.flag)
+    return a.str;
+  std::string label;
+  forEachPrintItem(a, SIZE_MAX, [&](int64_t i, const std::string &text) {
+    if (i == (int64_t)k)
+      label = text;
+  });
+  return label;
+}
 
 } // namespace dt

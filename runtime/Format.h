@@ -7,9 +7,11 @@
 // shows its first and last 3 entries around `...`.
 #pragma once
 
+#include "ir/IR.h"
 #include "runtime/HostTensor.h"
 
 #include <string>
+#include <vector>
 
 namespace dt {
 
@@ -24,5 +26,13 @@ std::string formatElement(const HostTensor &t, int64_t i);
 std::string formatTensor(const HostTensor &t);
 /// Nested-list text of every element (no summary).
 std::string formatTensorFull(const HostTensor &t);
+
+/// The line of a `print` (without its newline): the items its attributes
+/// list (Ops.def `print`), strings as written and values formatted, joined by
+/// one space. `vals[k]` is operand k's global value. InternalError when the
+/// attributes are malformed.
+std::string formatPrintLine(const Attrs &a, const std::vector<const HostTensor *> &vals);
+/// The label of operand `k` of a line-form `print` (its source text).
+std::string printItemLabel(const Attrs &a, size_t k);
 
 } // namespace dt

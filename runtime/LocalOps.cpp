@@ -1,6 +1,7 @@
 // This file implements local compute on blocks (see LocalOps.h).
 #include "runtime/LocalOps.h"
 
+#include "runtime/CheckpointIO.h"
 #include "runtime/TensorIO.h"
 
 #include "support/Diagnostics.h"
@@ -90,6 +91,8 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
   }
   case Op::LoadFile: // only this rank's bytes of the file
     return loadFileBlock(in, t, b.offset, b.shape);
+  case Op::LoadCheckpoint: // only the saved chunks holding this rank's bytes
+    return loadCheckpointBlock(in, t, b.offset, b.shape);
   default:
     throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a source");
   }

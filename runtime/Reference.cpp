@@ -3,12 +3,14 @@
 // every op to its kernel in RefKernels.h.
 #include "runtime/Reference.h"
 
+#include "runtime/CheckpointIO.h"
 #include "runtime/TensorIO.h"
 
 #include "support/Diagnostics.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
 
+#include <chrono>
 #include <map>
 
 namespace dt {
@@ -205,12 +207,59 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
   case Op::Distribute:
   case Op::ToHost:
     return one(opnd(0)); // placements do not change global values
-  case Op::Print:
-    out_ << formatTensor(opnd(0)) << "\n";
+  case Op::Print: {
+    std::vector<const HostTensor *> vals;
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      vals.push_back(&opnd(k));
+    out_ << formatPrintLine(in.attrs, vals) << "\n";
     return {};
+  }
+  case Op::Time: {
+    HostTensor t(DType::F64, {});
+    t.data<double>()[0] = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+    return one(std::move(t));
+  }
   case Op::LoadFile: {
     auto dims = fr.dims(resType());
     return one(loadFileBlock(in, resType(), std::vector<int64_t>(dims.size(), 0), dims));
+  }
+  case Op::LoadCheckpoint: {
+    auto dims = fr.dims(resType());
+    return one(loadCheckpointBlock(in, resType(), std::vector<int64_t>(dims.size(), 0), dims));
+  }
+  case Op::SaveCheckpoint: {
+    // One writer holding every value whole: one shard file, a block a value.
+    std::vector<TensorType> types;
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      Shape s;
+      for (int64_t d : opnd(k).shape)
+        s.push_back(Dim::lit(d));
+      types.push_back(TensorType{opnd(k).dtype, s, nullptr, {}});
+    }
+    CheckpointPlan plan = planCheckpoint(in, types, {0});
+    std::vector<int64_t> slots(plan.chunks, 0);
+    try {
+      beginCheckpointSave(plan.dir);
+      if (!plan.blocks.empty()) {
+        CheckpointShardWriter w(plan.dir, checkpointShardName(0), plan.index.chunkBytes);
+        for (auto &b : plan.blocks) {
+          const CheckpointBlock &cb =
+              plan.index.tensors.at(plan.names[b.operand]).blocks.at(b.tensorBlock);
+          auto crcs = w.write(cb.offset, opnd(b.operand).raw(), b.bytes);
+          for (size_t i = 0; i < crcs.size(); ++i)
+            slots[b.firstChunk + i] = crcs[i];
+        }
+        w.finish();
+      }
+      fillCheckpointChecksums(plan, slots);
+      commitCheckpointSave(plan.dir, plan.index);
+    } catch (const TensorFileError &err) {
+      abandonCheckpointSave(plan.dir);
+      throw RuntimeFault(checkpointWhere(in) + ": " + err.what());
+    }
+    return {};
   }
   case Op::SaveFile: {
     std::vector<TensorType> types; // host types of the actual (concrete) shapes

@@ -16,6 +16,7 @@ const Flag kFlags[] = {
     {"no-jit", nullptr, false},     {"no-fusion", nullptr, false},   {"no-reuse", nullptr, false},
     {"print-after", "STEP", false}, {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},          {"fault-timeout", "SECONDS", false},
+    {"progress", nullptr, false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -55,9 +56,12 @@ const std::vector<Command> &commands() {
        "(or srun) `mpi` is the default: each process runs one world rank and rank 0\n"
        "prints; a rank that waits in a collective longer than --fault-timeout (default\n"
        "60 s, env DTENSOR_FAULT_TIMEOUT), or whose peer exits or crashes, ends the job\n"
-       "with one line naming the rank, the collective and the source line.",
+       "with one line naming the rank, the collective and the source line.\n"
+       "--progress draws, when stderr is a terminal, one line for each top-level `for`\n"
+       "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
+       "when stderr is not a terminal it writes nothing.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse", "fault-timeout"}),
+                      "no-fusion", "no-reuse", "fault-timeout", "progress"}),
        {}},
       {"explain",
        "dtensorc explain FILE",

@@ -13,6 +13,7 @@
 #include "runtime/Verify.h"
 #include "support/Errors.h"
 #include "tools/CommandLine.h"
+#include "tools/Progress.h"
 #include "tools/ReplTerminal.h"
 
 #include <cstdlib>
@@ -127,6 +128,10 @@ int main(int argc, char **argv) {
   so.exec.visualize = a.flags.count("visualize") > 0;
   so.exec.jit = !a.flags.count("no-jit");
   so.exec.memoryPlan = !a.flags.count("no-reuse");
+  so.exec.crashInSave = std::getenv("DTENSOR_TEST_CRASH_IN_SAVE") != nullptr;
+  dtcli::TerminalProgress progress(2);
+  if (a.flags.count("progress") && progress.active())
+    so.exec.progress = &progress;
   try {
     if (a.cmd == "repl") {
       ReplOptions ro;

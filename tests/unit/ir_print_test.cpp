@@ -127,6 +127,12 @@ Module everyOpModule() {
   int lf = b.emit(Op::LoadFile, {}, f23, strAttr("/tmp/m.safetensors\nlayers.0.w"));
   b.emit(Op::SaveFile, {lf, acc}, nullptr, strAttr("/tmp/o.safetensors\na\nb"));
   b.emit(Op::Print, {acc}, nullptr, strAttr("acc \"quoted\"\n"));
+  b.emit(Op::Time, {}, ty(DType::F64, {}), {});
+  int lc = b.emit(Op::LoadCheckpoint, {}, f23, strAttr("/tmp/ckpt\nw"));
+  b.emit(Op::SaveCheckpoint, {lc, acc}, nullptr, strAttr("/tmp/ckpt2\na\nb"));
+  Attrs line = strAttr("stepacc", {-1, 4, 0, 3});
+  line.flag = true; // print("step", acc): a line of items
+  b.emit(Op::Print, {acc}, nullptr, line);
   b.ret({});
   return mod;
 }
@@ -191,7 +197,9 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find(":i: i64[], %") != std::string::npos);
   CHECK(text.find("  } : f32[2, 3]\n") != std::string::npos);
   CHECK(text.find("  print %") != std::string::npos);
-  CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n  return\n}\n") != std::string::npos);
+  CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n") != std::string::npos);
+  CHECK(text.find("  print %67 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("ir print: text in, same text out") {

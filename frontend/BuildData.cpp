@@ -136,24 +136,27 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
   a.str = dir + "\n" + name;
   // A checkpoint saved earlier in the same run is checked when it loads.
   std::error_code ec;
-  if (declared && !std::filesystem::exists(dir, ec)) {
+  if (declared && (st_.checkpointsSaved.count(dir) || !std::filesystem::exists(dir, ec))) {
     if (declared->hasPartial() || !isConcrete(declared->shape)) {
       diags().error<DiagId::CheckpointBad>(e.args[0]->loc, dir + ": no such checkpoint");
       return EV::bad();
     }
     return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {*declared});
   }
-  CheckpointTensor ct;
+  CheckpointIndex ix;
   try {
-    CheckpointIndex ix = readCheckpointIndex(dir);
-    auto it = ix.tensors.find(name);
-    if (it == ix.tensors.end())
-      throw TensorFileError(checkpointIndexPath(dir) + ": no tensor `" + name + "`");
-    ct = it->second;
+    ix = readCheckpointIndex(dir);
   } catch (const TensorFileError &err) {
-    diags().error<DiagId::CheckpointBad>(e.args[1]->loc, err.what());
+    diags().error<DiagId::CheckpointBad>(e.args[0]->loc, err.what());
     return EV::bad();
   }
+  auto it = ix.tensors.find(name);
+  if (it == ix.tensors.end()) {
+    diags().error<DiagId::CheckpointBad>(e.args[1]->loc,
+                                         checkpointIndexPath(dir) + ": no tensor `" + name + "`");
+    return EV::bad();
+  }
+  const CheckpointTensor &ct = it->second;
   DType dt = *parseDType(ct.dtype);
   Shape shape;
   for (int64_t d : ct.shape)
@@ -212,6 +215,7 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
     exs.push_back(e.args[i].get());
     a.str += "\n" + name;
   }
+  st_.checkpointsSaved.insert(dataPath(e.args[0]->text, e.loc));
   return emit(Op::SaveCheckpoint, vals, exs, e.loc, a, {});
 }
 

@@ -84,6 +84,10 @@ struct Compilation::BuilderState {
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
   std::map<std::string, Binding> globals;              ///< top-level names
   std::set<std::string> imported;
+  /// Checkpoint folders a `save_checkpoint` writes earlier in the program: a
+  /// later `load_checkpoint` of one is checked when it runs, not against
+  /// what the folder holds at compile time.
+  std::set<std::string> checkpointsSaved;
   int instanceCounter = 0;
 };
 

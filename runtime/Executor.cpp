@@ -593,10 +593,19 @@ private:
     CheckpointPlan plan = planCheckpoint(in, types, sh_.ids);
     Communicator &world = dev_.world();
     dev_.at(&in);
-    auto agree = [&](int32_t ok, const std::string &why, const char *others) {
+    // A failure is every rank's, with the failing rank's message (sent as
+    // bytes), so the run reports the cause whichever rank it names.
+    auto failWith = [&](std::string why, int root) {
+      int64_t n = (int64_t)why.size();
+      world.broadcast(&n, 1, DType::I64, root);
+      why.resize((size_t)n);
+      world.broadcast(why.data(), n, DType::Bool, root);
+      throw RuntimeFault(why);
+    };
+    auto agree = [&](int32_t ok, const std::string &why) {
       world.broadcast(&ok, 1, DType::I32, 0);
       if (!ok)
-        throw RuntimeFault(rank_ == 0 ? why : checkpointWhere(in) + ": " + others);
+        failWith(why, 0);
     };
     std::string why;
     int32_t ok = 1;
@@ -608,7 +617,7 @@ private:
         why = checkpointWhere(in) + ": " + e.what();
       }
     }
-    agree(ok, why, "rank 0 could not start the save");
+    agree(ok, why);
     // Slots: every chunk's checksum, then this rank's failure flag.
     std::vector<int64_t> slots(plan.chunks + 1, 0), all(plan.chunks + 1, 0);
     try {
@@ -642,9 +651,9 @@ private:
     if (all.back()) {
       if (rank_ == 0)
         abandonCheckpointSave(plan.dir);
-      throw RuntimeFault(slots.back() ? why
-                                      : checkpointWhere(in) + ": another rank could not write "
-                                                              "its shard");
+      int64_t mine = slots.back() ? rank_ : INT64_MAX, first = 0;
+      world.allReduce(&mine, &first, 1, DType::I64, ReduceOp::Min);
+      failWith(why, (int)first);
     }
     if (rank_ == 0) {
       try {
@@ -657,7 +666,7 @@ private:
         abandonCheckpointSave(plan.dir);
       }
     }
-    agree(ok, why, "rank 0 could not complete the save");
+    agree(ok, why);
   }
 
   Executor::Shared &sh_;

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Checkpoints under faults, each case on a fresh copy of the committed
+fixture (tests/data/ckpt_small) in a temporary folder:
+
+* a flipped byte in a shard: a checksum error naming the shard and tensor;
+* a truncated or deleted shard: an error naming the shard and tensor;
+* a malformed index: a compile error naming the index;
+* a save killed between shards (DTENSOR_TEST_CRASH_IN_SAVE): the previous
+  checkpoint still loads with its values and the target folder holds no part
+  of the new one; the next save succeeds and cleans up;
+* a save over a folder that is not a checkpoint is refused, the folder kept;
+* under mpirun (one rank a process), ok_checkpoint_reshard.dt prints what
+  the cpu backend prints (skipped without mpirun).
+
+Never a crash (exit codes 0, 1 or the hook's 86 only) or a wrong value.
+
+usage: ckpt_faults.py DTENSORC
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+DTENSORC = sys.argv[1]
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "data", "ckpt_small")
+LOAD = """mesh m = [x = 3]
+let w : f32[4, 3] @ m[_, x] = load_checkpoint("ck", "w")
+let v : f32[5] @ m[x] = load_checkpoint("ck", "v")
+print("w", relayout(w, m[_, _]), "v", relayout(v, m[_]))
+"""
+GOOD = "w [[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12]] v [0.5, 1.5, 2.5, 3.5, 4.5]\n"
+failures = []
+
+
+def run(folder, text, env=None):
+    path = os.path.join(folder, "prog.dt")
+    with open(path, "w") as f:
+        f.write(text)
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run([DTENSORC, "run", path], capture_output=True, text=True, timeout=120, env=e)
+    return r.returncode, r.stdout, r.stderr
+
+
+def case(name, mutate, want_rc, want_err, want_out=""):
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copytree(FIXTURE, os.path.join(d, "ck"))
+        mutate(os.path.join(d, "ck"))
+        rc, out, err = run(d, LOAD)
+        ok = rc == want_rc and want_err in err and out == want_out
+        if not ok:
+            failures.append("%s: rc %d, stdout %r, stderr %r" % (name, rc, out, err))
+        print(("PASS " if ok else "FAIL ") + name)
+
+
+def flip(path, at):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x10]))
+
+
+def truncate(path, n):
+    with open(path, "r+b") as f:
+        f.truncate(n)
+
+
+case("intact", lambda ck: None, 0, "", GOOD)
+case("flipped byte", lambda ck: flip(os.path.join(ck, "rank-00001.bin"), 5), 1,
+     "rank-00001.bin: checksum mismatch in tensor `w`")
+case("flipped byte in v", lambda ck: flip(os.path.join(ck, "rank-00001.bin"), 26), 1,
+     "rank-00001.bin: checksum mismatch in tensor `v`")
+case("truncated shard", lambda ck: truncate(os.path.join(ck, "rank-00001.bin"), 10), 1,
+     "rank-00001.bin: shard of tensor `w` is truncated")
+case("deleted shard", lambda ck: os.remove(os.path.join(ck, "rank-00000.bin")), 1,
+     "rank-00000.bin: cannot open shard of tensor `w`")
+case("bad index json", lambda ck: open(os.path.join(ck, "index.json"), "w").write("{\"format\": "), 1,
+     "index.json: malformed checkpoint index")
+case("index checksum changed",
+     lambda ck: open(os.path.join(ck, "index.json"), "w").write(
+         open(os.path.join(FIXTURE, "index.json")).read().replace("520318861", "520318862")), 1,
+     "checksum mismatch in tensor `w`")
+case("deleted index", lambda ck: os.remove(os.path.join(ck, "index.json")), 1,
+     "index.json: No such file or directory")
+
+# A save killed between shards leaves the previous checkpoint whole.
+SAVE = """mesh m = [x = 4]
+let w : f32[4, 3] @ m[x, _] = full(%s)
+let v : f32[5] @ m[x] = full(%s)
+save_checkpoint("ck", "w", w, "v", v)
+"""
+with tempfile.TemporaryDirectory() as d:
+    shutil.copytree(FIXTURE, os.path.join(d, "ck"))
+    before = sorted(os.listdir(os.path.join(d, "ck")))
+    rc, out, err = run(d, SAVE % (9, 9), {"DTENSOR_TEST_CRASH_IN_SAVE": "1"})
+    after = sorted(os.listdir(os.path.join(d, "ck")))
+    rc2, out2, err2 = run(d, LOAD)
+    ok = rc == 86 and after == before and rc2 == 0 and out2 == GOOD
+    print(("PASS " if ok else "FAIL ") + "crash mid-save keeps the previous checkpoint")
+    if not ok:
+        failures.append("crash: rc %d %r, files %r -> %r, reload rc %d %r %r" %
+                        (rc, err, before, after, rc2, out2, err2))
+    rc, out, err = run(d, SAVE % (2, 3))
+    rc2, out2, err2 = run(d, LOAD)
+    ok = (rc == 0 and rc2 == 0 and out2 == "w [[2, 2, 2], [2, 2, 2], [2, 2, 2], [2, 2, 2]] v [3, 3, 3, 3, 3]\n"
+          and not os.path.exists(os.path.join(d, "ck.tmp")))
+    print(("PASS " if ok else "FAIL ") + "the next save replaces it and cleans up")
+    if not ok:
+        failures.append("resave: rc %d %r, reload rc %d %r %r" % (rc, err, rc2, out2, err2))
+    # A folder that is not a checkpoint is never replaced.
+    os.mkdir(os.path.join(d, "data"))
+    open(os.path.join(d, "data", "keep.txt"), "w").write("mine")
+    rc, out, err = run(d, (SAVE % (1, 1)).replace('"ck"', '"data"'))
+    ok = rc == 1 and "exists and is not a checkpoint" in err and \
+        open(os.path.join(d, "data", "keep.txt")).read() == "mine"
+    print(("PASS " if ok else "FAIL ") + "a folder that is not a checkpoint is kept")
+    if not ok:
+        failures.append("not a checkpoint: rc %d %r" % (rc, err))
+
+# Ranks as processes: the same values as the cpu backend.
+mpirun = shutil.which("mpirun")
+if mpirun:
+    prog = os.path.join(HERE, "..", "lang", "ok_checkpoint_reshard.dt")
+    want = "".join(l[len("# expect: "):] for l in open(prog) if l.startswith("# expect: "))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    text = open(prog).read().replace("/tmp/dt_lang_ckpt_reshard", "/tmp/dt_mpi_ckpt_reshard")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "prog.dt")
+        open(path, "w").write(text)
+        r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", DTENSORC,
+                            "run", path, "--backend", "mpi"], capture_output=True, text=True,
+                           timeout=180, env=env)
+        ok = r.returncode == 0 and r.stdout == want
+        print(("PASS " if ok else "FAIL ") + "mpi: save and load with ranks as processes")
+        if not ok:
+            failures.append("mpi: rc %d %r %r" % (r.returncode, r.stdout, r.stderr))
+else:
+    print("SKIP mpi: no mpirun")
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)

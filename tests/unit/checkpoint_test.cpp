@@ -1,0 +1,306 @@
+// Unit tests of checkpoints on disk (support/Checkpoint.h, support/Crc32c.h):
+// the checksum, the index writer and its hardened reader, and region reads
+// of every layout from blocks of another, with checksum failures.
+#include "support/Checkpoint.h"
+#include "support/Crc32c.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+using namespace dt;
+
+namespace {
+
+std::string tempDir(const char *tag) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("dt_ckpt_" + std::string(tag) + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::remove_all(p.string() + ".tmp");
+  return p.string();
+}
+
+/// torch.chunk blocks of `n` over `k`: (start, size) per part.
+std::vector<std::pair<int64_t, int64_t>> chunks(int64_t n, int64_t k) {
+  int64_t c = (n + k - 1) / k;
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t s = std::min(n, i * c), e = std::min(n, (i + 1) * c);
+    r.push_back({s, e - s});
+  }
+  return r;
+}
+
+/// A 2-D grid of blocks: rows split `pr` ways, columns `pc` ways.
+struct Grid {
+  std::vector<std::vector<int64_t>> start, shape;
+};
+Grid grid(int64_t rows, int64_t cols, int64_t pr, int64_t pc) {
+  Grid g;
+  for (auto [rs, rn] : chunks(rows, pr))
+    for (auto [cs, cn] : chunks(cols, pc)) {
+      g.start.push_back({rs, cs});
+      g.shape.push_back({rn, cn});
+    }
+  return g;
+}
+
+/// Saves the `rows` x `cols` array `data` (element size `es`) as blocks of
+/// `saved`, one shard file per block, chunks of `chunk` bytes.
+CheckpointIndex saveGrid(const std::string &dir, const std::vector<unsigned char> &data,
+                         int64_t rows, int64_t cols, int64_t es, const std::string &dtype,
+                         const Grid &saved, uint64_t chunk) {
+  CheckpointIndex ix;
+  ix.chunkBytes = chunk;
+  CheckpointTensor t;
+  t.dtype = dtype;
+  t.shape = {rows, cols};
+  beginCheckpointSave(dir);
+  for (size_t k = 0; k < saved.start.size(); ++k) {
+    int64_t r0 = saved.start[k][0], c0 = saved.start[k][1];
+    int64_t rn = saved.shape[k][0], cn = saved.shape[k][1];
+    if (rn * cn == 0)
+      continue;
+    std::vector<unsigned char> blk;
+    for (int64_t r = r0; r < r0 + rn; ++r)
+      blk.insert(blk.end(), data.begin() + (r * cols + c0) * es,
+                 data.begin() + (r * cols + c0 + cn) * es);
+    CheckpointBlock b;
+    b.file = checkpointShardName((int)k);
+    b.offset = 8 * k; // not at 0: offsets are honoured
+    b.start = saved.start[k];
+    b.shape = saved.shape[k];
+    CheckpointShardWriter w(dir, b.file, chunk);
+    b.crcs = w.write(b.offset, blk.data(), blk.size());
+    w.finish();
+    t.blocks.push_back(b);
+  }
+  ix.tensors["t"] = t;
+  commitCheckpointSave(dir, ix);
+  return ix;
+}
+
+std::string expectBad(const std::string &text) {
+  try {
+    parseCheckpointIndex(text, "ix.json");
+  } catch (const TensorFileError &e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string validIndex(const std::string &tensorBody) {
+  return "{\"format\": \"dtensor-checkpoint\", \"version\": 1, \"chunk_bytes\": 16, "
+         "\"tensors\": {\"w\": {" +
+         tensorBody + "}}}";
+}
+
+const char *kMeta =
+    "\"mesh_axes\": [\"x\"], \"mesh_shape\": [2], \"mesh_devices\": [0, 1], "
+    "\"placements\": [\"shard(0)\"], ";
+
+} // namespace
+
+TEST_CASE("crc32c: the standard check value, incremental, hardware = table") {
+  const char *s = "123456789";
+  CHECK(crc32c(0, s, 9) == 0xE3069283u);
+  CHECK(crc32c(crc32c(0, s, 4), s + 4, 5) == 0xE3069283u);
+  CHECK(crc32c(0, "", 0) == 0u);
+  // Every length and alignment near the 8-byte steps against bytewise.
+  std::vector<unsigned char> buf(100);
+  for (size_t i = 0; i < buf.size(); ++i)
+    buf[i] = (unsigned char)(i * 37 + 11);
+  for (size_t off = 0; off < 9; ++off)
+    for (size_t n = 0; n + off <= buf.size(); n += 7) {
+      uint32_t one = 0;
+      for (size_t i = 0; i < n; ++i)
+        one = crc32c(one, &buf[off + i], 1);
+      CHECK(crc32c(0, &buf[off], n) == one);
+    }
+}
+
+TEST_CASE("checkpoint index: writes and reads back every field") {
+  CheckpointIndex ix;
+  ix.chunkBytes = 32;
+  CheckpointTensor t;
+  t.dtype = "i64";
+  t.shape = {3, 5};
+  t.meshAxes = {"a", "b"};
+  t.meshShape = {2, 2};
+  t.meshDevices = {4, 5, 6, 7};
+  t.placements = {"shard(1)", "replicate"};
+  t.blocks.push_back({"rank-00000.bin", 0, {0, 0}, {3, 3}, {1, 2, 3}});
+  t.blocks.push_back({"rank-00002.bin", 72, {0, 3}, {3, 2}, {4294967295u, 0}});
+  ix.tensors["layers.0.w \"quoted\"\n"] = t;
+  CheckpointTensor s;
+  s.dtype = "bool";
+  s.blocks.push_back({"rank-00000.bin", 120, {}, {}, {9}});
+  ix.tensors["step"] = s;
+  CheckpointTensor e; // an empty tensor has no blocks
+  e.dtype = "f32";
+  e.shape = {0, 4};
+  ix.tensors["empty"] = e;
+  std::string text = writeCheckpointIndex(ix);
+  CheckpointIndex back = parseCheckpointIndex(text, "ix.json");
+  CHECK(writeCheckpointIndex(back) == text);
+  REQUIRE(back.tensors.size() == 3);
+  const CheckpointTensor &b = back.tensors.at("layers.0.w \"quoted\"\n");
+  CHECK(b.meshDevices == std::vector<int64_t>{4, 5, 6, 7});
+  CHECK(b.placements == std::vector<std::string>{"shard(1)", "replicate"});
+  CHECK(b.blocks[1].offset == 72);
+  CHECK(b.blocks[1].crcs == std::vector<uint32_t>{4294967295u, 0});
+  CHECK(back.chunkBytes == 32);
+}
+
+TEST_CASE("checkpoint index: hostile indices are errors naming the file and tensor") {
+  std::string blk = "\"blocks\": [{\"file\": \"r0.bin\", \"offset\": 0, \"start\": [0], "
+                    "\"shape\": [2], \"crc32c\": [1]}";
+  std::string good = validIndex(std::string("\"dtype\": \"f32\", \"shape\": [4], ") + kMeta + blk +
+                                ", {\"file\": \"r1.bin\", \"offset\": 0, \"start\": [2], "
+                                "\"shape\": [2], \"crc32c\": [2]}]");
+  CHECK(expectBad(good) == "(accepted)");
+  auto with = [&](const std::string &from, const std::string &to) {
+    std::string s = good;
+    size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  struct Case {
+    std::string text, want;
+  };
+  std::vector<Case> cases = {
+      {"", "truncated"},
+      {"{", "expected a string"},
+      {"[]", "not a JSON object"},
+      {good + "x", "text after the index"},
+      {with("dtensor-checkpoint", "other"), "`format` is not"},
+      {with("\"version\": 1", "\"version\": 2"), "version 2"},
+      {with("\"chunk_bytes\": 16", "\"chunk_bytes\": 0"), "`chunk_bytes` = 0 is out of range"},
+      {with("\"f32\"", "\"f16\""), "tensor `w`): unknown dtype `f16`"},
+      {with("\"shape\": [4]", "\"shape\": [-4]"), "`shape` holds a bad value"},
+      {with("\"shape\": [4]", "\"shape\": [4611686018427387904, 4]"), "overflows"},
+      {with("\"r0.bin\"", "\"../etc/passwd\""), "not a plain name inside the checkpoint"},
+      {with("\"r0.bin\"", "\"..\""), "not a plain name"},
+      {with("\"start\": [2]", "\"start\": [3]"), "block 1): the block lies outside the tensor"},
+      {with("\"start\": [2]", "\"start\": [1]"), "blocks 0 and 1 overlap"},
+      {with("\"shape\": [2], \"crc32c\": [2]", "\"shape\": [1], \"crc32c\": [2]"),
+       "the blocks hold 3 of the tensor's 4 elements"},
+      {with("\"crc32c\": [1]", "\"crc32c\": [1, 2]"), "2 checksums for 1 chunks"},
+      {with("\"crc32c\": [1]", "\"crc32c\": [4294967296]"), "`crc32c` holds a bad value"},
+      {with("\"offset\": 0", "\"offset\": 9223372036854775807"), "overflows"},
+      {with("\"offset\": 0", "\"offset\": 99999999999999999999"), "an integer out of range"},
+      {with("\"offset\": 0", "\"offset\": 1.5"), "a non-integer number"},
+      {with("\"start\": [0]", "\"start\": [0, 0]"), "one entry per dim"},
+      {with("\"placements\": [\"shard(0)\"]", "\"placements\": []"), "differ in length"},
+      {with("\"dtype\"", "\"dtype\": \"f32\", \"dtype\""), "the key `dtype` twice"},
+      {with("\"mesh_axes\": [\"x\"]", "\"mesh_axes\": [\"x\\u0001\"]"), "(accepted)"},
+      {with("\"mesh_axes\": [\"x\"]", "\"mesh_axes\": [\"x\\u00e9\"]"), "non-ASCII"},
+      {with("\"mesh_axes\": [\"x\"]", "\"mesh_axes\": [\"x\x01\"]"), "a control character"},
+      {with("\"blocks\": [", "\"blocks\": {"), "expected a string"},
+      {with("\"file\": \"r0.bin\", ", ""), "block 0): missing `file`"},
+      {std::string(200, '['), "nesting deeper than 16"},
+  };
+  for (auto &c : cases) {
+    INFO(c.text);
+    std::string got = expectBad(c.text);
+    CHECK(got.find(c.want) != std::string::npos);
+    if (c.want != "(accepted)")
+      CHECK(got.rfind("ix.json: ", 0) == 0);
+  }
+}
+
+TEST_CASE("checkpoint: a region of any layout reads from blocks of another") {
+  std::mt19937 rng(7);
+  for (int64_t es : {1, 4, 8}) {
+    const char *dtype = es == 1 ? "bool" : es == 4 ? "f32" : "f64";
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 5}, {1, 9}, {6, 1}, {0, 3}}) {
+      std::vector<unsigned char> data((size_t)(rows * cols * es));
+      for (auto &b : data)
+        b = (unsigned char)rng();
+      for (auto [pr, pc] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {1, 3}, {3, 4}}) {
+        std::string dir = tempDir("region");
+        // Small chunks: a region read crosses chunk and batch boundaries.
+        CheckpointIndex ix =
+            saveGrid(dir, data, rows, cols, es, dtype, grid(rows, cols, pr, pc), 12);
+        CheckpointIndex read = readCheckpointIndex(dir);
+        CHECK(writeCheckpointIndex(read) == writeCheckpointIndex(ix));
+        for (auto [qr, qc] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {1, 4}, {2, 3}}) {
+          Grid want = grid(rows, cols, qr, qc);
+          for (size_t k = 0; k < want.start.size(); ++k) {
+            int64_t r0 = want.start[k][0], c0 = want.start[k][1];
+            int64_t rn = want.shape[k][0], cn = want.shape[k][1];
+            std::vector<unsigned char> got((size_t)(rn * cn * es) + 1, 0xAB);
+            readCheckpointRegion(dir, read, "t", want.start[k], want.shape[k], got.data());
+            bool same = true;
+            for (int64_t r = 0; r < rn; ++r)
+              same &= std::memcmp(&got[(size_t)(r * cn * es)], &data[(size_t)(((r0 + r) * cols + c0) * es)],
+                                  (size_t)(cn * es)) == 0;
+            INFO(dtype, " ", rows, "x", cols, " saved ", pr, "x", pc, " read ", qr, "x", qc);
+            CHECK(same);
+            CHECK(got.back() == 0xAB); // nothing written past the region
+          }
+        }
+        std::filesystem::remove_all(dir);
+      }
+    }
+  }
+}
+
+TEST_CASE("checkpoint: a corrupt chunk is an error only for regions that read it") {
+  std::string dir = tempDir("corrupt");
+  std::vector<unsigned char> data(8 * 4 * 4);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = (unsigned char)i;
+  saveGrid(dir, data, 8, 4, 4, "f32", grid(8, 4, 1, 1), 16); // one block, 16-byte chunks
+  CheckpointIndex ix = readCheckpointIndex(dir);
+  { // flip a byte of row 6 (bytes 96..111: chunk 6)
+    std::fstream f(dir + "/rank-00000.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put((char)0x7f);
+  }
+  std::vector<unsigned char> got(64);
+  readCheckpointRegion(dir, ix, "t", {0, 0}, {4, 4}, got.data()); // rows 0-3: fine
+  try {
+    readCheckpointRegion(dir, ix, "t", {4, 0}, {4, 4}, got.data());
+    FAIL("a corrupt chunk was read");
+  } catch (const TensorFileError &e) {
+    CHECK(std::string(e.what()).find("rank-00000.bin: checksum mismatch in tensor `t` (bytes 96 to 112") !=
+          std::string::npos);
+  }
+  std::filesystem::resize_file(dir + "/rank-00000.bin", 50);
+  CHECK_THROWS_WITH_AS(readCheckpointRegion(dir, ix, "t", {0, 0}, {1, 1}, got.data()),
+                       doctest::Contains("shard of tensor `t` is truncated"), TensorFileError);
+  CHECK_THROWS_WITH_AS(readCheckpointRegion(dir, ix, "nope", {0, 0}, {1, 1}, got.data()),
+                       doctest::Contains("no tensor `nope`"), TensorFileError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("checkpoint: saving replaces the previous one in one step") {
+  std::string dir = tempDir("replace");
+  std::vector<unsigned char> a(16, 1), b(16, 2);
+  saveGrid(dir, a, 4, 1, 4, "f32", grid(4, 1, 2, 1), 64);
+  saveGrid(dir, b, 4, 1, 4, "f32", grid(4, 1, 1, 1), 64);
+  CHECK(!std::filesystem::exists(checkpointTempDir(dir)));
+  CheckpointIndex ix = readCheckpointIndex(dir);
+  CHECK(ix.tensors.at("t").blocks.size() == 1);
+  std::vector<unsigned char> got(16);
+  readCheckpointRegion(dir, ix, "t", {0, 0}, {4, 1}, got.data());
+  CHECK(got == b);
+  // A stale temporary folder (a crashed save) is removed by the next save.
+  std::filesystem::create_directory(checkpointTempDir(dir));
+  std::ofstream(checkpointTempDir(dir) + "/junk") << "x";
+  saveGrid(dir, a, 4, 1, 4, "f32", grid(4, 1, 1, 1), 64);
+  CHECK(!std::filesystem::exists(checkpointTempDir(dir)));
+  // Not a checkpoint: refused.
+  std::string other = tempDir("other");
+  std::filesystem::create_directory(other);
+  std::ofstream(other + "/keep") << "x";
+  CHECK_THROWS_WITH_AS(beginCheckpointSave(other), doctest::Contains("is not a checkpoint"),
+                       TensorFileError);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(other);
+}

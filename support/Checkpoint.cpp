@@ -69,6 +69,16 @@ public:
 
   /// Copies `n` bytes at byte `at` of the block to `dst`.
   void copy(uint64_t at, uint64_t n, char *dst) {
+    // Whole chunks go straight into `dst` and are verified there (no second
+    // copy); on a mismatch the caller's buffer is discarded with the error.
+    if (at % chunk_ == 0 && (n >= chunk_ || at + n == bytes_)) {
+      uint64_t end = at + n == bytes_ ? bytes_ : at + n / chunk_ * chunk_;
+      readExact(dst, at, end - at);
+      verify(dst, at / chunk_, checkpointChunks(end, chunk_), at);
+      dst += end - at;
+      n -= end - at;
+      at = end;
+    }
     while (n > 0) {
       uint64_t c = at / chunk_;
       if (c < lo_ || c >= hi_)
@@ -91,10 +101,19 @@ private:
     hi_ = std::min({needEnd, c + kBatch, (uint64_t)b_.crcs.size()});
     uint64_t from = lo_ * chunk_, to = std::min(hi_ * chunk_, bytes_);
     buf_.resize(to - from);
+    uint64_t c0 = lo_, c1 = hi_;
+    hi_ = lo_ = 0; // nothing is kept unless it verifies
+    readExact(buf_.data(), from, to - from);
+    verify(buf_.data(), c0, c1, from);
+    lo_ = c0;
+    hi_ = c1;
+  }
+
+  /// Reads bytes [from, from + n) of the block into `dst`.
+  void readExact(char *dst, uint64_t from, uint64_t n) {
     uint64_t got = 0;
-    while (got < buf_.size()) {
-      ssize_t r = ::pread(f_.fd, buf_.data() + got, buf_.size() - got,
-                          (off_t)(b_.offset + from + got));
+    while (got < n) {
+      ssize_t r = ::pread(f_.fd, dst + got, n - got, (off_t)(b_.offset + from + got));
       if (r < 0 && errno == EINTR)
         continue;
       if (r < 0)
@@ -104,11 +123,14 @@ private:
         throw TensorFileError(path_ + ": shard of tensor `" + name_ + "` is truncated");
       got += (uint64_t)r;
     }
-    for (uint64_t k = lo_; k < hi_; ++k) {
+  }
+
+  /// Checks chunks [c0, c1), held at `p` (which starts at byte `from`).
+  void verify(const char *p, uint64_t c0, uint64_t c1, uint64_t from) {
+    for (uint64_t k = c0; k < c1; ++k) {
       uint64_t s = k * chunk_ - from, e = std::min((k + 1) * chunk_, bytes_) - from;
-      uint32_t crc = crc32c(0, buf_.data() + s, e - s);
+      uint32_t crc = crc32c(0, p + s, e - s);
       if (crc != b_.crcs[k]) {
-        hi_ = lo_ = 0; // nothing verified is kept
         char want[16], have[16];
         std::snprintf(want, sizeof want, "%08x", b_.crcs[k]);
         std::snprintf(have, sizeof have, "%08x", crc);

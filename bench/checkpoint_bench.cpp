@@ -157,8 +157,8 @@ int main(int argc, char **argv) {
               gibs(rawSave), gibs(ckptSave), rawSave / ckptSave);
   std::printf("  load: raw pread %.2f GiB/s, checkpoint (verified) %.2f GiB/s: ratio %.2f\n",
               gibs(rawLoad), gibs(ckptLoad), rawLoad / ckptLoad);
-  std::printf("  load onto another layout (column blocks): %.2f GiB/s: ratio %.2f\n",
-              gibs(reshard), rawLoad / reshard);
+  std::printf("  load onto another layout (column blocks): %.2f GiB/s: ratio %.2f\n", gibs(reshard),
+              rawLoad / reshard);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(rawDir);
   return 0;

@@ -67,8 +67,10 @@ EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
   TensorType t = declared ? *declared : TensorType{dt, shape, nullptr, {}};
   if (declared) {
     if (t.dtype != dt || !isConcrete(t.shape) || concreteDims(t.shape) != fe.shape) {
-      diags().error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + (st ? " " + key : ""),
-                                                held, t.str()).hint =
+      diags()
+          .error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + (st ? " " + key : ""), held,
+                                             t.str())
+          .hint =
           "declare `" + held + (t.isHost() ? "" : " @ ...") + "`, or cast/reshape after loading";
       return EV::bad();
     }
@@ -185,8 +187,7 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
     return EV::bad();
   }
   size_t n = e.args.size();
-  bool ok = n >= 3 && (n - 1) % 2 == 0 && e.kwargs.empty() &&
-            e.args[0]->kind == ast::Expr::String;
+  bool ok = n >= 3 && (n - 1) % 2 == 0 && e.kwargs.empty() && e.args[0]->kind == ast::Expr::String;
   for (size_t i = 1; ok && i < n; i += 2) // a name is one line of the op's `str`
     ok = e.args[i]->kind == ast::Expr::String && e.args[i]->text.find('\n') == std::string::npos;
   if (!ok) {

@@ -50,8 +50,7 @@ CheckpointPlan planCheckpoint(const Inst &in, const std::vector<TensorType> &typ
         for (size_t a = 0; a < t.placements.size(); ++a)
           writer &= t.placements[a].isShard() || c[a] == 0;
         if (writer)
-          blocks.push_back(
-              {worldRankOf(worldIds, t.mesh->devices[(size_t)mr]), localBlock(t, mr)});
+          blocks.push_back({worldRankOf(worldIds, t.mesh->devices[(size_t)mr]), localBlock(t, mr)});
       }
     }
     for (auto &[w, lb] : blocks) {
@@ -109,8 +108,8 @@ HostTensor loadCheckpointBlock(const Inst &in, const TensorType &t,
       std::string dims;
       for (size_t i = 0; i < ct.shape.size(); ++i)
         dims += (i ? ", " : "") + std::to_string(ct.shape[i]);
-      throw TensorFileError(checkpointIndexPath(f.path) + ": tensor `" + name + "` is " +
-                            ct.dtype + "[" + dims + "], not the declared `" + t.str() + "`");
+      throw TensorFileError(checkpointIndexPath(f.path) + ": tensor `" + name + "` is " + ct.dtype +
+                            "[" + dims + "], not the declared `" + t.str() + "`");
     }
     readCheckpointRegion(f.path, ix, name, offset, shape, r.raw());
   } catch (const TensorFileError &err) {

@@ -22,17 +22,17 @@ namespace dt {
 /// Who writes what in a save_checkpoint.
 struct CheckpointPlan {
   struct Block {
-    size_t operand = 0;         ///< which value
-    size_t tensorBlock = 0;     ///< its index in the tensor's block list
-    int writer = 0;             ///< world rank that writes it
-    uint64_t bytes = 0;         ///< its size
-    size_t firstChunk = 0;      ///< its first checksum slot
+    size_t operand = 0;     ///< which value
+    size_t tensorBlock = 0; ///< its index in the tensor's block list
+    int writer = 0;         ///< world rank that writes it
+    uint64_t bytes = 0;     ///< its size
+    size_t firstChunk = 0;  ///< its first checksum slot
   };
   std::string dir;
   std::vector<std::string> names; ///< per operand
   std::vector<Block> blocks;
-  size_t chunks = 0;      ///< checksum slots in all
-  CheckpointIndex index;  ///< every block's file, offset, start and shape; no checksums yet
+  size_t chunks = 0;     ///< checksum slots in all
+  CheckpointIndex index; ///< every block's file, offset, start and shape; no checksums yet
 };
 
 /// The plan of `in` (save_checkpoint) for values of global types `types`

@@ -90,8 +90,7 @@ template <class F> void forEachPrintItem(const Attrs &a, size_t nvals, F f) {
   for (size_t i = 0; i < a.ints.size(); i += 2) {
     int64_t k = a.ints[i], len = a.ints[i + 1];
     if (k < -1 || k >= (int64_t)nvals || len < 0 || (uint64_t)len > a.str.size() - pos)
-      throw InternalError("malformed `print`: item " + std::to_string(i / 2) +
-                          " is out of range");
+      throw InternalError("malformed `print`: item " + std::to_string(i / 2) + " is out of range");
     f(k, a.str.substr(pos, (size_t)len));
     pos += (size_t)len;
   }

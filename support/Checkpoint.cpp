@@ -56,8 +56,8 @@ public:
     path_ = dir + "/" + b.file;
     f_.fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (f_.fd < 0)
-      throw TensorFileError(path_ + ": cannot open shard of tensor `" + name + "`: " +
-                            std::strerror(errno));
+      throw TensorFileError(path_ + ": cannot open shard of tensor `" + name +
+                            "`: " + std::strerror(errno));
     struct stat st;
     if (::fstat(f_.fd, &st) != 0 || !S_ISREG(st.st_mode))
       throw TensorFileError(path_ + ": shard of tensor `" + name + "` is not a regular file");
@@ -232,8 +232,8 @@ void beginCheckpointSave(const std::string &dir) {
   fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {
     // Replace only a checkpoint (or an empty folder): never a user's data.
-    bool ok = fs::is_directory(st) && (fs::exists(checkpointIndexPath(dir), ec) ||
-                                       fs::is_empty(dir, ec));
+    bool ok =
+        fs::is_directory(st) && (fs::exists(checkpointIndexPath(dir), ec) || fs::is_empty(dir, ec));
     if (!ok)
       throw TensorFileError(dir + ": exists and is not a checkpoint (no `index.json`); "
                                   "not replacing it");

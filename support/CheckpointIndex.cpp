@@ -389,16 +389,17 @@ std::string checkpointTempDir(const std::string &dir) {
 }
 
 std::string writeCheckpointIndex(const CheckpointIndex &ix) {
-  std::string out = "{\n  \"format\": " + quote(kFormat) + ",\n  \"version\": " +
-                    std::to_string(kVersion) + ",\n  \"chunk_bytes\": " +
-                    std::to_string(ix.chunkBytes) + ",\n  \"tensors\": {";
+  std::string out =
+      "{\n  \"format\": " + quote(kFormat) + ",\n  \"version\": " + std::to_string(kVersion) +
+      ",\n  \"chunk_bytes\": " + std::to_string(ix.chunkBytes) + ",\n  \"tensors\": {";
   bool firstT = true;
   for (auto &[name, t] : ix.tensors) {
     out += (firstT ? "\n    " : ",\n    ") + quote(name) + ": {\n";
     firstT = false;
     out += "      \"dtype\": " + quote(t.dtype) + ", \"shape\": " + list(t.shape) + ",\n";
-    out += "      \"mesh_axes\": " + strList(t.meshAxes) + ", \"mesh_shape\": " +
-           list(t.meshShape) + ", \"mesh_devices\": " + list(t.meshDevices) + ",\n";
+    out += "      \"mesh_axes\": " + strList(t.meshAxes) +
+           ", \"mesh_shape\": " + list(t.meshShape) + ", \"mesh_devices\": " + list(t.meshDevices) +
+           ",\n";
     out += "      \"placements\": " + strList(t.placements) + ",\n      \"blocks\": [";
     for (size_t k = 0; k < t.blocks.size(); ++k) {
       const CheckpointBlock &b = t.blocks[k];
@@ -463,8 +464,8 @@ CheckpointIndex readCheckpointIndex(const std::string &dir) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      throw TensorFileError(path + ": cannot read: " +
-                            (n < 0 ? std::strerror(errno) : "the file shrank"));
+      throw TensorFileError(path +
+                            ": cannot read: " + (n < 0 ? std::strerror(errno) : "the file shrank"));
     got += (size_t)n;
   }
   return parseCheckpointIndex(text, path);

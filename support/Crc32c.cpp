@@ -36,8 +36,8 @@ uint32_t crcTable(uint32_t c, const unsigned char *p, size_t n) {
     std::memcpy(&w, p, 8); // little-endian hosts only (the file formats are too)
     w ^= c;
     c = kTables[7][w & 0xff] ^ kTables[6][(w >> 8) & 0xff] ^ kTables[5][(w >> 16) & 0xff] ^
-        kTables[4][(w >> 24) & 0xff] ^ kTables[3][(w >> 32) & 0xff] ^
-        kTables[2][(w >> 40) & 0xff] ^ kTables[1][(w >> 48) & 0xff] ^ kTables[0][w >> 56];
+        kTables[4][(w >> 24) & 0xff] ^ kTables[3][(w >> 32) & 0xff] ^ kTables[2][(w >> 40) & 0xff] ^
+        kTables[1][(w >> 48) & 0xff] ^ kTables[0][w >> 56];
     p += 8;
     n -= 8;
   }

@@ -99,9 +99,8 @@ std::string validIndex(const std::string &tensorBody) {
          tensorBody + "}}}";
 }
 
-const char *kMeta =
-    "\"mesh_axes\": [\"x\"], \"mesh_shape\": [2], \"mesh_devices\": [0, 1], "
-    "\"placements\": [\"shard(0)\"], ";
+const char *kMeta = "\"mesh_axes\": [\"x\"], \"mesh_shape\": [2], \"mesh_devices\": [0, 1], "
+                    "\"placements\": [\"shard(0)\"], ";
 
 } // namespace
 
@@ -237,8 +236,9 @@ TEST_CASE("checkpoint: a region of any layout reads from blocks of another") {
             readCheckpointRegion(dir, read, "t", want.start[k], want.shape[k], got.data());
             bool same = true;
             for (int64_t r = 0; r < rn; ++r)
-              same &= std::memcmp(&got[(size_t)(r * cn * es)], &data[(size_t)(((r0 + r) * cols + c0) * es)],
-                                  (size_t)(cn * es)) == 0;
+              same &=
+                  std::memcmp(&got[(size_t)(r * cn * es)],
+                              &data[(size_t)(((r0 + r) * cols + c0) * es)], (size_t)(cn * es)) == 0;
             INFO(dtype, " ", rows, "x", cols, " saved ", pr, "x", pc, " read ", qr, "x", qc);
             CHECK(same);
             CHECK(got.back() == 0xAB); // nothing written past the region
@@ -268,7 +268,8 @@ TEST_CASE("checkpoint: a corrupt chunk is an error only for regions that read it
     readCheckpointRegion(dir, ix, "t", {4, 0}, {4, 4}, got.data());
     FAIL("a corrupt chunk was read");
   } catch (const TensorFileError &e) {
-    CHECK(std::string(e.what()).find("rank-00000.bin: checksum mismatch in tensor `t` (bytes 96 to 112") !=
+    CHECK(std::string(e.what()).find(
+              "rank-00000.bin: checksum mismatch in tensor `t` (bytes 96 to 112") !=
           std::string::npos);
   }
   std::filesystem::resize_file(dir + "/rank-00000.bin", 50);

@@ -122,6 +122,32 @@ private:
       visible_[id] = false;
   }
 
+  /// A print's items (Ops.def): one operand without `flag`; with it, pairs
+  /// (operand or -1, length) that cover `str` exactly.
+  void printItems(const Inst &in) {
+    const Attrs &a = in.attrs;
+    if (!a.flag) {
+      if (in.operands.size() != 1)
+        instErr(in, "takes 1 operand without `flag`, got " + std::to_string(in.operands.size()));
+      return;
+    }
+    if (a.ints.size() % 2) {
+      instErr(in, "needs (operand, length) pairs in `ints`");
+      return;
+    }
+    uint64_t len = 0;
+    for (size_t i = 0; i < a.ints.size(); i += 2) {
+      if (a.ints[i] < -1 || a.ints[i] >= (int64_t)in.operands.size() || a.ints[i + 1] < 0 ||
+          (uint64_t)a.ints[i + 1] > a.str.size() - len) {
+        instErr(in, "item " + std::to_string(i / 2) + " is out of range");
+        return;
+      }
+      len += (uint64_t)a.ints[i + 1];
+    }
+    if (len != a.str.size())
+      instErr(in, "its items do not cover its text");
+  }
+
   void inst(const Inst &in, const Inst *loop) {
     const OpInfo &info = opInfo(in.op);
     size_t no = in.operands.size(), nr = in.results.size();
@@ -137,6 +163,8 @@ private:
                       std::to_string(nr));
     if (in.op != Op::For && !in.regions.empty())
       instErr(in, "cannot have regions");
+    if (in.op == Op::Print)
+      printItems(in);
     for (int o : in.operands)
       if (!valid(o))
         return; // already reported; the checks below read operand types

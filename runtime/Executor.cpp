@@ -458,7 +458,7 @@ private:
     // Written as the program runs (a long loop shows its prints as it goes);
     // a stream that cannot take them (a full disk, a closed pipe) fails the
     // run rather than losing values.
-    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, {}};
+    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, false, {}};
     std::string text = formatTensor(pv.value) + "\n";
     if (sh_.opts.components)
       text += "components of `" + pv.label + "`: " + pv.type.str() + "\n" +
@@ -497,6 +497,7 @@ private:
     for (auto &g : globals)
       vals.push_back(&g);
     PrintedValue pv;
+    pv.isLine = true;
     pv.line = formatPrintLine(in.attrs, vals);
     writeOutput(pv.line + "\n" + extra);
     sh_.printed->push_back(std::move(pv));

@@ -108,7 +108,8 @@ struct PrintedValue {
   std::string label;
   HostTensor value;
   TensorType type; ///< the program's type of the printed value (before any gather)
-  std::string line; ///< a `print` of several items: its whole line (label, value unset)
+  bool isLine = false; ///< a `print` of several items (or none): `line` holds it
+  std::string line;    ///< its whole line (label and value unset)
 };
 
 class Executor {

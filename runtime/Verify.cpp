@@ -246,7 +246,7 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
     }
     // A line of several items: compared token by token, numbers at the
     // tolerance of f32 (the loosest dtype's).
-    out.push_back(printed[i].line.empty()
+    out.push_back(!printed[i].isLine
                       ? compareText(what, lines[i], printed[i].value)
                       : compareText(what, lines[i], printed[i].line, tolerance(DType::F32)));
   }

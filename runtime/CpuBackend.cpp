@@ -136,12 +136,19 @@ CpuBackend::CpuBackend(CpuJIT *optimizing, CpuJIT *quick)
 CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::run(int ranks, const std::function<void(Device &)> &body) {
-  ThreadWorld world(ranks);
-  world.run([&](int rank) {
-    ThreadDevice dev(world, rank);
-    dev.setBlasThreads(cores_ / ranks);
-    body(dev);
-  });
+  if (!world_ || world_->size() != ranks)
+    world_ = std::make_unique<ThreadWorld>(ranks);
+  ThreadWorld &world = *world_;
+  try {
+    world.run([&](int rank) {
+      ThreadDevice dev(world, rank);
+      dev.setBlasThreads(cores_ / ranks);
+      body(dev);
+    });
+  } catch (...) {
+    world_.reset(); // a failed run may leave a group mid-collective: start the next one afresh
+    throw;
+  }
 }
 
 } // namespace dt

@@ -333,10 +333,10 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
     loop(len, [&](Value *j) {
       Offs o2(base);
       for (int in = 0; in < nIn_; ++in)
-        o2[in] = pass == 0 ? b_.CreateAdd(base[in], j, "", false, true)
-                           : b_.CreateAdd(base[in], b_.CreateMul(j, stride_[in][last], "", false,
-                                                                 true),
-                                          "", false, true);
+        o2[in] = pass == 0
+                     ? b_.CreateAdd(base[in], j, "", false, true)
+                     : b_.CreateAdd(base[in], b_.CreateMul(j, stride_[in][last], "", false, true),
+                                    "", false, true);
       Value *e = b_.CreateAdd(t0, j, "", true, true);
       Value *g2 = gl;
       if (gl)
@@ -344,8 +344,8 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
       idx_[last] = e;
       for (size_t s = 0; s < k_.stores.size(); ++s) {
         DType t = k_.outputs[k_.stores[s].output];
-        accAt_[s] = b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile),
-                                         accRows_[s], {i64(0), j});
+        accAt_[s] =
+            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile), accRows_[s], {i64(0), j});
       }
       emitPoint(o2, g2);
     });
@@ -746,8 +746,8 @@ void Lowering::run(const std::string &symbol) {
   nKept_ = (int)order_.size();
   for (int d : k_.reduceDims)
     order_.push_back(d);
-  rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 &&
-               !isReducedDim(k_, R_ - 1) && !k_.reduceDims.empty();
+  rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
+               !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);
   Offs off(nIn_ + nOut_, i64(0));
   emitLevel(0, off, usesGlobalIndex(k_) ? i64(0) : nullptr);

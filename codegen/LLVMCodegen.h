@@ -13,10 +13,11 @@
 // are stored once). A reduction whose last iteration dim is kept (a sum over
 // rows of a row-major matrix) runs kept-innermost instead: per tile of the
 // last dim, the reduced loops add whole rows, contiguously, into a row of
-// accumulators that is stored once (the same per-element order). The innermost loop has a fast path, chosen at run time,
-// for inner strides that are 0 or 1 (and outputs contiguous): such a loop has
-// affine unit-stride addresses and alias-scope metadata, so LLVM's loop
-// vectorizer fires. Float sums are marked `reassoc` so they vectorize too.
+// accumulators that is stored once (the same per-element order). The
+// innermost loop has a fast path, chosen at run time, for inner strides that
+// are 0 or 1 (and outputs contiguous): such a loop has affine unit-stride
+// addresses and alias-scope metadata, so LLVM's loop vectorizer fires. Float
+// sums are marked `reassoc` so they vectorize too.
 //
 // Performance notes (limits, each deliberate for now):
 //  * Callers get the best code when the innermost iteration dim is long and

@@ -123,10 +123,12 @@ TEST_CASE("fold transpose: explicit transposes on every dtype, batched and 1-D o
     std::string t = dt;
     auto T = [&](const std::string &shape) { return t + "[" + shape + "]"; };
     std::string text = "mesh m = [x = 2]\n"
-                       "fn f(a: " + T("5, 4") + " @ m[_, _], b: " + T("3, 5") +
+                       "fn f(a: " +
+                       T("5, 4") + " @ m[_, _], b: " + T("3, 5") +
                        " @ m[x, _], c: " + T("2, 4, 3") + " @ m[_, _, _], v: " + T("4") +
                        " @ m[_]) -> (" + T("4, 3") + " @ m[_, x], " + T("2, 3, 3") +
-                       " @ m[_, _, _], " + T("5") + " @ m[_], " + T("5, 4") + " @ m[_, _]) {\n"
+                       " @ m[_, _, _], " + T("5") + " @ m[_], " + T("5, 4") +
+                       " @ m[_, _]) {\n"
                        "  let p = transpose(a) @ transpose(b)\n"
                        "  let ct = transpose(c, perm=[0, 2, 1])\n"
                        "  let q = ct @ transpose(ct, perm=[0, 2, 1])\n"

@@ -259,8 +259,8 @@ TEST_CASE("kernel jit: a reduction over a non-innermost dim adds whole rows, bit
           bool rank3 = layout == 3;
           Kernel k = rank3 ? rowKernel(t, op, 3, {0, 1}, true) : rowKernel(t, op, 2, {0}, false);
           int64_t rows = 5;
-          std::vector<int64_t> shape = rank3 ? std::vector<int64_t>{2, 3, cols}
-                                             : std::vector<int64_t>{rows, cols};
+          std::vector<int64_t> shape =
+              rank3 ? std::vector<int64_t>{2, 3, cols} : std::vector<int64_t>{rows, cols};
           int64_t n = rank3 ? 6 * cols : rows * cols;
           std::vector<int64_t> in, out;
           if (rank3) {

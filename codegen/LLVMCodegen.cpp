@@ -80,6 +80,8 @@ private:
   void loadParams(Value *buffers, Value *params);
   void loop(Value *n, const std::function<void(Value *)> &body);
   void emitLevel(int level, const Offs &off, Value *gl);
+  void emitRowReduce(const Offs &off, Value *gl);
+  void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
   void emitInner(int level, const Offs &off, Value *gl);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
   void emitPoint(const Offs &off, Value *glin);
@@ -123,7 +125,19 @@ private:
   bool inReduction_ = false;
   std::vector<Value *> idx_; ///< current index per dim (for iota)
   std::vector<AllocaInst *> acc_;
+  /// Where emitPoint accumulates store s: acc_[s], or one element of a row
+  /// of accumulators (kept-innermost reductions, emitRowReduce).
+  std::vector<Value *> accAt_;
+  /// Kept-innermost schedule: the last iteration dim is kept and some other
+  /// dim is reduced, so the reduced loops run outside a loop over a tile of
+  /// the last dim that adds whole rows into a row of accumulators.
+  bool rowReduce_ = false;
+  std::vector<AllocaInst *> accRows_; ///< one row of accumulators per store
 };
+
+/// Elements of the last dim a row reduction accumulates at once (f64
+/// accumulators: 4 KiB per store on the stack).
+constexpr int64_t kRowTile = 512;
 
 Value *Lowering::tag(Instruction *i, int buf) {
   i->setMetadata(LLVMContext::MD_alias_scope, MDNode::get(ctx_, {scope_[buf]}));
@@ -193,12 +207,16 @@ Value *Lowering::identity(DType t) {
 }
 
 void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
+  if (rowReduce_ && level == nKept_ - 1)
+    return emitRowReduce(off, gl);
   if (k_.reduce != KReduce::None && level == nKept_ && !inReduction_) {
     IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
     for (size_t s = 0; s < k_.stores.size(); ++s) {
       DType t = k_.outputs[k_.stores[s].output];
-      if (acc_.size() <= s)
+      if (acc_.size() <= s) {
         acc_.push_back(eb.CreateAlloca(accTyOf(t), nullptr, "acc"));
+        accAt_.push_back(acc_.back());
+      }
       b_.CreateStore(identity(t), acc_[s]);
     }
     inReduction_ = true;
@@ -230,6 +248,110 @@ void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
     idx_[d] = i;
     emitLevel(level + 1, o2, g2);
   });
+}
+
+// Kept-innermost reduction: for each tile [t0, t0 + len) of the last dim, a
+// row of accumulators starts at the identity, the reduced dims loop outside
+// (emitRowReduced) a unit-stride loop over the tile that adds one row of the
+// input into the row of accumulators, and the row is stored once. Every
+// output element still sums its inputs in row-major order over the reduced
+// dims; reads walk memory contiguously instead of with the row stride.
+void Lowering::emitRowReduce(const Offs &off, Value *gl) {
+  int last = R_ - 1;
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  std::vector<AllocaInst *> &rows = accRows_;
+  for (size_t s = rows.size(); s < k_.stores.size(); ++s) {
+    DType t = k_.outputs[k_.stores[s].output];
+    rows.push_back(eb.CreateAlloca(ArrayType::get(accTyOf(t), kRowTile), nullptr, "accrow"));
+  }
+  accAt_.assign(k_.stores.size(), nullptr);
+  Value *n = shape_[last];
+  Value *tiles = b_.CreateUDiv(b_.CreateAdd(n, i64(kRowTile - 1)), i64(kRowTile));
+  loop(tiles, [&](Value *ti) {
+    Value *t0 = b_.CreateMul(ti, i64(kRowTile), "", true, true);
+    Value *rest = b_.CreateSub(n, t0, "", true, true);
+    Value *len = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kRowTile)), rest, i64(kRowTile));
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      DType t = k_.outputs[k_.stores[s].output];
+      Type *at = ArrayType::get(accTyOf(t), kRowTile);
+      loop(len, [&](Value *j) {
+        b_.CreateStore(identity(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j}));
+      });
+    }
+    emitRowReduced(0, off, gl, t0, len);
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      int o = k_.stores[s].output, bf = nIn_ + o;
+      DType t = k_.outputs[o];
+      Type *at = ArrayType::get(accTyOf(t), kRowTile);
+      loop(len, [&](Value *j) {
+        Value *v = b_.CreateLoad(accTyOf(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j}));
+        if (v->getType() != regTy(t))
+          v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+        Value *e = b_.CreateAdd(t0, j, "", true, true);
+        Value *o2 = b_.CreateAdd(off[bf], b_.CreateMul(e, stride_[bf][last], "", false, true), "",
+                                 false, true);
+        tag(b_.CreateStore(v, addr(bf, o2)), bf);
+      });
+    }
+  });
+}
+
+/// The reduced loops of a row reduction (reduced dim r of order_'s tail),
+/// then the tile loop: unit-stride addresses when every used input's last
+/// stride is 1 (a run-time check), strided otherwise.
+void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len) {
+  if (r < k_.reduceDims.size()) {
+    int d = k_.reduceDims[r];
+    loop(shape_[d], [&](Value *i) {
+      Offs o2(off);
+      for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+        o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false,
+                              true);
+      Value *g2 = gl;
+      if (gl)
+        g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+      idx_[d] = i;
+      emitRowReduced(r + 1, o2, g2, t0, len);
+    });
+    return;
+  }
+  int last = R_ - 1;
+  Value *contig = b_.getTrue();
+  for (int in = 0; in < nIn_; ++in)
+    if (usedInput(in))
+      contig = b_.CreateAnd(contig, b_.CreateICmpEQ(stride_[in][last], i64(1)));
+  BasicBlock *fastBB = BasicBlock::Create(ctx_, "row.fast", f_);
+  BasicBlock *slowBB = BasicBlock::Create(ctx_, "row.strided", f_);
+  BasicBlock *join = BasicBlock::Create(ctx_, "row.done", f_);
+  b_.CreateCondBr(contig, fastBB, slowBB);
+  for (int pass = 0; pass < 2; ++pass) {
+    b_.SetInsertPoint(pass == 0 ? fastBB : slowBB);
+    Offs base(off);
+    for (int in = 0; in < nIn_; ++in)
+      base[in] = b_.CreateAdd(off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",
+                              false, true);
+    loop(len, [&](Value *j) {
+      Offs o2(base);
+      for (int in = 0; in < nIn_; ++in)
+        o2[in] = pass == 0
+                     ? b_.CreateAdd(base[in], j, "", false, true)
+                     : b_.CreateAdd(base[in], b_.CreateMul(j, stride_[in][last], "", false, true),
+                                    "", false, true);
+      Value *e = b_.CreateAdd(t0, j, "", true, true);
+      Value *g2 = gl;
+      if (gl)
+        g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[last], e), gStr_[last]));
+      idx_[last] = e;
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        DType t = k_.outputs[k_.stores[s].output];
+        accAt_[s] =
+            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile), accRows_[s], {i64(0), j});
+      }
+      emitPoint(o2, g2);
+    });
+    b_.CreateBr(join);
+  }
+  b_.SetInsertPoint(join);
 }
 
 void Lowering::emitInner(int level, const Offs &off, Value *gl) {
@@ -319,7 +441,7 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
       tag(b_.CreateStore(x, addr(bf, off[bf])), bf);
       continue;
     }
-    Value *a = b_.CreateLoad(accTyOf(t), acc_[s]);
+    Value *a = b_.CreateLoad(accTyOf(t), accAt_[s]);
     Value *r;
     if (k_.reduce == KReduce::Sum && isFloat(t)) {
       // f64 accumulation; `reassoc` lets the vectorizer split the sum.
@@ -331,7 +453,7 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
     } else {
       r = emitMaxMin(k_.reduce == KReduce::Max, t, a, x);
     }
-    b_.CreateStore(r, acc_[s]);
+    b_.CreateStore(r, accAt_[s]);
   }
 }
 
@@ -624,6 +746,8 @@ void Lowering::run(const std::string &symbol) {
   nKept_ = (int)order_.size();
   for (int d : k_.reduceDims)
     order_.push_back(d);
+  rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
+               !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);
   Offs off(nIn_ + nOut_, i64(0));
   emitLevel(0, off, usesGlobalIndex(k_) ? i64(0) : nullptr);

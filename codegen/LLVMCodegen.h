@@ -10,17 +10,18 @@
 //
 // Loop structure: one counted loop per iteration dim, kept dims outermost in
 // order, then the reduced dims (accumulators live across the reduced loops and
-// are stored once). The innermost loop has a fast path, chosen at run time,
-// for inner strides that are 0 or 1 (and outputs contiguous): such a loop has
-// affine unit-stride addresses and alias-scope metadata, so LLVM's loop
-// vectorizer fires. Float sums are marked `reassoc` so they vectorize too.
+// are stored once). A reduction whose last iteration dim is kept (a sum over
+// rows of a row-major matrix) runs kept-innermost instead: per tile of the
+// last dim, the reduced loops add whole rows, contiguously, into a row of
+// accumulators that is stored once (the same per-element order). The
+// innermost loop has a fast path, chosen at run time, for inner strides that
+// are 0 or 1 (and outputs contiguous): such a loop has affine unit-stride
+// addresses and alias-scope metadata, so LLVM's loop vectorizer fires. Float
+// sums are marked `reassoc` so they vectorize too.
 //
 // Performance notes (limits, each deliberate for now):
 //  * Callers get the best code when the innermost iteration dim is long and
 //    contiguous: collapse dims that are contiguous in every operand first.
-//  * Loops run in kept-then-reduced order, so a reduction over a dim that is
-//    not innermost in memory (sum over rows of a row-major matrix) reads with
-//    a stride; a kept-innermost schedule would be faster.
 //  * max/min reductions do not vectorize (the NaN rule is a select chain).
 //  * Transcendentals are scalar libm calls (no vector math library), which is
 //    what keeps them bitwise equal to the interpreter.

@@ -48,6 +48,7 @@
 //   %4 = add %3, %3 : ...            %5 = select %c, %a, %b : ...
 //   %6 = reduce_sum %1 dims [1] : f32[6] @ m{x: shard(0), y: partial(sum)}
 //   %7 = matmul %a, %b : f32[2, 2] @ m{x: partial(sum), y: replicate}
+//     (`attrs{ints [1, 0]}`: a read transposed, see passes/FoldTranspose.h)
 //   %8 = einsum "ik,kj->ij" %a, %b : ...
 //   %9 = transpose %a perm [1, 0] : ...   %10 = reshape %a : f32[6] @ ...
 //   %11 = index_select %x, %ids dim 0 : ...
@@ -141,6 +142,13 @@ inline Attrs scalarConstAttrs(double v, DType t) {
   else
     a.floats = {v};
   return a;
+}
+
+/// Whether a `matmul` with attrs `a` reads operand `i` (0 or 1) with its last
+/// two dims swapped: ints [ta, tb] are transpose flags set by
+/// passes/FoldTranspose.h (empty: none; ignored on a 1-D operand).
+inline bool matmulTransposed(const Attrs &a, int i) {
+  return (int)a.ints.size() > i && a.ints[i] != 0;
 }
 
 /// The iteration count of `for lo to hi step s` (s != 0), computed without

@@ -475,6 +475,34 @@ std::optional<TypeError> checkLayout(const TensorType &t) {
   return std::nullopt;
 }
 
+namespace {
+
+/// A `broadcast` may shard a dim it creates (the operand has no such dim, or
+/// size 1 there) on a mesh axis where the derived result is replicated: each
+/// rank fills only its block of a value that is the same everywhere, so no
+/// communication is needed. Takes the given result type's shard on such axes
+/// (autodiff's `sum` gradient broadcasts straight into the operand's layout).
+void shardBroadcastDims(TensorType &r, const TensorType &operand, const TensorType &given) {
+  if (r.isHost() || given.isHost() || r.placements.size() != given.placements.size())
+    return;
+  auto isOne = [](const Dim &d) { return !d.isSym() && d.value == 1; };
+  TensorType t = r;
+  int extra = r.rank() - operand.rank();
+  for (size_t a = 0; a < t.placements.size(); ++a) {
+    const Placement &g = given.placements[a];
+    if (!t.placements[a].isReplicate() || !g.isShard() || g.dim < 0 || g.dim >= r.rank())
+      continue;
+    int od = g.dim - extra;
+    bool created = od < 0 || (isOne(operand.shape[od]) && !isOne(r.shape[g.dim]));
+    if (created && operand.placements[a].isReplicate())
+      t.placements[a] = g;
+  }
+  if (!checkLayout(t))
+    r = t;
+}
+
+} // namespace
+
 Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attrs,
                     const std::vector<TensorType> &given) {
   Inferred out;
@@ -600,7 +628,10 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   base.dtype = op == Op::Cast ? givenType().dtype : resultDType(op, ops);
   base.shape = sig->resultShape;
   base.mesh = mesh;
-  return derivePlacements(op, *sig, ops, base);
+  Inferred r = derivePlacements(op, *sig, ops, base);
+  if (op == Op::Broadcast && r.ok() && !given.empty())
+    shardBroadcastDims(r.results[0], ops[0], givenType());
+  return r;
 }
 
 } // namespace dt

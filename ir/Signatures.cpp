@@ -206,7 +206,24 @@ std::optional<IndexSignature> einsumSig(const std::vector<std::string> &ins, con
   return s;
 }
 
-std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, ShapeError &err) {
+std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, const Attrs &attrs,
+                                     ShapeError &err) {
+  // Transpose flags (passes/FoldTranspose.h): index the operand as its
+  // last-two-dims transpose, then map the factors back to its own dims.
+  bool flag[2] = {matmulTransposed(attrs, 0) && shapes[0].size() >= 2,
+                  matmulTransposed(attrs, 1) && shapes[1].size() >= 2};
+  if (flag[0] || flag[1]) {
+    std::vector<Shape> swapped = shapes;
+    for (int i = 0; i < 2; ++i)
+      if (flag[i])
+        std::swap(swapped[i][swapped[i].size() - 2], swapped[i].back());
+    auto s = matmul(swapped, Attrs{}, err);
+    if (s)
+      for (int i = 0; i < 2; ++i)
+        if (flag[i])
+          std::swap(s->operands[i][s->operands[i].size() - 2], s->operands[i].back());
+    return s;
+  }
   const Shape &a = shapes[0], &b = shapes[1];
   if (a.empty() || b.empty()) {
     err = {DiagId::RankMismatch, {"matmul", "at least 1 dim", "0"}};
@@ -356,7 +373,7 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
   }
   switch (op) {
   case Op::MatMul:
-    return matmul(shapes, err);
+    return matmul(shapes, attrs, err);
   case Op::Einsum: {
     std::vector<std::string> ins;
     std::string out, why;

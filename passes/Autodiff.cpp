@@ -301,6 +301,22 @@ public:
       int r = B.op(Op::Reshape, {g}, {}, {k});
       TensorType b = T(r);
       b.shape = xt.shape;
+      // Broadcast straight into the operand's layout: an axis that shards a
+      // reduced dim of x shards the broadcast too, so each rank fills only
+      // its local block (a replicated broadcast would materialize the whole
+      // global shape on every rank, then slice it).
+      TensorType local = b;
+      bool sharded = false;
+      for (size_t a = 0; a < local.placements.size() && a < xt.placements.size(); ++a) {
+        const Placement &p = xt.placements[a];
+        if (p.isShard() && local.placements[a].isReplicate() &&
+            std::find(in.attrs.ints.begin(), in.attrs.ints.end(), p.dim) != in.attrs.ints.end()) {
+          local.placements[a] = p;
+          sharded = true;
+        }
+      }
+      if (sharded && inferTypes(Op::Broadcast, {T(r)}, {}, {local}).ok())
+        b = local;
       accumulate(x[0], B.op(Op::Broadcast, {r}, {}, {b}));
       return;
     }

@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Autodiff.h"
+#include "passes/FoldTranspose.h"
 #include "passes/Fusion.h"
 #include "passes/SpmdLower.h"
 
@@ -152,6 +153,10 @@ struct PipelineRun {
       return p;
     if (opts.fusion) {
       if (!step(Step::Fusion, [&] {
+            // BLAS takes transposed operands as flags; cuBLAS's path does not
+            // have them yet, so only the cpu pipeline folds.
+            if (opts.target != CodeTarget::Cuda)
+              foldTransposes(m);
             FusionOptions fo;
             fo.loneSources = opts.target == CodeTarget::Cuda; // no host fills on a device
             fuseModule(m, fo);

@@ -99,7 +99,10 @@ public:
   // --- dense matmul ---------------------------------------------------------
   /// a @ b (numpy matmul) through the device's BLAS, or nullopt when this
   /// dtype combination has no BLAS path (the caller then uses another one).
-  virtual std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) = 0;
+  /// `transA` / `transB`: read that operand with its last two dims swapped
+  /// (a matmul's flags, ir/IR.h matmulTransposed; ignored on a 1-D operand).
+  virtual std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out,
+                                           bool transA, bool transB) = 0;
 
   // --- data movement --------------------------------------------------------
   /// Copies the box `extent` at coordinate `srcStart` of a row-major tensor of

@@ -8,6 +8,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -82,10 +83,11 @@ Plan plan(const std::vector<int64_t> &a, const std::vector<int64_t> &b, bool ta,
   return p;
 }
 
-/// Pins OpenBLAS to one thread (see Blas.h for why).
-void singleThreadedBlas() {
-  if (openblas_get_num_threads() != 1)
-    openblas_set_num_threads(1);
+/// Sets OpenBLAS's process-wide thread count to `n` (see Blas.h for why).
+void blasThreads(int n) {
+  n = std::max(1, n);
+  if (openblas_get_num_threads() != n)
+    openblas_set_num_threads(n);
 }
 
 template <class T>
@@ -143,18 +145,19 @@ std::vector<int64_t> gemmShape(const std::vector<int64_t> &a, const std::vector<
   return plan(a, b, transA, transB).out;
 }
 
-void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA, bool transB) {
+void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA, bool transB,
+          int threads) {
   if (a0.dtype != b0.dtype)
     throw InternalError(std::string("gemm: operand dtypes differ (") + dtypeName(a0.dtype) +
                         " and " + dtypeName(b0.dtype) + ")");
   if (a0.dtype == DType::Bool)
-    return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB);
+    return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB, threads);
   bool ta = transA && a0.rank() > 1, tb = transB && b0.rank() > 1;
   Plan p = plan(a0.shape, b0.shape, ta, tb);
   if (c.dtype != a0.dtype || c.shape != p.out || !c.buf)
     c = HostTensor(a0.dtype, p.out);
   if (isFloat(a0.dtype))
-    singleThreadedBlas();
+    blasThreads(threads);
   int64_t es = dtypeSize(a0.dtype), mn = p.m * p.n;
   const char *A = (const char *)a0.raw(), *B = (const char *)b0.raw();
   char *C = (char *)c.raw();

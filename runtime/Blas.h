@@ -12,8 +12,11 @@
 //
 // Threading: ranks are threads of one process and each calls gemm on its own
 // block; OpenBLAS 0.3.21's pthread build only has a process-wide thread count,
-// so gemm pins OpenBLAS to 1 thread (openblas_set_num_threads(1), once it sees
-// another count) to avoid ranks x BLAS-threads oversubscription. Single-
+// so the caller passes `threads` = cores / ranks in the process (at least 1;
+// the cpu backend computes it per run) and gemm sets OpenBLAS to it when the
+// count differs: a 1-rank run on 2 cores multiplies on both, 2 or more ranks on
+// 2 cores get 1 thread each (no ranks x BLAS-threads oversubscription). Every
+// rank of a run asks for the same count, so concurrent setters agree; single-
 // threaded OpenBLAS calls are safe to make concurrently from several threads.
 #pragma once
 
@@ -26,7 +29,7 @@ namespace dt {
 /// Result dtype: a's dtype (i64 for bool). InternalError on mismatched dtypes,
 /// contraction sizes or batch dims, and on rank-0 operands.
 void gemm(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA = false,
-          bool transB = false);
+          bool transB = false, int threads = 1);
 
 /// Result shape of gemm(a, b, ...) for the given shapes (same errors).
 std::vector<int64_t> gemmShape(const std::vector<int64_t> &a, const std::vector<int64_t> &b,

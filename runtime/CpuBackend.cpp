@@ -6,6 +6,11 @@
 #include "runtime/RefKernels.h"
 #include "runtime/ThreadComm.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
 namespace dt {
 
 std::shared_ptr<Buffer> CpuDevice::allocate(int64_t bytes) {
@@ -17,12 +22,13 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   fn(const_cast<void **>(bufs), params);
 }
 
-std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTensor &b, DType out) {
+std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTensor &b, DType out,
+                                            bool transA, bool transB) {
   // OpenBLAS multiplies f32 and f64; other dtypes keep the reference kernel.
   if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
     return std::nullopt;
   HostTensor c;
-  gemm(a, b, c);
+  gemm(a, b, c, transA, transB, blasThreads_);
   return c;
 }
 
@@ -111,7 +117,21 @@ private:
 
 } // namespace
 
-CpuBackend::CpuBackend(CpuJIT *optimizing, CpuJIT *quick) : jit_(optimizing, quick) {}
+namespace {
+
+/// CPUs this process may run on: its affinity mask (a container or taskset
+/// may allow fewer than the machine has), else hardware_concurrency.
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return (int)std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
+
+CpuBackend::CpuBackend(CpuJIT *optimizing, CpuJIT *quick)
+    : jit_(optimizing, quick), cores_(usableCores()) {}
 
 CpuBackend::~CpuBackend() = default;
 
@@ -122,6 +142,7 @@ void CpuBackend::run(int ranks, const std::function<void(Device &)> &body) {
   try {
     world.run([&](int rank) {
       ThreadDevice dev(world, rank);
+      dev.setBlasThreads(cores_ / ranks);
       body(dev);
     });
   } catch (...) {

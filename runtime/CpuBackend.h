@@ -27,11 +27,17 @@ class CpuDevice : public Device {
 public:
   using Device::Device;
 
+  /// OpenBLAS threads for this rank's gemms: cores / ranks in the process
+  /// (at least 1), set by the backend that hosts the rank (runtime/Blas.h).
+  void setBlasThreads(int n) { blasThreads_ = n < 1 ? 1 : n; }
+  int blasThreads() const { return blasThreads_; }
+
   std::shared_ptr<Buffer> allocate(int64_t bytes) override;
   HostTensor fromHost(const HostTensor &h) override { return h; }
   HostTensor toHost(const HostTensor &t) override { return t; }
   void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override;
-  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override;
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
+                                   bool transB) override;
   void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
                   const std::vector<int64_t> &srcStart, void *dst,
                   const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstStart,
@@ -45,6 +51,9 @@ public:
                                           const std::vector<const HostTensor *> &args,
                                           const std::vector<TensorType> &resultTypes,
                                           LocalPlace place) override;
+
+private:
+  int blasThreads_ = 1;
 };
 
 /// Compiles kernel IR for the CPU: through `quick` (O0) when small, else
@@ -74,6 +83,7 @@ public:
 
 private:
   CpuKernelCompiler jit_;
+  int cores_; ///< CPUs this process may run on (its affinity mask), read once
   /// The rank threads, kept between runs of the same number of ranks (a host program calling a
   /// mesh function pays no thread start per call).
   std::unique_ptr<ThreadWorld> world_;

@@ -55,7 +55,20 @@ public:
     ctx_.launch(*static_cast<const CudaKernel *>(k.handle), bufs, params, stream_);
   }
 
-  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override {
+  std::optional<HostTensor> matmul(const HostTensor &a0, const HostTensor &b0, DType out,
+                                   bool transA, bool transB) override {
+    // Transpose flags: the operand is transposed on the device first (the cpu
+    // backend passes them to BLAS; folding is a cpu pipeline step).
+    auto swapped = [&](const HostTensor &x, bool t) {
+      if (!t || x.rank() < 2)
+        return x;
+      std::vector<int64_t> perm;
+      for (int64_t d = 0; d < x.rank(); ++d)
+        perm.push_back(d);
+      std::swap(perm[perm.size() - 2], perm.back());
+      return transpose(x, perm);
+    };
+    HostTensor a = swapped(a0, transA), b = swapped(b0, transB);
     // cuBLAS: f32/f64, 1-D or 2-D operands, or equal batch dims on both.
     if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
       return std::nullopt;

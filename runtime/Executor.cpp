@@ -217,7 +217,8 @@ private:
       switch (in.op) {
       case Op::MatMul:
         if (n == 2)
-          if (auto c = dev_.matmul(*args[0], *args[1], types[0].dtype))
+          if (auto c = dev_.matmul(*args[0], *args[1], types[0].dtype,
+                                   matmulTransposed(in.attrs, 0), matmulTransposed(in.attrs, 1)))
             return {std::move(*c)};
         break;
       case Op::Transpose:

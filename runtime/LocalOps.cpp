@@ -221,10 +221,10 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     if (!place.referenceOnly && isFloat(a.dtype) && a.dtype == b.dtype && a.dtype == rt.dtype &&
         a.rank() >= 1 && b.rank() >= 1) {
       HostTensor c;
-      gemm(a, b, c);
+      gemm(a, b, c, matmulTransposed(in.attrs, 0), matmulTransposed(in.attrs, 1));
       return one(std::move(c));
     }
-    return one(ref::matmul(a, b, rt.dtype));
+    return one(ref::matmul(ref::matmulOperand(a, in, 0), ref::matmulOperand(b, in, 1), rt.dtype));
   }
   case Op::Einsum: {
     std::vector<HostTensor> xs;

@@ -39,10 +39,11 @@ public:
   HostTensor fromHost(const HostTensor &h) override { return h; }
   HostTensor toHost(const HostTensor &t) override { return t; }
   void launch(const NativeKernel &, void *const *, const int64_t *) override {}
-  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override {
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
+                                   bool transB) override {
     if (a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
-    return empty(out, gemmShape(a.shape, b.shape));
+    return empty(out, gemmShape(a.shape, b.shape, transA && a.rank() > 1, transB && b.rank() > 1));
   }
   void copyRegion(const void *, const std::vector<int64_t> &, const std::vector<int64_t> &, void *,
                   const std::vector<int64_t> &, const std::vector<int64_t> &,

@@ -36,6 +36,9 @@ HostTensor select(const HostTensor &c, const HostTensor &a, const HostTensor &b,
 HostTensor reduce(Op op, const HostTensor &x, const std::vector<int64_t> &dims, DType out);
 /// numpy matmul: batch dims broadcast; 1-D operands are promoted and squeezed.
 HostTensor matmul(const HostTensor &a, const HostTensor &b, DType out);
+/// Operand `i` of matmul `in` as the matmul reads it: transposed on its last
+/// two dims when the instruction's flag says so (ir/IR.h matmulTransposed).
+HostTensor matmulOperand(const HostTensor &x, const Inst &in, int i);
 /// General einsum over one or two operands (repeated letters = diagonals).
 HostTensor einsum(const std::string &spec, const std::vector<HostTensor> &xs, DType out);
 HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm);

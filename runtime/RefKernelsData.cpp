@@ -213,6 +213,16 @@ HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, 
   return cast(r, out);
 }
 
+HostTensor matmulOperand(const HostTensor &x, const Inst &in, int i) {
+  if (!matmulTransposed(in.attrs, i) || x.rank() < 2)
+    return x;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    perm.push_back(d);
+  std::swap(perm[perm.size() - 2], perm.back());
+  return transpose(x, perm);
+}
+
 HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm) {
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());

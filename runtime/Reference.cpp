@@ -186,7 +186,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
   case Op::Iota:
     return one(ref::iota(attrInt(0), resType().dtype, fr.dims(resType())));
   case Op::MatMul:
-    return one(ref::matmul(opnd(0), opnd(1), resType().dtype));
+    return one(ref::matmul(ref::matmulOperand(opnd(0), in, 0), ref::matmulOperand(opnd(1), in, 1),
+                           resType().dtype));
   case Op::Einsum: {
     std::vector<HostTensor> xs;
     for (size_t i = 0; i < in.operands.size(); ++i)

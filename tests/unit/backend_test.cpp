@@ -14,6 +14,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -196,10 +198,11 @@ public:
       reg_->checkPointer(bufs[i], "launch");
     CpuDevice::launch(k, bufs, params);
   }
-  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out) override {
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool ta,
+                                   bool tb) override {
     dev(a, "matmul");
     dev(b, "matmul");
-    auto c = CpuDevice::matmul(toHost(a), toHost(b), out);
+    auto c = CpuDevice::matmul(toHost(a), toHost(b), out, ta, tb);
     if (c)
       return fromHost(*c);
     return c;
@@ -455,5 +458,22 @@ TEST_CASE("backend: makeBackend knows its names and fails in one line") {
       CHECK(m.rfind("--backend cuda: cannot load libcuda", 0) == 0);
       CHECK(m.find('\n') == std::string::npos);
     }
+  }
+}
+
+TEST_CASE("cpu backend: BLAS threads are the cores divided by the ranks, at least 1") {
+  CpuBackend b;
+  cpu_set_t set;
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  int cores = CPU_COUNT(&set);
+  for (int ranks : {1, 2, 3, cores, cores + 1, 2 * cores + 3}) {
+    std::atomic<int> wrong{0};
+    b.run(ranks, [&](Device &d) {
+      auto *cpu = dynamic_cast<CpuDevice *>(&d);
+      if (!cpu || cpu->blasThreads() != std::max(1, cores / ranks))
+        ++wrong;
+    });
+    INFO("ranks " << ranks << " cores " << cores);
+    CHECK(wrong == 0);
   }
 }

@@ -220,3 +220,79 @@ TEST_CASE("kernel jit: concurrent compiles from rank threads share one cache") {
   CHECK(jit.compiles() == 4);
   CHECK(jit.cacheHits() == 4);
 }
+
+TEST_CASE("kernel jit: a reduction over a non-innermost dim adds whole rows, bitwise as before") {
+  // Sum over dim 0 of a row-major matrix: the kept-innermost schedule keeps a
+  // row of accumulators and reads rows contiguously (vectorized); a sum over
+  // the last dim keeps the scalar accumulator. Every output element still
+  // accumulates in row-major order over the reduced dims, so the results are
+  // bitwise the interpreter's, on every dtype and op, at tile boundaries
+  // (511, 512, 513, 1100 columns), for a strided (transposed) input, an
+  // input broadcast along the reduced dim and a rank-3 reduction over dims
+  // {0, 1} with iota in the kernel.
+  CpuJIT jit;
+  auto rowKernel = [](DType t, KReduce op, int rank, std::vector<int> dims, bool iota) {
+    Kernel k;
+    k.rank = rank;
+    k.addInput(t);
+    k.addOutput(t);
+    int x = k.load(0);
+    if (iota)
+      x = k.binary(KOp::Add, x, k.iota(0, t));
+    k.store(0, x);
+    k.setReduce(op, std::move(dims));
+    return k;
+  };
+  {
+    Kernel k = rowKernel(DType::F32, KReduce::Sum, 2, {0}, false);
+    std::string ir = jit.emitLLVM(k, true);
+    CHECK(ir.find("accrow") != std::string::npos);
+    CHECK(ir.find("x double>") != std::string::npos);
+    Kernel inner = rowKernel(DType::F32, KReduce::Sum, 2, {1}, false);
+    CHECK(jit.emitLLVM(inner, true).find("accrow") == std::string::npos);
+  }
+  std::mt19937_64 rng(7);
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64})
+    for (KReduce op : {KReduce::Sum, KReduce::Max, KReduce::Min})
+      for (int64_t cols : {1, 511, 512, 513, 1100})
+        for (int layout = 0; layout < 4; ++layout) {
+          bool rank3 = layout == 3;
+          Kernel k = rank3 ? rowKernel(t, op, 3, {0, 1}, true) : rowKernel(t, op, 2, {0}, false);
+          int64_t rows = 5;
+          std::vector<int64_t> shape =
+              rank3 ? std::vector<int64_t>{2, 3, cols} : std::vector<int64_t>{rows, cols};
+          int64_t n = rank3 ? 6 * cols : rows * cols;
+          std::vector<int64_t> in, out;
+          if (rank3) {
+            in = {3 * cols, cols, 1};
+            out = {0, 0, 1};
+          } else if (layout == 0) {
+            in = {cols, 1}; // row-major
+            out = {0, 1};
+          } else if (layout == 1) {
+            in = {1, rows}; // the transpose of a column-major block
+            out = {0, 1};
+          } else {
+            in = {0, 1}; // one row broadcast along the reduced dim
+            out = {0, 1};
+          }
+          size_t es = dtypeSize(t);
+          std::vector<char> x(n * es), a(cols * es), b(cols * es);
+          for (int64_t i = 0; i < n; ++i)
+            ktest::fillValue(rng, t, x.data(), i, ktest::coin(rng, 0.02));
+          auto p = kernelParams(k, shape, {in}, {out}, {}, {});
+          void *ja[] = {x.data(), a.data()};
+          void *ib[] = {x.data(), b.data()};
+          jit.compile(k)(ja, p.data());
+          interpretKernel(k, ib, p.data());
+          INFO(dtypeName(t) << " " << kreduceName(op) << " cols " << cols << " layout " << layout);
+          for (int64_t j = 0; j < cols; ++j) {
+            bool same = std::memcmp(&a[j * es], &b[j * es], es) == 0;
+            if (!same && isFloat(t))
+              same = std::isnan(ktest::readF(t, a, j)) && std::isnan(ktest::readF(t, b, j));
+            CHECK(same);
+            if (!same)
+              break;
+          }
+        }
+}

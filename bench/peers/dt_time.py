@@ -1,0 +1,54 @@
+"""Times a dtensor program through `dtensorc run`: the whole run with 1 step
+(first-run time: parse, compile, data, one step) and with 1 + n steps; the
+difference over n is the time per step (compile and set-up cancel). Best of
+`reps` pairs. Prints the last value the program printed.
+
+usage: python3 dt_time.py DTENSORC PROGRAM [n] [reps]
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from programs import PROGRAMS, dt_program  # noqa: E402
+
+
+def run_once(dtensorc, text, ranks):
+    with tempfile.NamedTemporaryFile("w", suffix=".dt", delete=False) as f:
+        f.write(text)
+        path = f.name
+    try:
+        t0 = time.perf_counter()
+        r = subprocess.run([dtensorc, "run", path], capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+    finally:
+        os.unlink(path)
+    if r.returncode != 0:
+        raise RuntimeError(f"dtensorc failed ({r.returncode}):\n{r.stderr}")
+    return dt, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+
+
+def time_text(dtensorc, make, n=5, reps=2):
+    """make(steps) -> program text; returns (first-run s, s per step, value).
+    The best of `reps` runs each with 1 and 1 + n steps; their difference is
+    taken between the two minima (robust to a shared machine's noise)."""
+    t1s, tns, value = [], [], ""
+    for _ in range(reps):
+        t1s.append(run_once(dtensorc, make(1), 0)[0])
+        tn, value = run_once(dtensorc, make(1 + n), 0)
+        tns.append(tn)
+    return min(t1s), max(min(tns) - min(t1s), 0.0) / n, value
+
+
+def time_program(dtensorc, name, n=5, reps=2):
+    return time_text(dtensorc, lambda steps: dt_program(name, steps), n, reps)
+
+
+if __name__ == "__main__":
+    exe, name = sys.argv[1], sys.argv[2]
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    reps = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+    first, step, value = time_program(exe, name, n, reps)
+    print(f"{name}: first run {first:.3f} s, {step * 1e3:.2f} ms/step, value {value}")

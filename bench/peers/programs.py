@@ -1,0 +1,112 @@
+"""The benchmark programs, written once per system (dtensor .dt text here;
+jax_peer.py and torch_peer.py spell the same computations).
+
+Every program runs `steps` iterations of its step after making its data, and
+prints one value at the end (a loss or a sum) so the systems' values can be
+compared. Data: dtensor draws inputs with its layout-invariant RNG; the peers
+read the same tensors from the .npy files that `dtensorc` cannot write, so
+instead every program here starts from deterministic closed-form data
+(sin/cos of an index) that all three systems compute identically.
+"""
+
+# name -> (description, mesh shape, sizes)
+PROGRAMS = {
+    "mlp_tp_2x2": ("small MLP TP step (mlp_tp.dt sizes), 2x2", (2, 2),
+                   dict(B=32, D=8, H=16, C=4)),
+    "mlp_1x1": ("MLP step B512 D1024 H2048 C512, 1x1", (1, 1),
+                dict(B=512, D=1024, H=2048, C=512)),
+    "mlp_2x2": ("MLP step B512 D1024 H2048 C512, 2x2", (2, 2),
+                dict(B=512, D=1024, H=2048, C=512)),
+    "ew100": ("100-op elementwise loop, f32[1048576], 1 rank", (1, 1), dict(N=1 << 20)),
+}
+
+
+def mlp_dt(steps, B, D, H, C, dp, tp):
+    """The mlp_tp.dt model (column- then row-parallel MLP, cross-entropy,
+    Adam on the two weights and biases) on mesh [dp, tp]."""
+    return f"""import nn
+import optim
+mesh m = [dp = {dp}, tp = {tp}]
+fn loss_fn(w1: f32[{D}, {H}] @ m[_, tp], b1: f32[{H}] @ m[tp], w2: f32[{H}, {C}] @ m[tp, _],
+           b2: f32[{C}] @ m[_], x: f32[{B}, {D}] @ m[dp, _], y: f32[{B}, {C}] @ m[dp, _]) -> f32[] @ m[] {{
+  let h = relu(nn.column_parallel_linear(x, w1, b1))
+  let logits = relayout(nn.row_parallel_linear(h, w2), m[dp, _]) + b2
+  return relayout(nn.cross_entropy(logits, y), m[])
+}}
+let xi : f32[{B}, {D}] @ m[dp, _] = iota(dim=0)
+let xj : f32[{B}, {D}] @ m[dp, _] = iota(dim=1)
+let x = sin(xi * 0.37 + xj * 0.11)
+let yi : f32[{B}, {C}] @ m[dp, _] = iota(dim=0)
+let yj : f32[{B}, {C}] @ m[dp, _] = iota(dim=1)
+let y = cast(yj == yi % {C}.0, f32)
+let w1i : f32[{D}, {H}] @ m[_, tp] = iota(dim=0)
+let w1j : f32[{D}, {H}] @ m[_, tp] = iota(dim=1)
+var w1 : f32[{D}, {H}] @ m[_, tp] = cos(w1i * 0.13 + w1j * 0.07) * {1.0 / D ** 0.5}
+var b1 : f32[{H}] @ m[tp] = zeros()
+let w2i : f32[{H}, {C}] @ m[tp, _] = iota(dim=0)
+let w2j : f32[{H}, {C}] @ m[tp, _] = iota(dim=1)
+var w2 : f32[{H}, {C}] @ m[tp, _] = sin(w2i * 0.05 + w2j * 0.17) * {1.0 / H ** 0.5}
+var b2 : f32[{C}] @ m[_] = zeros()
+var w1_m : f32[{D}, {H}] @ m[_, tp] = zeros()
+var w1_v : f32[{D}, {H}] @ m[_, tp] = zeros()
+var b1_m : f32[{H}] @ m[tp] = zeros()
+var b1_v : f32[{H}] @ m[tp] = zeros()
+var w2_m : f32[{H}, {C}] @ m[tp, _] = zeros()
+var w2_v : f32[{H}, {C}] @ m[tp, _] = zeros()
+var b2_m : f32[{C}] @ m[_] = zeros()
+var b2_v : f32[{C}] @ m[_] = zeros()
+var t : f32[] @ m[] = zeros()
+var last : f32[] @ m[] = zeros()
+let lr : f32[] @ m[] = full(0.001)
+for step in 0..{steps} {{
+  let (loss, g_w1, g_b1, g_w2, g_b2) = value_and_grad(loss_fn, wrt=[0, 1, 2, 3])(w1, b1, w2, b2, x, y)
+  last = loss
+  t = t + 1.0
+  let (w1n, w1mn, w1vn) = optim.adam_2d(w1, relayout(g_w1, m[_, tp]), w1_m, w1_v, t, lr)
+  let (b1n, b1mn, b1vn) = optim.adam_1d(b1, relayout(g_b1, m[tp]), b1_m, b1_v, t, lr)
+  let (w2n, w2mn, w2vn) = optim.adam_2d(w2, relayout(g_w2, m[tp, _]), w2_m, w2_v, t, lr)
+  let (b2n, b2mn, b2vn) = optim.adam_1d(b2, relayout(g_b2, m[_]), b2_m, b2_v, t, lr)
+  w1 = w1n
+  w1_m = w1mn
+  w1_v = w1vn
+  b1 = b1n
+  b1_m = b1mn
+  b1_v = b1vn
+  w2 = w2n
+  w2_m = w2mn
+  w2_v = w2vn
+  b2 = b2n
+  b2_m = b2mn
+  b2_v = b2vn
+}}
+print(last)
+"""
+
+
+def ew100_body(v):
+    """100 elementwise ops on `v` (the same chain in every system):
+    25 x (v * 0.999 + 0.001, then v - 0.0005, then v * 1.0001)."""
+    ops = []
+    for _ in range(25):
+        ops += [f"{v} = {v} * 0.999", f"{v} = {v} + 0.001", f"{v} = {v} - 0.0005",
+                f"{v} = {v} * 1.0001"]
+    return ops
+
+
+def ew100_dt(steps, N):
+    body = "\n".join("  " + o for o in ew100_body("x"))
+    return f"""mesh m = [r = 1]
+let i : f32[{N}] @ m[_] = iota(dim=0)
+var x : f32[{N}] @ m[_] = sin(i * 0.001)
+for step in 0..{steps} {{
+{body}
+}}
+print(sum(x))
+"""
+
+
+def dt_program(name, steps):
+    _, mesh, s = PROGRAMS[name]
+    if name.startswith("mlp"):
+        return mlp_dt(steps, s["B"], s["D"], s["H"], s["C"], mesh[0], mesh[1])
+    return ew100_dt(steps, s["N"])

@@ -148,6 +148,9 @@ public:
   /// `x[2:5, i, ::2]`: index_selects of constant ids, a sharded dim gathered
   /// and sharded again; integer indices drop their dims.
   EV subscript(const ast::Expr &e);
+  /// Run-time integer index `iv` into a dim of size `n` of `xt` as the
+  /// `i64[1]` (or `i32[1]`) ids of an `index_select` on `xt`'s mesh.
+  EV dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s);
   /// `concat`, `stack`, `split`, `chunk`, `pad`.
   EV cutBuiltin(const std::string &name, const ast::Expr &e);
   /// `xs` (same dtype, rank and sizes but along `d`) joined along `d`; the

@@ -158,6 +158,22 @@ EV IRBuilder::subscript(const ast::Expr &e) {
   EV x = expr(base);
   if (x.poison)
     return x;
+  if (!x.literal && x.ids.size() > 1) {
+    // `split(x, 2)[0]`: one value of a tuple.
+    int64_t k = 0, n = (int64_t)x.ids.size();
+    if (e.args.size() != 2 || e.args[1]->kind == ast::Expr::Slice ||
+        !staticInt(*this, *e.args[1], k))
+      return e.args.size() != 2 ? (diags().error<DiagId::TupleOperand>(base.loc, x.ids.size()),
+                                   EV::bad())
+                                : EV::bad();
+    if (k < -n || k >= n) {
+      auto &dg = diags().error(DiagId::IndexOutOfRange, e.args[1]->loc,
+                               {std::to_string(k), "0 of the tuple", std::to_string(n)});
+      dg.hint = "the tuple has " + std::to_string(n) + " values";
+      return EV::bad();
+    }
+    return EV::one(x.ids[k < 0 ? k + n : k]);
+  }
   if (!x.single()) {
     if (x.literal)
       diags().error<DiagId::NeedsTensor>(base.loc, "indexing");
@@ -178,6 +194,7 @@ EV IRBuilder::subscript(const ast::Expr &e) {
     int64_t dim;
     std::vector<int64_t> ids;
     bool drop;
+    EV dynamic; ///< run-time ids (i64[1]) instead of `ids`
   };
   std::vector<Cut> cuts;
   for (size_t i = 0; i < nsub; ++i) {
@@ -217,7 +234,7 @@ EV IRBuilder::subscript(const ast::Expr &e) {
         (k == 0 ? lo : hi) = v < 0 ? v + n : v;
       }
       int64_t count = hi > lo ? (hi - lo + step - 1) / step : 0;
-      cuts.push_back({d, range(lo, count, step), false});
+      cuts.push_back({d, range(lo, count, step), false, {}});
       continue;
     }
     if (s.kind == ast::Expr::Group) {
@@ -227,8 +244,24 @@ EV IRBuilder::subscript(const ast::Expr &e) {
     int64_t n = knownSize(*this, t, d, "indexing", s.loc);
     if (n < 0)
       return EV::bad();
+    EV iv = expr(s);
+    if (iv.poison)
+      return iv;
+    if (!iv.literal) {
+      // A run-time index (a loop variable, a rank-0 integer tensor): an
+      // out-of-range one is a run-time error of `index_select`.
+      EV ids = dynamicIndex(iv, t, n, s);
+      if (ids.poison)
+        return ids;
+      cuts.push_back({d, {}, true, ids});
+      continue;
+    }
     int64_t v;
-    if (!staticInt(*this, s, v))
+    if (!iv.isInt) {
+      diags().error<DiagId::BadSubscript>(s.loc);
+      return EV::bad();
+    }
+    if (!literalInt(iv, s.loc, v))
       return EV::bad();
     if (v < -n || v >= n) {
       auto &dg = diags().error(DiagId::IndexOutOfRange, s.loc,
@@ -238,7 +271,7 @@ EV IRBuilder::subscript(const ast::Expr &e) {
                              std::to_string(n - 1) + " (negative ones count from the end)";
       return EV::bad();
     }
-    cuts.push_back({d, {v < 0 ? v + n : v}, true});
+    cuts.push_back({d, {v < 0 ? v + n : v}, true, {}});
   }
   // Cut the dims no axis shards first: less data reaches the all-gathers.
   std::stable_sort(cuts.begin(), cuts.end(), [&](const Cut &a, const Cut &b) {
@@ -247,7 +280,13 @@ EV IRBuilder::subscript(const ast::Expr &e) {
   for (auto &c : cuts) {
     std::vector<int> axes = axesSharding(typeOf(x.ids[0]), c.dim);
     x = unshard(*this, x, c.dim, &base, e.loc);
-    x = pick(*this, x, c.dim, c.ids, &base, e.loc);
+    if (!c.dynamic.ids.empty()) {
+      Attrs a;
+      a.ints = {c.dim};
+      x = emit(Op::IndexSelect, {x, c.dynamic}, {&base, nullptr}, e.loc, a);
+    } else {
+      x = pick(*this, x, c.dim, c.ids, &base, e.loc);
+    }
     if (!c.drop)
       x = reshard(*this, x, c.dim, axes, &base, e.loc);
     if (x.poison)
@@ -273,6 +312,41 @@ EV IRBuilder::subscript(const ast::Expr &e) {
     if (p.isShard())
       p = Placement::replicate();
   return emit(Op::Reshape, {x}, {&base}, e.loc, {}, {r});
+}
+
+EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s) {
+  if (!iv.single() || typeOf(iv.ids[0]).rank() != 0 ||
+      (typeOf(iv.ids[0]).dtype != DType::I32 && typeOf(iv.ids[0]).dtype != DType::I64)) {
+    auto &dg = diags().error<DiagId::BadSubscript>(s.loc);
+    if (iv.single())
+      dg.notes.push_back("`" + exprText(&s) + "` is `" + typeOf(iv.ids[0]).str() + "`");
+    return EV::bad();
+  }
+  TensorType it = typeOf(iv.ids[0]);
+  if (it.isHost() && !xt.isHost()) {
+    it = replicatedType(it.dtype, {}, xt.mesh);
+    iv = emit(Op::Distribute, {iv}, {&s}, s.loc, {}, {it});
+  } else if (!it.isHost() && it.hasPartial()) {
+    for (auto &p : it.placements)
+      p = Placement::replicate();
+    iv = emit(Op::Relayout, {iv}, {&s}, s.loc, {}, {it});
+  }
+  if (iv.poison)
+    return iv;
+  // Negative indices count from the end, as static ones do.
+  EV lit;
+  lit.literal = lit.isInt = true;
+  EV zero = lit, size = lit;
+  size.ival = n;
+  size.number = (double)n;
+  EV neg = emit(Op::Lt, {iv, zero}, {&s, nullptr}, s.loc);
+  EV wrapped = emit(Op::Add, {iv, size}, {&s, nullptr}, s.loc);
+  iv = emit(Op::Select, {neg, wrapped, iv}, {nullptr, nullptr, &s}, s.loc);
+  if (iv.poison)
+    return iv;
+  it = typeOf(iv.ids[0]);
+  it.shape = {Dim::lit(1)};
+  return emit(Op::Reshape, {iv}, {&s}, s.loc, {}, {it});
 }
 
 /// Every tensor among the positional arguments of `e` (a tuple counts as its

@@ -391,6 +391,17 @@ EV IRBuilder::join(const std::string &name, std::vector<EV> xs,
     for (int64_t i = 0; i < t.rank(); ++i)
       if (i != d && t.shape[i] != t0.shape[i])
         return mismatch("dim " + std::to_string(i), t0.shape[i].str(), t.shape[i].str());
+    for (auto &p : t.placements)
+      if (p.isPartial() && p.op != ReduceOp::Sum && p.op != ReduceOp::Avg) {
+        // Rows are added into zeros, which only a partial sum allows.
+        auto &dg = diags().error(DiagId::NonLinearPartial, exs[k]->loc, {name});
+        TensorType r = t;
+        for (auto &q : r.placements)
+          if (q.isPartial())
+            q = Placement::replicate();
+        conversionHint(dg, exs[k], t, r);
+        return EV::bad();
+      }
     int64_t n = knownSize(*this, t, d, name, exs[k]->loc);
     if (n < 0)
       return EV::bad();
@@ -448,11 +459,17 @@ EV IRBuilder::cutBuiltin(const std::string &name, const ast::Expr &e) {
     }
     if (st) {
       // A new size-1 dim at d on each input, then a concat along it.
+      const TensorType t0 = typeOf(xs[0].ids[0]);
       for (size_t k = 0; k < xs.size(); ++k) {
         TensorType t = typeOf(xs[k].ids[0]);
-        if (t.rank() != rank) {
-          diags().error(DiagId::JoinMismatch, exs[k]->loc,
-                        {name, "rank", std::to_string(rank), std::to_string(t.rank())});
+        std::string what, was, is;
+        if (t.rank() != rank)
+          what = "rank", was = std::to_string(rank), is = std::to_string(t.rank());
+        for (int64_t i = 0; what.empty() && i < rank; ++i)
+          if (t.shape[i] != t0.shape[i])
+            what = "dim " + std::to_string(i), was = t0.shape[i].str(), is = t.shape[i].str();
+        if (!what.empty()) {
+          diags().error(DiagId::JoinMismatch, exs[k]->loc, {name, what, was, is});
           return EV::bad();
         }
         t.shape.insert(t.shape.begin() + d, Dim::lit(1));

@@ -244,6 +244,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   if (name == "concat" || name == "stack" || name == "split" || name == "chunk" ||
       name == "pad")
     return cutBuiltin(name, e);
+  if (name == "gather" || name == "one_hot")
+    return gatherBuiltin(name, e);
   if (name == "cast") {
     if (!nargs(2, 2))
       return EV::bad();
@@ -364,7 +366,7 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
       "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
       "cumsum",     "load",       "save",       "concat",     "stack",      "split",
-      "chunk",      "pad"};
+      "chunk",      "pad",        "gather",     "one_hot"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -151,6 +151,8 @@ public:
   /// Run-time integer index `iv` into a dim of size `n` of `xt` as the
   /// `i64[1]` (or `i32[1]`) ids of an `index_select` on `xt`'s mesh.
   EV dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s);
+  /// `one_hot(ids, n)` and `gather(x, ids, dim=d)` (BuildGather.cpp).
+  EV gatherBuiltin(const std::string &name, const ast::Expr &e);
   /// `concat`, `stack`, `split`, `chunk`, `pad`.
   EV cutBuiltin(const std::string &name, const ast::Expr &e);
   /// `xs` (same dtype, rank and sizes but along `d`) joined along `d`; the

@@ -509,9 +509,9 @@ EV IRBuilder::cutBuiltin(const std::string &name, const ast::Expr &e) {
     if ((int64_t)widths.size() != 2 * nd) {
       auto &dg = diags().error(DiagId::BadPadWidths, e.args[1]->loc,
                                {std::to_string(2 * nd), std::to_string(widths.size())});
-      dg.hint = dk ? "write `[lo, hi]` for the one dim `dim=` names"
-                   : "write `[lo0, hi0, lo1, hi1, ...]`, dims in order, or name one dim with "
-                     "`dim=`";
+      dg.hint = dk ? "with `dim=` the widths are `[lo, hi]` for that one dim"
+                   : "the widths are `[lo0, hi0, lo1, hi1, ...]`, dims in order; or name one "
+                     "dim with `dim=`";
       return EV::bad();
     }
     for (auto w : widths)

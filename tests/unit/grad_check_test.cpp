@@ -417,6 +417,20 @@ TEST_CASE("grad check: slicing, concat, stack, split, chunk, pad") {
           {kMesh3, {"m[x, _]", "m[_, x]"}}}});
 }
 
+TEST_CASE("grad check: gather along a sharded or unsharded dim (cross-entropy labels)") {
+  std::vector<int64_t> labels = {4, 0, 2, 2};
+  check({"gather dim 1",
+         {{"x", "f64[4, 5]"}, {"ids", "i64[4]", labels}, {"c", "f64[4, 1]"}},
+         "  let g = gather(x * x, reshape(ids, [4, 1]), dim=1)\n  return " +
+             total("relayout(g, m[_, _]) * relayout(c, m[_, _])") + " + " +
+             total("relayout(one_hot(ids, 5, dtype=f64), m[_, _]) * relayout(x, m[_, _])"),
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}},
+          {kMesh22, {"m[_, x]", "m[y]", "m[_, _]"}},
+          {kMesh22, {"m[y, x]", "m[_]", "m[_, _]"}},
+          {kMesh3, {"m[_, x]", "m[x]", "m[x, _]"}}}});
+}
+
 TEST_CASE("grad check: cast and relayout") {
   Case c{"cast f64 -> f32 -> f64",
          {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},

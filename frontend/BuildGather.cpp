@@ -80,8 +80,8 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
     Attrs d;
     d.ints = {it.rank()};
     EV iota = emit(Op::Iota, {}, {}, e.loc, d, {io});
-    EV hit = ids.poison || iota.poison ? EV::bad()
-                                       : emit(Op::Eq, {ids, iota}, {ax, nullptr}, e.loc);
+    EV hit =
+        ids.poison || iota.poison ? EV::bad() : emit(Op::Eq, {ids, iota}, {ax, nullptr}, e.loc);
     if (hit.poison || dt == DType::Bool)
       return hit;
     TensorType r = typeOf(hit.ids[0]);

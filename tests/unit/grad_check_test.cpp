@@ -397,9 +397,9 @@ TEST_CASE("grad check: slicing, concat, stack, split, chunk, pad") {
          {{"a", "f64[3, 2]"}, {"b", "f64[3, 3]"}, {"c", "f64[3, 5]"}, {"d", "f64[2, 8]"}},
          "  let j = concat(a, b * b, dim=1)\n"
          "  let p = pad(a, [1, 0, 2, 1], value=0.5)\n"
-         "  let st = stack(j[0], j[2] * j[1])\n  return " +
-             total("j * relayout(c, {L0})") + " + " + total("relayout(st, m[_, _]) * relayout(d[:, 0:5], m[_, _])") +
-             " + " + total("p * p"),
+         "  let st = stack(j[0], j[2] * j[1])\n  return " + total("j * relayout(c, {L0})") +
+             " + " + total("relayout(st, m[_, _]) * relayout(d[:, 0:5], m[_, _])") + " + " +
+             total("p * p"),
          {0, 1},
          {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]", "m[_, _]"}},
           {kMesh22, {"m[_, x]", "m[_, x]", "m[_, x]", "m[y, x]"}},

@@ -116,11 +116,18 @@ CpuBackend::CpuBackend(CpuJIT *optimizing, CpuJIT *quick) : jit_(optimizing, qui
 CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::run(int ranks, const std::function<void(Device &)> &body) {
-  ThreadWorld world(ranks);
-  world.run([&](int rank) {
-    ThreadDevice dev(world, rank);
-    body(dev);
-  });
+  if (!world_ || world_->size() != ranks)
+    world_ = std::make_unique<ThreadWorld>(ranks);
+  ThreadWorld &world = *world_;
+  try {
+    world.run([&](int rank) {
+      ThreadDevice dev(world, rank);
+      body(dev);
+    });
+  } catch (...) {
+    world_.reset(); // a failed run may leave a group mid-collective: start the next one afresh
+    throw;
+  }
 }
 
 } // namespace dt

@@ -20,6 +20,8 @@
 
 namespace dt {
 
+class ThreadWorld;
+
 /// A rank whose buffers are host memory; subclasses supply the communicators.
 class CpuDevice : public Device {
 public:
@@ -72,6 +74,9 @@ public:
 
 private:
   CpuKernelCompiler jit_;
+  /// The rank threads, kept between runs of the same number of ranks (a host program calling a
+  /// mesh function pays no thread start per call).
+  std::unique_ptr<ThreadWorld> world_;
 };
 
 } // namespace dt

@@ -158,7 +158,43 @@ struct ThreadWorld::Impl {
   int failedRank = -1;
   std::string failure;
 
+  // The rank pool: ranks 1..n-1 are worker threads started by the first run() and kept until
+  // the world is destroyed; rank 0 runs on the caller's thread. A run publishes `task`, bumps
+  // `job` and wakes the workers; each worker runs task(rank) and decrements `pending`. Both
+  // sides spin (up to spinLimit) before sleeping, so back-to-back runs (a host program calling
+  // a mesh function in a loop) start their ranks in well under a microsecond.
+  std::vector<std::thread> workers;
+  const std::function<void(int)> *task = nullptr;
+  alignas(64) std::atomic<uint64_t> job{0};
+  alignas(64) std::atomic<int> pending{0};
+  std::atomic<bool> quit{false};
+  std::mutex poolMu;
+  std::condition_variable jobCv, doneCv;
+
   Group &get(const std::vector<int> &members);
+  void workerLoop(int rank);
+  /// Waits until ready(): spins up to `budget` pauses, then sleeps on cv. The budget adapts as
+  /// in the collectives (doubled after a spin that paid off, halved after a wasted one), so a
+  /// loaded machine soon stops spinning. (No sched_yield: on a loaded machine each one can hand
+  /// the core to another process for a whole time slice; measured 8.5 ms a run with 16 yields
+  /// against 35 us without, at load 14 on 2 cores.)
+  int callerBudget = 0;
+  template <class Ready> void poolWait(Ready ready, std::condition_variable &cv, int &budget) {
+    const int limit = spinLimit.load(std::memory_order_relaxed);
+    budget = std::clamp(budget, std::min(limit, 32), limit);
+    for (int i = 0; i < budget; ++i) {
+      if (ready()) {
+        budget = std::min(limit, budget * 2);
+        return;
+      }
+      cpuRelax();
+    }
+    budget /= 2;
+    std::unique_lock<std::mutex> lk(poolMu);
+    cv.wait(lk, ready);
+  }
+  void startWorkers();
+  void stopWorkers();
   void abortAll() {
     abort.store(true);
     std::lock_guard<std::mutex> lk(mu);
@@ -511,7 +547,43 @@ ThreadWorld::ThreadWorld(int numRanks) : impl_(std::make_unique<Impl>()) {
   impl_->spinLimit = (unsigned)numRanks <= hw ? kSpinIdle : kSpinOversubscribed;
 }
 
-ThreadWorld::~ThreadWorld() = default;
+ThreadWorld::~ThreadWorld() { impl_->stopWorkers(); }
+
+void ThreadWorld::Impl::startWorkers() {
+  workers.reserve(n - 1);
+  for (int r = 1; r < n; ++r)
+    workers.emplace_back([this, r] { workerLoop(r); });
+}
+
+void ThreadWorld::Impl::stopWorkers() {
+  {
+    std::lock_guard<std::mutex> lk(poolMu);
+    quit = true;
+  }
+  jobCv.notify_all();
+  for (auto &t : workers)
+    t.join();
+  workers.clear();
+}
+
+void ThreadWorld::Impl::workerLoop(int rank) {
+  uint64_t seen = 0;
+  int budget = spinLimit.load(std::memory_order_relaxed);
+  for (;;) {
+    auto ready = [&] {
+      return job.load(std::memory_order_acquire) != seen || quit.load(std::memory_order_acquire);
+    };
+    poolWait(ready, jobCv, budget);
+    if (quit.load(std::memory_order_acquire))
+      return;
+    seen = job.load(std::memory_order_acquire);
+    (*task)(rank); // never throws: run()'s body catches everything
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      { std::lock_guard<std::mutex> lk(poolMu); }
+      doneCv.notify_one();
+    }
+  }
+}
 
 int ThreadWorld::size() const { return impl_->n; }
 
@@ -579,15 +651,21 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
       fail(r, "unknown exception");
     }
   };
-  if (w.n == 1) {
-    body(0); // one rank: no thread to start (a call from a host program)
+  if (w.n > 1) {
+    if (w.workers.empty())
+      w.startWorkers();
+    std::function<void(int)> task = body;
+    w.task = &task;
+    w.pending.store(w.n - 1, std::memory_order_relaxed);
+    w.job.fetch_add(1, std::memory_order_release);
+    { std::lock_guard<std::mutex> lk(w.poolMu); }
+    w.jobCv.notify_all();
+    body(0);
+    w.poolWait([&] { return w.pending.load(std::memory_order_acquire) == 0; }, w.doneCv,
+               w.callerBudget);
+    w.task = nullptr;
   } else {
-    std::vector<std::thread> threads;
-    threads.reserve(w.n);
-    for (int r = 0; r < w.n; ++r)
-      threads.emplace_back(body, r);
-    for (auto &t : threads)
-      t.join();
+    body(0); // one rank: no thread to start (a call from a host program)
   }
   std::lock_guard<std::mutex> lk(w.mu);
   w.running = false;

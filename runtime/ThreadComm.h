@@ -61,9 +61,12 @@ public:
   Communicator &group(int worldRank, const std::vector<int> &members);
   /// The group of all ranks 0..size-1.
   Communicator &world(int worldRank);
-  /// Runs fn(rank) on numRanks threads and joins. If any rank throws, the others blocked in a
-  /// collective wake up and abort (never deadlock); run() then throws RuntimeFault("rank 3
-  /// failed: <what>") for the first failure.
+  /// Runs fn(rank) for every rank and returns when all have returned: rank 0 on the calling
+  /// thread, ranks 1..n-1 on the world's worker threads, started by the first run() and kept
+  /// (asleep between runs, after a short spin) until the world is destroyed; so a world made
+  /// once and run many times starts its ranks in about a microsecond. If any rank throws, the
+  /// others blocked in a collective wake up and abort (never deadlock); run() then throws
+  /// RuntimeFault("rank 3 failed: <what>") for the first failure.
   void run(const std::function<void(int rank)> &fn);
 
   /// Spin iterations before a waiting rank sleeps (default: chosen from the number of ranks

@@ -4,10 +4,10 @@
 // columns of 3x2 and 2x4 meshes) running concurrently; 1000 back-to-back
 // iterations to shake out races; argument mismatches; fault injection. Every
 // test that runs ranks is guarded by a watchdog so that a hang fails loudly.
-#include "support/Diagnostics.h"
 #include "runtime/Communicator.h"
 #include "runtime/HostTensor.h"
 #include "runtime/ThreadComm.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 
@@ -486,6 +486,46 @@ TEST_CASE("comm: a failing rank aborts the others and run() names it") {
     world.world(r).barrier();
   }),
                        "rank 1 failed: late", RuntimeFault);
+}
+
+TEST_CASE("comm: the rank pool keeps its threads between runs") {
+  Watchdog wd("rank pool", 60);
+  for (int spin : {0, 4000}) { // sleep-only waits, and the default spin
+    ThreadWorld world(3);
+    world.setSpinLimit(spin);
+    std::vector<std::thread::id> first(3), now(3);
+    world.run([&](int r) { first[r] = std::this_thread::get_id(); });
+    CHECK(first[0] == std::this_thread::get_id()); // rank 0 runs on the caller
+    CHECK(first[1] != first[2]);
+    CHECK(first[1] != first[0]);
+    // Many short runs: every rank runs exactly once per run, on the same threads, and data
+    // written in one run is seen by the next (run() is a full synchronisation point).
+    std::vector<int64_t> last(3, -1);
+    std::vector<char> ranOnce(3);
+    bool sameThreads = true, sawPrevious = true, callerSees = true;
+    for (int64_t it = 0; it < 300; ++it) {
+      world.run([&](int r) {
+        sameThreads &= std::this_thread::get_id() == first[r];
+        sawPrevious &= last[(r + 1) % 3] == it - 1; // another thread wrote it in the last run
+        ranOnce[r] += 1;
+      });
+      // The peer's read above happens before any write below: one run reads, the next writes.
+      world.run([&](int r) { last[r] = it; });
+      for (int r = 0; r < 3; ++r)
+        callerSees &= last[r] == it && ranOnce[r] == 1, ranOnce[r] = 0;
+    }
+    CHECK(sawPrevious);
+    CHECK(callerSees);
+    CHECK(sameThreads);
+    // A failed run, then the same threads run again.
+    CHECK_THROWS_AS(world.run([&](int r) {
+      if (r == 2)
+        throw RuntimeFault("x");
+    }),
+                    RuntimeFault);
+    world.run([&](int r) { now[r] = std::this_thread::get_id(); });
+    CHECK(now == first);
+  } // destroying an idle world joins its threads (the watchdog catches a hang)
 }
 
 TEST_CASE("comm: mismatched calls fail on every rank instead of hanging") {

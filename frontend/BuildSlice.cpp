@@ -205,9 +205,12 @@ EV IRBuilder::subscript(const ast::Expr &e) {
       bool full = !s.args[0] && !s.args[1] && !s.args[2];
       if (full)
         continue;
-      int64_t n = knownSize(*this, t, d, "slicing", s.loc);
-      if (n < 0)
-        return EV::bad();
+      // A size symbol (a generic function checked on its own) takes
+      // non-negative bounds with an explicit end; calls check the range.
+      bool sym = t.shape[d].isSym();
+      if (sym && !s.args[1])
+        return (knownSize(*this, t, d, exprText(&e), s.loc), EV::bad());
+      int64_t n = sym ? INT64_MAX / 2 : t.shape[d].value;
       int64_t lo = 0, hi = n, step = 1;
       if (s.args[2]) {
         if (!staticInt(*this, *s.args[2], step))
@@ -225,6 +228,8 @@ EV IRBuilder::subscript(const ast::Expr &e) {
         int64_t v;
         if (!staticInt(*this, *s.args[k], v))
           return EV::bad();
+        if (sym && v < 0)
+          return (knownSize(*this, t, d, exprText(&e), s.args[k]->loc), EV::bad());
         if (v < -n || v > n) {
           auto &dg = diags().error(DiagId::SliceOutOfRange, s.args[k]->loc,
                                    {std::to_string(v), std::to_string(d), std::to_string(n)});
@@ -242,12 +247,13 @@ EV IRBuilder::subscript(const ast::Expr &e) {
       diags().error<DiagId::BadSubscript>(s.loc);
       return EV::bad();
     }
-    int64_t n = knownSize(*this, t, d, "indexing", s.loc);
-    if (n < 0)
-      return EV::bad();
+    bool sym = t.shape[d].isSym();
+    int64_t n = sym ? INT64_MAX / 2 : t.shape[d].value;
     EV iv = expr(s);
     if (iv.poison)
       return iv;
+    if (sym && (!iv.literal || !iv.isInt || iv.ival < 0))
+      return (knownSize(*this, t, d, exprText(&e), s.loc), EV::bad());
     if (!iv.literal) {
       // A run-time index (a loop variable, a rank-0 integer tensor): an
       // out-of-range one is a run-time error of `index_select`.

@@ -3,9 +3,8 @@
 // 0 through the world communicator.
 #include "runtime/Executor.h"
 
-#include "support/Diagnostics.h"
-#include "passes/Fusion.h"
 #include "ir/Printer.h"
+#include "passes/Fusion.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/Format.h"
@@ -13,6 +12,7 @@
 #include "runtime/LocalOps.h"
 #include "runtime/RefKernels.h"
 #include "runtime/TensorIO.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -47,7 +47,7 @@ struct Executor::Shared {
   const LivenessTable *liveness = nullptr; ///< memory plan (null: keep every value)
   bool referenceOnly = false;              ///< --no-jit: no BLAS either
   std::vector<RankState> &state;           ///< per world rank (kept across runs)
-  std::vector<int64_t> ids; ///< world rank -> device id (sorted, distinct)
+  std::vector<int64_t> ids;                ///< world rank -> device id (sorted, distinct)
   int worldSize;
   std::ostream &out;
   const ExecOptions &opts;
@@ -109,6 +109,8 @@ private:
   }
 
   std::vector<Slot> block(const Block &b, Frame &fr, int depth) {
+    if (sh_.opts.interrupt && sh_.opts.interrupt->load(std::memory_order_relaxed))
+      throw RuntimeFault("interrupted");
     // The memory plan: values whose last use is instruction i (KernelRuntime.h).
     const std::vector<std::vector<int>> *dies = sh_.liveness ? sh_.liveness->dies(b) : nullptr;
     for (size_t ii = 0; ii < b.insts.size(); ++ii) {
@@ -184,8 +186,8 @@ private:
       const TensorType &st = fr.type(in.operands[0]);
       ++rs_.stats.collectives;
       dev_.at(&in);
-      return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st),
-                                sh_.ids)};
+      return {
+          runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st), sh_.ids)};
     }
     std::vector<const HostTensor *> args;
     for (int o : in.operands)

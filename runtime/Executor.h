@@ -28,8 +28,8 @@
 // every rank's block is gathered to world rank 0 (allGatherV over the world),
 // which assembles the global value (formatted exactly as the reference
 // evaluator does) and writes it at once (streamed: a long loop shows its
-// prints as it runs; a write error on the stream fails the run). A rank failure (e.g. an index out of range in a kernel)
-// becomes RuntimeFault("rank 3 failed: ...") after the other ranks were woken
+// prints as it runs; a write error on the stream fails the run). A rank failure (e.g. an index out
+// of range in a kernel) becomes RuntimeFault("rank 3 failed: ...") after the other ranks were woken
 // up — never a hang; the prints that completed before it are still written.
 //
 // Needs: a verified, SPMD-lowered module (no `relayout`, no `grad`) with
@@ -42,6 +42,7 @@
 #include "runtime/Backend.h"
 #include "runtime/KernelRuntime.h"
 
+#include <atomic>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -71,6 +72,10 @@ struct ExecOptions {
   /// Release buffers after their last use, reuse them and run kernels in
   /// place (runtime/KernelRuntime.h); false keeps every value to the end.
   bool memoryPlan = true;
+  /// Set (by a signal handler: the REPL's Ctrl-C) to stop a run: every rank checks it when it
+  /// enters a block (each loop iteration, each call) and the run ends with RuntimeFault
+  /// "interrupted". A kernel or collective already running finishes first.
+  const std::atomic<bool> *interrupt = nullptr;
 };
 
 /// Counters of the last run (`dtensorc run --stats`).
@@ -96,8 +101,7 @@ public:
   /// Runs a compiled program (its SPMD module, the kernel IR of its
   /// `kernels` step and the memory plan of its `memplan` step; nothing is
   /// lowered or planned again) on `backend`. `prog` outlives the Executor.
-  Executor(const CompiledProgram &prog, Backend &backend, std::ostream &out,
-           ExecOptions opts = {});
+  Executor(const CompiledProgram &prog, Backend &backend, std::ostream &out, ExecOptions opts = {});
   /// Runs `m` on a cpu backend of its own (opts.cpuJit / opts.quickJit).
   Executor(const Module &m, std::ostream &out, ExecOptions opts = {});
   ~Executor();

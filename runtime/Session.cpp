@@ -239,6 +239,13 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
     e.module = std::make_unique<Module>(reachableModule(prog->module(), inst));
     e.results = e.module->find(inst)->results;
     e.sink = std::make_unique<std::ostringstream>();
+    // A fixed world size (the embedding API's Options::world) is checked against the whole
+    // program's meshes, as a run checks it; the call itself then runs on the ranks of the
+    // meshes the function reaches.
+    if (opts_.exec.ranks != 0 && Executor::requiredRanks(prog->module()) != opts_.exec.ranks)
+      throw RuntimeFault("the program's meshes need " +
+                         std::to_string(Executor::requiredRanks(prog->module())) +
+                         " ranks, but the session's world has " + std::to_string(opts_.exec.ranks));
     ExecOptions eo = opts_.exec;
     eo.ranks = 0; // the meshes the function uses decide
     e.exec = std::make_unique<Executor>(*e.module, backend(), *e.sink, eo);

@@ -69,6 +69,7 @@ void Repl::reset() {
   so.backend = opts_.backend;
   so.pipeline.target = opts_.backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.keepValues = true;
+  so.exec.interrupt = opts_.interrupt;
   s_ = std::make_unique<Session>(so);
 }
 
@@ -168,7 +169,10 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
     }
   } catch (const RuntimeFault &f) {
     out_.flush();
-    err_ << "error: " << f.what() << "\n";
+    if (opts_.interrupt && opts_.interrupt->load())
+      err_ << "interrupted\n";
+    else
+      err_ << "error: " << f.what() << "\n";
     return false;
   } catch (const InternalError &e) {
     out_.flush();

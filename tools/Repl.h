@@ -19,6 +19,7 @@
 
 #include "runtime/Session.h"
 
+#include <atomic>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -27,6 +28,8 @@ namespace dt {
 
 struct ReplOptions {
   std::string backend = "cpu"; ///< cpu, cuda, mpi, null (runtime/Backend.h)
+  /// Set by the terminal's Ctrl-C handler: stops a running input (ExecOptions::interrupt).
+  const std::atomic<bool> *interrupt = nullptr;
 };
 
 class Repl {

@@ -1,6 +1,8 @@
 // This file implements the REPL's input loop (ReplTerminal.h).
 #include "tools/ReplTerminal.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <editline/readline.h>
@@ -27,10 +29,42 @@ std::string historyPath() {
   return ec ? "" : (dir / "history").string();
 }
 
+/// The one thing the Ctrl-C handler can reach (a signal handler takes no argument): the flag of
+/// the terminal loop running now.
+std::atomic<bool> *gInterrupt = nullptr;
+
+extern "C" void onInterrupt(int) {
+  if (gInterrupt)
+    gInterrupt->store(true);
+}
+
+/// Ctrl-C while the terminal REPL runs: sets `flag` instead of ending the process. No
+/// SA_RESTART, so a read in libedit returns (readline gives null) and the line is dropped; a
+/// running input stops at its next block (ExecOptions::interrupt). The old handler comes back
+/// when this goes out of scope.
+struct InterruptScope {
+  struct sigaction old {};
+  explicit InterruptScope(std::atomic<bool> &flag) {
+    gInterrupt = &flag;
+    struct sigaction sa {};
+    sa.sa_handler = onInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~InterruptScope() {
+    sigaction(SIGINT, &old, nullptr);
+    gInterrupt = nullptr;
+  }
+};
+
 } // namespace
 
-int runRepl(const ReplOptions &opts, const std::string &file, bool terminal,
+int runRepl(const ReplOptions &options, const std::string &file, bool terminal,
             const std::string &banner) {
+  std::atomic<bool> interrupted{false};
+  ReplOptions opts = options;
+  if (terminal)
+    opts.interrupt = &interrupted;
   Repl repl(opts, std::cout, std::cerr);
   if (terminal)
     std::cout << banner << " (`:help` lists the commands, `:quit` or Ctrl-D leaves)\n";
@@ -50,9 +84,17 @@ int runRepl(const ReplOptions &opts, const std::string &file, bool terminal,
   if (!hist.empty())
     read_history(hist.c_str());
   std::string entry; // the whole input, for one history entry
+  InterruptScope onCtrlC(interrupted);
   while (true) {
     std::cout.flush();
+    interrupted.store(false);
     char *raw = readline(repl.prompt().c_str());
+    if (!raw && interrupted.exchange(false)) { // Ctrl-C: drop the input, keep the session
+      std::cout << "^C\n";
+      repl.cancel();
+      entry.clear();
+      continue;
+    }
     if (!raw) { // Ctrl-D
       std::cout << "\n";
       repl.finish();

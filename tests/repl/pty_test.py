@@ -2,7 +2,8 @@
 """The REPL on a terminal: `dtensorc` alone in a pseudo-terminal shows the
 banner and the `dt> ` prompt, continues an open bracket with `... `, prints
 values, keeps going after a type error, recalls the previous input with the
-up arrow (libedit), and keeps the history in its file across sessions.
+up arrow (libedit), keeps the history in its file across sessions, and
+takes Ctrl-C as dropping the line or stopping a running input.
 
 usage: pty_test.py DTENSORC
 """
@@ -115,6 +116,28 @@ def main():
     t.send("\x1b[A\r")
     t.expect("[2, 3, 4, 5] : ")
     t.expect("dt> ")
+    # Ctrl-C drops an unfinished input and keeps the session (a pause first:
+    # a key typed while libedit switches the terminal mode may be lost).
+    t.send("fn g(v: f32[4] @ m[x]) -> f32[4] @ m[x] {\r")
+    t.expect("... ")
+    time.sleep(0.3)
+    t.send("\x03")
+    t.expect("^C")
+    t.expect("dt> ")
+    t.send("a * 3.0\r")
+    t.expect("[3, 6, 9, 12] : ")
+    t.expect("dt> ")
+    # Ctrl-C stops a running input; the values before it are kept.
+    t.send("var s : f32[4] @ m[x] = a\r")
+    t.expect("dt> ")
+    t.send("for i in 0..1000000000 { s = s + 1.0 }\r")
+    time.sleep(1.0)
+    t.send("\x03")
+    t.expect("interrupted")
+    t.expect("dt> ")
+    t.send("a - 1.0\r")
+    t.expect("[0, 1, 2, 3] : ")
+    t.expect("dt> ")
     t.send(":quit\r")
     assert t.wait() == 0
     hist = open(os.path.join(tmp, "dtensor", "history"), encoding="utf-8", errors="replace").read()
@@ -130,8 +153,8 @@ def main():
     t.expect("dt> ")
     t.send("let a : f32[4] @ m[x] = [1, 2, 3, 4]\r")
     t.expect("dt> ")
-    t.send("\x1b[A\x1b[A\x1b[A\r")  # back past the two new inputs: `a + 1.0`
-    t.expect("[2, 3, 4, 5] : ")
+    t.send("\x1b[A\x1b[A\x1b[A\r")  # back past the two new inputs: `a - 1.0`
+    t.expect("[0, 1, 2, 3] : ")
     t.expect("dt> ")
     # Ctrl-D leaves. Sent after a pause, as a person would: a ^D that arrives
     # within microseconds of the prompt, while libedit is still switching the

@@ -279,3 +279,27 @@ TEST_CASE("embed: two sessions on two threads, each running its own program") {
   t1.join();
   CHECK(bad == 0);
 }
+
+TEST_CASE("embed: Options::world is checked against the program's meshes, in calls too") {
+  const char *src = "mesh m = [x = 2]\n"
+                    "fn twice(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 2.0 }\n";
+  std::vector<float> x = {1, 2, 3, 4};
+  for (int world : {0, 2}) {
+    dtensor::Options o;
+    o.world = world;
+    dtensor::Session s(o);
+    REQUIRE(s.compile(src));
+    CHECK(s.call("twice", {dtensor::TensorView(x.data(), {4})})[0].str() == "[2, 4, 6, 8]");
+  }
+  dtensor::Options o;
+  o.world = 3;
+  dtensor::Session s(o);
+  std::string what;
+  try {
+    if (s.compile(src))
+      s.call("twice", {dtensor::TensorView(x.data(), {4})});
+  } catch (const dtensor::Error &e) {
+    what = e.what();
+  }
+  CHECK(what.find("need 2 ranks") != std::string::npos);
+}

@@ -247,6 +247,11 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       return emit(Op::IndexSelect, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc, a);
     return emit(Op::IndexAdd, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc, a);
   }
+  if (name == "concat" || name == "stack" || name == "split" || name == "chunk" ||
+      name == "pad")
+    return cutBuiltin(name, e);
+  if (name == "gather" || name == "one_hot")
+    return gatherBuiltin(name, e);
   if (name == "cast") {
     if (!nargs(2, 2))
       return EV::bad();
@@ -269,12 +274,19 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     if (!x.single())
       return x.poison ? x : EV::bad();
     const ast::Expr &l = *e.args[1];
-    if (l.kind != ast::Expr::Layout || !l.layout) {
-      diags().error<DiagId::NeedsLayoutArg>(l.loc, name);
+    const ast::LayoutSpec *spec = l.kind == ast::Expr::Layout ? l.layout.get()
+                                  : l.kind == ast::Expr::Subscript ? subscriptLayout(l)
+                                                                   : nullptr;
+    if (!spec) {
+      if (l.kind == ast::Expr::Subscript && l.args[0]->kind == ast::Expr::Name &&
+          st_.meshes.count(l.args[0]->text))
+        diags().error<DiagId::BadLayoutEntry>(l.loc);
+      else
+        diags().error<DiagId::NeedsLayoutArg>(l.loc, name);
       return EV::bad();
     }
     const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
-    auto target = applyLayout(*l.layout, t.dtype, t.shape);
+    auto target = applyLayout(*spec, t.dtype, t.shape);
     if (!target)
       return EV::bad();
     if (name == "relayout" && !t.isHost() && !(*t.mesh == *target->mesh)) {
@@ -341,6 +353,13 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   return EV::bad();
 }
 
+const ast::LayoutSpec *IRBuilder::subscriptLayout(const ast::Expr &e) {
+  if (e.kind != ast::Expr::Subscript || !e.layout)
+    return nullptr;
+  const std::string &base = e.args[0]->text;
+  return st_.meshes.count(base) || !lookup(base) ? e.layout.get() : nullptr;
+}
+
 std::vector<std::string> IRBuilder::functionNames() const {
   static const char *const kBuiltins[] = {
       "relayout", "distribute", "to_host",    "ones",         "zeros",      "full",
@@ -352,8 +371,9 @@ std::vector<std::string> IRBuilder::functionNames() const {
       "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "erf",
       "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
       "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
-      "cumsum",     "load",       "save",       "time",
-      "load_checkpoint", "save_checkpoint"};
+      "cumsum",     "load",       "save",       "time",       "load_checkpoint",
+      "save_checkpoint", "concat", "stack",      "split",      "chunk",      "pad",
+      "gather",     "one_hot"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -300,6 +300,12 @@ EV IRBuilder::expr(const ast::Expr &e) {
   case K::Index:
     diags().error<DiagId::IndexingUnsupported>(e.loc);
     return EV::bad();
+  case K::Subscript:
+    return subscript(e);
+  case K::Slice:
+  case K::Group:
+    diags().error<DiagId::BadSubscript>(e.loc);
+    return EV::bad();
   }
   return EV::bad();
 }

@@ -148,6 +148,25 @@ public:
   /// `cumsum(x, dim=d)` along a dim that no mesh axis shards.
   EV cumsum(const ast::Expr &e, EV x, const TensorType &t);
 
+  // ---- slicing and joins (BuildSlice.cpp)
+  /// `x[2:5, i, ::2]`: index_selects of constant ids, a sharded dim gathered
+  /// and sharded again; integer indices drop their dims.
+  EV subscript(const ast::Expr &e);
+  /// Run-time integer index `iv` into a dim of size `n` of `xt` as the
+  /// `i64[1]` (or `i32[1]`) ids of an `index_select` on `xt`'s mesh.
+  EV dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s);
+  /// `one_hot(ids, n)` and `gather(x, ids, dim=d)` (BuildGather.cpp).
+  EV gatherBuiltin(const std::string &name, const ast::Expr &e);
+  /// `concat`, `stack`, `split`, `chunk`, `pad`.
+  EV cutBuiltin(const std::string &name, const ast::Expr &e);
+  /// `xs` (same dtype, rank and sizes but along `d`) joined along `d`; the
+  /// result is sharded along `d` as `xs[0]` is.
+  EV join(const std::string &name, std::vector<EV> xs, const std::vector<const ast::Expr *> &exs,
+          int64_t d, SrcLoc loc);
+  /// The dims-mapping layout that subscript expression `e` spells when its
+  /// base names a mesh (or no value), else null.
+  const ast::LayoutSpec *subscriptLayout(const ast::Expr &e);
+
   // ---- tensor files (BuildData.cpp)
   /// `load(path[, name])`: with `declared`, a value of that type whose
   /// ranks read their blocks (the file's dtype and shape are checked now);

@@ -65,6 +65,14 @@ struct Expr {
               ///< args
     Layout,   ///< a layout used as a value: `relayout(x, m[_, x])`; `layout`
     Index,    ///< `x[i]` tuple element access of multi-result values; args[0], `number` = index
+    /// `x[2:5, i]`: args[0] is the subscripted expression, args[1..] the
+    /// subscripts (an expression = an index, Slice, or Group). When args[0]
+    /// is a plain name and every subscript is a layout entry, `layout` holds
+    /// the same text read as a dims-mapping layout `m[_, (x, y)]`; the IR
+    /// builder picks that reading when the name is a mesh.
+    Subscript,
+    Slice, ///< `lo:hi:step` inside a Subscript; args[0..2], each null when left out
+    Group, ///< `(x, y)` inside a Subscript: an axis group of a layout; args = the names
   };
   Kind kind = Number;
   SrcLoc loc;

@@ -178,6 +178,33 @@ public:
       expr(*e.args[0]);
       out += "[" + std::to_string((long long)e.number) + "]";
       break;
+    case Expr::Subscript:
+      expr(*e.args[0]);
+      out += '[';
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        if (i > 1)
+          out += ", ";
+        expr(*e.args[i]);
+      }
+      out += ']';
+      break;
+    case Expr::Slice:
+      for (size_t i = 0; i < 3; ++i) {
+        if (i > 0 && (i < 2 || e.args[2]))
+          out += ':';
+        if (e.args[i])
+          expr(*e.args[i]);
+      }
+      break;
+    case Expr::Group:
+      out += '(';
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        if (i > 0)
+          out += ", ";
+        expr(*e.args[i]);
+      }
+      out += ')';
+      break;
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 
 namespace dt::gram {
 
@@ -172,6 +173,79 @@ ExprPtr Builder::layoutExpr(LayoutPtr l) {
   e->full = l->loc;
   e->layout = std::move(l);
   return e;
+}
+
+ExprPtr Builder::slice(ExprPtr lo, ExprPtr hi, ExprPtr step, const Span &s) {
+  auto e = leaf(Expr::Slice, s);
+  e->args.push_back(std::move(lo));
+  e->args.push_back(std::move(hi));
+  e->args.push_back(std::move(step));
+  return finish(std::move(e));
+}
+
+ExprPtr Builder::group(std::vector<ExprPtr> items, const Span &s) {
+  auto e = leaf(Expr::Group, s);
+  e->args = std::move(items);
+  return finish(std::move(e));
+}
+
+/// The dims-mapping layout entry that subscript `x` spells, if any: `_`,
+/// `x`, `(x, y)`, or a PyTorch-style `Shard(0)` kept for the IR builder to
+/// report.
+static std::optional<ast::LayoutEntry> layoutEntryOf(const Expr &x) {
+  ast::LayoutEntry le;
+  le.loc = x.full.line ? x.full : x.loc;
+  if (x.kind == Expr::Name && x.text.find('.') == std::string::npos) {
+    if (x.text != "_")
+      le.axes.push_back(x.text);
+    return le;
+  }
+  if (x.kind == Expr::Group) {
+    for (auto &a : x.args) {
+      if (a->kind != Expr::Name || a->text == "_" || a->text.find('.') != std::string::npos)
+        return std::nullopt;
+      le.axes.push_back(a->text);
+    }
+    return le;
+  }
+  if (x.kind == Expr::Call && x.kwargs.empty() && x.args.size() <= 1 &&
+      x.callee.find('.') == std::string::npos) {
+    le.torch = true;
+    le.kind = x.callee;
+    if (x.args.size() == 1) {
+      const Expr &a = *x.args[0];
+      if (a.kind == Expr::Number && a.isInt)
+        le.dim = a.intValue;
+      else if (a.kind == Expr::Name)
+        le.reduce = a.text;
+      else
+        return std::nullopt;
+    }
+    return le;
+  }
+  return std::nullopt;
+}
+
+ExprPtr Builder::subscript(ExprPtr base, std::vector<ExprPtr> items, const Span &s) {
+  auto e = leaf(Expr::Subscript, s);
+  if (base->kind == Expr::Name && base->text.find('.') == std::string::npos) {
+    std::vector<ast::LayoutEntry> entries;
+    bool ok = true;
+    for (auto &x : items) {
+      auto le = layoutEntryOf(*x);
+      if (!le) {
+        ok = false;
+        break;
+      }
+      entries.push_back(*le);
+    }
+    if (ok)
+      e->layout = layout(base->text, false, std::move(entries), s);
+  }
+  e->args.push_back(std::move(base));
+  for (auto &x : items)
+    e->args.push_back(std::move(x));
+  return finish(std::move(e));
 }
 
 void Builder::addArg(CallArgs &a, ExprPtr e) {

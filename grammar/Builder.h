@@ -57,6 +57,10 @@ public:
                     const Span &whole);
   ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a, const Span &whole);
   ast::ExprPtr layoutExpr(LayoutPtr l);
+  /// `base[items]`: indexing and slicing, or a dims-mapping layout (AST.h).
+  ast::ExprPtr subscript(ast::ExprPtr base, std::vector<ast::ExprPtr> items, const Span &s);
+  ast::ExprPtr slice(ast::ExprPtr lo, ast::ExprPtr hi, ast::ExprPtr step, const Span &s);
+  ast::ExprPtr group(std::vector<ast::ExprPtr> items, const Span &s);
   void addArg(CallArgs &a, ast::ExprPtr e);
   void addKwarg(CallArgs &a, const std::string &k, ast::ExprPtr e, const Span &s);
   void addName(NameList &l, const std::string &n, const Span &s);

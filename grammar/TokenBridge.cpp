@@ -102,7 +102,8 @@ std::string describeSyntaxError(const std::vector<std::string> &expected, const 
     // close it.
     static const char *const kContinue[] = {"`+`",  "`-`",  "`*`", "`/`",  "`@`", "`**`",
                                             "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`",
-                                            "`&&`", "`||`", "`(`", "`.`",  "`%`", "`//`"};
+                                            "`&&`", "`||`", "`(`", "`.`",  "`%`", "`//`",
+                                            "`[`"};
     std::erase_if(items, [](const std::string &e) {
       return std::find(std::begin(kContinue), std::end(kContinue), e) != std::end(kContinue);
     });

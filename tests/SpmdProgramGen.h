@@ -196,7 +196,7 @@ private:
     int v = plain[pick(0, (int)plain.size() - 1)];
     GType t = pool_[v].t;
     bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
-    switch (pick(0, 9)) {
+    switch (pick(0, 10)) {
     case 0: { // relayout through a partial (sum) or a random layout
       std::vector<int> mid = randomLayout((int)t.shape.size());
       if (coin(40))
@@ -269,6 +269,9 @@ private:
     case 8:
       indexSelect(v);
       return;
+    case 10:
+      sliceOrJoin(v);
+      return;
     case 9:
       if (coin())
         onPartial();
@@ -278,6 +281,50 @@ private:
     default:
       anySource();
       return;
+    }
+  }
+
+  /// A strided slice, a join with a slice of itself, or a pad, along a
+  /// random dim, sharded or not: the result keeps the operand's placements.
+  void sliceOrJoin(int v) {
+    GType t = pool_[v].t;
+    if (t.shape.empty())
+      return;
+    int d = pick(0, (int)t.shape.size() - 1);
+    int64_t n = t.shape[d];
+    GType r = t;
+    const std::string &x = pool_[v].name;
+    std::string ds = std::to_string(d);
+    switch (pick(0, 2)) {
+    case 0: {
+      int lo = pick(-(int)n, (int)n), hi = pick(-(int)n, (int)n), st = pick(1, 3);
+      int64_t a = lo < 0 ? lo + n : lo, b = hi < 0 ? hi + n : hi;
+      r.shape[d] = b > a ? (b - a + st - 1) / st : 0;
+      std::string subs;
+      for (int i = 0; i <= d; ++i)
+        subs += i < d ? ":, " : std::to_string(lo) + ":" + std::to_string(hi) + ":" +
+                                    std::to_string(st);
+      define(x + "[" + subs + "]", r);
+      return;
+    }
+    case 1: {
+      int64_t k = pick(0, (int)n);
+      r.shape[d] = n + k;
+      std::string cut;
+      for (int i = 0; i <= d; ++i)
+        cut += i < d ? ":, " : ":" + std::to_string(k);
+      define("concat(" + x + ", " + x + "[" + cut + "], dim=" + ds + ")", r);
+      return;
+    }
+    default: {
+      int lo = pick(0, 2), hi = pick(0, 2);
+      r.shape[d] = n + lo + hi;
+      std::string v0 = t.dtype == "bool" ? "true" : t.dtype[0] == 'f' ? "0.5" : "7";
+      define("pad(" + x + ", [" + std::to_string(lo) + ", " + std::to_string(hi) + "], dim=" + ds +
+                 ", value=" + v0 + ")",
+             r);
+      return;
+    }
     }
   }
 

@@ -377,6 +377,60 @@ TEST_CASE("grad check: index_select and index_add") {
           {kMesh22, {"m[_, y]", "m[_]", "m[_, y]", "m[_, y]"}}}});
 }
 
+/// `relayout(sum(e), m[])`: terms on different layouts add as replicated scalars.
+static std::string total(const std::string &e) { return "relayout(sum(" + e + "), m[])"; }
+
+TEST_CASE("grad check: slicing, concat, stack, split, chunk, pad") {
+  // Slices across block boundaries of sharded dims (5 rows over 2 and 3
+  // ranks), strides, negative and integer indices: the gradient is the
+  // slice's scatter into zeros, on every layout.
+  check({"slices of sharded dims",
+         {{"x", "f64[5, 4]"}, {"c", "f64[2, 2]"}, {"v", "f64[4]"}},
+         "  let s = x[1:5:2, -3:-1]\n  return " + total("s * s * relayout(c, {L0})") + " + " +
+             total("relayout(x[-2], m[_]) * relayout(v, m[_])") + " + " + total("x[:, 3] * x[:, 0]"),
+         {0, 2},
+         {{kMesh1, {"m[_, _]", "m[_, _]", "m[_]"}},
+          {kMesh22, {"m[x, y]", "m[x, y]", "m[y]"}},
+          {kMesh22, {"m[(x, y), _]", "m[_, x]", "m[_]"}},
+          {kMesh3, {"m[x, _]", "m[x, _]", "m[x]"}}}});
+  check({"concat, stack and pad",
+         {{"a", "f64[3, 2]"}, {"b", "f64[3, 3]"}, {"c", "f64[3, 5]"}, {"d", "f64[2, 8]"}},
+         "  let j = concat(a, b * b, dim=1)\n"
+         "  let p = pad(a, [1, 0, 2, 1], value=0.5)\n"
+         "  let st = stack(j[0], j[2] * j[1])\n  return " + total("j * relayout(c, {L0})") +
+             " + " + total("relayout(st, m[_, _]) * relayout(d[:, 0:5], m[_, _])") + " + " +
+             total("p * p"),
+         {0, 1},
+         {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[_, x]", "m[_, x]", "m[_, x]", "m[y, x]"}},
+          {kMesh22, {"m[x, y]", "m[x, y]", "m[x, y]", "m[_, _]"}},
+          {kMesh3, {"m[x, _]", "m[x, _]", "m[x, _]", "m[_, x]"}}}});
+  check({"split and chunk",
+         {{"x", "f64[7, 3]"}, {"c", "f64[3, 3]"}},
+         "  let (p, q, r) = split(x, [2, 3, 2], dim=0)\n"
+         "  let (u, v) = chunk(x, 2, dim=1)\n  return " +
+             total("q * q * relayout(c, {L0})") + " + " + total("p * r") + " + " +
+             total("u[1:4] * relayout(c[:, 1:3], {L0})") + " + " + total("v * v"),
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[x, y]", "m[x, y]"}},
+          {kMesh3, {"m[x, _]", "m[_, x]"}}}});
+}
+
+TEST_CASE("grad check: gather along a sharded or unsharded dim (cross-entropy labels)") {
+  std::vector<int64_t> labels = {4, 0, 2, 2};
+  check({"gather dim 1",
+         {{"x", "f64[4, 5]"}, {"ids", "i64[4]", labels}, {"c", "f64[4, 1]"}},
+         "  let g = gather(x * x, reshape(ids, [4, 1]), dim=1)\n  return " +
+             total("relayout(g, m[_, _]) * relayout(c, m[_, _])") + " + " +
+             total("relayout(one_hot(ids, 5, dtype=f64), m[_, _]) * relayout(x, m[_, _])"),
+         {0},
+         {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}},
+          {kMesh22, {"m[_, x]", "m[y]", "m[_, _]"}},
+          {kMesh22, {"m[y, x]", "m[_]", "m[_, _]"}},
+          {kMesh3, {"m[_, x]", "m[x]", "m[x, _]"}}}});
+}
+
 TEST_CASE("grad check: cast and relayout") {
   Case c{"cast f64 -> f32 -> f64",
          {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},

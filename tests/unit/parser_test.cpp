@@ -252,10 +252,47 @@ TEST_CASE("parser: calls, dotted names, layouts as values") {
   CHECK(ce.args[0]->callee == "grad");
   Parsed r = parse("let v = relayout(c, m[_, x])");
   const ast::Expr &lay = *r.prog.stmts[0]->value->args[1];
-  CHECK(lay.kind == ast::Expr::Layout);
+  // `m[_, x]` parses as a subscript that also reads as a dims-mapping layout;
+  // the IR builder takes the layout when `m` names a mesh.
+  CHECK(lay.kind == ast::Expr::Subscript);
+  REQUIRE(lay.layout);
   CHECK(lay.layout->mesh == "m");
+  REQUIRE(lay.layout->entries.size() == 2);
+  CHECK(lay.layout->entries[0].axes.empty());
+  CHECK(lay.layout->entries[1].axes == std::vector<std::string>{"x"});
   CHECK(lay.loc.col == 21);
   CHECK(lay.loc.endCol == 28);
+  Parsed g = parse("let v = relayout(c, m[(x, y), Shard(0)])");
+  const ast::Expr &gl = *g.prog.stmts[0]->value->args[1];
+  REQUIRE(gl.layout);
+  CHECK(gl.layout->entries[0].axes == std::vector<std::string>{"x", "y"});
+  CHECK(gl.layout->entries[1].torch);
+}
+
+TEST_CASE("parser: indexing and slicing") {
+  Parsed p = parse("let v = x[2:5, :, i, ::2, -1:][0]");
+  REQUIRE(p.ok);
+  const ast::Expr &outer = *p.prog.stmts[0]->value;
+  CHECK(outer.kind == ast::Expr::Subscript);
+  REQUIRE(outer.args.size() == 2);
+  CHECK(!outer.layout); // the base is not a name
+  const ast::Expr &e = *outer.args[0];
+  REQUIRE(e.kind == ast::Expr::Subscript);
+  REQUIRE(e.args.size() == 6);
+  CHECK(!e.layout); // `2:5` is no layout entry
+  const ast::Expr &s0 = *e.args[1];
+  CHECK(s0.kind == ast::Expr::Slice);
+  CHECK(s0.args[0]->intValue == 2);
+  CHECK(s0.args[1]->intValue == 5);
+  CHECK(!s0.args[2]);
+  const ast::Expr &s1 = *e.args[2];
+  CHECK((s1.kind == ast::Expr::Slice && !s1.args[0] && !s1.args[1] && !s1.args[2]));
+  CHECK(e.args[3]->kind == ast::Expr::Name);
+  const ast::Expr &s3 = *e.args[4];
+  CHECK((s3.kind == ast::Expr::Slice && !s3.args[0] && !s3.args[1] && s3.args[2]->intValue == 2));
+  const ast::Expr &s4 = *e.args[5];
+  CHECK((s4.kind == ast::Expr::Slice && s4.args[0]->kind == ast::Expr::Unary && !s4.args[1]));
+  CHECK(ast::printExpr(outer) == "x[2:5, :, i, ::2, (-1):][0]");
 }
 
 TEST_CASE("parser: source locations") {

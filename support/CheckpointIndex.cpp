@@ -56,12 +56,14 @@ struct Json {
   enum Kind { Null, Bool, Int, Str, Arr, Obj } kind = Null;
   int64_t i = 0;
   std::string s;
-  std::vector<Json> a;
-  std::vector<std::pair<std::string, Json>> o;
+  std::vector<Json> a;           ///< array elements, or an object's values
+  std::vector<std::string> keys; ///< an object's keys, keys[i] naming a[i]
+  // (Not a vector of pair<string, Json>: a pair of an incomplete type is not allowed, and
+  // clang's libstdc++ checks refuse it.)
   const Json *get(const std::string &k) const {
-    for (auto &[key, v] : o)
-      if (key == k)
-        return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == k)
+        return &a[i];
     return nullptr;
   }
 };
@@ -175,7 +177,8 @@ struct Reader {
           ++p;
           if (j.get(k))
             bad("the key `" + k + "` twice");
-          j.o.push_back({k, value(depth + 1)});
+          j.a.push_back(value(depth + 1));
+          j.keys.push_back(std::move(k));
         } else {
           j.a.push_back(value(depth + 1));
         }
@@ -434,9 +437,10 @@ CheckpointIndex parseCheckpointIndex(const std::string &text, const std::string 
   CheckpointIndex ix;
   ix.chunkBytes = (uint64_t)c.integer(top, "chunk_bytes", 1, 1 << 30);
   const Json &ts = c.field(top, "tensors", Json::Obj);
-  for (auto &[name, tj] : ts.o) {
+  for (size_t i = 0; i < ts.keys.size(); ++i) {
+    const std::string &name = ts.keys[i];
     Checker tc{path, "tensor `" + name + "`"};
-    ix.tensors[name] = tensorOf(tj, tc, ix.chunkBytes);
+    ix.tensors[name] = tensorOf(ts.a[i], tc, ix.chunkBytes);
   }
   return ix;
 }

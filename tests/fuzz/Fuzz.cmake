@@ -17,7 +17,8 @@ target_include_directories(parse_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${GEN}
 target_compile_options(parse_fuzz PRIVATE -fsanitize=fuzzer,address -fno-omit-frame-pointer)
 target_link_options(parse_fuzz PRIVATE -fsanitize=fuzzer,address)
 
-add_executable(tensor_file_fuzz tests/fuzz/tensor_file_fuzz.cpp support/TensorFile.cpp)
+add_executable(tensor_file_fuzz tests/fuzz/tensor_file_fuzz.cpp support/TensorFile.cpp
+  support/Checkpoint.cpp support/CheckpointIndex.cpp support/Crc32c.cpp)
 target_include_directories(tensor_file_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(tensor_file_fuzz PRIVATE -fsanitize=fuzzer,address -fno-omit-frame-pointer)
 target_link_options(tensor_file_fuzz PRIVATE -fsanitize=fuzzer,address)

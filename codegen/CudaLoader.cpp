@@ -142,8 +142,11 @@ std::vector<std::string> CudaLibraries::searchList(CudaLib lib) const {
 void *CudaLibraries::openFirst(CudaLib lib, std::string *opened, std::string *error) const {
   std::vector<std::string> list = searchList(lib);
   for (const auto &cand : list) {
-    // RTLD_LOCAL: the symbols stay in their table, never interpose ours.
-    if (void *h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    // RTLD_LOCAL: the symbols stay in their table, never interpose ours. RTLD_NODELETE: a
+    // dlclose leaves the library mapped. The CUDA libraries start threads and register exit
+    // handlers that must not outlive their code, and their process-lifetime allocations stay
+    // attributable to them (LeakSanitizer suppresses them by library name).
+    if (void *h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
       char path[4096] = {0};
       if (dlinfo(h, RTLD_DI_ORIGIN, path) == 0 && path[0])
         *opened = std::string(path) + "/" + cand.substr(cand.rfind('/') + 1);
@@ -196,6 +199,13 @@ void CudaLibraries::load(CudaLib lib) {
     if (missing.empty()) {
       t->nvrtcVersion(&t->major, &t->minor);
       nvrtc_ = std::move(t);
+      // NVRTC opens its builtins library itself on every compile and closes it after; pinned
+      // here (RTLD_NODELETE, from NVRTC's own folder), it is loaded once per process and its
+      // allocations stay attributable. Optional: NVRTC reports a missing one itself.
+      std::string dir = s.path.substr(0, s.path.rfind('/') + 1);
+      for (const char *b : {"libnvrtc-builtins.so.13.0", "libnvrtc-builtins.so"})
+        if (dlopen((dir + b).c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE))
+          break;
     }
     break;
   }

@@ -1,12 +1,12 @@
 // This file implements the cuda backend (see CudaBackend.h).
 #include "runtime/CudaBackend.h"
 
-#include "support/Errors.h"
 #include "runtime/Blas.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/RefKernels.h"
 #include "runtime/ThreadComm.h"
+#include "support/Errors.h"
 
 #include <chrono>
 
@@ -62,11 +62,7 @@ public:
     auto swapped = [&](const HostTensor &x, bool t) {
       if (!t || x.rank() < 2)
         return x;
-      std::vector<int64_t> perm;
-      for (int64_t d = 0; d < x.rank(); ++d)
-        perm.push_back(d);
-      std::swap(perm[perm.size() - 2], perm.back());
-      return transpose(x, perm);
+      return transpose(x, ref::lastTwoSwapped(x.rank()));
     };
     HostTensor a = swapped(a0, transA), b = swapped(b0, transB);
     // cuBLAS: f32/f64, 1-D or 2-D operands, or equal batch dims on both.

@@ -39,6 +39,9 @@ HostTensor matmul(const HostTensor &a, const HostTensor &b, DType out);
 /// Operand `i` of matmul `in` as the matmul reads it: transposed on its last
 /// two dims when the instruction's flag says so (ir/IR.h matmulTransposed).
 HostTensor matmulOperand(const HostTensor &x, const Inst &in, int i);
+/// The permutation 0, 1, ..., rank-1 with its last two dims swapped (a matmul
+/// transpose flag); rank >= 2.
+std::vector<int64_t> lastTwoSwapped(int64_t rank);
 /// General einsum over one or two operands (repeated letters = diagonals).
 HostTensor einsum(const std::string &spec, const std::vector<HostTensor> &xs, DType out);
 HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm);

@@ -1,9 +1,9 @@
 // This file implements the contraction (matmul, einsum) and data-movement
 // (transpose, reshape, broadcast, index_select, index_add) kernels of the
 // reference evaluator (see RefKernels.h).
-#include "support/Diagnostics.h"
 #include "runtime/RefKernels.h"
 #include "runtime/RefKernelsUtil.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cstring>
@@ -216,11 +216,15 @@ HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, 
 HostTensor matmulOperand(const HostTensor &x, const Inst &in, int i) {
   if (!matmulTransposed(in.attrs, i) || x.rank() < 2)
     return x;
+  return transpose(x, lastTwoSwapped(x.rank()));
+}
+
+std::vector<int64_t> lastTwoSwapped(int64_t rank) {
   std::vector<int64_t> perm;
-  for (int64_t d = 0; d < x.rank(); ++d)
+  for (int64_t d = 0; d < rank; ++d)
     perm.push_back(d);
   std::swap(perm[perm.size() - 2], perm.back());
-  return transpose(x, perm);
+  return perm;
 }
 
 HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm) {

@@ -2,6 +2,7 @@
 // BLAS transpose flags (no transpose op left in the per-rank program), a
 // transpose of a transpose cancels or composes, and the folded program gives
 // the reference evaluator's values on every dtype, mesh and operand rank.
+#include "BuildProgram.h"
 #include "frontend/Compilation.h"
 #include "ir/IRParser.h"
 #include "ir/Printer.h"
@@ -21,13 +22,7 @@ using namespace dt;
 namespace {
 
 void build(Compilation &s, const std::string &text, bool spmd) {
-  PipelineOptions po;
-  po.spmd = spmd;
-  po.fusion = spmd;
-  std::ostringstream log;
-  bool ok = s.compile("test.dt", text) && runPipeline(s, po, log);
-  INFO(s.diags.renderAll());
-  REQUIRE(ok);
+  test::buildProgram(s, text, spmd);
 }
 
 /// Instructions `op` anywhere in the module (every function, every region).

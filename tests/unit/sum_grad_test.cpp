@@ -3,6 +3,7 @@
 // per-rank program has no broadcast to a replicated global shape followed by
 // a `local_slice`, on every mesh shape, with uneven and empty shards, and the
 // gradient equals the reference evaluator's.
+#include "BuildProgram.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executor.h"
@@ -19,13 +20,7 @@ using namespace dt;
 namespace {
 
 void build(Compilation &s, const std::string &text, bool spmd) {
-  PipelineOptions po;
-  po.spmd = spmd;
-  po.fusion = spmd;
-  std::ostringstream log;
-  bool ok = s.compile("test.dt", text) && runPipeline(s, po, log);
-  INFO(s.diags.renderAll());
-  REQUIRE(ok);
+  test::buildProgram(s, text, spmd);
 }
 
 /// `local_slice` steps reachable from a block (through calls too).

@@ -378,8 +378,7 @@ private:
       argSlots_.push_back(&fr.vals.at(o));
       argDying_.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
     }
-    rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size(),
-                  resSlots_.data());
+    rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size(), resSlots_.data());
     for (Slot *s : resSlots_)
       rs_.hold(**s);
   }
@@ -414,7 +413,8 @@ private:
       cur.push_back(fr.vals.at(o));
     uint64_t n = forTripCount(lo, hi, step);
     // Only the outermost loops of the entry function report progress.
-    LoopProgress *progress = rank_ == 0 && depth == 0 && loopNest_ == 0 ? sh_.opts.progress : nullptr;
+    LoopProgress *progress =
+        rank_ == 0 && depth == 0 && loopNest_ == 0 ? sh_.opts.progress : nullptr;
     struct Nest {
       int &n;
       LoopProgress *p;
@@ -536,8 +536,7 @@ private:
   HostTensor timeValue(const Inst &in) {
     HostTensor t(DType::F64, {});
     t.data<double>()[0] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     dev_.at(&in);
     dev_.world().broadcast(t.raw(), 1, DType::F64, 0);
     return t;

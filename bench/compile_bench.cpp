@@ -89,7 +89,7 @@ int main() {
   for (char c : text)
     lines += c == '\n';
   std::printf("program: %d lines\n", lines);
-  CpuJIT jit, quick(CpuJIT::Options{0}); // the O2 and O0 tiers
+  CpuJIT jit, quick(CpuJIT::Options{0, {}}); // the O2 and O0 tiers
   double cold = once(text, jit, quick, "cold");
   double warm = once(text, jit, quick, "warm jit cache");
   CpuJIT o2;

@@ -73,7 +73,7 @@ double runOnce(Prepared &p) {
 } // namespace
 
 int main() {
-  CpuJIT jit, quick(CpuJIT::Options{0});
+  CpuJIT jit, quick(CpuJIT::Options{0, {}});
   const char *names[] = {"fused", "unfused (1 kernel/op)", "reference kernels"};
   for (int ranks : {1, 4}) {
     std::string text = program(ranks);

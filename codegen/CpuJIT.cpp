@@ -4,23 +4,36 @@
 #include "codegen/CpuJIT.h"
 
 #include "codegen/LLVMCodegen.h"
+#include "support/Crc32c.h"
 #include "support/Diagnostics.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <unistd.h>
 #include <unordered_map>
+
+#ifndef DT_CODEGEN_ID
+#define DT_CODEGEN_ID "unknown"
+#endif
 
 namespace dt {
 
@@ -46,6 +59,103 @@ void check(llvm::Error e, const char *what) {
     throw InternalError(std::string("cpu jit: ") + what + ": " + llvm::toString(std::move(e)));
 }
 
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// A disk-cache entry: magic, the identity it was compiled for (compared in
+// full, so a hash collision is a miss), the object's CRC-32C (a damaged file
+// is a miss, never wrong code), then the object file.
+constexpr char kMagic[8] = {'D', 'T', 'K', 'O', 'B', 'J', '1', '\n'};
+
+void putU64(std::string &out, uint64_t v) { out.append((const char *)&v, 8); }
+
+/// The object of `path` when it holds `identity` and an object file that
+/// defines `sym`; null otherwise (missing, truncated, foreign, corrupt).
+std::unique_ptr<llvm::MemoryBuffer> readEntry(const std::string &path, const std::string &identity,
+                                              const std::string &sym) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return nullptr;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = 0;
+  auto take = [&](size_t n) -> const char * {
+    if (data.size() - at < n)
+      return nullptr;
+    const char *p = data.data() + at;
+    at += n;
+    return p;
+  };
+  auto takeU64 = [&](uint64_t &v) {
+    const char *p = take(8);
+    if (p)
+      std::memcpy(&v, p, 8);
+    return p != nullptr;
+  };
+  const char *magic = take(sizeof kMagic);
+  uint64_t idLen = 0, objLen = 0, crc = 0;
+  if (!magic || std::memcmp(magic, kMagic, sizeof kMagic) != 0 || !takeU64(idLen) ||
+      idLen != identity.size())
+    return nullptr;
+  const char *id = take(idLen);
+  if (!id || std::memcmp(id, identity.data(), idLen) != 0 || !takeU64(crc) || !takeU64(objLen) ||
+      objLen != data.size() - at || crc != crc32c(0, data.data() + at, objLen))
+    return nullptr;
+  auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(data.data() + at, objLen), sym);
+  auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return nullptr;
+  }
+  for (const llvm::object::SymbolRef &s : (*obj)->symbols()) {
+    auto name = s.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      return nullptr;
+    }
+    if (*name == sym)
+      return buf;
+  }
+  return nullptr;
+}
+
+/// Writes an entry through a temporary file and a rename, so readers (other
+/// ranks, other processes) see a whole entry or none. Failures are ignored:
+/// the cache only saves compiles.
+void writeEntry(const std::string &dir, const std::string &path, const std::string &identity,
+                llvm::StringRef obj) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string((uintptr_t)&identity);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return;
+    std::string head(kMagic, sizeof kMagic);
+    putU64(head, identity.size());
+    head += identity;
+    putU64(head, crc32c(0, obj.data(), obj.size()));
+    putU64(head, obj.size());
+    out.write(head.data(), (std::streamsize)head.size());
+    out.write(obj.data(), (std::streamsize)obj.size());
+    out.flush();
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    std::filesystem::remove(tmp, ec);
+}
+
 } // namespace
 
 struct CpuJIT::Impl {
@@ -58,7 +168,18 @@ struct CpuJIT::Impl {
     KernelFn fn;
   };
   std::unordered_map<uint64_t, std::vector<Entry>> cache;
-  int64_t compiles = 0, hits = 0;
+  int64_t compiles = 0, hits = 0, diskHits = 0;
+
+  /// Native object code of an optimised module for this host.
+  llvm::SmallVector<char, 0> emitObject(llvm::Module &m) {
+    llvm::SmallVector<char, 0> obj;
+    llvm::raw_svector_ostream os(obj);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw InternalError("cpu jit: the target cannot emit object files");
+    pm.run(m);
+    return obj;
+  }
   double seconds = 0;
 
   void optimize(llvm::Module &m) {
@@ -135,15 +256,37 @@ CpuJIT::KernelFn CpuJIT::compile(const Kernel &k) {
   auto t0 = std::chrono::steady_clock::now();
   char sym[48];
   std::snprintf(sym, sizeof sym, "dtk_%016llx_%zu", (unsigned long long)h, bucket.size());
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = lowerKernelToLLVM(k, *ctx, sym);
-  impl_->optimize(*m);
-  check(impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))),
-        "adding a kernel module");
+  // The identity of the object: everything the generated code depends on.
+  std::string identity = text + "\nopt " + std::to_string(impl_->opts.optLevel) + "\ncpu " +
+                         impl_->tm->getTargetCPU().str() + "\nfeatures " +
+                         impl_->tm->getTargetFeatureString().str() + "\nllvm " +
+                         LLVM_VERSION_STRING + "\ncodegen " + DT_CODEGEN_ID + "\nsymbol " + sym;
+  std::string path;
+  if (!impl_->opts.diskCache.empty()) {
+    char name[40];
+    std::snprintf(name, sizeof name, "%016llx.dtk", (unsigned long long)fnv1a(identity));
+    path = impl_->opts.diskCache + "/" + name;
+  }
+  std::unique_ptr<llvm::MemoryBuffer> obj;
+  if (!path.empty())
+    obj = readEntry(path, identity, sym);
+  if (obj) {
+    ++impl_->diskHits;
+  } else {
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = lowerKernelToLLVM(k, ctx, sym);
+    impl_->optimize(*m);
+    llvm::SmallVector<char, 0> bytes = impl_->emitObject(*m);
+    llvm::StringRef ref(bytes.data(), bytes.size());
+    if (!path.empty())
+      writeEntry(impl_->opts.diskCache, path, identity, ref);
+    obj = llvm::MemoryBuffer::getMemBufferCopy(ref, sym);
+    ++impl_->compiles;
+  }
+  check(impl_->jit->addObjectFile(std::move(obj)), "adding a kernel object");
   auto addr = check(impl_->jit->lookup(sym), "looking up a kernel");
   KernelFn fn = addr.toPtr<KernelFn>();
   bucket.push_back({std::move(text), fn});
-  ++impl_->compiles;
   impl_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return fn;
 }
@@ -168,6 +311,10 @@ int64_t CpuJIT::compiles() const {
 int64_t CpuJIT::cacheHits() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->hits;
+}
+int64_t CpuJIT::diskHits() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->diskHits;
 }
 double CpuJIT::compileSeconds() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

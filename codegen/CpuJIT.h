@@ -33,6 +33,13 @@ public:
     /// SLP vectorizers) is the default: on the fused benchmark it runs as fast
     /// as O3 and compiles ~1.5x faster.
     int optLevel = 2;
+    /// A folder of compiled kernels kept across processes (empty: none). A
+    /// kernel is compiled once per machine: later runs load its object file,
+    /// keyed by the kernel text, the opt level, the host CPU and features,
+    /// the LLVM version and the code generator's sources. An unreadable,
+    /// foreign or corrupt entry is compiled again (and rewritten); a folder
+    /// that cannot be written only costs the compiles.
+    std::string diskCache;
   };
 
   CpuJIT();
@@ -41,7 +48,8 @@ public:
   CpuJIT(const CpuJIT &) = delete;
   CpuJIT &operator=(const CpuJIT &) = delete;
 
-  /// Returns the native code for `k`, compiling it on a cache miss.
+  /// Returns the native code for `k`, compiling it on a cache miss (or
+  /// loading it from the disk cache).
   /// InternalError for an invalid kernel or an LLVM failure.
   KernelFn compile(const Kernel &k);
 
@@ -51,6 +59,7 @@ public:
 
   int64_t compiles() const;      ///< kernels compiled (cache misses)
   int64_t cacheHits() const;     ///< compile() calls answered from the cache
+  int64_t diskHits() const;      ///< kernels loaded from Options::diskCache
   double compileSeconds() const; ///< total wall time spent compiling
   std::string hostCPU() const;   ///< the CPU name code is generated for
 

@@ -59,6 +59,7 @@ struct NativeKernel {
 struct CompileCounters {
   int64_t compiles = 0;  ///< kernels compiled (cache misses)
   int64_t cacheHits = 0; ///< compile requests answered from a cache
+  int64_t diskHits = 0;  ///< kernels loaded from the on-disk kernel cache
   double seconds = 0;    ///< wall time compiling
 };
 

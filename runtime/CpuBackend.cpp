@@ -73,7 +73,7 @@ CpuJIT &CpuKernelCompiler::jit(bool small) {
   // Made on first use: a program without kernels never starts LLVM.
   if (small) {
     if (!quick_) {
-      ownQuick_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
+      ownQuick_ = std::make_unique<CpuJIT>(CpuJIT::Options{0, {}});
       quick_ = ownQuick_.get();
     }
     return *quick_;
@@ -99,6 +99,7 @@ CompileCounters CpuKernelCompiler::counters() const {
     seen = j;
     c.compiles += j->compiles();
     c.cacheHits += j->cacheHits();
+    c.diskHits += j->diskHits();
     c.seconds += j->compileSeconds();
   }
   return c;

@@ -773,6 +773,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
     CompileCounters after = backend_.compileCounters();
     stats_.compiles += after.compiles - before.compiles;
     stats_.cacheHits += after.cacheHits - before.cacheHits;
+    stats_.diskHits += after.diskHits - before.diskHits;
     stats_.compileSeconds += after.seconds - before.seconds;
   }
   // The program's memory plan when its `memplan` step ran, else made here.

@@ -105,6 +105,7 @@ struct ExecStats {
   int64_t kernels = 0;          ///< kernel functions in the module
   int64_t compiles = 0;         ///< JIT compiles during this run (cache misses)
   int64_t cacheHits = 0;        ///< JIT cache hits during this run
+  int64_t diskHits = 0;         ///< kernels loaded from the disk cache during this run
   double compileSeconds = 0;    ///< JIT compile time during this run
 };
 
@@ -112,7 +113,7 @@ struct ExecStats {
 struct PrintedValue {
   std::string label;
   HostTensor value;
-  TensorType type; ///< the program's type of the printed value (before any gather)
+  TensorType type;     ///< the program's type of the printed value (before any gather)
   bool isLine = false; ///< a `print` of several items (or none): `line` holds it
   std::string line;    ///< its whole line (label and value unset)
 };

@@ -81,14 +81,21 @@ Session::Session(SessionOptions opts) : opts_(std::move(opts)) {
 Session::~Session() = default;
 
 CpuJIT &Session::jit() {
-  if (!jit_)
-    jit_ = std::make_unique<CpuJIT>();
+  if (!jit_) {
+    CpuJIT::Options o;
+    o.diskCache = opts_.kernelCache;
+    jit_ = std::make_unique<CpuJIT>(o);
+  }
   return *jit_;
 }
 
 CpuJIT &Session::quickJit() {
-  if (!quickJit_)
-    quickJit_ = std::make_unique<CpuJIT>(CpuJIT::Options{0});
+  if (!quickJit_) {
+    CpuJIT::Options o;
+    o.optLevel = 0;
+    o.diskCache = opts_.kernelCache;
+    quickJit_ = std::make_unique<CpuJIT>(o);
+  }
   return *quickJit_;
 }
 

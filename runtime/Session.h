@@ -53,6 +53,10 @@ struct SessionOptions {
   /// embedding API). The one-shot CLI turns it off: a program that runs once
   /// then frees every value after its last use (the memory plan).
   bool keepValues = true;
+  /// The CPU JIT's on-disk kernel cache folder (CpuJIT::Options::diskCache;
+  /// empty: none). `dtensorc` sets it from DTENSOR_KERNEL_CACHE / the user's
+  /// cache folder; embedded sessions leave it empty unless asked.
+  std::string kernelCache;
   /// Where the front end's --print-after / --time-passes output goes (null:
   /// std::cerr).
   std::ostream *log = nullptr;

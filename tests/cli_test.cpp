@@ -11,7 +11,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <unistd.h>
 
 using dtlang::ProcResult;
 
@@ -26,10 +29,12 @@ ProcResult dtc(std::vector<std::string> args) {
 
 // Every flag with a valid value (empty: a switch).
 const std::map<std::string, std::string> kFlagValue = {
-    {"ranks", "1"},           {"backend", "cpu"},  {"components", ""},
-    {"visualize", ""},        {"reference", ""},   {"stats", ""},
-    {"no-jit", ""},           {"no-fusion", ""},   {"no-reuse", ""},
-    {"print-after", "build"}, {"time-passes", ""}, {"mesh", "m=[1]"},
+    {"ranks", "1"},      {"backend", "cpu"},
+    {"components", ""},  {"visualize", ""},
+    {"reference", ""},   {"stats", ""},
+    {"no-jit", ""},      {"no-fusion", ""},
+    {"no-reuse", ""},    {"print-after", "build"},
+    {"time-passes", ""}, {"mesh", "m=[1]"},
     {"x", "dt"},
 };
 
@@ -196,4 +201,32 @@ TEST_CASE("cli: -h, --help and --version work with every command") {
   CHECK(r.exitCode == 0);
   for (const Cmd &c : kCommands)
     CHECK(contains(r.out, "  dtensorc " + name(c)));
+}
+
+TEST_CASE("cli: a second run loads its kernels from the disk cache") {
+  std::string dir = "/tmp/dt-cli-kcache-" + std::to_string(::getpid());
+  std::string prog = dir + ".dt";
+  {
+    std::ofstream f(prog);
+    f << "mesh m = [x = 2]\nlet a : f32[8, 4] @ m[x, _] = randn(seed=1)\n"
+         "print(relayout(sum(exp(a * 0.5) - a, dims=[0]), m[_]))\n";
+  }
+  auto run = [&](const std::string &cache) {
+    return dtlang::runProcess(
+        {"/bin/sh", "-c",
+         "DTENSOR_KERNEL_CACHE='" + cache + "' '" + DT_DTENSORC + "' run --stats '" + prog + "'"},
+        60);
+  };
+  ProcResult a = run(dir), b = run(dir), off = run("off");
+  CHECK(a.exitCode == 0);
+  CHECK(b.exitCode == 0);
+  CHECK(a.out == b.out);
+  CHECK(off.out == a.out);
+  CHECK(contains(a.err, "0 loaded from the kernel cache"));
+  CHECK_FALSE(contains(a.err, " 0 compiled"));
+  CHECK(contains(b.err, " 0 compiled"));
+  CHECK_FALSE(contains(b.err, " 0 loaded from the kernel cache"));
+  CHECK(contains(off.err, "0 loaded from the kernel cache"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(prog);
 }

@@ -2,6 +2,8 @@
 // command and flag tables, help texts generated from them, and the parser.
 #include "tools/CommandLine.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 
 namespace dtcli {
@@ -11,11 +13,13 @@ namespace {
 // Every flag of every command. A flag means the same in every command that
 // takes it.
 const Flag kFlags[] = {
-    {"ranks", "N", false},          {"backend", "cpu|mpi|cuda|null", false},  {"components", nullptr, false},
-    {"visualize", nullptr, false},  {"reference", nullptr, false},   {"stats", nullptr, false},
-    {"no-jit", nullptr, false},     {"no-fusion", nullptr, false},   {"no-reuse", nullptr, false},
-    {"print-after", "STEP", false}, {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
-    {"x", "dt|ir", false},          {"fault-timeout", "SECONDS", false},
+    {"ranks", "N", false},           {"backend", "cpu|mpi|cuda|null", false},
+    {"components", nullptr, false},  {"visualize", nullptr, false},
+    {"reference", nullptr, false},   {"stats", nullptr, false},
+    {"no-jit", nullptr, false},      {"no-fusion", nullptr, false},
+    {"no-reuse", nullptr, false},    {"print-after", "STEP", false},
+    {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
+    {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
     {"progress", nullptr, false},
 };
 
@@ -49,7 +53,11 @@ const std::vector<Command> &commands() {
        "op on the reference kernels (debugging), --no-fusion skips the fusion pass\n"
        "(elementwise ops one by one on the reference kernels),\n"
        "--no-reuse turns the memory planner off (every buffer lives to the end).\n"
-       "--stats prints, to stderr, kernels compiled, JIT cache hits, and per rank the\n"
+       "Compiled kernels are kept in ~/.cache/dtensor/kernels (or $XDG_CACHE_HOME;\n"
+       "env DTENSOR_KERNEL_CACHE names another folder, `off` none), so a later run\n"
+       "compiles only kernels it has not seen.\n"
+       "--stats prints, to stderr, kernels compiled, JIT cache hits, kernels loaded\n"
+       "from the kernel cache, and per rank the\n"
        "peak memory, kernel launches (in place) and collectives. --backend picks where\n"
        "ranks run: `cpu` (default, threads), `mpi` (one rank per process under mpirun),\n"
        "`cuda` (virtual ranks on one GPU), `null` (runs nothing: zeros). Under mpirun\n"
@@ -97,7 +105,8 @@ const std::vector<Command> &commands() {
        "build on it. --print-after=STEP (also for run, check, explain) prints a step's\n"
        "output to stderr; --time-passes times every step, the front end included.",
        withPassFlags({"backend", "no-fusion"}),
-       {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan", "codegen"}},
+       {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan",
+        "codegen"}},
       {"repl",
        "dtensorc repl [FILE]",
        "Starts an interactive session (also `dtensorc` alone on a terminal), after running\n"
@@ -380,6 +389,16 @@ ParseResult parseCommandLine(int argc, const char *const *argv, Args &a,
   if (pos.size() > next + 1)
     return usageError("unexpected argument `" + pos[next + 1] + "`", cmd);
   return ParseResult{};
+}
+
+std::string kernelCacheDir() {
+  if (const char *v = std::getenv("DTENSOR_KERNEL_CACHE"))
+    return std::string(v) == "off" ? "" : v;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
+    return std::string(x) + "/dtensor/kernels";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/dtensor/kernels";
+  return "";
 }
 
 } // namespace dtcli

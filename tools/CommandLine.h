@@ -58,6 +58,12 @@ struct ParseResult {
 ParseResult parseCommandLine(int argc, const char *const *argv, Args &args,
                              const std::string &versionText);
 
+/// The CPU JIT's on-disk kernel cache folder for `dtensorc` and the REPL:
+/// DTENSOR_KERNEL_CACHE when set (`off` or empty: no cache), else
+/// $XDG_CACHE_HOME/dtensor/kernels, else ~/.cache/dtensor/kernels ("" when
+/// there is no home).
+std::string kernelCacheDir();
+
 /// The closest of `candidates` to `word` within a small edit distance, or "".
 std::string closestMatch(const std::string &word, const std::vector<std::string> &candidates);
 

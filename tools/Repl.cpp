@@ -70,6 +70,7 @@ void Repl::reset() {
   so.pipeline.target = opts_.backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.keepValues = true;
   so.exec.interrupt = opts_.interrupt;
+  so.kernelCache = opts_.kernelCache;
   s_ = std::make_unique<Session>(so);
 }
 

@@ -30,6 +30,8 @@ struct ReplOptions {
   std::string backend = "cpu"; ///< cpu, cuda, mpi, null (runtime/Backend.h)
   /// Set by the terminal's Ctrl-C handler: stops a running input (ExecOptions::interrupt).
   const std::atomic<bool> *interrupt = nullptr;
+  /// The CPU JIT's on-disk kernel cache folder (SessionOptions::kernelCache).
+  std::string kernelCache;
 };
 
 class Repl {

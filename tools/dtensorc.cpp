@@ -30,8 +30,11 @@ using namespace dt;
 int main(int argc, char **argv) {
   const char *banner = "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")";
   // `dtensorc` alone on a terminal is the REPL.
-  if (argc == 1 && isatty(0))
-    return runRepl(ReplOptions{}, "", true, banner);
+  if (argc == 1 && isatty(0)) {
+    ReplOptions ro;
+    ro.kernelCache = dtcli::kernelCacheDir();
+    return runRepl(ro, "", true, banner);
+  }
   dtcli::Args a;
   dtcli::ParseResult parsed =
       dtcli::parseCommandLine(argc, argv, a, "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")");
@@ -77,13 +80,15 @@ int main(int argc, char **argv) {
   const bool underMpi = launch.kind == Launch::Kind::Mpi;
   // Only world rank 0 writes results and warnings; errors are every rank's.
   const bool quiet = underMpi && launch.rank != 0;
-  std::string backend =
-      a.flags.count("backend") ? a.flags["backend"] : underMpi && runs ? "mpi" : "cpu";
+  std::string backend = a.flags.count("backend") ? a.flags["backend"]
+                        : underMpi && runs       ? "mpi"
+                                                 : "cpu";
   if (backend != "cpu" && backend != "cuda" && backend != "mpi" && backend != "null")
     return usage("unknown backend `" + backend + "` (" + backendNames() + ")");
   if (runs && underMpi && launch.size != 1 && (backend == "cpu" || backend == "null"))
     return usage("--backend " + backend + " runs every rank in each process: under " +
-                 launch.launcher + " each process is one rank (`--backend mpi`, the default there)");
+                 launch.launcher +
+                 " each process is one rank (`--backend mpi`, the default there)");
   double faultTimeout = 60;
   if (const char *env = std::getenv("DTENSOR_FAULT_TIMEOUT"))
     faultTimeout = std::strtod(env, nullptr);
@@ -123,6 +128,7 @@ int main(int argc, char **argv) {
   so.backend = backend;
   so.faultTimeout = faultTimeout;
   so.keepValues = false; // one run: every value is freed after its last use
+  so.kernelCache = dtcli::kernelCacheDir();
   so.exec.ranks = ranks;
   so.exec.components = a.flags.count("components") > 0;
   so.exec.visualize = a.flags.count("visualize") > 0;
@@ -136,6 +142,7 @@ int main(int argc, char **argv) {
     if (a.cmd == "repl") {
       ReplOptions ro;
       ro.backend = backend;
+      ro.kernelCache = dtcli::kernelCacheDir();
       return runRepl(ro, a.file, isatty(0), banner);
     }
     if (a.cmd == "verify") {
@@ -197,7 +204,8 @@ int main(int argc, char **argv) {
     if (a.flags.count("stats") && !so.reference && !quiet) {
       const ExecStats &st = s.stats();
       std::cerr << "stats: " << st.kernels << " fused kernels, " << st.compiles << " compiled, "
-                << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling\n";
+                << st.cacheHits << " cache hits, " << st.compileSeconds * 1e3 << " ms compiling, "
+                << st.diskHits << " loaded from the kernel cache\n";
       for (size_t r = 0; r < st.ranks.size(); ++r) {
         const RankStats &rs = st.ranks[r];
         std::cerr << "stats: rank " << r << ": peak " << rs.peakBytes << " bytes, "

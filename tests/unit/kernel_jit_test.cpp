@@ -16,7 +16,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <thread>
+#include <unistd.h>
 
 using namespace dt;
 using namespace dt::ktest;
@@ -338,4 +341,75 @@ TEST_CASE("kernel jit: a reduction over a non-innermost dim adds whole rows, bit
               break;
           }
         }
+}
+
+TEST_CASE(
+    "kernel jit: the disk cache compiles a kernel once per machine, and survives corruption") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("dt-kcache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  Kernel k;
+  k.rank = 1;
+  k.addInput(DType::F32);
+  k.addOutput(DType::F32);
+  k.store(0, k.unary(KOp::Exp, k.binary(KOp::Mul, k.load(0), k.constant(0.5, DType::F32))));
+  Case c;
+  c.shape = {37};
+  c.inStr = {{1}};
+  c.outStr = {{1}};
+  c.inputs.emplace_back(37 * sizeof(float));
+  std::mt19937_64 rng(9);
+  for (int64_t e = 0; e < 37; ++e)
+    fillValue(rng, DType::F32, c.inputs.back().data(), e, false);
+  c.outElems = {37};
+  auto runWith = [&](CpuJIT &jit) { return runCase(k, c, jit.compile(k)); };
+  CpuJIT::Options o;
+  o.diskCache = dir.string();
+  std::vector<std::vector<char>> first;
+  {
+    CpuJIT a(o);
+    first = runWith(a);
+    CHECK(a.compiles() == 1);
+    CHECK(a.diskHits() == 0);
+  }
+  CHECK(first == runCase(k, c, nullptr)); // the interpreter's bits
+  REQUIRE(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+  fs::path entry = fs::directory_iterator(dir)->path();
+  {
+    CpuJIT b(o); // another process, in effect: loads, compiles nothing
+    CHECK(runWith(b) == first);
+    CHECK(b.compiles() == 0);
+    CHECK(b.diskHits() == 1);
+  }
+  { // another opt level is another entry
+    CpuJIT::Options o0 = o;
+    o0.optLevel = 0;
+    CpuJIT q(o0);
+    CHECK(runWith(q) == first);
+    CHECK(q.compiles() == 1);
+  }
+  // Truncated, garbage and bit-flipped entries are compiled again.
+  auto size = fs::file_size(entry);
+  for (int damage = 0; damage < 3; ++damage) {
+    if (damage == 0) {
+      fs::resize_file(entry, size / 2);
+    } else {
+      std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+      // 1: the magic; 2: inside the object's code (caught by the checksum).
+      f.seekp(damage == 1 ? 0 : (std::streamoff)(size - size / 4));
+      f.write("garbage!", 8);
+    }
+    CpuJIT d(o);
+    CHECK(runWith(d) == first);
+    CHECK(d.compiles() == 1);
+    CHECK(d.diskHits() == 0);
+    CHECK(fs::file_size(entry) == size); // rewritten whole
+  }
+  // A folder that cannot be written only costs the compile.
+  CpuJIT::Options bad;
+  bad.diskCache = "/proc/no-such-dir/kernels";
+  CpuJIT e(bad);
+  CHECK(runWith(e) == first);
+  CHECK(e.compiles() == 1);
+  fs::remove_all(dir);
 }

@@ -95,6 +95,10 @@ Tol tolerance(DType dt) {
     return {1e-4, 1e-5};
   case DType::F64:
     return {1e-10, 1e-10};
+  case DType::BF16: // 8 significant bits: one rounding is 2^-9 relative
+    return {2e-2, 1e-2};
+  case DType::F16: // 11 significant bits
+    return {4e-3, 1e-3};
   default:
     return {0, 0};
   }

@@ -92,6 +92,19 @@ private:
       return b_.CreateZExt(v, b_.getInt8Ty());
     return isLowPrecision(t) ? narrowBits(v, t) : v;
   }
+  /// A value loaded from memory as its register value.
+  Value *fromMem(Value *ld, DType t) {
+    if (t == DType::Bool)
+      return b_.CreateICmpNE(ld, b_.getInt8(0));
+    return isLowPrecision(t) ? widenBits(ld, t) : ld;
+  }
+  /// Node `n`'s value `v`: bf16/f16 ops compute in f32 and round once to the
+  /// storage type (the ops that only pick or flip an exact value need not).
+  Value *roundNode(const KNode &n, Value *v) {
+    bool exact = n.op == KOp::Const || n.op == KOp::Select || n.op == KOp::Neg ||
+                 n.op == KOp::Abs || n.op == KOp::Relu;
+    return isLowPrecision(n.dtype) && !exact ? roundLow(v, n.dtype) : v;
+  }
   /// A finished accumulator as stored in memory: f64 sums round once.
   Value *accToMem(Value *v, DType t) {
     if (isLowPrecision(t) && v->getType()->isDoubleTy())
@@ -505,13 +518,12 @@ void Lowering::emitHoisted() {
         b_.CreateStore(Constant::getNullValue(mt), zero);
         Value *p = base_[n.index];
         Value *src = b_.CreateSelect(b_.CreateIsNull(p), zero, p);
-        Value *ld = b_.CreateLoad(mt, src);
-        loaded[n.index] = n.dtype == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : ld;
+        loaded[n.index] = fromMem(b_.CreateLoad(mt, src), n.dtype);
       }
       hoisted_[i] = loaded[n.index];
       continue;
     }
-    hoisted_[i] = emitNode(n, hoisted_, Offs{}, nullptr);
+    hoisted_[i] = roundNode(n, emitNode(n, hoisted_, Offs{}, nullptr));
   }
 }
 
@@ -528,20 +540,12 @@ std::vector<Value *> Lowering::emitNodes(const Offs &off, Value *glin) {
       if (!loaded[n.index]) {
         auto *ld = b_.CreateLoad(memTy(n.dtype), addr(n.index, off[n.index]));
         tag(ld, n.index);
-        loaded[n.index] = n.dtype == DType::Bool      ? b_.CreateICmpNE(ld, b_.getInt8(0))
-                          : isLowPrecision(n.dtype) ? widenBits(ld, n.dtype)
-                                                    : (Value *)ld;
+        loaded[n.index] = fromMem(ld, n.dtype);
       }
       v[i] = loaded[n.index];
       continue;
     }
-    v[i] = emitNode(n, v, off, glin);
-    // bf16/f16 ops compute in f32 and round once to the storage type (the
-    // ops that only pick or flip an exact value need no rounding).
-    bool exact = n.op == KOp::Const || n.op == KOp::Select || n.op == KOp::Neg ||
-                 n.op == KOp::Abs || n.op == KOp::Relu;
-    if (isLowPrecision(n.dtype) && !exact)
-      v[i] = roundLow(v[i], n.dtype);
+    v[i] = roundNode(n, emitNode(n, v, off, glin));
   }
   return v;
 }

@@ -30,11 +30,12 @@ template <class F> std::string shortest(F v) {
 /// The shortest decimal that reads back (rounded to nearest even) as the
 /// same bf16/f16 `bits` (0.1, 3.14), written as f32 values are: the float
 /// nearest to it printed shortest (it has no more digits, and reads back
-/// alike). Whole numbers print exactly, as f32 prints them.
+/// alike). Whole numbers below 2^24 print exactly, as f32 prints them.
 std::string shortestLow(uint16_t bits, bool bf16) {
   float v = bf16 ? bf16ToFloat(bits) : halfToFloat(bits);
-  // Whole numbers in full (4096, 65504: the shortest decimal would be 4100).
-  if (std::isnan(v) || std::isinf(v) || v == std::trunc(v))
+  // Whole numbers below 2^24 in full (4096, 65504: the shortest decimal
+  // would be 4100, 65500).
+  if (std::isnan(v) || std::isinf(v) || (v == std::trunc(v) && std::fabs(v) < 0x1p24f))
     return shortest(v);
   auto back = [&](double d) { return bf16 ? doubleToBf16(d) : doubleToHalf(d); };
   char buf[64];

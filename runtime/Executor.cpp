@@ -497,9 +497,11 @@ private:
     if (rank_ != 0)
       return;
     std::vector<const HostTensor *> vals;
-    for (auto &g : globals)
-      vals.push_back(&g);
     PrintedValue pv;
+    for (auto &g : globals) {
+      vals.push_back(&g);
+      pv.lineDTypes.push_back(g.dtype);
+    }
     pv.isLine = true;
     pv.line = formatPrintLine(in.attrs, vals);
     writeOutput(pv.line + "\n" + extra);

@@ -249,10 +249,15 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
       continue;
     }
     // A line of several items: compared token by token, numbers at the
-    // tolerance of f32 (the loosest dtype's).
-    out.push_back(!printed[i].isLine
-                      ? compareText(what, lines[i], printed[i].value)
-                      : compareText(what, lines[i], printed[i].line, tolerance(DType::F32)));
+    // tolerance of f32, or of the loosest bf16/f16 item's.
+    Tol lineTol = tolerance(DType::F32);
+    for (DType dt : printed[i].lineDTypes)
+      if (isLowPrecision(dt)) {
+        lineTol.rtol = std::max(lineTol.rtol, tolerance(dt).rtol);
+        lineTol.atol = std::max(lineTol.atol, tolerance(dt).atol);
+      }
+    out.push_back(!printed[i].isLine ? compareText(what, lines[i], printed[i].value)
+                                     : compareText(what, lines[i], printed[i].line, lineTol));
   }
   for (size_t i = 0; i < std::max(refResults.size(), results.size()); ++i) {
     std::string what = "result " + std::to_string(i) + " of main";

@@ -66,8 +66,9 @@ TEST_CASE("lowp: every bf16 and f16 bit pattern round-trips through f32 exactly"
     std::memcpy(&u, &fb, 4);
     REQUIRE(u == (uint32_t)h << 16);
     int e = (h >> 10) & 31, m = h & 1023;
-    double expect = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                                          : std::ldexp(1024 + m, e - 25);
+    double expect = e == 0    ? std::ldexp(m, -24)
+                    : e == 31 ? (m ? NAN : INFINITY)
+                              : std::ldexp(1024 + m, e - 25);
     if (h & 0x8000)
       expect = -expect;
     if (std::isnan(expect))
@@ -80,18 +81,41 @@ TEST_CASE("lowp: every bf16 and f16 bit pattern round-trips through f32 exactly"
 
 TEST_CASE("lowp: f32 and f64 narrow to nearest, ties to even, against the oracle") {
   std::vector<double> crafted = {
-      1.00390625,          // bf16 tie between 1 and 1 + 2^-7: to 1 (even)
-      1.01171875,          // bf16 tie between 1 + 2^-7 and 1 + 2^-6: up (even)
-      1.0039062500009095,  // just above the tie: up (f32 would round it onto the tie)
-      1.0004882812500002,  // f16: just above the tie 1 + 2^-11: up
-      1.00048828125,       // f16 tie: to 1
-      1.00146484375,       // f16 tie 1 + 3*2^-11: up to 1 + 2^-9
-      65504,   65519,   65519.999, 65520, 65536, 1e6, // f16 overflow at 65520
-      3.3895313892515355e38, 3.3961e38, 3.3962e38, 3.4e38, // bf16 overflow
-      5.960464477539063e-08, 2.9802322387695312e-08, 2.98023224e-08, 8.940696716308594e-08,
-      6.097555160522461e-05, 6.103515625e-05, // f16 largest subnormal / smallest normal
-      9.183549615799121e-41, 1e-40, 1.1754942e-38, 1e-45, // bf16 subnormals
-      0.1, 0.2, 1.0 / 3, 2.5, -2.5, 300.7, -0.0, 0.0, 1e-300,
+      1.00390625,         // bf16 tie between 1 and 1 + 2^-7: to 1 (even)
+      1.01171875,         // bf16 tie between 1 + 2^-7 and 1 + 2^-6: up (even)
+      1.0039062500009095, // just above the tie: up (f32 would round it onto the tie)
+      1.0004882812500002, // f16: just above the tie 1 + 2^-11: up
+      1.00048828125,      // f16 tie: to 1
+      1.00146484375,      // f16 tie 1 + 3*2^-11: up to 1 + 2^-9
+      65504,
+      65519,
+      65519.999,
+      65520,
+      65536,
+      1e6, // f16 overflow at 65520
+      3.3895313892515355e38,
+      3.3961e38,
+      3.3962e38,
+      3.4e38, // bf16 overflow
+      5.960464477539063e-08,
+      2.9802322387695312e-08,
+      2.98023224e-08,
+      8.940696716308594e-08,
+      6.097555160522461e-05,
+      6.103515625e-05, // f16 largest subnormal / smallest normal
+      9.183549615799121e-41,
+      1e-40,
+      1.1754942e-38,
+      1e-45, // bf16 subnormals
+      0.1,
+      0.2,
+      1.0 / 3,
+      2.5,
+      -2.5,
+      300.7,
+      -0.0,
+      0.0,
+      1e-300,
   };
   std::mt19937_64 rng(7);
   for (int i = 0; i < 20000; ++i) {
@@ -177,11 +201,11 @@ TEST_CASE("lowp: printing is the shortest decimal that reads back, whole numbers
 
 TEST_CASE("lowp: cast to and from bf16/f16 agrees in the interpreter, the JIT and the reference") {
   CpuJIT jit;
-  const DType all[] = {DType::F32, DType::F64, DType::I32,  DType::I64,
+  const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
-  std::vector<double> vals = {0,     -0.0,  1,      -1,     2.5,  1.00390625, 1.0039062500009095,
-                              65519, 65520, 1e30,   -1e30,  1e-40, 6e-8,      3e-8,
-                              257,   2049,  16777217, 300.7, NAN,  INFINITY,  -INFINITY};
+  std::vector<double> vals = {0,     -0.0,  1,        -1,    2.5,   1.00390625, 1.0039062500009095,
+                              65519, 65520, 1e30,     -1e30, 1e-40, 6e-8,       3e-8,
+                              257,   2049,  16777217, 300.7, NAN,   INFINITY,   -INFINITY};
   for (DType from : all)
     for (DType to : all) {
       if (!isLowPrecision(from) && !isLowPrecision(to))
@@ -194,9 +218,8 @@ TEST_CASE("lowp: cast to and from bf16/f16 agrees in the interpreter, the JIT an
       int64_t n = (int64_t)vals.size();
       HostTensor in(from, {n});
       for (int64_t i = 0; i < n; ++i) // ints: only values they hold
-        in.set(i, isFloat(from) || (std::isfinite(vals[i]) && std::fabs(vals[i]) < 2e9)
-                      ? vals[i]
-                      : 0.0);
+        in.set(i, isFloat(from) || (std::isfinite(vals[i]) && std::fabs(vals[i]) < 2e9) ? vals[i]
+                                                                                        : 0.0);
       HostTensor ref = ref::cast(in, to), a(to, {n}), b(to, {n});
       std::vector<int64_t> p = kernelParams(k, {n}, {{1}}, {{1}});
       void *ba[] = {in.raw(), a.raw()}, *bb[] = {in.raw(), b.raw()};

@@ -29,12 +29,27 @@ const char *cType(DType t) {
     return "dt_i64";
   case DType::Bool:
     return "bool";
+  case DType::BF16: // computed in f32 registers (rounded after each op)
+  case DType::F16:
+    return "float";
   }
   return "?";
 }
 
-/// The type in memory (bool is one byte).
-const char *memType(DType t) { return t == DType::Bool ? "unsigned char" : cType(t); }
+/// The type in memory (bool is one byte; bf16/f16 are their bit patterns).
+const char *memType(DType t) {
+  return t == DType::Bool ? "unsigned char" : isLowPrecision(t) ? "unsigned short" : cType(t);
+}
+
+/// The prelude's name suffix of a bf16/f16 conversion.
+std::string lowName(DType t) { return t == DType::BF16 ? "bf16" : "f16"; }
+
+/// A value read from memory as its register value.
+std::string widenMem(DType t, const std::string &e) {
+  if (t == DType::Bool)
+    return "(" + e + " != 0)";
+  return isLowPrecision(t) ? "dt_" + lowName(t) + "_to_f32(" + e + ")" : e;
+}
 
 /// The reduction accumulator type: float sums accumulate in f64.
 const char *accType(KReduce r, DType t) {
@@ -66,11 +81,20 @@ std::string intLit(int64_t v, DType t) {
 }
 
 /// `(T)x` under the cast rules of KernelIR.h, from dtype `from` to `to`.
+/// To bf16/f16 this is the f32 value the node then rounds: from f64 and
+/// ints through f64 and round-to-odd, so the two steps are one rounding.
 std::string castExpr(const std::string &x, DType from, DType to) {
   if (from == to)
     return x;
   if (to == DType::Bool)
     return "(" + x + " != 0)";
+  if (isLowPrecision(to)) {
+    if (from == DType::Bool)
+      return "(float)" + x;
+    if (from == DType::F64 || !isFloat(from))
+      return "dt_f64_to_f32_odd((double)" + x + ")";
+    return x; // f32 or bf16/f16 (exact in f32)
+  }
   if (isFloat(from)) {
     if (isFloat(to))
       return std::string("(") + cType(to) + ")" + x;
@@ -121,7 +145,7 @@ struct Emitter {
   /// The expression of node `i` (operands are earlier `const` locals).
   std::string nodeExpr(int i) const {
     const KNode &n = k.nodes[i];
-    const bool fl = isFloat(n.dtype), f32 = n.dtype == DType::F32;
+    const bool fl = isFloat(n.dtype), f32 = fl && n.dtype != DType::F64;
     auto A = [&](int a) { return v(n.args[a]); };
     auto AT = [&](int a) { return k.nodes[n.args[a]].dtype; };
     const std::string T = cType(n.dtype);
@@ -237,10 +261,19 @@ struct Emitter {
     for (size_t s = 0; s < k.stores.size(); ++s)
       os << ", " << cType(k.outputs[k.stores[s].output]) << " &y" << s;
     os << ") {\n  (void)a;\n  (void)idx;\n";
-    for (size_t i = 0; i < k.nodes.size(); ++i)
-      if (live[i])
-        os << "  const " << cType(k.nodes[i].dtype) << " " << v((int)i) << " = " << nodeExpr((int)i)
-           << ";\n";
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      if (!live[i])
+        continue;
+      const KNode &n = k.nodes[i];
+      std::string e = nodeExpr((int)i);
+      // bf16/f16 ops compute in f32 and round once to the storage type (the
+      // ops that only pick or flip an exact value need no rounding).
+      bool exact = n.op == KOp::Load || n.op == KOp::Const || n.op == KOp::Select ||
+                   n.op == KOp::Neg || n.op == KOp::Abs || n.op == KOp::Relu;
+      if (isLowPrecision(n.dtype) && !exact)
+        e = "dt_round_" + lowName(n.dtype) + "(" + e + ")";
+      os << "  const " << cType(n.dtype) << " " << v((int)i) << " = " << e << ";\n";
+    }
     for (size_t s = 0; s < k.stores.size(); ++s)
       os << "  y" << s << " = " << v(k.stores[s].node) << ";\n";
     os << "}\n\n";
@@ -274,11 +307,12 @@ struct Emitter {
   }
 
   std::string loadAt(int in, const std::string &off) const {
-    std::string e = ptr(in, k.inputs[in], true) + "[" + off + "]";
-    return k.inputs[in] == DType::Bool ? "(" + e + " != 0)" : e;
+    return widenMem(k.inputs[in], ptr(in, k.inputs[in], true) + "[" + off + "]");
   }
 
   std::string storeVal(DType t, const std::string &y) const {
+    if (isLowPrecision(t))
+      return "dt_f32_to_" + lowName(t) + "(" + y + ")";
     return t == DType::Bool ? "(unsigned char)(" + y + " ? 1 : 0)" : y;
   }
 
@@ -352,8 +386,7 @@ void Emitter::emitElementwise(const std::string &sym) {
       os << "        " << memType(k.inputs[i]) << " m" << i << "[4];\n"
          << "        dt_ld4(" << ptr(i, k.inputs[i], true) << " + (z" << i << " ? 0 : base), z" << i
          << ", m" << i << ");\n";
-      xs[i] = k.inputs[i] == DType::Bool ? "(m" + std::to_string(i) + "[j] != 0)"
-                                         : "m" + std::to_string(i) + "[j]";
+      xs[i] = widenMem(k.inputs[i], "m" + std::to_string(i) + "[j]");
     }
   for (size_t s = 0; s < S; ++s) {
     os << "        " << memType(k.outputs[k.stores[s].output]) << " n" << s << "[4];\n";
@@ -437,7 +470,7 @@ void Emitter::emitReduction(const std::string &sym) {
       return std::string("(") + accType(rop, t) + ")0";
     bool mx = rop == KReduce::Max;
     if (isFloat(t))
-      return hexFloat(mx ? -INFINITY : INFINITY, t == DType::F32);
+      return hexFloat(mx ? -INFINITY : INFINITY, t != DType::F64);
     if (t == DType::I32)
       return mx ? "(-2147483647 - 1)" : "2147483647";
     return mx ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
@@ -495,8 +528,13 @@ void Emitter::emitReduction(const std::string &sym) {
     for (size_t s = 0; s < S; ++s) {
       int o = k.stores[s].output;
       DType t = k.outputs[o];
-      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = (" << cType(t)
-         << ")acc" << s << ";\n";
+      // A bf16/f16 sum's f64 accumulator rounds once (odd to f32, then RNE).
+      std::string acc = "acc" + std::to_string(s);
+      std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
+                        : accType(rop, t) == std::string("double")
+                            ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
+                            : storeVal(t, acc);
+      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
     }
   };
   os << "    if (perBlock) {\n      if (lane == 0) {\n";

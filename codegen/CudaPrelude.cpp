@@ -151,6 +151,58 @@ __device__ __forceinline__ dt_i64 dt_ipow(dt_i64 b, dt_i64 e) {
   return dt_wrap64(dt_ipow_bits(b, e));
 }
 
+// bf16/f16: 16-bit patterns in memory, f32 in registers; the algorithms of
+// support/LowPrecision.h (round to nearest even, NaN kept, f16 overflow to
+// inf, subnormals kept), in integer arithmetic so -ftz cannot change them.
+__device__ __forceinline__ float dt_bf16_to_f32(unsigned short h) {
+  return __uint_as_float((unsigned)h << 16);
+}
+__device__ __forceinline__ unsigned short dt_f32_to_bf16(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    const unsigned r = u >> 16;
+    return (unsigned short)((r & 0x7fu) ? r : (r | 0x40u));
+  }
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float dt_f16_to_f32(unsigned short h) {
+  const unsigned sign = ((unsigned)h & 0x8000u) << 16, e = ((unsigned)h >> 10) & 0x1fu,
+                 m = (unsigned)h & 0x3ffu;
+  if (e == 0)
+    return __uint_as_float(__float_as_uint((float)m * 0x1p-24f) | sign);
+  if (e == 31)
+    return __uint_as_float(sign | 0x7f800000u | (m << 13));
+  return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ __forceinline__ unsigned short dt_f32_to_f16(float f) {
+  unsigned u = __float_as_uint(f);
+  const unsigned sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  unsigned o;
+  if (u >= 0x47800000u) {
+    const unsigned m = (u >> 13) & 0x3ffu;
+    o = u > 0x7f800000u ? (0x7c00u | (m ? m : 0x200u)) : 0x7c00u;
+  } else if (u < 0x38800000u) {
+    o = __float_as_uint(__fadd_rn(__uint_as_float(u), 0.5f)) - 0x3f000000u;
+  } else {
+    o = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
+  }
+  return (unsigned short)(o | sign);
+}
+__device__ __forceinline__ float dt_round_bf16(float f) { return dt_bf16_to_f32(dt_f32_to_bf16(f)); }
+__device__ __forceinline__ float dt_round_f16(float f) { return dt_f16_to_f32(dt_f32_to_f16(f)); }
+// f64 -> f32 rounding to odd: a later RNE to bf16/f16 is then one rounding.
+__device__ __forceinline__ float dt_f64_to_f32_odd(double d) {
+  const float f = __double2float_rn(d);
+  const double back = (double)f;
+  if (back == d || d != d)
+    return f;
+  unsigned u = __float_as_uint(f);
+  if (fabs(back) > fabs(d))
+    u -= 1u;
+  return __uint_as_float(u | 1u);
+}
+
 // Four consecutive elements of M (the memory type) from p: one 16-byte (or
 // 4-byte) load when p is aligned, else four scalar loads. A broadcast scalar
 // operand (`scalar`) reads p[0] once for all four.
@@ -166,6 +218,10 @@ __device__ __forceinline__ void dt_ld4(const M *__restrict__ p, bool scalar, M (
     if constexpr (kBytes == 4) {
       union { unsigned u; M m[4]; } v;
       v.u = *reinterpret_cast<const unsigned *>(p);
+      x[0] = v.m[0]; x[1] = v.m[1]; x[2] = v.m[2]; x[3] = v.m[3];
+    } else if constexpr (kBytes == 8) {
+      union { uint2 u; M m[4]; } v;
+      v.u = *reinterpret_cast<const uint2 *>(p);
       x[0] = v.m[0]; x[1] = v.m[1]; x[2] = v.m[2]; x[3] = v.m[3];
     } else if constexpr (kBytes == 16) {
       union { uint4 u; M m[4]; } v;
@@ -190,6 +246,10 @@ __device__ __forceinline__ void dt_st4(M *__restrict__ p, const M (&x)[4]) {
       union { unsigned u; M m[4]; } v;
       v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];
       *reinterpret_cast<unsigned *>(p) = v.u;
+    } else if constexpr (kBytes == 8) {
+      union { uint2 u; M m[4]; } v;
+      v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];
+      *reinterpret_cast<uint2 *>(p) = v.u;
     } else if constexpr (kBytes == 16) {
       union { uint4 u; M m[4]; } v;
       v.m[0] = x[0]; v.m[1] = x[1]; v.m[2] = x[2]; v.m[3] = x[3];

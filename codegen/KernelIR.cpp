@@ -4,6 +4,7 @@
 #include "codegen/KernelIR.h"
 
 #include "support/Diagnostics.h"
+#include "support/LowPrecision.h"
 #include "support/Random.h"
 
 #include <algorithm>
@@ -459,7 +460,16 @@ int64_t saturatingInt(double v, DType t) {
 }
 
 double kernelConstFloat(const KNode &n) {
-  return n.dtype == DType::F32 ? (double)(float)n.value : n.value;
+  switch (n.dtype) {
+  case DType::F32:
+    return (double)(float)n.value;
+  case DType::BF16: // rounded once from the f64, nearest even
+    return bf16ToFloat(doubleToBf16(n.value));
+  case DType::F16:
+    return halfToFloat(doubleToHalf(n.value));
+  default:
+    return n.value;
+  }
 }
 
 uint64_t kernelSplitmix64(uint64_t x) { return splitmix64(x); }

@@ -32,7 +32,11 @@
 //   numParams(k) = R * (1 + I + O) + (usesGlobalIndex(k) ? 2R : 0).
 //
 // Semantics of the nodes (identical to ir/IR.h; each dtype is computed in its
-// own precision; f32 ops are f32 ops, never wider):
+// own precision; f32 ops are f32 ops, never wider). bf16/f16 are storage
+// types: a node of either dtype computes in f32 (operands widened exactly)
+// and rounds its result once to the dtype (nearest even,
+// support/LowPrecision.h); lowerings keep such values in f32 registers and
+// memory holds their 16-bit patterns:
 //   load in_k          : element of input k (node dtype = input dtype)
 //   const v : t        : v converted to t by the `cast` rules (from f64)
 //   neg abs            : numeric (not bool); ints wrap (neg/abs of INT_MIN =
@@ -46,7 +50,9 @@
 //   cast x : t         : int->int truncates/sign-extends (two's complement);
 //                        int->float rounds to nearest; float->int truncates
 //                        toward zero, saturates at the int range, NaN -> 0;
-//                        f64->f32 rounds to nearest; x->bool is x != 0 (NaN
+//                        f64->f32 rounds to nearest; f64/int->bf16/f16
+//                        round once from the exact value (round-to-odd to
+//                        f32 first); x->bool is x != 0 (NaN
 //                        -> true); bool->x is 0 or 1
 //   add sub mul        : same dtype operands, numeric; ints wrap
 //   div                : floats IEEE; ints truncate toward zero, x / 0 = 0,
@@ -89,8 +95,8 @@
 // stored value over the reduced dims; its strides on the reduced dims must be
 // 0. Order: row-major over the reduced dims, but lowerings may reassociate
 // (ir/IR.h allows it). Identities for empty reductions: sum 0, max -inf /
-// INT_MIN, min +inf / INT_MAX. Accumulators: f32 and f64 sums accumulate in
-// f64 (then round once to f32), so an f32 sum of n terms has error ~n*2^-53
+// INT_MIN, min +inf / INT_MAX. Accumulators: float sums (bf16 and f16 too)
+// accumulate in f64 (then round once to the output dtype), so an f32 sum of n terms has error ~n*2^-53
 // relative to the sum of magnitudes before the final rounding; int sums wrap
 // in the output dtype; max/min use `maximum`/`minimum` (acc = maximum(acc, x)).
 // Bool outputs cannot be reduced.

@@ -7,6 +7,7 @@
 #include "codegen/FloorMod.h"
 
 #include "support/Diagnostics.h"
+#include "support/LowPrecision.h"
 
 #include <cmath>
 #include <cstring>
@@ -36,6 +37,14 @@ int64_t wrap(DType t, uint64_t v) {
 
 int64_t saturate(double v, DType t) { return saturatingInt(v, t); }
 
+/// `v` rounded (nearest even, once) to the bf16/f16 grid, as an exact double.
+double roundLow(DType t, double v) {
+  return t == DType::BF16 ? bf16ToFloat(doubleToBf16(v)) : halfToFloat(doubleToHalf(v));
+}
+
+/// bf16/f16 compute in f32: the dtype their arithmetic is done in.
+DType computeType(DType t) { return isLowPrecision(t) ? DType::F32 : t; }
+
 Sc castSc(Sc v, DType from, DType to) {
   Sc r;
   if (isFloat(from)) {
@@ -43,6 +52,8 @@ Sc castSc(Sc v, DType from, DType to) {
       r.f = (float)v.f;
     else if (to == DType::F64)
       r.f = v.f;
+    else if (isLowPrecision(to))
+      r.f = roundLow(to, v.f);
     else if (to == DType::Bool)
       r.i = v.f != 0;
     else
@@ -52,6 +63,8 @@ Sc castSc(Sc v, DType from, DType to) {
       r.f = (float)v.i;
     else if (to == DType::F64)
       r.f = (double)v.i;
+    else if (isLowPrecision(to))
+      r.f = roundLow(to, (double)v.i);
     else
       r.i = wrap(to, (uint64_t)v.i);
   }
@@ -86,7 +99,7 @@ double fminimum(double a, double b) {
 /// Transcendental `op` on a float of dtype `t`, through the same libm entry
 /// points the LLVM lowering calls.
 double mathF(KOp op, DType t, double x) {
-  if (t == DType::F32) {
+  if (computeType(t) == DType::F32) {
     float v = (float)x;
     switch (op) {
     case KOp::Exp:
@@ -147,7 +160,7 @@ double mathF(KOp op, DType t, double x) {
 
 /// Binary float op in dtype t (f32 ops are computed as f32).
 double binF(KOp op, DType t, double a, double b) {
-  bool f32 = t == DType::F32;
+  bool f32 = computeType(t) == DType::F32;
   float x = (float)a, y = (float)b;
   switch (op) {
   case KOp::Add:
@@ -238,6 +251,12 @@ Sc loadSc(DType t, const void *base, int64_t off) {
   case DType::Bool:
     r.i = static_cast<const uint8_t *>(base)[off] != 0;
     break;
+  case DType::BF16:
+    r.f = bf16ToFloat(static_cast<const uint16_t *>(base)[off]);
+    break;
+  case DType::F16:
+    r.f = halfToFloat(static_cast<const uint16_t *>(base)[off]);
+    break;
   }
   return r;
 }
@@ -258,6 +277,12 @@ void storeSc(DType t, void *base, int64_t off, Sc v) {
     break;
   case DType::Bool:
     static_cast<uint8_t *>(base)[off] = v.i != 0;
+    break;
+  case DType::BF16: // a reduction's f64 accumulator rounds here, once
+    static_cast<uint16_t *>(base)[off] = doubleToBf16(v.f);
+    break;
+  case DType::F16:
+    static_cast<uint16_t *>(base)[off] = doubleToHalf(v.f);
     break;
   }
 }
@@ -345,6 +370,8 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
       else
         r.i = binI(n.op, n.dtype, A(0).i, A(1).i);
     }
+    if (isLowPrecision(n.dtype)) // computed in f32, rounded once to the storage type
+      r.f = roundLow(n.dtype, r.f);
     vals[ni] = r;
   }
 }
@@ -366,7 +393,7 @@ Sc identity(KReduce op, DType t) {
 
 void accumulate(KReduce op, DType t, Sc &acc, const Sc &v) {
   if (isFloat(t)) {
-    // Sums accumulate in f64 for both float dtypes; rounded once at the end.
+    // Sums accumulate in f64 for every float dtype; rounded once at the end.
     if (op == KReduce::Sum)
       acc.f += v.f;
     else

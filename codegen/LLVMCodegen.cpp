@@ -70,10 +70,49 @@ private:
       return b_.getInt64Ty();
     case DType::Bool:
       return b_.getInt1Ty();
+    case DType::BF16: // computed in f32; in memory as 16-bit patterns
+    case DType::F16:
+      return b_.getFloatTy();
     }
     return nullptr;
   }
-  Type *memTy(DType t) { return t == DType::Bool ? b_.getInt8Ty() : regTy(t); }
+  Type *memTy(DType t) {
+    return t == DType::Bool ? b_.getInt8Ty() : isLowPrecision(t) ? b_.getInt16Ty() : regTy(t);
+  }
+  // bf16/f16 (support/LowPrecision.h's algorithms, spelled in IR: no libcall,
+  // no CPU feature): memory bits <-> f32 registers, and the f64 -> f32
+  // round-to-odd step that makes f64 -> bf16/f16 one rounding.
+  Value *widenBits(Value *h, DType t);
+  Value *narrowBits(Value *f, DType t);
+  Value *roundLow(Value *f, DType t) { return widenBits(narrowBits(f, t), t); }
+  Value *toFloatOdd(Value *d);
+  /// A register value as stored in memory (bool -> i8, bf16/f16 -> bits).
+  Value *toMem(Value *v, DType t) {
+    if (t == DType::Bool)
+      return b_.CreateZExt(v, b_.getInt8Ty());
+    return isLowPrecision(t) ? narrowBits(v, t) : v;
+  }
+  /// A value loaded from memory as its register value.
+  Value *fromMem(Value *ld, DType t) {
+    if (t == DType::Bool)
+      return b_.CreateICmpNE(ld, b_.getInt8(0));
+    return isLowPrecision(t) ? widenBits(ld, t) : ld;
+  }
+  /// Node `n`'s value `v`: bf16/f16 ops compute in f32 and round once to the
+  /// storage type (the ops that only pick or flip an exact value need not).
+  Value *roundNode(const KNode &n, Value *v) {
+    bool exact = n.op == KOp::Const || n.op == KOp::Select || n.op == KOp::Neg ||
+                 n.op == KOp::Abs || n.op == KOp::Relu;
+    return isLowPrecision(n.dtype) && !exact ? roundLow(v, n.dtype) : v;
+  }
+  /// A finished accumulator as stored in memory: f64 sums round once.
+  Value *accToMem(Value *v, DType t) {
+    if (isLowPrecision(t) && v->getType()->isDoubleTy())
+      v = toFloatOdd(v);
+    else if (v->getType() != regTy(t))
+      v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+    return toMem(v, t);
+  }
   DType bufTy(int buf) { return buf < nIn_ ? k_.inputs[buf] : k_.outputs[buf - nIn_]; }
   Value *i64(int64_t v) { return b_.getInt64((uint64_t)v); }
 
@@ -231,9 +270,7 @@ void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
     for (size_t s = 0; s < k_.stores.size(); ++s) {
       int o = k_.stores[s].output;
       DType t = k_.outputs[o];
-      Value *v = b_.CreateLoad(accTyOf(t), acc_[s]);
-      if (v->getType() != regTy(t))
-        v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+      Value *v = accToMem(b_.CreateLoad(accTyOf(t), acc_[s]), t);
       tag(b_.CreateStore(v, addr(nIn_ + o, off[nIn_ + o])), nIn_ + o);
     }
     return;
@@ -290,9 +327,8 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
       DType t = k_.outputs[o];
       Type *at = ArrayType::get(accTyOf(t), kRowTile);
       loop(len, [&](Value *j) {
-        Value *v = b_.CreateLoad(accTyOf(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j}));
-        if (v->getType() != regTy(t))
-          v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+        Value *v =
+            accToMem(b_.CreateLoad(accTyOf(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j})), t);
         Value *e = b_.CreateAdd(t0, j, "", true, true);
         Value *o2 = b_.CreateAdd(off[bf], b_.CreateMul(e, stride_[bf][last], "", false, true), "",
                                  false, true);
@@ -442,16 +478,14 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
     DType t = k_.outputs[o];
     Value *x = v[k_.stores[s].node];
     if (k_.reduce == KReduce::None) {
-      if (t == DType::Bool)
-        x = b_.CreateZExt(x, b_.getInt8Ty());
-      tag(b_.CreateStore(x, addr(bf, off[bf])), bf);
+      tag(b_.CreateStore(toMem(x, t), addr(bf, off[bf])), bf);
       continue;
     }
     Value *a = b_.CreateLoad(accTyOf(t), accAt_[s]);
     Value *r;
     if (k_.reduce == KReduce::Sum && isFloat(t)) {
       // f64 accumulation; `reassoc` lets the vectorizer split the sum.
-      r = b_.CreateFAdd(a, t == DType::F32 ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
+      r = b_.CreateFAdd(a, x->getType()->isFloatTy() ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
       if (auto *inst = dyn_cast<Instruction>(r))
         inst->setHasAllowReassoc(true);
     } else if (k_.reduce == KReduce::Sum) {
@@ -484,13 +518,12 @@ void Lowering::emitHoisted() {
         b_.CreateStore(Constant::getNullValue(mt), zero);
         Value *p = base_[n.index];
         Value *src = b_.CreateSelect(b_.CreateIsNull(p), zero, p);
-        Value *ld = b_.CreateLoad(mt, src);
-        loaded[n.index] = n.dtype == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : ld;
+        loaded[n.index] = fromMem(b_.CreateLoad(mt, src), n.dtype);
       }
       hoisted_[i] = loaded[n.index];
       continue;
     }
-    hoisted_[i] = emitNode(n, hoisted_, Offs{}, nullptr);
+    hoisted_[i] = roundNode(n, emitNode(n, hoisted_, Offs{}, nullptr));
   }
 }
 
@@ -507,12 +540,12 @@ std::vector<Value *> Lowering::emitNodes(const Offs &off, Value *glin) {
       if (!loaded[n.index]) {
         auto *ld = b_.CreateLoad(memTy(n.dtype), addr(n.index, off[n.index]));
         tag(ld, n.index);
-        loaded[n.index] = n.dtype == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : (Value *)ld;
+        loaded[n.index] = fromMem(ld, n.dtype);
       }
       v[i] = loaded[n.index];
       continue;
     }
-    v[i] = emitNode(n, v, off, glin);
+    v[i] = roundNode(n, emitNode(n, v, off, glin));
   }
   return v;
 }
@@ -521,7 +554,7 @@ Value *Lowering::libm(const char *f32Name, const char *f64Name, DType t,
                       std::vector<Value *> args) {
   Type *ty = regTy(t);
   std::vector<Type *> params(args.size(), ty);
-  FunctionCallee fc = m_.getOrInsertFunction(t == DType::F32 ? f32Name : f64Name,
+  FunctionCallee fc = m_.getOrInsertFunction(ty->isFloatTy() ? f32Name : f64Name,
                                              FunctionType::get(ty, params, false));
   if (auto *fn = dyn_cast<Function>(fc.getCallee())) {
     fn->setDoesNotThrow();
@@ -542,6 +575,15 @@ Value *Lowering::emitCast(Value *v, DType from, DType to) {
   if (to == DType::Bool)
     return isFloat(from) ? b_.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))
                          : b_.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
+  if (isLowPrecision(to)) {
+    // To an f32 register the caller rounds to bf16/f16: from f64 and ints
+    // through f64 and round-to-odd, so the two steps are one rounding.
+    if (from == DType::Bool)
+      return b_.CreateUIToFP(v, ty);
+    if (!isFloat(from))
+      v = b_.CreateSIToFP(v, b_.getDoubleTy());
+    return v->getType()->isDoubleTy() ? toFloatOdd(v) : v;
+  }
   if (isFloat(from)) {
     if (isFloat(to))
       return b_.CreateFPCast(v, ty);
@@ -553,6 +595,70 @@ Value *Lowering::emitCast(Value *v, DType from, DType to) {
   if (isFloat(to))
     return b_.CreateSIToFP(v, ty);
   return b_.CreateSExtOrTrunc(v, ty);
+}
+
+Value *Lowering::widenBits(Value *h, DType t) {
+  Type *i32 = b_.getInt32Ty(), *f32 = b_.getFloatTy();
+  Value *u = b_.CreateZExt(h, i32);
+  if (t == DType::BF16)
+    return b_.CreateBitCast(b_.CreateShl(u, 16), f32);
+  auto c = [&](uint32_t x) { return b_.getInt32(x); };
+  Value *sign = b_.CreateShl(b_.CreateAnd(u, c(0x8000)), 16);
+  Value *e = b_.CreateAnd(b_.CreateLShr(u, 10), c(0x1f));
+  Value *m = b_.CreateAnd(u, c(0x3ff));
+  Value *mHigh = b_.CreateShl(m, 13);
+  // Subnormal or zero: m * 2^-24, exact in f32.
+  Value *sub = b_.CreateOr(
+      b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(m, f32), ConstantFP::get(f32, 0x1p-24)), i32),
+      sign);
+  Value *special = b_.CreateOr(b_.CreateOr(sign, c(0x7f800000)), mHigh);
+  Value *normal =
+      b_.CreateOr(b_.CreateOr(sign, b_.CreateShl(b_.CreateAdd(e, c(112)), 23)), mHigh);
+  Value *r = b_.CreateSelect(b_.CreateICmpEQ(e, c(0)), sub,
+                             b_.CreateSelect(b_.CreateICmpEQ(e, c(31)), special, normal));
+  return b_.CreateBitCast(r, f32);
+}
+
+Value *Lowering::narrowBits(Value *f, DType t) {
+  Type *i32 = b_.getInt32Ty(), *f32 = b_.getFloatTy();
+  auto c = [&](uint32_t x) { return b_.getInt32(x); };
+  Value *u = b_.CreateBitCast(f, i32);
+  if (t == DType::BF16) {
+    Value *isNan = b_.CreateFCmpUNO(f, f);
+    Value *top = b_.CreateLShr(u, 16);
+    Value *nan = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(top, c(0x7f)), c(0)),
+                                 b_.CreateOr(top, c(0x40)), top);
+    Value *rne = b_.CreateLShr(
+        b_.CreateAdd(b_.CreateAdd(u, c(0x7fff)), b_.CreateAnd(top, c(1))), 16);
+    return b_.CreateTrunc(b_.CreateSelect(isNan, nan, rne), b_.getInt16Ty());
+  }
+  Value *sign = b_.CreateAnd(b_.CreateLShr(u, 16), c(0x8000));
+  Value *a = b_.CreateAnd(u, c(0x7fffffff));
+  Value *m = b_.CreateAnd(b_.CreateLShr(a, 13), c(0x3ff));
+  Value *nan = b_.CreateOr(c(0x7c00), b_.CreateSelect(b_.CreateICmpEQ(m, c(0)), c(0x200), m));
+  Value *big = b_.CreateSelect(b_.CreateICmpUGT(a, c(0x7f800000)), nan, c(0x7c00));
+  // Below 2^-14: adding 0.5 puts the f16 subnormal grid on f32's last bit.
+  Value *sub = b_.CreateSub(
+      b_.CreateBitCast(b_.CreateFAdd(b_.CreateBitCast(a, f32), ConstantFP::get(f32, 0.5)), i32),
+      c(0x3f000000));
+  Value *odd = b_.CreateAnd(b_.CreateLShr(a, 13), c(1));
+  Value *norm = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(a, c(0xc8000fff)), odd), 13);
+  Value *o = b_.CreateSelect(b_.CreateICmpUGE(a, c(0x47800000)), big,
+                             b_.CreateSelect(b_.CreateICmpULT(a, c(0x38800000)), sub, norm));
+  return b_.CreateTrunc(b_.CreateOr(o, sign), b_.getInt16Ty());
+}
+
+Value *Lowering::toFloatOdd(Value *d) {
+  Type *f32 = b_.getFloatTy(), *i32 = b_.getInt32Ty();
+  Value *f = b_.CreateFPTrunc(d, f32);
+  Value *back = b_.CreateFPExt(f, b_.getDoubleTy());
+  Value *keep = b_.CreateOr(b_.CreateFCmpOEQ(back, d), b_.CreateFCmpUNO(d, d));
+  Value *u = b_.CreateBitCast(f, i32);
+  Value *away = b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(Intrinsic::fabs, back),
+                                 b_.CreateUnaryIntrinsic(Intrinsic::fabs, d));
+  Value *t = b_.CreateSelect(away, b_.CreateSub(u, b_.getInt32(1)), u);
+  Value *odd = b_.CreateBitCast(b_.CreateOr(t, b_.getInt32(1)), f32);
+  return b_.CreateSelect(keep, f, odd);
 }
 
 Value *Lowering::emitMaxMin(bool isMax, DType t, Value *a, Value *c) {

@@ -260,7 +260,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       return x.poison ? x : EV::bad();
     auto dt = e.args[1]->kind == ast::Expr::Name ? parseDType(e.args[1]->text) : std::nullopt;
     if (!dt) {
-      diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))});
+      diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))}).hint =
+          "element types are `f32`, `f64`, `bf16`, `f16`, `i32`, `i64` and `bool`";
       return EV::bad();
     }
     TensorType g = typeOf(x.ids[0]);

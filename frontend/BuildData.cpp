@@ -115,6 +115,11 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
       diags().error<DiagId::NeedsTensor>(e.args[i]->loc, "save");
       return EV::bad();
     }
+    if (!st && typeOf(v.ids[0]).dtype == DType::BF16) {
+      diags().error<DiagId::NpyNoBf16>(e.args[i]->loc).hint =
+          "save it to a `.safetensors` file (dtype `BF16`), or `cast` it to f32 first";
+      return EV::bad();
+    }
     vals.push_back(v);
     exs.push_back(e.args[i].get());
     if (st)

@@ -247,6 +247,8 @@ public:
   std::vector<std::string> functionNames() const;
   /// Every name a value expression can refer to here.
   std::vector<std::string> namesInScope() const;
+  void dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+                         const std::vector<TensorType> &types);
   void meshMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
                         const std::vector<TensorType> &types,
                         const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks);

@@ -218,7 +218,7 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
   if (!dt) {
     auto &d = diags().error(DiagId::UnknownDType, spec.loc, {spec.dtype});
     if (!didYouMean(d, spec.dtype, {"f32", "f64", "i32", "i64", "bool"}, spec.loc))
-      d.hint = "element types are `f32`, `f64`, `i32`, `i64` and `bool`";
+      d.hint = "element types are `f32`, `f64`, `bf16`, `f16`, `i32`, `i64` and `bool`";
     return std::nullopt;
   }
   Shape shape;
@@ -556,8 +556,29 @@ void IRBuilder::reportTypeError(
     return;
   if (err.id == DiagId::MeshMismatch)
     meshMismatchHint(d, exprs, types, typeChecks);
+  else if (err.id == DiagId::DTypeMismatch && d.hint.empty())
+    dtypeMismatchHint(d, exprs, types);
   else if (err.id == DiagId::ShapeMismatch && !err.args.empty() && err.args[0] == "matmul")
     matmulShapeHint(d, exprs, types, typeChecks);
+}
+
+void IRBuilder::dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
+                                  const std::vector<TensorType> &types) {
+  // No implicit conversion between float types (bf16 + f32 would hide where
+  // precision is lost): cast the first operand of another float dtype to the
+  // first float operand's.
+  int first = -1;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (!isFloat(types[i].dtype))
+      continue;
+    if (first < 0) {
+      first = (int)i;
+    } else if (types[i].dtype != types[first].dtype) {
+      fixHint(d, exprs[i],
+              "cast(" + exprText(exprs[i]) + ", " + dtypeName(types[first].dtype) + ")");
+      return;
+    }
+  }
 }
 
 void IRBuilder::meshMismatchHint(

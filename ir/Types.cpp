@@ -23,6 +23,10 @@ const char *dtypeName(DType t) {
     return "i64";
   case DType::Bool:
     return "bool";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
   }
   return "?";
 }
@@ -38,6 +42,10 @@ std::optional<DType> parseDType(const std::string &s) {
     return DType::I64;
   if (s == "bool")
     return DType::Bool;
+  if (s == "bf16")
+    return DType::BF16;
+  if (s == "f16")
+    return DType::F16;
   return std::nullopt;
 }
 
@@ -51,11 +59,18 @@ int64_t dtypeSize(DType t) {
     return 8;
   case DType::Bool:
     return 1;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
   }
   return 0;
 }
 
-bool isFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F64 || isLowPrecision(t);
+}
+
+bool isLowPrecision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 std::string Dim::str() const { return isSym() ? sym : std::to_string(value); }
 

@@ -27,13 +27,16 @@
 
 namespace dt {
 
-/// Element types. `Bool` is stored as one byte.
-enum class DType { F32, F64, I32, I64, Bool };
+/// Element types. `Bool` is stored as one byte. `BF16` and `F16` are
+/// storage types (two bytes): arithmetic on them is done in f32 and each
+/// result rounded to nearest even (support/LowPrecision.h).
+enum class DType { F32, F64, I32, I64, Bool, BF16, F16 };
 
 const char *dtypeName(DType t);
 std::optional<DType> parseDType(const std::string &s);
 int64_t dtypeSize(DType t);
-bool isFloat(DType t);
+bool isFloat(DType t);       ///< f32, f64, bf16, f16
+bool isLowPrecision(DType t); ///< bf16, f16: computed in f32
 
 /// A tensor dimension: a literal size or a size symbol (`T`, `H`) that a
 /// generic function binds at each call.

@@ -3,6 +3,7 @@
 // whole batch when the right operand is shared and the left is contiguous),
 // and wrapping integer loops.
 #include "runtime/Blas.h"
+#include "runtime/RefKernels.h"
 
 #include "support/Diagnostics.h"
 
@@ -152,6 +153,14 @@ void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA
                         " and " + dtypeName(b0.dtype) + ")");
   if (a0.dtype == DType::Bool)
     return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB, threads);
+  if (isLowPrecision(a0.dtype)) {
+    // bf16/f16: widen both operands to f32 (exact), one sgemm accumulating in
+    // f32, and round the product once to the operands' dtype.
+    HostTensor c32;
+    gemm(ref::cast(a0, DType::F32), ref::cast(b0, DType::F32), c32, transA, transB, threads);
+    c = ref::cast(c32, a0.dtype);
+    return;
+  }
   bool ta = transA && a0.rank() > 1, tb = transB && b0.rank() > 1;
   Plan p = plan(a0.shape, b0.shape, ta, tb);
   if (c.dtype != a0.dtype || c.shape != p.out || !c.buf) {

@@ -3,6 +3,7 @@
 // compiler vectorizes them: restrict pointers, branch-free combine, unsigned
 // wrap-around for integer sums) and count bookkeeping.
 #include "runtime/Communicator.h"
+#include "support/LowPrecision.h"
 
 #include "support/Diagnostics.h"
 
@@ -27,12 +28,26 @@ template <> struct Elem<DType::F64> { using T = double; };
 template <> struct Elem<DType::I32> { using T = int32_t; };
 template <> struct Elem<DType::I64> { using T = int64_t; };
 template <> struct Elem<DType::Bool> { using T = uint8_t; };
+template <> struct Elem<DType::BF16> { using T = uint16_t; };
+template <> struct Elem<DType::F16> { using T = uint16_t; };
+
+/// bf16/f16 bits widened to f32, and rounded back (nearest even).
+template <DType D> inline float lpWiden(uint16_t h) {
+  return D == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+}
+template <DType D> inline uint16_t lpNarrow(float f) {
+  return D == DType::BF16 ? floatToBf16(f) : floatToHalf(f);
+}
 
 /// The combine function of one (dtype, op): branch-free so loops vectorize.
 template <DType D, ReduceOp Op> struct Combine {
   using T = typename Elem<D>::T;
   static inline T apply(T a, T b) {
-    if constexpr (D == DType::Bool) {
+    if constexpr (D == DType::BF16 || D == DType::F16) {
+      // Each step combines in f32 and rounds once to the storage type (the
+      // rule of every bf16/f16 op; NCCL's bf16 sums do the same per hop).
+      return lpNarrow<D>(Combine<DType::F32, Op>::apply(lpWiden<D>(a), lpWiden<D>(b)));
+    } else if constexpr (D == DType::Bool) {
       if constexpr (Op == ReduceOp::Min)
         return (T)(a & b);
       else
@@ -99,6 +114,10 @@ template <class F> void dispatch(DType dtype, ReduceOp op, F &&f) {
     return withOp.template operator()<DType::I64>();
   case DType::Bool:
     return withOp.template operator()<DType::Bool>();
+  case DType::BF16:
+    return withOp.template operator()<DType::BF16>();
+  case DType::F16:
+    return withOp.template operator()<DType::F16>();
   }
 }
 
@@ -143,6 +162,17 @@ void finishAvg(void *buf, int64_t count, DType dtype, ReduceOp op, int groupSize
     return divideBy<int64_t>(buf, count, groupSize);
   case DType::Bool:
     checkReducible(dtype, op);
+    return;
+  case DType::BF16:
+  case DType::F16: {
+    uint16_t *p = static_cast<uint16_t *>(buf);
+    bool bf = dtype == DType::BF16;
+    for (int64_t i = 0; i < count; ++i) {
+      float v = (bf ? bf16ToFloat(p[i]) : halfToFloat(p[i])) / (float)groupSize;
+      p[i] = bf ? floatToBf16(v) : floatToHalf(v);
+    }
+    return;
+  }
   }
 }
 

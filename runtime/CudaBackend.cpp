@@ -65,11 +65,15 @@ public:
       return transpose(x, ref::lastTwoSwapped(x.rank()));
     };
     HostTensor a = swapped(a0, transA), b = swapped(b0, transB);
-    // cuBLAS: f32/f64, 1-D or 2-D operands, or equal batch dims on both.
+    // cuBLAS: f32/f64/bf16/f16, 1-D or 2-D operands, or equal batch dims on both.
     if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
     GemmDesc g;
-    g.type = a.dtype == DType::F64 ? GemmType::F64 : GemmType::F32;
+    // bf16/f16 multiply on tensor cores with f32 accumulation (GemmDesc).
+    g.type = a.dtype == DType::F64    ? GemmType::F64
+             : a.dtype == DType::BF16 ? GemmType::BF16
+             : a.dtype == DType::F16  ? GemmType::F16
+                                      : GemmType::F32;
     int ra = a.rank(), rb = b.rank();
     g.m = ra == 1 ? 1 : a.shape[ra - 2];
     g.k = a.shape[ra - 1];

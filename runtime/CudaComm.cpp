@@ -87,6 +87,10 @@ ncclDataType_t ncclType(DType t) {
     return ncclInt64;
   case DType::Bool:
     return ncclUint8;
+  case DType::BF16: // NCCL adds bf16/f16 in f32 and rounds per hop
+    return ncclBfloat16;
+  case DType::F16:
+    return ncclFloat16;
   }
   return ncclUint8;
 }
@@ -186,7 +190,7 @@ void NcclComm::finish(void *recv, int64_t count, DType dtype, ReduceOp op) {
 
 /// Float max/min go through gatherFold: NCCL's are not NaN-propagating.
 static bool needsNanFold(DType dtype, ReduceOp op) {
-  return (dtype == DType::F32 || dtype == DType::F64) &&
+  return isFloat(dtype) &&
          (op == ReduceOp::Max || op == ReduceOp::Min);
 }
 

@@ -471,7 +471,7 @@ private:
     // Written as the program runs (a long loop shows its prints as it goes);
     // a stream that cannot take them (a full disk, a closed pipe) fails the
     // run rather than losing values.
-    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, false, {}};
+    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, false, {}, {}};
     std::string text = formatTensor(pv.value) + "\n";
     if (sh_.opts.components)
       text += "components of `" + pv.label + "`: " + pv.type.str() + "\n" +
@@ -507,9 +507,11 @@ private:
     if (rank_ != 0)
       return;
     std::vector<const HostTensor *> vals;
-    for (auto &g : globals)
-      vals.push_back(&g);
     PrintedValue pv;
+    for (auto &g : globals) {
+      vals.push_back(&g);
+      pv.lineDTypes.push_back(g.dtype);
+    }
     pv.isLine = true;
     pv.line = formatPrintLine(in.attrs, vals);
     writeOutput(pv.line + "\n" + extra);

@@ -116,6 +116,7 @@ struct PrintedValue {
   TensorType type;     ///< the program's type of the printed value (before any gather)
   bool isLine = false; ///< a `print` of several items (or none): `line` holds it
   std::string line;    ///< its whole line (label and value unset)
+  std::vector<DType> lineDTypes; ///< the dtypes of the line's values
 };
 
 class Executor {

@@ -2,10 +2,13 @@
 #include "runtime/Format.h"
 
 #include "support/Errors.h"
+#include "support/LowPrecision.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 namespace dt {
 
@@ -22,6 +25,30 @@ template <class F> std::string shortest(F v) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, r.ptr);
+}
+
+/// The shortest decimal that reads back (rounded to nearest even) as the
+/// same bf16/f16 `bits` (0.1, 3.14), written as f32 values are: the float
+/// nearest to it printed shortest (it has no more digits, and reads back
+/// alike). Whole numbers below 2^24 print exactly, as f32 prints them.
+std::string shortestLow(uint16_t bits, bool bf16) {
+  float v = bf16 ? bf16ToFloat(bits) : halfToFloat(bits);
+  // Whole numbers below 2^24 in full (4096, 65504: the shortest decimal
+  // would be 4100, 65500).
+  if (std::isnan(v) || std::isinf(v) || (v == std::trunc(v) && std::fabs(v) < 0x1p24f))
+    return shortest(v);
+  auto back = [&](double d) { return bf16 ? doubleToBf16(d) : doubleToHalf(d); };
+  char buf[64];
+  for (int p = 1; p <= 9; ++p) {
+    auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, p);
+    double d = std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+    if (back(d) != bits)
+      continue;
+    std::string s = shortest((float)d);
+    if (back(std::strtod(s.c_str(), nullptr)) == bits)
+      return s;
+  }
+  return shortest(v);
 }
 
 void formatRec(const HostTensor &t, const std::vector<int64_t> &strides, int dim, int64_t base,
@@ -70,6 +97,10 @@ std::string formatElement(const HostTensor &t, int64_t i) {
     return std::to_string(t.data<int64_t>()[i]);
   case DType::Bool:
     return t.data<uint8_t>()[i] ? "true" : "false";
+  case DType::BF16:
+    return shortestLow(t.data<uint16_t>()[i], true);
+  case DType::F16:
+    return shortestLow(t.data<uint16_t>()[i], false);
   }
   return "?";
 }

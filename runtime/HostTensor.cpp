@@ -2,6 +2,7 @@
 #include "runtime/HostTensor.h"
 
 #include "support/Diagnostics.h"
+#include "support/LowPrecision.h"
 
 #include <cstdlib>
 #include <new>
@@ -52,6 +53,10 @@ double HostTensor::get(int64_t i) const {
     return (double)data<int64_t>()[i];
   case DType::Bool:
     return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::BF16:
+    return bf16ToFloat(data<uint16_t>()[i]);
+  case DType::F16:
+    return halfToFloat(data<uint16_t>()[i]);
   }
   return 0;
 }
@@ -72,6 +77,12 @@ void HostTensor::set(int64_t i, double v) {
     break;
   case DType::Bool:
     data<uint8_t>()[i] = v != 0;
+    break;
+  case DType::BF16:
+    data<uint16_t>()[i] = doubleToBf16(v);
+    break;
+  case DType::F16:
+    data<uint16_t>()[i] = doubleToHalf(v);
     break;
   }
 }

@@ -27,6 +27,10 @@ struct MpiComm::Handle {
   /// NaN-propagating max/min on floats (MPI_MAX/MPI_MIN drop a NaN that is
   /// not in the first operand); created and freed with the communicator.
   MPI_Op nanMax = MPI_OP_NULL, nanMin = MPI_OP_NULL;
+  /// bf16/f16 (sent as MPI_UINT16_T): sum/max/min, indexed [bf16 ? 0 : 1][op],
+  /// combining in f32 and rounding once per step (Communicator.cpp).
+  MPI_Op low[2][3] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
+                      {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
   FaultWatch *watch = nullptr; ///< the world's (null: wait without a deadline)
   std::vector<int> members;    ///< world ranks, by group rank
 };
@@ -54,6 +58,9 @@ MPI_Datatype mpiType(DType t) {
     return MPI_INT64_T;
   case DType::Bool:
     return MPI_UINT8_T;
+  case DType::BF16:
+  case DType::F16:
+    return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
@@ -64,8 +71,15 @@ template <ReduceOp Op> void nanCombine(void *in, void *inout, int *len, MPI_Data
   reduceInto(inout, in, *len, *dt == MPI_DOUBLE ? DType::F64 : DType::F32, Op);
 }
 
+/// The user functions of Handle::low: inout = in op inout on bf16/f16 bits.
+template <DType D, ReduceOp Op> void lowCombine(void *in, void *inout, int *len, MPI_Datatype *) {
+  reduceInto(inout, in, *len, D, Op);
+}
+
 MPI_Op mpiOp(const MpiComm::Handle &h, DType t, ReduceOp op) {
   checkReducible(t, op);
+  if (isLowPrecision(t))
+    return h.low[t == DType::BF16 ? 0 : 1][op == ReduceOp::Max ? 1 : op == ReduceOp::Min ? 2 : 0];
   if (t == DType::Bool)
     return op == ReduceOp::Min ? MPI_BAND : MPI_BOR;
   bool fl = t == DType::F32 || t == DType::F64;
@@ -169,6 +183,14 @@ MpiComm::MpiComm(std::unique_ptr<Handle> h) : h_(std::move(h)) {
   check(MPI_Comm_size(h_->comm, &size_), "MPI_Comm_size");
   check(MPI_Op_create(&nanCombine<ReduceOp::Max>, 1, &h_->nanMax), "MPI_Op_create");
   check(MPI_Op_create(&nanCombine<ReduceOp::Min>, 1, &h_->nanMin), "MPI_Op_create");
+  MPI_User_function *low[2][3] = {
+      {&lowCombine<DType::BF16, ReduceOp::Sum>, &lowCombine<DType::BF16, ReduceOp::Max>,
+       &lowCombine<DType::BF16, ReduceOp::Min>},
+      {&lowCombine<DType::F16, ReduceOp::Sum>, &lowCombine<DType::F16, ReduceOp::Max>,
+       &lowCombine<DType::F16, ReduceOp::Min>}};
+  for (int d = 0; d < 2; ++d)
+    for (int o = 0; o < 3; ++o)
+      check(MPI_Op_create(low[d][o], 1, &h_->low[d][o]), "MPI_Op_create");
 }
 
 MpiComm::~MpiComm() {
@@ -179,6 +201,10 @@ MpiComm::~MpiComm() {
   for (MPI_Op *op : {&h_->nanMax, &h_->nanMin})
     if (*op != MPI_OP_NULL)
       MPI_Op_free(op);
+  for (auto &row : h_->low)
+    for (MPI_Op &op : row)
+      if (op != MPI_OP_NULL)
+        MPI_Op_free(&op);
   if (h_->owned)
     MPI_Comm_free(&h_->comm);
 }

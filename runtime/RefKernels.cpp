@@ -233,14 +233,24 @@ bool isPredicate(Op op) {
 
 } // namespace
 
+HostTensor widen(const HostTensor &x) {
+  return isLowPrecision(x.dtype) ? cast(x, DType::F32) : x;
+}
+
+// bf16/f16 operands are widened to f32 (exact), computed there and the result
+// rounded once to `out`; sums and contractions widen to f64 instead, so their
+// accumulation is at least as precise as any backend's f32 one.
+
 HostTensor unary(Op op, const HostTensor &x0, DType out) {
   if (op == Op::Cast)
     return cast(x0, out);
+  if (isLowPrecision(x0.dtype))
+    return unary(op, widen(x0), out);
   // Arithmetic on bool is done on 0/1 integers.
   HostTensor x = x0.dtype == DType::Bool && op != Op::Not ? cast(x0, DType::I32) : x0;
   HostTensor r(x.dtype, x.shape);
   int64_t n = x.numel();
-  dispatch(x.dtype, [&](auto t) {
+  dispatchNum(x.dtype, [&](auto t) {
     using T = decltype(t);
     const T *src = x.data<T>();
     T *dst = r.data<T>();
@@ -251,6 +261,8 @@ HostTensor unary(Op op, const HostTensor &x0, DType out) {
 }
 
 HostTensor binary(Op op, const HostTensor &a0, const HostTensor &b0, DType out) {
+  if (isLowPrecision(a0.dtype) || isLowPrecision(b0.dtype))
+    return binary(op, widen(a0), widen(b0), out);
   DType ct = a0.dtype;
   if (ct == DType::Bool && !isPredicate(op))
     ct = DType::I32;
@@ -259,7 +271,7 @@ HostTensor binary(Op op, const HostTensor &a0, const HostTensor &b0, DType out) 
   bool pred = isPredicate(op);
   HostTensor r(pred ? DType::Bool : ct, shape);
   Dims sa = broadcastStrides(a.shape, shape), sb = broadcastStrides(b.shape, shape);
-  dispatch(ct, [&](auto t) {
+  dispatchNum(ct, [&](auto t) {
     using T = decltype(t);
     const T *pa = a.data<T>(), *pb = b.data<T>();
     int64_t k = 0;
@@ -274,12 +286,14 @@ HostTensor binary(Op op, const HostTensor &a0, const HostTensor &b0, DType out) 
 }
 
 HostTensor select(const HostTensor &c0, const HostTensor &a0, const HostTensor &b0, DType out) {
+  if (isLowPrecision(a0.dtype) || isLowPrecision(b0.dtype))
+    return select(c0, widen(a0), widen(b0), out);
   HostTensor c = cast(c0, DType::Bool), a = a0, b = cast(b0, a0.dtype);
   Dims shape = broadcastShapes({c.shape, a.shape, b.shape});
   HostTensor r(a.dtype, shape);
   Dims sc = broadcastStrides(c.shape, shape), sa = broadcastStrides(a.shape, shape),
        sb = broadcastStrides(b.shape, shape);
-  dispatch(a.dtype, [&](auto t) {
+  dispatchNum(a.dtype, [&](auto t) {
     using T = decltype(t);
     const uint8_t *pc = c.data<uint8_t>();
     const T *pa = a.data<T>(), *pb = b.data<T>();
@@ -292,6 +306,8 @@ HostTensor select(const HostTensor &c0, const HostTensor &a0, const HostTensor &
 }
 
 HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims, DType out) {
+  if (isLowPrecision(x0.dtype))
+    return reduce(op, cast(x0, DType::F64), dims, out);
   HostTensor x = x0.dtype == DType::Bool ? cast(x0, DType::I64) : x0;
   std::vector<bool> reduced(x.rank(), false);
   for (auto d : dims) {
@@ -311,7 +327,7 @@ HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims,
   Dims xs = rowMajorStrides(x.shape);
   HostTensor r(x.dtype, oshape);
   int64_t on = r.numel();
-  dispatch(x.dtype, [&](auto t) {
+  dispatchNum(x.dtype, [&](auto t) {
     using T = decltype(t);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     std::vector<Acc> acc((size_t)on);

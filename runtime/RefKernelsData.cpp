@@ -55,6 +55,8 @@ void checkDim(const char *op, int64_t dim, int rank) {
 } // namespace
 
 HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
+  if (isLowPrecision(a0.dtype) || isLowPrecision(b0.dtype))
+    return matmul(cast(a0, DType::F64), cast(b0, DType::F64), out);
   DType ct = a0.dtype == DType::Bool ? DType::I64 : a0.dtype;
   HostTensor a = cast(a0, ct), b = cast(b0, ct);
   if (a.rank() == 0 || b.rank() == 0)
@@ -80,7 +82,7 @@ HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
   oshape.push_back(m);
   oshape.push_back(n);
   HostTensor r(ct, oshape);
-  dispatch(ct, [&](auto t) {
+  dispatchNum(ct, [&](auto t) {
     using T = decltype(t);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     const T *pa = a.data<T>(), *pb = b.data<T>();
@@ -111,6 +113,13 @@ HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
 }
 
 HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, DType out) {
+  for (auto &x : xs0)
+    if (isLowPrecision(x.dtype)) {
+      std::vector<HostTensor> wide;
+      for (auto &y : xs0)
+        wide.push_back(cast(y, DType::F64));
+      return einsum(spec0, wide, out);
+    }
   auto bad = [&](const std::string &why) {
     return InternalError("reference evaluator: einsum `" + spec0 + "`: " + why);
   };
@@ -184,7 +193,7 @@ HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, 
   for (size_t i = 0; i < outL.size(); ++i)
     ost[i] = ors[i];
   HostTensor r(ct, oshape);
-  dispatch(ct, [&](auto t) {
+  dispatchNum(ct, [&](auto t) {
     using T = decltype(t);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     std::vector<Acc> acc((size_t)r.numel(), Acc(0));
@@ -295,11 +304,13 @@ HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTen
     throw InternalError("reference evaluator: `index_add` source of shape " + dimsStr(src0.shape) +
                         " does not match base " + dimsStr(base.shape) + " and ids " +
                         dimsStr(ids.shape));
+  if (isLowPrecision(base.dtype))
+    return cast(indexAdd(widen(base), ids, widen(src0), dim), base.dtype);
   HostTensor r = base.clone();
   HostTensor src = cast(src0, base.dtype);
   for (int64_t j = 0; j < nid; ++j)
     checkedId("index_add", ids, j, dim, n);
-  dispatch(base.dtype, [&](auto t) {
+  dispatchNum(base.dtype, [&](auto t) {
     using T = decltype(t);
     T *dst = r.data<T>();
     const T *s = src.data<T>();

@@ -5,6 +5,8 @@
 #pragma once
 
 #include "runtime/HostTensor.h"
+#include "support/Diagnostics.h"
+#include "support/LowPrecision.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -14,8 +16,10 @@
 
 namespace dt::ref {
 
-/// Calls f(T{}) with T the C++ element type of `t` (bool is uint8_t).
-template <class F> void dispatch(DType t, F &&f) {
+/// Calls f(T{}) with T the C++ element type of a dtype that has arithmetic
+/// (bool is uint8_t). bf16/f16 have none: callers widen them to f32 first
+/// (`widen`), so reaching them here is a bug.
+template <class F> void dispatchNum(DType t, F &&f) {
   switch (t) {
   case DType::F32:
     f(float{});
@@ -32,13 +36,41 @@ template <class F> void dispatch(DType t, F &&f) {
   case DType::Bool:
     f(uint8_t{});
     return;
+  case DType::BF16:
+  case DType::F16:
+    break;
   }
+  throw InternalError(std::string("reference evaluator: no arithmetic on `") + dtypeName(t) +
+                      "` (widen it to f32 first)");
 }
 
+/// Calls f(T{}) for every dtype, bf16/f16 as their storage structs: for code
+/// that only moves or converts elements.
+template <class F> void dispatch(DType t, F &&f) {
+  if (t == DType::BF16)
+    f(bf16_t{});
+  else if (t == DType::F16)
+    f(f16_t{});
+  else
+    dispatchNum(t, std::forward<F>(f));
+}
+
+template <class T> constexpr bool isLowT = std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>;
+
 /// The `cast` conversion: to bool is `!= 0`; float -> int truncates,
-/// saturates and maps NaN to 0; int -> int wraps.
+/// saturates and maps NaN to 0; int -> int wraps; to bf16/f16 rounds to
+/// nearest even from the value as an f64 (exact for every source but i64);
+/// from bf16/f16 widens exactly to f32 first.
 template <class D, class S> D convert(S v) {
-  if constexpr (std::is_same_v<D, uint8_t>) {
+  if constexpr (std::is_same_v<S, bf16_t>) {
+    return convert<D>(bf16ToFloat(v.bits));
+  } else if constexpr (std::is_same_v<S, f16_t>) {
+    return convert<D>(halfToFloat(v.bits));
+  } else if constexpr (std::is_same_v<D, bf16_t>) {
+    return bf16_t{doubleToBf16((double)v)};
+  } else if constexpr (std::is_same_v<D, f16_t>) {
+    return f16_t{doubleToHalf((double)v)};
+  } else if constexpr (std::is_same_v<D, uint8_t>) {
     return v != S(0) ? 1 : 0;
   } else if constexpr (std::is_floating_point_v<D>) {
     return (D)v;
@@ -54,6 +86,9 @@ template <class D, class S> D convert(S v) {
     return (D)v; // modular since C++20
   }
 }
+
+/// `x` as f32 when it is bf16/f16 (exact), else `x` itself.
+HostTensor widen(const HostTensor &x);
 
 template <class T> T wrapAdd(T a, T b) {
   using U = std::make_unsigned_t<T>;

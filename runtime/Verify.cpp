@@ -95,6 +95,10 @@ Tol tolerance(DType dt) {
     return {1e-4, 1e-5};
   case DType::F64:
     return {1e-10, 1e-10};
+  case DType::BF16: // 8 significant bits: one rounding is 2^-9 relative
+    return {2e-2, 1e-2};
+  case DType::F16: // 11 significant bits
+    return {4e-3, 1e-3};
   default:
     return {0, 0};
   }
@@ -245,10 +249,15 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
       continue;
     }
     // A line of several items: compared token by token, numbers at the
-    // tolerance of f32 (the loosest dtype's).
-    out.push_back(!printed[i].isLine
-                      ? compareText(what, lines[i], printed[i].value)
-                      : compareText(what, lines[i], printed[i].line, tolerance(DType::F32)));
+    // tolerance of f32, or of the loosest bf16/f16 item's.
+    Tol lineTol = tolerance(DType::F32);
+    for (DType dt : printed[i].lineDTypes)
+      if (isLowPrecision(dt)) {
+        lineTol.rtol = std::max(lineTol.rtol, tolerance(dt).rtol);
+        lineTol.atol = std::max(lineTol.atol, tolerance(dt).atol);
+      }
+    out.push_back(!printed[i].isLine ? compareText(what, lines[i], printed[i].value)
+                                     : compareText(what, lines[i], printed[i].line, lineTol));
   }
   for (size_t i = 0; i < std::max(refResults.size(), results.size()); ++i) {
     std::string what = "result " + std::to_string(i) + " of main";

@@ -271,7 +271,9 @@ std::string npyDescr(const std::string &dtype) {
     return "<i8";
   if (dtype == "bool")
     return "|b1";
-  return "";
+  if (dtype == "f16")
+    return "<f2";
+  return ""; // bf16: numpy has no such dtype
 }
 
 std::string safetensorsName(const std::string &dtype) {
@@ -298,6 +300,8 @@ int64_t tensorFileElementSize(const std::string &dtype) {
     return 8;
   if (dtype == "bool")
     return 1;
+  if (dtype == "bf16" || dtype == "f16")
+    return 2;
   return 0;
 }
 
@@ -343,10 +347,10 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize) {
       if (d.size() == 3 && (d[0] == '<' || d[0] == '=' || d[0] == '|')) {
         std::string t = d.substr(1);
         e.dtype = t == "f4" ? "f32" : t == "f8" ? "f64" : t == "i4" ? "i32" : t == "i8" ? "i64"
-                  : t == "b1" ? "bool" : "";
+                  : t == "b1" ? "bool" : t == "f2" ? "f16" : "";
       }
       if (e.dtype.empty())
-        fail(path, "dtype `" + d + "` is not one of the language's (<f4 <f8 <i4 <i8 |b1)" +
+        fail(path, "dtype `" + d + "` is not one of the language's (<f4 <f8 <f2 <i4 <i8 |b1)" +
                        (d.size() && d[0] == '>' ? ": big-endian data" : ""));
       haveDescr = true;
     } else if (key == "fortran_order") {
@@ -421,10 +425,10 @@ std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string 
         if (key == "dtype") {
           std::string d = c.str();
           e.dtype = d == "F32" ? "f32" : d == "F64" ? "f64" : d == "I32" ? "i32" : d == "I64" ? "i64"
-                    : d == "BOOL" ? "bool" : "";
+                    : d == "BOOL" ? "bool" : d == "BF16" ? "bf16" : d == "F16" ? "f16" : "";
           if (e.dtype.empty())
             fail(path, "tensor `" + name + "`: dtype " + d +
-                           " is not one of the language's (F32 F64 I32 I64 BOOL)");
+                           " is not one of the language's (F32 F64 BF16 F16 I32 I64 BOOL)");
           haveDtype = true;
         } else if (key == "shape") {
           c.expect('[', "opening a shape");
@@ -539,7 +543,9 @@ TensorFileEntry createNpyFile(const std::string &path, const std::string &dtype,
                               const std::vector<int64_t> &shape) {
   std::string descr = npyDescr(dtype);
   if (descr.empty())
-    fail(path, "cannot write dtype `" + dtype + "`");
+    fail(path, dtype == "bf16" ? std::string("`.npy` has no bf16 dtype: save bf16 values to a "
+                                             "`.safetensors` file, or `cast` them to f32 first")
+                               : "cannot write dtype `" + dtype + "`");
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
     dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? ", " : "");

@@ -32,7 +32,7 @@ public:
 
 /// One array in a file.
 struct TensorFileEntry {
-  std::string dtype;          ///< f32 f64 i32 i64 bool
+  std::string dtype;          ///< f32 f64 bf16 f16 i32 i64 bool
   std::vector<int64_t> shape; ///< row-major
   uint64_t dataOffset = 0;    ///< byte offset of element 0 in the file
   int64_t elementSize = 0;    ///< bytes per element

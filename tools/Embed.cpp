@@ -9,6 +9,7 @@
 #include "runtime/LocalOps.h"
 #include "runtime/Session.h"
 #include "support/Errors.h"
+#include "support/LowPrecision.h"
 
 #include <atomic>
 #include <sstream>
@@ -29,6 +30,10 @@ dt::DType toInternal(DType d) {
     return dt::DType::I64;
   case DType::Bool:
     return dt::DType::Bool;
+  case DType::BF16:
+    return dt::DType::BF16;
+  case DType::F16:
+    return dt::DType::F16;
   }
   return dt::DType::F32;
 }
@@ -45,6 +50,10 @@ DType fromInternal(dt::DType d) {
     return DType::I64;
   case dt::DType::Bool:
     return DType::Bool;
+  case dt::DType::BF16:
+    return DType::BF16;
+  case dt::DType::F16:
+    return DType::F16;
   }
   return DType::F32;
 }
@@ -75,6 +84,10 @@ double Tensor::at(int64_t i) const {
     return (double)data<int64_t>()[i];
   case DType::Bool:
     return data<bool>()[i] ? 1 : 0;
+  case DType::BF16:
+    return dt::bf16ToFloat(data<uint16_t>()[i]);
+  case DType::F16:
+    return dt::halfToFloat(data<uint16_t>()[i]);
   }
   return 0;
 }

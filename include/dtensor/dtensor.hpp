@@ -30,11 +30,13 @@
 
 namespace dtensor {
 
-enum class DType { F32, F64, I32, I64, Bool };
+/// `BF16` and `F16` hold raw 16-bit patterns (bfloat16, IEEE half): pass
+/// them with TensorView(DType::BF16, shape, ptr); Tensor::at widens them.
+enum class DType { F32, F64, I32, I64, Bool, BF16, F16 };
 
-/// Bytes of one element (Bool: 1).
+/// Bytes of one element (Bool: 1, BF16/F16: 2).
 std::size_t dtypeSize(DType dt);
-/// `f32`, `f64`, `i32`, `i64`, `bool`.
+/// `f32`, `f64`, `i32`, `i64`, `bool`, `bf16`, `f16`.
 const char *dtypeName(DType dt);
 
 /// A non-owning view of host memory: a dtype, a shape and a pointer to the

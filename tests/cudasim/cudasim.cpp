@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include "support/LowPrecision.h"
 #include <dlfcn.h>
 #include <fstream>
 #include <random>
@@ -38,6 +39,12 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
       break;
     case DType::Bool:
       reinterpret_cast<uint8_t *>(v.data())[i] = x > 0;
+      break;
+    case DType::BF16: // includes values that round (1.1) and NaN
+      reinterpret_cast<uint16_t *>(v.data())[i] = doubleToBf16(x == 5 ? NAN : x * 1.1);
+      break;
+    case DType::F16:
+      reinterpret_cast<uint16_t *>(v.data())[i] = doubleToHalf(x == 5 ? -0.0 : x * 1.1);
       break;
     }
   }
@@ -140,7 +147,8 @@ int main(int argc, char **argv) {
   gWork = argv[1];
   gShim = argv[2];
   int tag = 0;
-  const DType all[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+  const DType all[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
+                       DType::Bool, DType::BF16, DType::F16};
   for (DType t : all) {
     Kernel k;
     k.name = std::string("un_") + dtypeName(t);

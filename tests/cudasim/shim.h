@@ -23,6 +23,9 @@ struct dim3s {
 struct uint4 {
   unsigned x, y, z, w;
 };
+struct uint2 {
+  unsigned x, y;
+};
 inline thread_local dim3s threadIdx, blockIdx;
 inline dim3s blockDim, gridDim;
 inline float __int_as_float(int i) {
@@ -30,6 +33,18 @@ inline float __int_as_float(int i) {
   std::memcpy(&f, &i, 4);
   return f;
 }
+inline float __uint_as_float(unsigned i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __double2float_rn(double d) { return (float)d; }
 inline double __longlong_as_double(long long i) {
   double f;
   std::memcpy(&f, &i, 8);

@@ -2,6 +2,7 @@
 // kernels against the reference interpreter, the caching allocator, cuBLAS
 // GEMM against a host loop, and the CudaCopyComm / NcclComm collectives.
 #include "codegen/CudaEmitter.h"
+#include "support/LowPrecision.h"
 #include "support/Diagnostics.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaRuntime.h"
@@ -40,6 +41,12 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
       break;
     case DType::Bool:
       reinterpret_cast<uint8_t *>(v.data())[i] = x > 0;
+      break;
+    case DType::BF16:
+      reinterpret_cast<uint16_t *>(v.data())[i] = doubleToBf16(x * 1.1);
+      break;
+    case DType::F16:
+      reinterpret_cast<uint16_t *>(v.data())[i] = doubleToHalf(x * 1.1);
       break;
     }
   }

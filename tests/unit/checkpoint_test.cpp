@@ -179,7 +179,7 @@ TEST_CASE("checkpoint index: hostile indices are errors naming the file and tens
       {with("dtensor-checkpoint", "other"), "`format` is not"},
       {with("\"version\": 1", "\"version\": 2"), "version 2"},
       {with("\"chunk_bytes\": 16", "\"chunk_bytes\": 0"), "`chunk_bytes` = 0 is out of range"},
-      {with("\"f32\"", "\"f16\""), "tensor `w`): unknown dtype `f16`"},
+      {with("\"f32\"", "\"f8\""), "tensor `w`): unknown dtype `f8`"},
       {with("\"shape\": [4]", "\"shape\": [-4]"), "`shape` holds a bad value"},
       {with("\"shape\": [4]", "\"shape\": [4611686018427387904, 4]"), "overflows"},
       {with("\"r0.bin\"", "\"../etc/passwd\""), "not a plain name inside the checkpoint"},

@@ -237,6 +237,23 @@ func @main() {
   CHECK(printModule(c) == "mesh m = [x = 2]\n\nfunc @main() {\n  return\n}\n");
 }
 
+TEST_CASE("ir print: bf16 and f16 types and constants round-trip") {
+  std::string text = R"(mesh m = [x = 2]
+
+func @main() {
+  %0:a = const [1.00390625, nan, -inf, -0, 65520] : bf16[5] @ m{x: shard(0)}
+  %1 = cast %0 : f16[5] @ m{x: shard(0)}
+  %2 = fill 0.1 : f16[5] @ m{x: shard(0)}
+  %3 = mul %1, %2 : f16[5] @ m{x: shard(0)}
+  %4 = cast %3 : bf16[5] @ m{x: shard(0)}
+  print %4 "b"
+  return
+}
+)";
+  Module m = parseOrFail(text);
+  CHECK(printModule(m) == text);
+}
+
 TEST_CASE("ir parse: errors name line and column") {
   auto error = [](const std::string &text) {
     Module m;

@@ -27,7 +27,8 @@ using namespace dt::ktest;
 TEST_CASE("kernel jit: every op on every dtype over corner-case values") {
   CpuJIT jit;
   std::mt19937_64 rng(1);
-  const DType all[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+  const DType all[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
+                       DType::Bool, DType::BF16, DType::F16};
   int tested = 0;
   for (int opi = 0; opi <= (int)KOp::Select; ++opi) {
     KOp op = (KOp)opi;

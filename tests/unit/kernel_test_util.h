@@ -7,6 +7,7 @@
 
 #include "codegen/CpuJIT.h"
 #include "codegen/KernelIR.h"
+#include "support/LowPrecision.h"
 
 #include <algorithm>
 #include <cmath>
@@ -42,14 +43,18 @@ inline std::vector<int64_t> cornerInts(DType t) {
 inline void fillValue(std::mt19937_64 &r, DType t, void *buf, int64_t i, bool corner) {
   switch (t) {
   case DType::F32:
-  case DType::F64: {
+  case DType::F64:
+  case DType::BF16:
+  case DType::F16: {
     auto cs = cornerFloats();
     double v = corner || coin(r, 0.05) ? cs[uni(r, 0, cs.size() - 1)]
                                        : std::uniform_real_distribution<double>(-4, 4)(r);
     if (t == DType::F32)
       ((float *)buf)[i] = (float)v;
-    else
+    else if (t == DType::F64)
       ((double *)buf)[i] = v;
+    else
+      ((uint16_t *)buf)[i] = t == DType::BF16 ? doubleToBf16(v) : doubleToHalf(v);
     break;
   }
   case DType::I32:
@@ -68,9 +73,16 @@ inline void fillValue(std::mt19937_64 &r, DType t, void *buf, int64_t i, bool co
   }
 }
 
-inline DType anyDType(std::mt19937_64 &r) { return (DType)uni(r, 0, 4); }
-inline DType numDType(std::mt19937_64 &r) { return (DType)uni(r, 0, 3); }
-inline DType floatDType(std::mt19937_64 &r) { return coin(r, 0.5) ? DType::F32 : DType::F64; }
+inline DType anyDType(std::mt19937_64 &r) { return (DType)uni(r, 0, 6); }
+inline DType numDType(std::mt19937_64 &r) {
+  static const DType num[] = {DType::F32, DType::F64, DType::I32,
+                              DType::I64, DType::BF16, DType::F16};
+  return num[uni(r, 0, 5)];
+}
+inline DType floatDType(std::mt19937_64 &r) {
+  static const DType fl[] = {DType::F32, DType::F64, DType::BF16, DType::F16};
+  return fl[uni(r, 0, 3)];
+}
 
 /// A random well-typed kernel: rank 0..4, 1..4 inputs, a DAG of 3..14 ops
 /// drawn from every node kind, 1..3 outputs, a reduction ~35% of the time.
@@ -269,7 +281,23 @@ inline std::vector<std::vector<char>> runCase(const Kernel &k, Case &c, CpuJIT::
 }
 
 inline double readF(DType t, const std::vector<char> &b, int64_t i) {
+  if (isLowPrecision(t)) {
+    uint16_t h = ((const uint16_t *)b.data())[i];
+    return t == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+  }
   return t == DType::F32 ? (double)((const float *)b.data())[i] : ((const double *)b.data())[i];
+}
+
+/// The spacing of dtype t's values just above |a| (0 for f64).
+inline double ulpAbove(DType t, double a) {
+  a = std::fabs(a);
+  if (t == DType::F32)
+    return (double)std::nextafter((float)a, INFINITY) - a;
+  if (t == DType::BF16)
+    return (double)bf16ToFloat((uint16_t)(doubleToBf16(a) + 1)) - a;
+  if (t == DType::F16)
+    return (double)halfToFloat((uint16_t)(doubleToHalf(a) + 1)) - a;
+  return 0;
 }
 
 /// JIT vs interpreter on one case; "" when they agree.
@@ -304,9 +332,7 @@ inline std::string runAndCompare(CpuJIT &jit, const Kernel &k, Case &c) {
         double s = readF(t, mag[o], i);
         if (!std::isfinite(s))
           continue;
-        double ulp = t == DType::F32
-                         ? (double)std::nextafter((float)std::fabs(a), INFINITY) - std::fabs(a)
-                         : 0;
+        double ulp = ulpAbove(t, a);
         if (std::fabs(a - b) <= std::ldexp(s, -40) + ulp)
           continue;
       }

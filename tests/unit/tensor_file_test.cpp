@@ -254,7 +254,7 @@ TEST_CASE("tensor files: malformed headers are clear errors naming the file") {
     return h + d + std::string(24, '\0');
   };
   bad(withDict("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }"), "big-endian");
-  bad(withDict("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }"), "dtype `<f2`");
+  bad(withDict("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }"), "dtype `<c8`");
   bad(withDict("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }"), "Fortran-order");
   bad(withDict("{'descr': '<f4', 'shape': (2, 3), }"), "are required");
   bad(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }"), "negative");
@@ -278,7 +278,8 @@ TEST_CASE("tensor files: malformed headers are clear errors naming the file") {
   bad(st("{}", 0).substr(0, 5), "no header length", S, "w");
   bad(st("{}", 0, 1ull << 40), "over the limit", S, "w");
   bad(st("{}", 0, 100), "truncated header", S, "w");
-  bad(st(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4), "dtype F16", S, "w");
+  bad(st(R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,4]}})", 4), "dtype F8_E4M3", S,
+      "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4), "needs 8", S, "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4), "past the end", S, "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "are required", S, "w");

@@ -28,6 +28,11 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   if (resultShape)
     *resultShape = sig.resultShape;
   const auto &params = sig.params;
+  struct HideConsts {
+    bool &flag, saved;
+    ~HideConsts() { flag = saved; }
+  } hide{hideConsts_, hideConsts_};
+  hideConsts_ = fi.qualified.find('.') != std::string::npos;
   // Bind size symbols and check every argument against its parameter.
   std::map<std::string, Dim> symbols;
   bool symbolic = false;
@@ -187,7 +192,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   scopes_.clear();
   // Top-level `let` constants (sizes, loop bounds) are visible in every body.
   std::map<std::string, Binding> consts;
-  if (!savedScopes.empty())
+  if (!savedScopes.empty() && !hideConsts_) // not in a module's functions
     for (auto &[n, b] : savedScopes.front())
       if (b.kind == Binding::Const)
         consts[n] = b;

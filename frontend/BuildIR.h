@@ -202,6 +202,9 @@ public:
   void unknownType(const ast::TypeSpec &spec);
   /// `Block(wq=..., ln=...)`: each field built as an initializer of its type.
   EV construct(const StructRef &def, const ast::Expr &e);
+  /// A constructor's field value of type `t`: an initializer, also scaled or
+  /// shifted (`randn(seed=1) * 0.35`).
+  EV fieldValue(const ast::Expr &x, const TensorType &t);
   /// The value of struct binding `name` (its leaves looked up), or null.
   EV structValue(const std::string &name, const Binding &b);
   /// Binds `v` (one struct element) as `name`, its leaves as `name.path`;
@@ -377,6 +380,10 @@ public:
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
   int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
+  /// Set while instantiating a module's function: the program's `let`
+  /// constants are not visible there (`B` in `nn.linear`'s signature is
+  /// its size symbol, whatever the caller names `B`).
+  bool hideConsts_ = false;
 };
 
 } // namespace dt

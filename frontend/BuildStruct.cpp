@@ -233,6 +233,28 @@ bool IRBuilder::conformStruct(const EV &v, const StructRef &want, const ast::Exp
   return true;
 }
 
+/// Whether `x` is a source call that takes its shape from a declared type.
+static bool sourceCall(const ast::Expr &x) {
+  static const char *const kSources[] = {"ones", "zeros", "full", "randn", "rand", "arange"};
+  return x.kind == ast::Expr::Call &&
+         std::find_if(std::begin(kSources), std::end(kSources),
+                      [&](const char *n) { return x.callee == n; }) != std::end(kSources);
+}
+
+EV IRBuilder::fieldValue(const ast::Expr &x, const TensorType &t) {
+  // `randn(seed=1) * 0.35`: the source call inside scaled or shifted takes the
+  // field's type too (the initializers of a model are written this way).
+  static const std::map<std::string, Op> kOps = {
+      {"*", Op::Mul}, {"/", Op::Div}, {"+", Op::Add}, {"-", Op::Sub}};
+  if (x.kind == ast::Expr::Binary && kOps.count(x.op) &&
+      (sourceCall(*x.args[0]) || sourceCall(*x.args[1]))) {
+    EV a = sourceCall(*x.args[0]) ? initializer(*x.args[0], t) : expr(*x.args[0]);
+    EV b = sourceCall(*x.args[1]) ? initializer(*x.args[1], t) : expr(*x.args[1]);
+    return emit(kOps.at(x.op), {a, b}, {x.args[0].get(), x.args[1].get()}, x.loc);
+  }
+  return initializer(x, t);
+}
+
 EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
   const auto &fields = def->fields;
   std::vector<const ast::Expr *> given(fields.size(), nullptr);
@@ -283,8 +305,9 @@ EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
       continue;
     }
     // A field is built as an initializer of its type: `randn(seed=1)`,
-    // `zeros()`, a number or a literal list take the field's type.
-    EV v = initializer(x, f.type);
+    // `randn(seed=1) * 0.35`, `zeros()`, a number or a literal list take the
+    // field's type.
+    EV v = fieldValue(x, f.type);
     if (!v.poison && v.literal)
       v = literalFits(v, f.type, x.loc)
               ? emit(Op::Fill, {}, {}, x.loc, constAttrs(v, f.type.dtype), {f.type})

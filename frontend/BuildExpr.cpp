@@ -322,6 +322,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
     return EV::bad();
   case K::Subscript:
     return subscript(e);
+  case K::Field:
+    return fieldOf(expr(*e.args[0]), e);
   case K::Slice:
   case K::Group:
     diags().error<DiagId::BadSubscript>(e.loc);
@@ -359,7 +361,7 @@ EV IRBuilder::binary(const ast::Expr &e) {
     diags().error<DiagId::UnknownOperator>(e.loc, e.op);
     return EV::bad();
   }
-  if (EV r; lift({a, b}, e.loc, [&](const std::vector<EV> &x) {
+  if (EV r; it->second != Op::MatMul && lift({a, b}, e.loc, [&](const std::vector<EV> &x) {
         return emit(it->second, x, {e.args[0].get(), e.args[1].get()}, e.loc);
       }, r))
     return r;

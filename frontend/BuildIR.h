@@ -226,6 +226,8 @@ public:
             const std::function<EV(const std::vector<EV> &)> &one, EV &out);
   /// `relayout(s, Block)`: every leaf moved to the declared type of `Block`.
   EV relayoutStruct(const EV &x, const ast::Expr &e);
+  /// `f(x).w`: field `e.text` of the struct value `v`.
+  EV fieldOf(const EV &v, const ast::Expr &e);
   /// A dotted name that is not bound: a missing field of a struct value.
   bool reportField(const ast::Expr &e);
 

@@ -143,6 +143,34 @@ bool IRBuilder::reportField(const ast::Expr &e) {
   return false;
 }
 
+EV IRBuilder::fieldOf(const EV &v, const ast::Expr &e) {
+  if (v.poison)
+    return v;
+  StructRef def = v.parts.size() == 1 ? v.parts[0] : nullptr;
+  if (!def) {
+    diags().error(DiagId::NotAStruct, e.loc, {exprText(e.args[0].get()), e.text});
+    return EV::bad();
+  }
+  size_t k = 0;
+  for (auto &f : def->fields) {
+    size_t n = f.sub ? f.sub->leaves.size() : 1;
+    if (f.name == e.text) {
+      EV out;
+      out.ids.assign(v.ids.begin() + (std::ptrdiff_t)k, v.ids.begin() + (std::ptrdiff_t)(k + n));
+      if (f.sub)
+        out.parts = {f.sub};
+      return out;
+    }
+    k += n;
+  }
+  auto &d = diags().error(DiagId::StructNoField, e.loc, {def->name, e.text});
+  std::vector<std::string> names;
+  for (auto &f : def->fields)
+    names.push_back(f.name);
+  didYouMean(d, e.text, names, e.loc);
+  return EV::bad();
+}
+
 EV IRBuilder::structValue(const std::string &name, const Binding &b) {
   EV out;
   out.parts = {b.record};
@@ -486,9 +514,17 @@ bool IRBuilder::lift(const std::vector<EV> &operands, SrcLoc loc,
     EV r = one(ops);
     if (r.poison || r.ids.size() != 1) {
       if (diags().all().size() > before)
-        if (Diagnostic *d = diags().last())
+        if (Diagnostic *d = diags().last()) {
           d->notes.push_back("in field `" + def->leaves[k].first + "` of struct `" + def->name +
                              "`");
+          // A hint for one field would name a struct expression as a tensor;
+          // the struct's own conversion is a relayout to its declared type.
+          if (!d->hint.empty()) {
+            d->hint = "move a struct operand to the placements its type declares: "
+                      "`relayout(s, " + def->name + ")`";
+            d->fixes.clear();
+          }
+        }
       out = EV::bad();
       return true;
     }

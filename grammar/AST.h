@@ -79,6 +79,8 @@ struct Expr {
     Subscript,
     Slice, ///< `lo:hi:step` inside a Subscript; args[0..2], each null when left out
     Group, ///< `(x, y)` inside a Subscript: an axis group of a layout; args = the names
+    Field, ///< `f(x).w`: field `text` of the struct value args[0] (a name's field is a
+           ///< dotted Name `p.w`)
   };
   Kind kind = Number;
   SrcLoc loc;

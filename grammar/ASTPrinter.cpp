@@ -209,6 +209,10 @@ public:
       }
       out += ')';
       break;
+    case Expr::Field:
+      expr(*e.args[0]);
+      out += "." + e.text;
+      break;
     }
   }
 

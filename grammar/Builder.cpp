@@ -290,6 +290,15 @@ ast::TypeSpec Builder::type(const std::string &dtype, ast::TypeSpec dims, Layout
   return dims;
 }
 
+ExprPtr Builder::field(ExprPtr base, const std::string &name, const Span &nameLoc,
+                       const Span &whole) {
+  auto e = leaf(Expr::Field, nameLoc);
+  e->full = loc(whole);
+  e->text = name;
+  e->args.push_back(std::move(base));
+  return finish(std::move(e));
+}
+
 ast::TypeSpec Builder::bareType(const std::string &name, const Span &s) {
   ast::TypeSpec t;
   t.loc = loc(s);

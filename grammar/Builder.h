@@ -57,6 +57,9 @@ public:
                     const Span &whole);
   ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a, const Span &whole);
   ast::ExprPtr layoutExpr(LayoutPtr l);
+  /// `base.name` on a call result.
+  ast::ExprPtr field(ast::ExprPtr base, const std::string &name, const Span &nameLoc,
+                     const Span &whole);
   /// `base[items]`: indexing and slicing, or a dims-mapping layout (AST.h).
   ast::ExprPtr subscript(ast::ExprPtr base, std::vector<ast::ExprPtr> items, const Span &s);
   ast::ExprPtr slice(ast::ExprPtr lo, ast::ExprPtr hi, ast::ExprPtr step, const Span &s);

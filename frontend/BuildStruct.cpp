@@ -640,7 +640,7 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
                      it->second.types[j].str() + "`";
               break;
             }
-        auto &d = diags().error(DiagId::TypeParamConflict, loc,
+        auto &d = diags().error(DiagId::TypeParamConflict, ae ? ae->loc : loc,
                                 {p.type.dtype, fi.qualified, want, std::to_string(i + 1), got});
         note(d);
         if (!st && !it->second.def)

@@ -55,7 +55,8 @@ FusedKernel buildFusedKernel(const Function &f) {
   k.rank = fk.iterType.rank();
   std::unordered_map<int, int> node;
   for (int p : f.params) {
-    int in = k.addInput(f.type(p).dtype);
+    // A rank-0 input reads one element everywhere: uniform (hoistable).
+    int in = k.addInput(f.type(p).dtype, f.type(p).rank() == 0 && k.rank > 0);
     node[p] = k.load(in);
   }
   auto arg = [&](const Inst &in, size_t i) {

@@ -374,10 +374,17 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   std::vector<int64_t> shape;
   std::vector<SrcLoc> locs;
   bool allInt = true, bad = false;
+  // Every number sits at one depth: `[9, [9, 10]]` mixes a number with a row.
+  size_t leafDepth = SIZE_MAX;
   std::function<void(const ast::Expr &, size_t)> walk = [&](const ast::Expr &x, size_t depth) {
     if (bad)
       return;
     if (x.kind == ast::Expr::List) {
+      if (depth >= leafDepth) {
+        diags().error<DiagId::RaggedLiteral>(x.loc);
+        bad = true;
+        return;
+      }
       if (depth == shape.size())
         shape.push_back((int64_t)x.args.size());
       else if (depth > shape.size() || shape[depth] != (int64_t)x.args.size()) {
@@ -399,6 +406,12 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       bad = true;
       return;
     }
+    if (leafDepth != SIZE_MAX && leafDepth != depth) {
+      diags().error<DiagId::RaggedLiteral>(x.loc);
+      bad = true;
+      return;
+    }
+    leafDepth = depth;
     allInt &= v.isInt || v.isBool;
     data.push_back(v);
     locs.push_back(x.loc);

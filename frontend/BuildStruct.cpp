@@ -314,7 +314,7 @@ EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
   for (size_t i = 0; i < fields.size(); ++i)
     if (!given[i]) {
       auto &d = diags().error(DiagId::StructMissingField, e.loc, {def->name, fields[i].name});
-      d.hint = "write `" + def->name + "(..., " + fields[i].name + "=...)`";
+      d.hint = "give every field a value: `" + def->name + "(..., " + fields[i].name + "=...)`";
       return EV::bad();
     }
   EV out;
@@ -641,7 +641,8 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
               break;
             }
         auto &d = diags().error(DiagId::TypeParamConflict, ae ? ae->loc : loc,
-                                {p.type.dtype, fi.qualified, want, std::to_string(i + 1), got});
+                                {"`" + p.type.dtype + "` of `" + fi.qualified + "`", want,
+                                 std::to_string(i + 1), got});
         note(d);
         if (!st && !it->second.def)
           conversionHint(d, ae, leafTypes[0], it->second.types[0]);

@@ -83,22 +83,31 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   static const std::map<std::string, Op> binary = {
       {"maximum", Op::Maximum}, {"minimum", Op::Minimum},      {"pow", Op::Pow},
       {"matmul", Op::MatMul},   {"floordiv", Op::FloorDiv}, {"mod", Op::Mod}};
+  // Elementwise functions apply to structs field by field (lift()).
+  auto elementwise = [&](Op op, std::vector<EV> xs, std::vector<const ast::Expr *> exs) {
+    if (EV r; lift(xs, e.loc, [&](const std::vector<EV> &x) { return emit(op, x, exs, e.loc); },
+                   r))
+      return r;
+    return emit(op, xs, exs, e.loc);
+  };
   if (auto it = unary.find(name); it != unary.end()) {
     if (!nargs(1, 1))
       return EV::bad();
-    return emit(it->second, {arg(0)}, {ex(0)}, e.loc);
+    return elementwise(it->second, {arg(0)}, {ex(0)});
   }
   if (auto it = binary.find(name); it != binary.end()) {
     if (!nargs(2, 2))
       return EV::bad();
-    return emit(it->second, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc);
+    if (it->second == Op::MatMul)
+      return emit(it->second, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc);
+    return elementwise(it->second, {arg(0), arg(1)}, {ex(0), ex(1)});
   }
   if (EV r; composite(name, e, r, handled))
     return r;
   if (name == "where") {
     if (!nargs(3, 3))
       return EV::bad();
-    return emit(Op::Select, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc);
+    return elementwise(Op::Select, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)});
   }
   if (name == "sum" || name == "mean" || name == "max" || name == "min") {
     if (!nargs(1, 2))
@@ -272,6 +281,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     if (!nargs(2, 2))
       return EV::bad();
     EV x = arg(0);
+    if (name == "relayout" && x.hasStruct())
+      return relayoutStruct(x, e);
     if (!x.single())
       return x.poison ? x : EV::bad();
     const ast::Expr &l = *e.args[1];
@@ -420,6 +431,8 @@ EV IRBuilder::call(const ast::Expr &e) {
     }
     return callUser(qual, *fi, args, exs, e.loc);
   }
+  if (StructRef def = findStruct(e.callee))
+    return construct(def, e);
   bool handled = false;
   EV r = builtin(e.callee, e, handled);
   if (handled)

@@ -162,6 +162,17 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
       like = &typeOf(o.ids[0]);
       break;
     }
+  for (auto &o : operands)
+    if (o.hasStruct()) {
+      std::string st;
+      for (auto &p : o.parts)
+        if (p && st.empty())
+          st = p->name;
+      auto &d = diags().error(DiagId::StructOperand, loc, {st, opName(op)});
+      d.hint = "take one field (`x.field`); elementwise operators and functions (`+`, `*`, "
+               "`sqrt`, ...) apply to a struct field by field";
+      return EV::bad();
+    }
   std::vector<int> ids;
   std::vector<TensorType> types;
   for (auto &o : operands) {
@@ -241,6 +252,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
   }
   case K::Name: {
     Binding *b = lookup(e.text);
+    if (!b && reportField(e))
+      return EV::bad();
     if (!b) {
       if (st_.functions.count(e.text) || st_.functions.count(modulePrefix_ + e.text))
         diags().error<DiagId::FunctionNotValue>(e.loc, e.text);
@@ -259,6 +272,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
       v.number = (double)b->constant;
       return v;
     }
+    if (b->kind == Binding::Struct)
+      return structValue(e.text, *b);
     if (b->id < 0)
       return EV::bad();
     return EV::one(b->id);
@@ -284,7 +299,12 @@ EV IRBuilder::expr(const ast::Expr &e) {
       }
       return a;
     }
-    return emit(e.op == "-" ? Op::Neg : Op::Not, {a}, {e.args[0].get()}, e.loc);
+    Op op = e.op == "-" ? Op::Neg : Op::Not;
+    if (EV r; lift({a}, e.loc, [&](const std::vector<EV> &x) {
+          return emit(op, x, {e.args[0].get()}, e.loc);
+        }, r))
+      return r;
+    return emit(op, {a}, {e.args[0].get()}, e.loc);
   }
   case K::Binary:
     return binary(e);
@@ -302,6 +322,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
     return EV::bad();
   case K::Subscript:
     return subscript(e);
+  case K::Field:
+    return fieldOf(expr(*e.args[0]), e);
   case K::Slice:
   case K::Group:
     diags().error<DiagId::BadSubscript>(e.loc);
@@ -339,6 +361,10 @@ EV IRBuilder::binary(const ast::Expr &e) {
     diags().error<DiagId::UnknownOperator>(e.loc, e.op);
     return EV::bad();
   }
+  if (EV r; it->second != Op::MatMul && lift({a, b}, e.loc, [&](const std::vector<EV> &x) {
+        return emit(it->second, x, {e.args[0].get(), e.args[1].get()}, e.loc);
+      }, r))
+    return r;
   return emit(it->second, {a, b}, {e.args[0].get(), e.args[1].get()}, e.loc);
 }
 
@@ -348,10 +374,17 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   std::vector<int64_t> shape;
   std::vector<SrcLoc> locs;
   bool allInt = true, bad = false;
+  // Every number sits at one depth: `[9, [9, 10]]` mixes a number with a row.
+  size_t leafDepth = SIZE_MAX;
   std::function<void(const ast::Expr &, size_t)> walk = [&](const ast::Expr &x, size_t depth) {
     if (bad)
       return;
     if (x.kind == ast::Expr::List) {
+      if (depth >= leafDepth) {
+        diags().error<DiagId::RaggedLiteral>(x.loc);
+        bad = true;
+        return;
+      }
       if (depth == shape.size())
         shape.push_back((int64_t)x.args.size());
       else if (depth > shape.size() || shape[depth] != (int64_t)x.args.size()) {
@@ -373,6 +406,12 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       bad = true;
       return;
     }
+    if (leafDepth != SIZE_MAX && leafDepth != depth) {
+      diags().error<DiagId::RaggedLiteral>(x.loc);
+      bad = true;
+      return;
+    }
+    leafDepth = depth;
     allInt &= v.isInt || v.isBool;
     data.push_back(v);
     locs.push_back(x.loc);

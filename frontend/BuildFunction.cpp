@@ -17,25 +17,36 @@ static std::string signatureKey(const std::string &fn, const std::vector<TensorT
 }
 
 std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &argTypes,
-                                   const std::vector<const ast::Expr *> &argExprs, SrcLoc loc) {
+                                   const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
+                                   const std::vector<StructRef> &argShape,
+                                   std::vector<StructRef> *resultShape) {
   const ast::FnDecl &decl = *fi.decl;
-  if (argTypes.size() != decl.params.size()) {
-    diags().error(
-        DiagId::ArgCount, loc,
-        {fi.qualified, std::to_string(decl.params.size()), std::to_string(argTypes.size())});
+  // Struct-typed and type-parameter parameters are expanded into leaves.
+  Signature sig;
+  if (!expandSignature(fi, argTypes, argShape, argExprs, loc, sig))
     return "";
-  }
+  if (resultShape)
+    *resultShape = sig.resultShape;
+  const auto &params = sig.params;
+  struct HideConsts {
+    bool &flag, saved;
+    ~HideConsts() { flag = saved; }
+  } hide{hideConsts_, hideConsts_};
+  hideConsts_ = fi.qualified.find('.') != std::string::npos;
   // Bind size symbols and check every argument against its parameter.
   std::map<std::string, Dim> symbols;
   bool symbolic = false;
   for (size_t i = 0; i < argTypes.size(); ++i) {
-    const ast::TypeSpec &spec = decl.params[i].type;
     const TensorType &at = argTypes[i];
+    symbolic |= std::any_of(at.shape.begin(), at.shape.end(), [](const Dim &d) { return d.isSym(); });
+    if (!params[i].spec)
+      continue;
+    const ast::TypeSpec &spec = *params[i].spec;
     auto mismatch = [&](const std::string &want) -> Diagnostic & {
       auto &d = diags().error(DiagId::ArgType, loc,
                               {std::to_string(i + 1), fi.qualified, want, at.str()});
-      d.notes.push_back("parameter `" + decl.params[i].name + "` declared here: line " +
-                        std::to_string(decl.params[i].loc.line));
+      d.notes.push_back("parameter `" + params[i].name + "` declared here: line " +
+                        std::to_string(params[i].loc.line));
       return d;
     };
     if (spec.dims.size() != at.shape.size()) {
@@ -55,19 +66,29 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
         diags().error(DiagId::SymbolConflict, loc, {s, it->second.str(), at.shape[d].str()});
         return "";
       }
-      symbolic |= at.shape[d].isSym();
     }
   }
   for (size_t i = 0; i < argTypes.size(); ++i) {
-    const ast::TypeSpec &spec = decl.params[i].type;
     const TensorType &at = argTypes[i];
     auto mismatch = [&](const std::string &want) -> Diagnostic & {
       auto &d = diags().error(DiagId::ArgType, loc,
                               {std::to_string(i + 1), fi.qualified, want, at.str()});
-      d.notes.push_back("parameter `" + decl.params[i].name + "` declared here: line " +
-                        std::to_string(decl.params[i].loc.line));
+      d.notes.push_back("parameter `" + params[i].name + "` declared here: line " +
+                        std::to_string(params[i].loc.line));
       return d;
     };
+    if (params[i].exact) {
+      // A struct leaf: its declared type exactly (expandSignature names the
+      // argument; here only the leaf's own mismatch is left).
+      if (*params[i].exact != at) {
+        auto &d = mismatch(params[i].exact->str());
+        const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
+        conversionHint(d, e, at, *params[i].exact);
+        return "";
+      }
+      continue;
+    }
+    const ast::TypeSpec &spec = *params[i].spec;
     auto pt = resolveType(spec, &symbols);
     if (!pt)
       return "";
@@ -100,6 +121,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     return "";
   }
   std::string key = signatureKey(fi.qualified, argTypes);
+  for (auto &st : argShape)
+    key += st ? " " + st->name : " -";
   if (!symbolic) {
     auto it = fi.instances.find(key);
     if (it != fi.instances.end()) {
@@ -118,15 +141,35 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   f.loc = loc;
   std::map<std::string, Binding> scope;
   for (size_t i = 0; i < argTypes.size(); ++i) {
-    int id = f.newValue(argTypes[i], decl.params[i].name);
+    int id = f.newValue(argTypes[i], params[i].name);
     f.params.push_back(id);
     f.body.args.push_back(id);
-    scope[decl.params[i].name] = Binding{Binding::Value, id, {}, 0, decl.params[i].loc};
+    scope[params[i].name] = Binding{Binding::Value, id, {}, 0, params[i].loc, nullptr};
+  }
+  // Struct parameters: `p` and its nested structs `p.attn` as Struct bindings.
+  for (auto &[pname, def] : sig.structParams) {
+    std::function<void(const std::string &, const StructRef &)> mark =
+        [&](const std::string &n, const StructRef &d) {
+          Binding b;
+          b.kind = Binding::Struct;
+          b.record = d;
+          scope[n] = b;
+          for (auto &fld : d->fields)
+            if (fld.sub)
+              mark(n + "." + fld.name, fld.sub);
+        };
+    mark(pname, def);
   }
   // Declared results (`@ *` results are taken from the return statement).
   std::vector<TensorType> expected;
   std::vector<bool> expectedAny;
-  for (auto &r : decl.results) {
+  for (auto &res : sig.results) {
+    if (res.exact) {
+      expectedAny.push_back(false);
+      expected.push_back(*res.exact);
+      continue;
+    }
+    const ast::TypeSpec &r = *res.spec;
     auto t = resolveType(r, &symbols);
     if (!t) {
       if (!symbolic)
@@ -149,7 +192,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   scopes_.clear();
   // Top-level `let` constants (sizes, loop bounds) are visible in every body.
   std::map<std::string, Binding> consts;
-  if (!savedScopes.empty())
+  if (!savedScopes.empty() && !hideConsts_) // not in a module's functions
     for (auto &[n, b] : savedScopes.front())
       if (b.kind == Binding::Const)
         consts[n] = b;
@@ -284,6 +327,9 @@ IRBuilder::findArgumentFix(FnInfo &fi, const std::vector<TensorType> &argTypes, 
   };
   std::vector<Cand> cands;
   const ast::FnDecl &decl = *fi.decl;
+  for (auto &p : decl.params)
+    if (p.type.bare)
+      return std::nullopt; // arguments are leaves of structs: no one-to-one search
   for (size_t i = 0; i < argTypes.size() && i < decl.params.size(); ++i) {
     const TensorType &a = argTypes[i];
     const auto &layout = decl.params[i].type.layout;
@@ -339,6 +385,8 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
     return EV::bad(); // its own errors were reported where it is defined
   std::vector<int> ids;
   std::vector<TensorType> types;
+  std::vector<StructRef> shape;
+  std::vector<const ast::Expr *> leafExprs;
   for (size_t i = 0; i < args.size(); ++i) {
     const EV &a = args[i];
     if (a.poison)
@@ -347,14 +395,22 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
       diags().error<DiagId::BareNumberArg>(argExprs[i]->loc, fi.qualified);
       return EV::bad();
     }
-    if (a.ids.size() != 1) {
+    StructRef st = a.parts.size() == 1 ? a.parts[0] : nullptr;
+    if (!st && a.ids.size() != 1) {
       diags().error<DiagId::TupleArg>(argExprs[i]->loc);
       return EV::bad();
     }
-    ids.push_back(a.ids[0]);
-    types.push_back(typeOf(a.ids[0]));
+    shape.push_back(st);
+    for (int id : a.ids) {
+      ids.push_back(id);
+      types.push_back(typeOf(id));
+      leafExprs.push_back(argExprs[i]);
+    }
   }
-  std::string inst = instantiate(fi, types, argExprs, loc);
+  bool structs = std::any_of(shape.begin(), shape.end(), [](const StructRef &r) { return !!r; });
+  std::vector<StructRef> resultShape;
+  std::string inst = instantiate(fi, types, structs ? leafExprs : argExprs, loc,
+                                 structs ? shape : std::vector<StructRef>{}, &resultShape);
   if (inst.empty())
     return EV::bad();
   const Function *callee = s_.module.find(inst);
@@ -369,6 +425,8 @@ EV IRBuilder::callUser(const std::string &name, FnInfo &fi, const std::vector<EV
     in.results.push_back(id);
     out.ids.push_back(id);
   }
+  if (std::any_of(resultShape.begin(), resultShape.end(), [](const StructRef &r) { return !!r; }))
+    out.parts = resultShape;
   blk().insts.push_back(std::move(in));
   return out;
 }
@@ -437,17 +495,37 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     }
   std::vector<int> ids;
   std::vector<TensorType> types;
-  for (auto &a : args) {
+  std::vector<StructRef> shape;
+  std::vector<const ast::Expr *> leafExprs;
+  std::vector<std::pair<size_t, size_t>> leafRange; // per argument: first leaf, count
+  for (size_t i = 0; i < args.size(); ++i) {
+    const EV &a = args[i];
     if (a.poison)
       return EV::bad();
-    if (!a.single()) {
+    StructRef st = a.parts.size() == 1 ? a.parts[0] : nullptr;
+    if (!st && !a.single()) {
       diags().error<DiagId::GradArgNotTensor>(loc);
       return EV::bad();
     }
-    ids.push_back(a.ids[0]);
-    types.push_back(typeOf(a.ids[0]));
+    shape.push_back(st);
+    leafRange.push_back({ids.size(), a.ids.size()});
+    for (int id : a.ids) {
+      ids.push_back(id);
+      types.push_back(typeOf(id));
+      leafExprs.push_back(argExprs[i]);
+    }
   }
-  std::string inst = instantiate(*fi, types, argExprs, loc);
+  bool structs = std::any_of(shape.begin(), shape.end(), [](const StructRef &r) { return !!r; });
+  // `wrt` names arguments; a struct argument is all of its leaves.
+  std::vector<int64_t> userWrt = wrt;
+  if (structs) {
+    wrt.clear();
+    for (auto i : userWrt)
+      for (size_t k = 0; k < leafRange[i].second; ++k)
+        wrt.push_back((int64_t)(leafRange[i].first + k));
+  }
+  std::string inst = instantiate(*fi, types, structs ? leafExprs : argExprs, loc,
+                                 structs ? shape : std::vector<StructRef>{});
   if (inst.empty())
     return EV::bad();
   const Function *primal = s_.module.find(inst);
@@ -479,6 +557,14 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     int id = fn().newValue(t);
     in.results.push_back(id);
     out.ids.push_back(id);
+  }
+  // The gradient of a struct argument is a struct of the same type, each
+  // leaf with its derived placement (not necessarily the declared one).
+  if (structs) {
+    if (withValue)
+      out.parts.push_back(nullptr);
+    for (auto i : userWrt)
+      out.parts.push_back(shape[i]);
   }
   blk().insts.push_back(std::move(in));
   return out;

@@ -82,6 +82,12 @@ void IRBuilder::stmt(const ast::Stmt &s) {
       return;
     }
     return fnDecl(s, modulePrefix_);
+  case K::Struct:
+    if (!topLevel && !(modulePrefix_.size() && !inFunction && blockStack_.size() == 1)) {
+      diags().error<DiagId::StructNotTopLevel>(s.loc);
+      return;
+    }
+    return structDecl(s);
   case K::ExprStmt:
     expr(*s.value);
     return;
@@ -166,6 +172,12 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
   bool isVar = s.kind == ast::Stmt::Var;
   std::optional<TensorType> declared;
   bool typeOk = true;
+  if (s.type && s.type->bare) {
+    StructRef def = findStruct(s.type->dtype);
+    if (!def)
+      unknownType(*s.type);
+    return structLet(s, def, EV::bad());
+  }
   if (s.type) {
     declared = resolveType(*s.type, nullptr);
     typeOk = declared.has_value();
@@ -181,12 +193,14 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     v = initializer(*s.value, *declared);
   } else {
     v = expr(*s.value);
+    if (v.hasStruct())
+      return structLet(s, nullptr, v);
   }
   // A bare literal without a type becomes a compile-time constant (loop
   // bounds, sizes) or a host scalar.
   if (v.literal) {
     if (!declared && !isVar && s.names.size() == 1 && v.isInt) {
-      bind(s.names[0], Binding{Binding::Const, -1, {}, v.ival, s.loc});
+      bind(s.names[0], Binding{Binding::Const, -1, {}, v.ival, s.loc, nullptr});
       return;
     }
     TensorType t = declared ? *declared
@@ -231,6 +245,10 @@ void IRBuilder::assign(const ast::Stmt &s) {
   const std::string &name = s.names[0];
   Binding *b = lookup(name);
   SrcLoc nl = s.nameLocs.empty() ? s.loc : s.nameLocs[0];
+  if (b && b->kind == Binding::Struct) {
+    structAssign(s, *b);
+    return;
+  }
   EV v = expr(*s.value);
   if (!b) {
     didYouMean(diags().error(DiagId::UnknownName, nl, {name}), name, namesInScope(), nl);
@@ -316,18 +334,20 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
   std::vector<std::string> assigned, carried;
   assignedNames(s.body, assigned);
   std::vector<int> inits;
-  for (auto &n : assigned) {
-    Binding *b = lookup(n);
-    if (b && b->kind == Binding::Var && b->id >= 0) {
-      carried.push_back(n);
-      inits.push_back(b->id);
+  for (auto &whole : assigned)
+    for (auto &n : leafNames(whole)) { // a struct variable carries its leaves
+      Binding *b = lookup(n);
+      if (b && b->kind == Binding::Var && b->id >= 0 &&
+          std::find(carried.begin(), carried.end(), n) == carried.end()) {
+        carried.push_back(n);
+        inits.push_back(b->id);
+      }
     }
-  }
   Block body;
   int iv = fn().newValue(replicatedType(DType::I64, {}, nullptr), s.names[0]);
   body.args.push_back(iv);
   std::map<std::string, Binding> scope;
-  scope[s.names[0]] = Binding{Binding::Value, iv, {}, 0, s.loc};
+  scope[s.names[0]] = Binding{Binding::Value, iv, {}, 0, s.loc, nullptr};
   for (size_t i = 0; i < carried.size(); ++i) {
     Binding b = *lookup(carried[i]);
     b.id = fn().newValue(typeOf(inits[i]), carried[i]);
@@ -490,7 +510,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   FnInfo fi;
   fi.decl = &d;
   fi.qualified = q;
-  fi.generic = false;
+  fi.generic = !d.typeParams.empty(); // bound per call
   for (auto &p : d.params)
     if (p.type.layout && p.type.layout->mesh == "*")
       fi.generic = true;
@@ -503,9 +523,24 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   // Check the body once, symbolically, where it is defined.
   std::map<std::string, Dim> none;
   std::vector<TensorType> types;
+  std::vector<StructRef> shape;
   auto savedSymbols = symbols_;
   symbols_ = &none;
   for (auto &p : d.params) {
+    if (p.type.bare) { // a struct parameter: its declared leaves
+      StructRef def = findStruct(p.type.dtype);
+      if (!def) {
+        unknownType(p.type);
+        symbols_ = savedSymbols;
+        stored.broken = true;
+        return;
+      }
+      shape.push_back(def);
+      for (auto &leaf : def->leaves)
+        types.push_back(leaf.second);
+      continue;
+    }
+    shape.push_back(nullptr);
     auto t = resolveType(p.type, &none);
     if (!t) {
       symbols_ = savedSymbols;
@@ -517,7 +552,9 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   symbols_ = savedSymbols;
   size_t before = s_.module.functions.size();
   std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
-  std::string name = instantiate(stored, types, noExprs, SrcLoc{});
+  bool structs = std::any_of(shape.begin(), shape.end(), [](const StructRef &r) { return !!r; });
+  std::string name =
+      instantiate(stored, types, noExprs, SrcLoc{}, structs ? shape : std::vector<StructRef>{});
   // A fully concrete signature is a real instance; keep it. Symbolic ones are
   // only a check.
   bool concrete = true;
@@ -578,6 +615,8 @@ void IRBuilder::importModule(const ast::Stmt &s) {
   for (auto &st : prog->stmts) {
     if (st->kind == ast::Stmt::Fn)
       fnDecl(*st, modulePrefix_);
+    else if (st->kind == ast::Stmt::Struct)
+      structDecl(*st);
     else if (st->kind == ast::Stmt::Import)
       importModule(*st);
     else

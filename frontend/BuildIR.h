@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -33,13 +34,35 @@ bool onlyLayoutDiffers(const TensorType &a, const TensorType &b);
 std::optional<std::string> closestName(const std::string &name,
                                        const std::vector<std::string> &candidates);
 
+/// A struct type (`struct Block { ... }`): fields in declaration order, each
+/// a tensor type (placement included) or a nested struct. Struct values are
+/// lowered away here: a value is its leaves (the tensor fields, nested ones
+/// flattened in order), one SSA value each; the IR never sees a struct.
+struct StructDef {
+  std::string name;
+  SrcLoc loc;
+  struct Field {
+    std::string name;
+    SrcLoc loc;
+    TensorType type;                      ///< a tensor field
+    std::shared_ptr<const StructDef> sub; ///< or a nested struct
+  };
+  std::vector<Field> fields;
+  /// The leaves in order: their path (`wq`, `attn.wq`) and declared type.
+  std::vector<std::pair<std::string, TensorType>> leaves;
+};
+using StructRef = std::shared_ptr<const StructDef>;
+
 /// What a name means in a scope.
 struct Binding {
-  enum Kind { Value, Var, Const } kind = Value;
+  /// Struct: a struct value named `p`; its leaves are bound as `p.wq`,
+  /// `p.attn.wq` (nested structs as Struct bindings `p.attn`).
+  enum Kind { Value, Var, Const, Struct } kind = Value;
   int id = -1;         ///< current SSA value (-1: poison)
   TensorType declared; ///< Var: the placement fixed for life
   int64_t constant = 0; ///< Const: a compile-time integer (loop bounds)
   SrcLoc loc;
+  StructRef record; ///< Struct: its type
 };
 
 /// An expression's value: one or more SSA values, or a bare literal not yet
@@ -52,6 +75,18 @@ struct EV {
   int64_t ival = 0;    ///< `isInt` or `isBool`: the exact value
   bool isInt = false;
   bool isBool = false;
+  /// Per element of the value (a tuple has several): its struct, or null for
+  /// one tensor; a struct element spans its leaves in `ids`. Empty: every id
+  /// is one tensor element.
+  std::vector<StructRef> parts;
+  bool hasStruct() const {
+    for (auto &p : parts)
+      if (p)
+        return true;
+    return false;
+  }
+  /// The elements one by one (a struct element keeps its `parts`).
+  std::vector<EV> elements() const;
   static EV bad() {
     EV e;
     e.poison = true;
@@ -62,7 +97,7 @@ struct EV {
     e.ids = {id};
     return e;
   }
-  bool single() const { return !poison && !literal && ids.size() == 1; }
+  bool single() const { return !poison && !literal && ids.size() == 1 && !hasStruct(); }
 };
 
 /// The Const/Fill attributes of literal `v` as dtype `t` (IR.h: integers
@@ -84,6 +119,7 @@ struct Compilation::BuilderState {
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
   std::map<std::string, Binding> globals;              ///< top-level names
   std::set<std::string> imported;
+  std::map<std::string, StructRef> structs; ///< `Block`, `nn.Linear`
   /// Checkpoint folders a `save_checkpoint` writes earlier in the program: a
   /// later `load_checkpoint` of one is checked when it runs, not against
   /// what the folder holds at compile time.
@@ -116,9 +152,14 @@ public:
   // ---- functions (BuildCall.cpp)
   EV callUser(const std::string &name, FnInfo &fn, const std::vector<EV> &args,
               const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
-  /// Returns the IR function name for `fn` instantiated on `argTypes`, or "".
+  /// Returns the IR function name for `fn` instantiated on `argTypes` (the
+  /// leaves of the arguments; `argShape` gives each argument's struct, null
+  /// for a tensor, empty when all are tensors), or "". `resultShape` gets the
+  /// struct of each result.
   std::string instantiate(FnInfo &fn, const std::vector<TensorType> &argTypes,
-                          const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+                          const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
+                          const std::vector<StructRef> &argShape = {},
+                          std::vector<StructRef> *resultShape = nullptr);
   /// Replaces the errors raised while instantiating `fn` for a call (the
   /// diagnostics from `firstDiag` on) by one error at the call, with a note
   /// pointing into the body and, when moving one argument to another layout
@@ -133,6 +174,62 @@ public:
   bool trialInstantiate(FnInfo &fn, const std::vector<TensorType> &types, SrcLoc loc);
   EV gradCall(const ast::Expr &callee, const std::vector<EV> &args,
               const std::vector<const ast::Expr *> &argExprs, SrcLoc loc);
+
+  // ---- structs (BuildStruct.cpp)
+  /// One parameter or result of an instance: a written type, or an exact
+  /// type (a struct's leaf, a type parameter's binding).
+  struct FlatParam {
+    std::string name;
+    SrcLoc loc;
+    const ast::TypeSpec *spec = nullptr;
+    std::optional<TensorType> exact;
+  };
+  struct Signature {
+    std::vector<FlatParam> params, results;
+    std::vector<StructRef> resultShape;
+    std::vector<std::pair<std::string, StructRef>> structParams; ///< bound as structs
+  };
+  /// Expands `fn`'s struct-typed and type-parameter parameters and results
+  /// into leaves for a call with these arguments; reports mismatches.
+  bool expandSignature(FnInfo &fn, const std::vector<TensorType> &argTypes,
+                       const std::vector<StructRef> &argShape,
+                       const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
+                       Signature &sig);
+  void structDecl(const ast::Stmt &s);
+  /// The struct named `name` here (a module's own first), or null.
+  StructRef findStruct(const std::string &name) const;
+  /// Reports a bare type name that is no struct.
+  void unknownType(const ast::TypeSpec &spec);
+  /// `Block(wq=..., ln=...)`: each field built as an initializer of its type.
+  EV construct(const StructRef &def, const ast::Expr &e);
+  /// A constructor's field value of type `t`: an initializer, also scaled or
+  /// shifted (`randn(seed=1) * 0.35`).
+  EV fieldValue(const ast::Expr &x, const TensorType &t);
+  /// The value of struct binding `name` (its leaves looked up), or null.
+  EV structValue(const std::string &name, const Binding &b);
+  /// Binds `v` (one struct element) as `name`, its leaves as `name.path`;
+  /// variables keep their leaves' types (`declared`, else the value's).
+  void bindStruct(const std::string &name, const EV &v, bool isVar, SrcLoc loc,
+                  const StructRef &declared = nullptr);
+  /// Checks that `v` is a value of struct `want` with every leaf of its
+  /// declared type; reports the first mismatch at `e` with the relayout.
+  bool conformStruct(const EV &v, const StructRef &want, const ast::Expr *e, SrcLoc loc);
+  /// `let`/`var` of a struct type (annotated) or of a struct value.
+  void structLet(const ast::Stmt &s, const StructRef &declared, EV v);
+  void structAssign(const ast::Stmt &s, Binding &b);
+  /// The leaf names of struct binding `name` (`p.wq`, ...), or {name}.
+  std::vector<std::string> leafNames(const std::string &name);
+  /// Applies `one` field by field when an operand is a struct (elementwise
+  /// lifting: `p - lr * g`, `sqrt(v)`); all struct operands share one type.
+  /// False when no operand is a struct.
+  bool lift(const std::vector<EV> &operands, SrcLoc loc,
+            const std::function<EV(const std::vector<EV> &)> &one, EV &out);
+  /// `relayout(s, Block)`: every leaf moved to the declared type of `Block`.
+  EV relayoutStruct(const EV &x, const ast::Expr &e);
+  /// `f(x).w`: field `e.text` of the struct value `v`.
+  EV fieldOf(const EV &v, const ast::Expr &e);
+  /// A dotted name that is not bound: a missing field of a struct value.
+  bool reportField(const ast::Expr &e);
 
   // ---- expressions (BuildExpr.cpp)
   EV expr(const ast::Expr &e);
@@ -287,6 +384,10 @@ public:
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
   int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
+  /// Set while instantiating a module's function: the program's `let`
+  /// constants are not visible there (`B` in `nn.linear`'s signature is
+  /// its size symbol, whatever the caller names `B`).
+  bool hideConsts_ = false;
 };
 
 } // namespace dt

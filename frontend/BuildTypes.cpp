@@ -85,6 +85,8 @@ bool IRBuilder::didYouMean(Diagnostic &d, const std::string &wrong,
 }
 
 std::optional<int64_t> IRBuilder::constNamed(const std::string &name) {
+  if (hideConsts_)
+    return std::nullopt;
   Binding *b = lookup(name);
   if (b && b->kind == Binding::Const)
     return b->constant;

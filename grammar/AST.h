@@ -44,7 +44,13 @@ struct TypeSpec {
   std::vector<std::string> dims; ///< each a decimal literal or a size symbol
   std::vector<SrcLoc> dimLocs;
   std::unique_ptr<LayoutSpec> layout;
+  /// A bare name without `[...]`: a struct type (`Block`) or a function's
+  /// type parameter (`P` of `fn adam[P](...)`); `dtype` holds the name.
+  bool bare = false;
 };
+
+/// A deep copy (TypeSpec owns its layout).
+TypeSpec copyType(const TypeSpec &t);
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -73,6 +79,8 @@ struct Expr {
     Subscript,
     Slice, ///< `lo:hi:step` inside a Subscript; args[0..2], each null when left out
     Group, ///< `(x, y)` inside a Subscript: an axis group of a layout; args = the names
+    Field, ///< `f(x).w`: field `text` of the struct value args[0] (a name's field is a
+           ///< dotted Name `p.w`)
   };
   Kind kind = Number;
   SrcLoc loc;
@@ -112,9 +120,20 @@ struct Param {
 
 struct FnDecl {
   std::string name;
+  /// `fn adam[P](p: P, ...)`: type parameters, each bound per call to the
+  /// argument's type (a tensor type or a struct); bare names in types.
+  std::vector<std::string> typeParams;
+  std::vector<SrcLoc> typeParamLocs;
   std::vector<Param> params;
   std::vector<TypeSpec> results; ///< zero, one, or a tuple `-> (A, B)`
   std::vector<StmtPtr> body;
+};
+
+/// `struct Block { wq: f32[D, D] @ m[_, tp], ln: f32[D] @ m[_] }`: a record
+/// of tensors (and nested structs), fields in declaration order.
+struct StructDecl {
+  std::string name;
+  std::vector<Param> fields;
 };
 
 struct Stmt {
@@ -122,12 +141,13 @@ struct Stmt {
     Mesh,   ///< `mesh`
     Let,    ///< `let names (: type)? = init`; several names destructure a tuple
     Var,    ///< `var name (: type)? = init`
-    Assign, ///< `name = value` (only variables)
+    Assign, ///< `name = value` (only variables); `p.wq = value` for a struct field
     Fn,     ///< `fn`
     For,    ///< `for name in lo..hi { body }`
     Return, ///< `return values`
     Print,  ///< `print(item, ...)`: string labels and values on one line
     Import, ///< `import name`
+    Struct, ///< `struct Name { field: type, ... }`
     ExprStmt,
   };
   Kind kind = ExprStmt;
@@ -141,6 +161,7 @@ struct Stmt {
   std::vector<StmtPtr> body;      ///< For body
   std::unique_ptr<MeshDecl> mesh; ///< Mesh
   std::unique_ptr<FnDecl> fn;     ///< Fn
+  std::unique_ptr<StructDecl> record; ///< Struct
   std::string module;             ///< Import
 };
 

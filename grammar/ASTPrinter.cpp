@@ -87,6 +87,10 @@ private:
   }
 
   void type(const TypeSpec &t) {
+    if (t.bare) {
+      out += t.dtype;
+      return;
+    }
     out += t.dtype + "[";
     for (size_t i = 0; i < t.dims.size(); ++i)
       out += (i ? ", " : "") + t.dims[i];
@@ -205,6 +209,10 @@ public:
       }
       out += ')';
       break;
+    case Expr::Field:
+      expr(*e.args[0]);
+      out += "." + e.text;
+      break;
     }
   }
 
@@ -258,7 +266,14 @@ public:
       break;
     case Stmt::Fn: {
       const FnDecl &f = *s.fn;
-      out += "fn " + f.name + "(";
+      out += "fn " + f.name;
+      if (!f.typeParams.empty()) {
+        out += '[';
+        for (size_t i = 0; i < f.typeParams.size(); ++i)
+          out += (i ? ", " : "") + f.typeParams[i];
+        out += ']';
+      }
+      out += "(";
       for (size_t i = 0; i < f.params.size(); ++i) {
         out += (i ? ", " : "") + f.params[i].name + ": ";
         type(f.params[i].type);
@@ -278,6 +293,15 @@ public:
         out += ") ";
       }
       block(f.body, indent);
+      break;
+    }
+    case Stmt::Struct: {
+      out += "struct " + s.record->name + " {";
+      for (size_t i = 0; i < s.record->fields.size(); ++i) {
+        out += (i ? ", " : " ") + s.record->fields[i].name + ": ";
+        type(s.record->fields[i].type);
+      }
+      out += s.record->fields.empty() ? "}" : " }";
       break;
     }
     case Stmt::For:
@@ -307,6 +331,18 @@ public:
 };
 
 } // namespace
+
+TypeSpec copyType(const TypeSpec &t) {
+  TypeSpec c;
+  c.loc = t.loc;
+  c.dtype = t.dtype;
+  c.dims = t.dims;
+  c.dimLocs = t.dimLocs;
+  c.bare = t.bare;
+  if (t.layout)
+    c.layout = std::make_unique<LayoutSpec>(*t.layout);
+  return c;
+}
 
 std::string printExpr(const Expr &e) {
   Printer pr;

@@ -290,6 +290,23 @@ ast::TypeSpec Builder::type(const std::string &dtype, ast::TypeSpec dims, Layout
   return dims;
 }
 
+ExprPtr Builder::field(ExprPtr base, const std::string &name, const Span &nameLoc,
+                       const Span &whole) {
+  auto e = leaf(Expr::Field, nameLoc);
+  e->full = loc(whole);
+  e->text = name;
+  e->args.push_back(std::move(base));
+  return finish(std::move(e));
+}
+
+ast::TypeSpec Builder::bareType(const std::string &name, const Span &s) {
+  ast::TypeSpec t;
+  t.loc = loc(s);
+  t.dtype = name;
+  t.bare = true;
+  return t;
+}
+
 void Builder::addDim(ast::TypeSpec &t, const std::string &d, const Span &s) {
   t.dims.push_back(d);
   t.dimLocs.push_back(loc(s));
@@ -423,14 +440,25 @@ StmtPtr Builder::assign(const std::string &name, const Span &nameLoc, ExprPtr v,
   return st;
 }
 
-StmtPtr Builder::fn(const std::string &name, std::vector<ast::Param> params,
+StmtPtr Builder::fn(const std::string &name, NameList typeParams, std::vector<ast::Param> params,
                     std::vector<ast::TypeSpec> results, StmtList body, const Span &s) {
   auto st = stmt(Stmt::Fn, s);
   st->fn = std::make_unique<ast::FnDecl>();
   st->fn->name = name;
+  st->fn->typeParams = std::move(typeParams.names);
+  st->fn->typeParamLocs = std::move(typeParams.locs);
   st->fn->params = std::move(params);
   st->fn->results = std::move(results);
   st->fn->body = std::move(body);
+  return st;
+}
+
+StmtPtr Builder::structStmt(const std::string &name, std::vector<ast::Param> fields,
+                            const Span &s) {
+  auto st = stmt(Stmt::Struct, s);
+  st->record = std::make_unique<ast::StructDecl>();
+  st->record->name = name;
+  st->record->fields = std::move(fields);
   return st;
 }
 

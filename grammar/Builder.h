@@ -57,6 +57,9 @@ public:
                     const Span &whole);
   ast::ExprPtr callExpr(ast::ExprPtr callee, CallArgs a, const Span &whole);
   ast::ExprPtr layoutExpr(LayoutPtr l);
+  /// `base.name` on a call result.
+  ast::ExprPtr field(ast::ExprPtr base, const std::string &name, const Span &nameLoc,
+                     const Span &whole);
   /// `base[items]`: indexing and slicing, or a dims-mapping layout (AST.h).
   ast::ExprPtr subscript(ast::ExprPtr base, std::vector<ast::ExprPtr> items, const Span &s);
   ast::ExprPtr slice(ast::ExprPtr lo, ast::ExprPtr hi, ast::ExprPtr step, const Span &s);
@@ -69,6 +72,8 @@ public:
 
   // Types and layouts.
   ast::TypeSpec type(const std::string &dtype, ast::TypeSpec dims, LayoutPtr layout, const Span &s);
+  /// A struct type or type parameter named without `[...]`.
+  ast::TypeSpec bareType(const std::string &name, const Span &s);
   void addDim(ast::TypeSpec &t, const std::string &d, const Span &s);
   LayoutPtr layout(const std::string &mesh, bool placementForm,
                    std::vector<ast::LayoutEntry> entries, const Span &s);
@@ -94,8 +99,9 @@ public:
   ast::StmtPtr let(bool isVar, NameList names, std::unique_ptr<ast::TypeSpec> type,
                    ast::ExprPtr init, const Span &s);
   ast::StmtPtr assign(const std::string &name, const Span &nameLoc, ast::ExprPtr v, const Span &s);
-  ast::StmtPtr fn(const std::string &name, std::vector<ast::Param> params,
+  ast::StmtPtr fn(const std::string &name, NameList typeParams, std::vector<ast::Param> params,
                   std::vector<ast::TypeSpec> results, StmtList body, const Span &s);
+  ast::StmtPtr structStmt(const std::string &name, std::vector<ast::Param> fields, const Span &s);
   ast::Param param(const std::string &name, ast::TypeSpec t, const Span &s);
   ast::StmtPtr forStmt(const std::string &var, const Span &varLoc, ast::ExprPtr lo, ast::ExprPtr hi,
                        StmtList body, const Span &s);

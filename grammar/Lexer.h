@@ -79,6 +79,7 @@ enum class TokKind {
   Bang,
   Percent,
   SlashSlash,
+  KwStruct,
 };
 
 /// Spelling of a token kind for messages and tests (`]`, `let`, identifier).

@@ -21,8 +21,8 @@ static const T::token_kind_type kTokens[] = {
     T::TOK_ASSIGN, T::TOK_PLUS,    T::TOK_MINUS,   T::TOK_STAR,     T::TOK_SLASH,    T::TOK_AT,
     T::TOK_POW,    T::TOK_EQ,      T::TOK_NE,      T::TOK_LT,       T::TOK_LE,       T::TOK_GT,
     T::TOK_GE,     T::TOK_ANDAND,  T::TOK_OROR,    T::TOK_BANG,
-    T::TOK_PERCENT, T::TOK_SLASHSLASH};
-static_assert(sizeof(kTokens) / sizeof(kTokens[0]) == (size_t)TokKind::SlashSlash + 1,
+    T::TOK_PERCENT, T::TOK_SLASHSLASH, T::TOK_STRUCT};
+static_assert(sizeof(kTokens) / sizeof(kTokens[0]) == (size_t)TokKind::KwStruct + 1,
               "kTokens must list every TokKind");
 
 BisonParser::symbol_type yylex(ParseContext &ctx) {
@@ -45,7 +45,8 @@ static const char *const kExprStarts[] = {"integer",    "number", "`true`", "`fa
                                           "identifier", "`[`",    "`(`",    "`-`",     "`!`"};
 /// Tokens that can start a statement (beyond expressions).
 static const char *const kStmtStarts[] = {"`mesh`", "`let`",    "`var`",   "`fn`",
-                                          "`for`",  "`return`", "`print`", "`import`"};
+                                          "`for`",  "`return`", "`print`", "`import`",
+                                          "`struct`"};
 
 /// Token classes read as noun phrases in messages.
 static std::string phrase(const std::string &name) {

@@ -173,7 +173,8 @@ Token Lexer::scan() {
             {"fn", TokKind::KwFn},         {"for", TokKind::KwFor},
             {"in", TokKind::KwIn},         {"return", TokKind::KwReturn},
             {"print", TokKind::KwPrint},   {"import", TokKind::KwImport},
-            {"true", TokKind::KwTrue},     {"false", TokKind::KwFalse}};
+            {"true", TokKind::KwTrue},     {"false", TokKind::KwFalse},
+            {"struct", TokKind::KwStruct}};
         for (const auto &w : kWords)
           if (t.text == w.word) t.kind = w.kind;
         return t;
@@ -253,11 +254,14 @@ bool Lexer::track(const Token &t) {
   case TokKind::LBracket: return push(Bracket::Square);
   case TokKind::LBrace: {
     // `m{x: shard(0)}`: a brace right after a name is a layout, except after
-    // `fn f` and for the first brace of a `for` header at its own nesting
-    // level (`for i in 0..B*H {`), where it opens a block.
+    // `fn f`, after a struct result type (`-> Block {`) and for the first
+    // brace of a `for` header at its own nesting level (`for i in 0..B*H {`),
+    // where it opens a block. `struct S {` is read as a layout brace: its
+    // fields may span lines.
     bool forBlock = forDepth_ == (int)brackets_.size();
     bool layout = prev_ == TokKind::Name && !forBlock && prev2_ != TokKind::DotDot &&
-                  prev2_ != TokKind::KwIn && prev2_ != TokKind::KwFn;
+                  prev2_ != TokKind::KwIn && prev2_ != TokKind::KwFn &&
+                  prev2_ != TokKind::Arrow;
     if (forBlock)
       forDepth_ = -1;
     return push(layout ? Bracket::Layout : Bracket::Block);

@@ -119,6 +119,8 @@ public:
   bool hasErrors() const { return errors_ > 0; }
   int errorCount() const { return errors_; }
   const std::vector<Diagnostic> &all() const { return diags_; }
+  /// The diagnostic recorded last, to add a note to (null when none).
+  Diagnostic *last() { return diags_.empty() ? nullptr : &diags_.back(); }
   void clear() {
     diags_.clear();
     errors_ = 0;

@@ -216,6 +216,7 @@ func @main() {
   %1:b = const [[6, 5], [4, 3], [2, 1]] : f32[3, 2] @ m{x: shard(0), y: replicate}
   %2:c = matmul %0, %1 : f32[2, 2] @ m{x: partial(sum), y: replicate}
   %3:d = relayout %2 : f32[2, 2] @ m{x: replicate, y: replicate}
+  %12:p.attn.wq = relayout %2 : f32[2, 2] @ m{x: replicate, y: replicate}
   %4, %5 = for -1 to 9 step 2 iter(%3, %3) {
     ^(%6:i: i64[], %7: f32[2, 2] @ m{x: replicate, y: replicate}, %8: f32[2, 2] @ m{x: replicate, y: replicate}):
     %9 = add %7, %8 : f32[2, 2] @ m{x: replicate, y: replicate}

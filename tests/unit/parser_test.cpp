@@ -167,6 +167,23 @@ TEST_CASE("parser: functions") {
   CHECK(f.body[0]->loc.line == 2);
 }
 
+TEST_CASE("parser: structs, type parameters, fields") {
+  roundTrip("struct Lin { w: f32[D, H] @ m[_, tp], b: f32[H] @ m[tp] }",
+            "struct Lin { w: f32[D, H] @ m[_, tp], b: f32[H] @ m[tp] }\n");
+  // Fields on their own lines need no comma; a field may be a struct.
+  roundTrip("struct Block {\n  attn: Lin\n  ln: f32[D] @ m{x: replicate}\n}",
+            "struct Block { attn: Lin, ln: f32[D] @ m{x: replicate} }\n");
+  roundTrip("fn sgd[P](p: P, g: P, lr: f32[] @ *) -> P {\n  return p - lr * g\n}",
+            "fn sgd[P](p: P, g: P, lr: f32[] @ *) -> P {\n  return (p - (lr * g))\n}\n");
+  roundTrip("fn f(p: Lin) -> (Lin, f32[]) {\n  return p, p.b\n}",
+            "fn f(p: Lin) -> (Lin, f32[]) {\n  return p, p.b\n}\n");
+  roundTrip("var p : Block = Block(attn=Lin(w=randn(seed=1), b=zeros()), ln=ones())\np.attn.b = 0",
+            "var p : Block = Block(attn=Lin(w=randn(seed=1), b=zeros()), ln=ones())\n"
+            "p.attn.b = 0\n");
+  CHECK(expr("grad(f)(p, x).attn.w") == "grad(f)(p, x).attn.w");
+  CHECK(firstError("struct S { w f32[2] }") == "1:14: expected `:`, found `f32`");
+}
+
 TEST_CASE("parser: for loops, print, expression statements, separators") {
   roundTrip("for i in 0..10 { w = w - 0.1 * grad(loss)(w) }",
             "for i in 0..10 {\n  w = (w - (0.1 * grad(loss)(w)))\n}\n");

@@ -57,9 +57,10 @@ static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &
   return i;
 }
 
-EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t) {
+EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,
+                        int64_t dim) {
   const ast::Expr *ex = e.args[0].get();
-  int64_t d = dimArgument(*this, e, name, t.rank());
+  int64_t d = dim >= 0 ? dim : dimArgument(*this, e, name, t.rank());
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {

@@ -319,8 +319,8 @@ ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
   return e;
 }
 
-ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg,
-                                     bool argIsInt, const Span &s) {
+ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg, bool argIsInt,
+                                     const Span &s) {
   ast::LayoutEntry e;
   e.loc = loc(s);
   e.torch = true;
@@ -449,6 +449,22 @@ StmtPtr Builder::forStmt(const std::string &var, const Span &varLoc, ExprPtr lo,
   st->nameLocs.push_back(loc(varLoc));
   st->lo = std::move(lo);
   st->hi = std::move(hi);
+  st->body = std::move(body);
+  return st;
+}
+
+StmtPtr Builder::ifStmt(ExprPtr cond, StmtList body, StmtList elseBody, const Span &s) {
+  auto st = stmt(Stmt::If, s);
+  st->value = std::move(cond);
+  st->body = std::move(body);
+  st->hasElse = !elseBody.empty();
+  st->elseBody = std::move(elseBody);
+  return st;
+}
+
+StmtPtr Builder::whileStmt(ExprPtr cond, StmtList body, const Span &s) {
+  auto st = stmt(Stmt::While, s);
+  st->value = std::move(cond);
   st->body = std::move(body);
   return st;
 }

@@ -48,8 +48,7 @@ int IRBuilder::condition(const ast::Expr &e, const char *what) {
     return -1;
   if (v.literal) {
     if (!v.isBool) {
-      diags().error(DiagId::CondNotBool, e.loc, {what, v.isInt ? "an integer" : "a number"}).hint =
-          "compare it: `x != 0`";
+      diags().error(DiagId::CondNotBool, e.loc, {what, exprText(&e)}).hint = "compare it: `x != 0`";
       return -1;
     }
     return materialize(v, kHostBool, e.loc);
@@ -103,7 +102,7 @@ bool IRBuilder::intScalar(const ast::Expr &e, const char *what, int64_t &c, int 
     // A seed may be written as a whole number (`seed=1e3`); literalInt
     // rejects a fraction or one out of int64's range.
     if (v.isBool || (!v.isInt && std::string(what) == "for")) {
-      bad(v.isBool ? "bool" : "a number");
+      bad(exprText(&e));
       return false;
     }
     return literalInt(v, e.loc, c);

@@ -65,6 +65,11 @@ struct EV {
   bool single() const { return !poison && !literal && ids.size() == 1; }
 };
 
+/// `x`'s type with dim `d` kept at size 1 (a keepdim reduction broadcast
+/// back against `x`): x's placements, but `d` unsharded unless it already
+/// has size 1 (then exactly x's placements); dtype `dt`.
+TensorType keptDimType(const TensorType &x, int64_t d, DType dt);
+
 /// The Const/Fill attributes of literal `v` as dtype `t` (IR.h: integers
 /// exact in `ints`; a float literal into an integer dtype truncates).
 Attrs constAttrs(const EV &v, DType t);

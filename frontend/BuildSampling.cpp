@@ -170,6 +170,12 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     if (p.isShard())
       p = Placement::replicate(); // reshape derives them
   EV ik = op(Op::Reshape, {idx}, {}, {kt});
+  if (ik.poison)
+    return ik;
+  // x's placements but along d (argReduce does the same for its maximum).
+  TensorType same = keptDimType(t, d, DType::I64);
+  if (typeOf(ik.ids[0]) != same)
+    ik = op(Op::Relayout, {ik}, {}, {same});
   TensorType it = t;
   it.dtype = DType::I64;
   Attrs dims;

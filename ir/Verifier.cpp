@@ -258,7 +258,7 @@ private:
     }
     const Block &body = in.regions[0];
     loopShape(in, body, carriedOf(in), 1);
-    if (!body.args.empty()) {
+    if (body.args.size() == carriedOf(in).size() + 1) {
       int iv = body.args[0];
       if (valid(iv) && !isHostScalar(f_.type(iv), DType::I64))
         instErr(in,

@@ -124,7 +124,7 @@ private:
   void onPartial() {
     std::vector<int> partials;
     for (size_t i = 0; i < pool_.size(); ++i)
-      if (isPartial(pool_[i].t))
+      if (isPartial(pool_[i].t) && pool_[i].t.dtype != "bool") // no linear op takes a bool
         partials.push_back((int)i);
     if (partials.empty())
       return;
@@ -325,6 +325,8 @@ private:
       if (bl || t.shape.empty())
         return;
       int d = pick(0, (int)t.shape.size() - 1);
+      if (t.shape[d] == 0)
+        return; // no largest element: an error, as argmax's
       std::string a = fresh(), b = fresh();
       out_ += "let (" + a + ", " + b + ") = topk(" + x + ", 1, dim=" + std::to_string(d) +
               (coin(25) ? ", largest=false" : "") + ")\n";

@@ -226,8 +226,12 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find("  } : f32[2, 3]\n") != std::string::npos);
   CHECK(text.find("  print %") != std::string::npos);
   CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n") != std::string::npos);
-  CHECK(text.find("  print %67 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
+  CHECK(text.find("  print %73 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
         std::string::npos);
+  CHECK(text.find(":picked = if %69 {\n") != std::string::npos);
+  CHECK(text.find(":looped = while %69, %71 {\n    ^(%72:v: f32[2, 3]):\n    yield %69, %72\n") !=
+        std::string::npos);
+  CHECK(text.find(" = random uniform %68 : f32[2, 3]\n") != std::string::npos);
 }
 
 TEST_CASE("ir print: text in, same text out") {

@@ -1,5 +1,6 @@
 // Unit tests for ir/Verifier: a valid module passes, and each structural
 // invariant, when broken, is reported with its message (one case each).
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "ir_test_util.h"
 
@@ -157,7 +158,7 @@ const char *kControl = R"(func @main(%0: i64[]) -> (f32[2], i64[]) {
   } {
     yield %1
   } : f32[2]
-  %6, %7 = while %3 %4, %0 {
+  %6, %7 = while %3, %4, %0 {
     ^(%8: f32[2], %9: i64[]):
     %10 = add %9, %2 : i64[]
     %11 = lt %10, %2 : bool[]
@@ -192,7 +193,7 @@ TEST_CASE("ir verify: `if`, `while` and a `for` with run-time bounds") {
         "@main: `yield`: yields 2 values but the `while` needs its condition and 3");
 
   std::string wcond = kControl;
-  wcond.replace(wcond.find("while %3"), 8, "while %2");
+  wcond.replace(wcond.find("while %3,"), 9, "while %2,");
   CHECK(verify(wcond) == "@main: `while` (%6): condition %2 must have type `bool[]`, got `i64[]`");
 
   std::string bound = kControl;

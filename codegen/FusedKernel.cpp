@@ -35,27 +35,34 @@ FusedKernel buildFusedKernel(const Function &f) {
   auto fail = [&](const std::string &why) -> InternalError {
     return InternalError("fused kernel `@" + f.name + "`: " + why);
   };
-  if (f.results.size() != 1 || f.body.insts.empty() || f.body.insts.back().op != Op::Return ||
-      f.body.insts.back().operands.size() != 1)
-    throw fail("must return exactly one value");
+  if (f.results.empty() || f.body.insts.empty() || f.body.insts.back().op != Op::Return ||
+      f.body.insts.back().operands.size() != f.results.size())
+    throw fail("must return its results");
   FusedKernel fk;
   Kernel &k = fk.kernel;
   k.name = f.name;
   for (char &c : k.name)
     if (c == '.')
       c = '_';
-  fk.resultType = f.results[0];
+  fk.resultTypes = f.results;
   const Inst *reduce = nullptr;
   size_t n = f.body.insts.size() - 1;
   if (n > 0 && opInfo(f.body.insts[n - 1].op).cls == OpClass::Reduce)
     reduce = &f.body.insts[n - 1];
+  if (reduce && f.results.size() != 1)
+    throw fail("a reduction kernel has one result");
   fk.iterType = reduce ? f.type(reduce->operands.at(0)) : f.results[0];
+  for (const TensorType &t : f.results)
+    if (!reduce && (t.shape != fk.iterType.shape || t.placements != fk.iterType.placements))
+      throw fail("a result of type `" + t.str() + "` is not the iteration type `" +
+                 fk.iterType.str() + "`");
   if (!isConcrete(fk.iterType.shape))
     throw fail("has a symbolic iteration shape");
   k.rank = fk.iterType.rank();
   std::unordered_map<int, int> node;
   for (int p : f.params) {
-    int in = k.addInput(f.type(p).dtype);
+    // A rank-0 input reads one element everywhere: uniform (hoistable).
+    int in = k.addInput(f.type(p).dtype, f.type(p).rank() == 0 && k.rank > 0);
     node[p] = k.load(in);
   }
   auto arg = [&](const Inst &in, size_t i) {
@@ -106,13 +113,13 @@ FusedKernel buildFusedKernel(const Function &f) {
                  " but the IR says " + dtypeName(rt.dtype));
     node[in.results[0]] = x;
   }
-  int out = k.addOutput(fk.resultType.dtype);
   if (reduce) {
-    k.store(out, arg(*reduce, 0));
+    k.store(k.addOutput(f.results[0].dtype), arg(*reduce, 0));
     std::vector<int> dims(reduce->attrs.ints.begin(), reduce->attrs.ints.end());
     k.setReduce(kreduceOf(reduce->op), dims);
   } else {
-    k.store(out, arg(f.body.insts.back(), 0));
+    for (size_t r = 0; r < f.results.size(); ++r)
+      k.store(k.addOutput(f.results[r].dtype), arg(f.body.insts.back(), r));
   }
   std::string err = verifyKernel(k);
   if (!err.empty())
@@ -158,7 +165,7 @@ FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int
   for (int d = 0, o = 0; d < R; ++d)
     if (!isReducedDim(k, d))
       ost[d] = orm[o++];
-  outSt.push_back(std::move(ost));
+  outSt.assign(k.outputs.size(), ost); // every output has the iteration block's shape
   l.iterations = 1;
   for (auto s : shape)
     l.iterations *= s;

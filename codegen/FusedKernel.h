@@ -28,13 +28,13 @@ namespace dt {
 struct FusedKernel {
   Kernel kernel;
   TensorType iterType;   ///< its local block is the iteration space
-  TensorType resultType; ///< the one result
+  std::vector<TensorType> resultTypes; ///< the root's result, then extra ones (same shape)
 };
 
 /// Builds the kernel of a fusion-pass kernel function.
 FusedKernel buildFusedKernel(const Function &f);
 
-/// One rank's launch: the params of the ABI and the output's local shape.
+/// One rank's launch: the params of the ABI and the outputs' local shape.
 struct FusedLaunch {
   std::vector<int64_t> params;
   std::vector<int64_t> outShape;

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace dt {
@@ -180,6 +180,8 @@ std::string verifyKernel(const Kernel &k) {
     return "negative rank";
   if (k.outputs.empty())
     return "kernel has no outputs";
+  if (k.uniformInputs.size() > k.inputs.size())
+    return "a uniform flag for a missing input";
   for (int i = 0; i < (int)k.nodes.size(); ++i) {
     DType t;
     std::string err = typeNode(k, k.nodes[i], i, t);
@@ -232,9 +234,38 @@ static int push(Kernel &k, KNode n) {
   return (int)k.nodes.size() - 1;
 }
 
-int Kernel::addInput(DType t) {
+int Kernel::addInput(DType t, bool uniform) {
   inputs.push_back(t);
+  if (uniform) {
+    uniformInputs.resize(inputs.size(), false);
+    uniformInputs.back() = true;
+  }
   return (int)inputs.size() - 1;
+}
+
+std::vector<bool> invariantNodes(const Kernel &k) {
+  std::vector<bool> inv(k.nodes.size(), false);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode &n = k.nodes[i];
+    switch (n.op) {
+    case KOp::Const:
+      inv[i] = true;
+      break;
+    case KOp::Load:
+      inv[i] = k.isUniformInput(n.index);
+      break;
+    case KOp::Random:
+    case KOp::Iota:
+      break;
+    default: {
+      bool all = true;
+      for (int a = 0; a < kopArity(n.op); ++a)
+        all = all && inv[n.args[a]];
+      inv[i] = all;
+    }
+    }
+  }
+  return inv;
 }
 int Kernel::addOutput(DType t) {
   outputs.push_back(t);
@@ -460,7 +491,8 @@ std::string printKernel(const Kernel &k, bool withName) {
   }
   s += "\n";
   for (size_t i = 0; i < k.inputs.size(); ++i)
-    s += "  in" + std::to_string(i) + " : " + dtypeName(k.inputs[i]) + "\n";
+    s += "  in" + std::to_string(i) + " : " + dtypeName(k.inputs[i]) +
+         (k.isUniformInput((int)i) ? " uniform\n" : "\n");
   for (size_t i = 0; i < k.outputs.size(); ++i)
     s += "  out" + std::to_string(i) + " : " + dtypeName(k.outputs[i]) + "\n";
   for (size_t i = 0; i < k.nodes.size(); ++i) {

@@ -203,6 +203,12 @@ struct Kernel {
   std::string name = "kernel"; ///< symbol hint; not part of the hash
   int rank = 0;                ///< iteration-space rank R
   std::vector<DType> inputs;
+  /// Per input: uniform (its strides are 0 on every dim, as for a rank-0
+  /// value), so every point reads its one element. A lowering may read it and
+  /// compute everything that depends only on uniform inputs and constants
+  /// once per launch instead of once per point (loop-invariant hoisting).
+  /// Empty means none is uniform.
+  std::vector<bool> uniformInputs;
   std::vector<DType> outputs;
   std::vector<KNode> nodes;
   std::vector<KStore> stores;
@@ -211,11 +217,12 @@ struct Kernel {
 
   // Builders: append a node, infer its dtype, check operands (InternalError on
   // misuse) and return its index.
-  int addInput(DType t);  ///< returns the input index
+  int addInput(DType t, bool uniform = false); ///< returns the input index
+  bool isUniformInput(int in) const { return in < (int)uniformInputs.size() && uniformInputs[in]; }
   int addOutput(DType t); ///< returns the output index
   int load(int input);
-  int constant(double v, DType t);       ///< integers: truncated and saturated
-  int constantInt(int64_t v, DType t);   ///< exact (wraps to i32 like a cast)
+  int constant(double v, DType t);     ///< integers: truncated and saturated
+  int constantInt(int64_t v, DType t); ///< exact (wraps to i32 like a cast)
   int unary(KOp op, int a);
   int cast(int a, DType t);
   int binary(KOp op, int a, int b);
@@ -225,6 +232,11 @@ struct Kernel {
   void store(int output, int node);
   void setReduce(KReduce op, std::vector<int> dims);
 };
+
+/// Per node: true when its value is the same at every point (a constant, a
+/// load of a uniform input, or an op other than random/iota whose operands
+/// all are), so a lowering may compute it once per launch.
+std::vector<bool> invariantNodes(const Kernel &k);
 
 /// True when a node needs the global offsets/strides (Random, Iota).
 bool usesGlobalIndex(const Kernel &k);

@@ -99,7 +99,10 @@ private:
   Value *addr(int buf, Value *off) {
     return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);
   }
+  /// Read per point (a uniform input is read once, see emitHoisted).
   bool usedInput(int in) const {
+    if (k_.isUniformInput(in))
+      return false;
     for (const KNode &n : k_.nodes)
       if (n.op == KOp::Load && n.index == in)
         return true;
@@ -133,6 +136,9 @@ private:
   /// the last dim that adds whole rows into a row of accumulators.
   bool rowReduce_ = false;
   std::vector<AllocaInst *> accRows_; ///< one row of accumulators per store
+  /// Nodes computed once in the entry block (invariantNodes), else null.
+  std::vector<Value *> hoisted_;
+  void emitHoisted();
 };
 
 /// Elements of the last dim a row reduction accumulates at once (f64
@@ -457,11 +463,46 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
   }
 }
 
+// Loop-invariant nodes (a uniform input's element, constants and what only
+// they feed: `pow(0.9, t)` of a bias correction) are computed once per launch,
+// not per point, which also keeps libm calls out of the vectorized loops. A
+// uniform input is read through a zero slot when its pointer is null (an
+// empty iteration space may pass null buffers).
+void Lowering::emitHoisted() {
+  std::vector<bool> inv = invariantNodes(k_);
+  hoisted_.assign(k_.nodes.size(), nullptr);
+  std::vector<Value *> loaded(nIn_, nullptr);
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const KNode &n = k_.nodes[i];
+    if (!inv[i])
+      continue;
+    if (n.op == KOp::Load) {
+      if (!loaded[n.index]) {
+        Type *mt = memTy(n.dtype);
+        IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+        AllocaInst *zero = eb.CreateAlloca(mt, nullptr, "uniform.zero");
+        b_.CreateStore(Constant::getNullValue(mt), zero);
+        Value *p = base_[n.index];
+        Value *src = b_.CreateSelect(b_.CreateIsNull(p), zero, p);
+        Value *ld = b_.CreateLoad(mt, src);
+        loaded[n.index] = n.dtype == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : ld;
+      }
+      hoisted_[i] = loaded[n.index];
+      continue;
+    }
+    hoisted_[i] = emitNode(n, hoisted_, Offs{}, nullptr);
+  }
+}
+
 std::vector<Value *> Lowering::emitNodes(const Offs &off, Value *glin) {
   std::vector<Value *> v(k_.nodes.size(), nullptr);
   std::vector<Value *> loaded(nIn_, nullptr);
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     const KNode &n = k_.nodes[i];
+    if (hoisted_[i]) {
+      v[i] = hoisted_[i];
+      continue;
+    }
     if (n.op == KOp::Load) {
       if (!loaded[n.index]) {
         auto *ld = b_.CreateLoad(memTy(n.dtype), addr(n.index, off[n.index]));
@@ -553,7 +594,8 @@ Value *Lowering::emitFloorModF(bool mod, Value *a, Value *c) {
 Value *Lowering::emitFloorModI(bool mod, Value *a, Value *c) {
   Type *ty = a->getType();
   Value *zero = ConstantInt::get(ty, 0), *one = ConstantInt::get(ty, 1);
-  Value *isZero = b_.CreateICmpEQ(c, zero), *isM1 = b_.CreateICmpEQ(c, ConstantInt::get(ty, -1, true));
+  Value *isZero = b_.CreateICmpEQ(c, zero),
+        *isM1 = b_.CreateICmpEQ(c, ConstantInt::get(ty, -1, true));
   Value *safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), one, c);
   Value *q = b_.CreateSDiv(a, safe), *r = b_.CreateSRem(a, safe);
   Value *adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
@@ -749,6 +791,7 @@ void Lowering::run(const std::string &symbol) {
   rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
                !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);
+  emitHoisted();
   Offs off(nIn_ + nOut_, i64(0));
   emitLevel(0, off, usesGlobalIndex(k_) ? i64(0) : nullptr);
   b_.CreateRetVoid();

@@ -130,6 +130,9 @@ public:
       int g = (int)groups.size();
       groups.push_back({i});
       group_[i] = g;
+      rootIdx_ = i;
+      multiOut_ = !reduce && isPointwise(root.op);
+      extraOutputs_ = 0;
       grow(b, groups.back(), g, it);
       // On the cpu a lone source gains nothing from a kernel (the reference
       // source is a fill or the same RNG loop) and would cost a compile.
@@ -270,9 +273,21 @@ private:
     for (int o : p.operands)
       if (!fits(f_.type(o), it))
         return false;
+    // A pointwise member whose value is also used after the root (by the
+    // optimizer state's `return`, say) becomes one more output of the group:
+    // one kernel writes the new parameter and both moments of an Adam step.
+    bool outside = false;
     for (int u : users_[v])
-      if (group_[u] != g)
+      if (group_[u] != g) {
+        if (!multiOut_ || !isPointwise(p.op) || u <= rootIdx_)
+          return false;
+        outside = true;
+      }
+    if (outside) {
+      if (extraOutputs_ >= kMaxExtraOutputs || !sameLayoutAndShape(t, it))
         return false;
+      ++extraOutputs_;
+    }
     return true;
   }
 
@@ -323,17 +338,30 @@ private:
       }
       k.body.insts.push_back(std::move(c));
     }
-    int result = root.results.at(0);
+    // Results: the root's, then every member's that is used outside.
+    std::vector<int> results = {root.results.at(0)};
+    int g = group_[members.back()];
+    for (int i : members)
+      if (i != members.back())
+        for (int r : b.insts[i].results) {
+          bool outside = false;
+          for (int u : users_[r])
+            outside = outside || group_[u] != g;
+          if (outside)
+            results.push_back(r);
+        }
     Inst ret;
     ret.op = Op::Return;
-    ret.operands = {remap.at(result)};
     ret.loc = root.loc;
+    for (int r : results) {
+      ret.operands.push_back(remap.at(r));
+      k.results.push_back(f_.type(r));
+    }
     k.body.insts.push_back(std::move(ret));
-    k.results = {f_.type(result)};
     Inst call;
     call.op = Op::Call;
     call.operands = inputs;
-    call.results = {result};
+    call.results = results;
     call.attrs.str = k.name;
     call.loc = root.loc;
     ++made;
@@ -348,6 +376,11 @@ private:
   std::unordered_map<int, int> defIdx_;
   std::unordered_map<int, std::vector<int>> users_;
   std::vector<int> group_;
+  // The group being grown: its root, whether it may have several outputs
+  // (an elementwise root), and how many it has beyond the root's.
+  int rootIdx_ = -1;
+  bool multiOut_ = false;
+  int extraOutputs_ = 0;
 };
 
 } // namespace

@@ -10,15 +10,18 @@
 // (the module's function list is the kernel table), so the IR printer/parser
 // round trip and the verifier need nothing new, and `--print-after=fusion`
 // shows every kernel. Its body is straight-line global-IR ops ending in
-// `return` of one value; codegen/FusedKernel.h turns it into the one kernel IR
+// `return` of its results (the root's first); codegen/FusedKernel.h turns it into the one kernel IR
 // (codegen/KernelIR.h) that both the LLVM and the CUDA lowerings consume.
 // Without a JIT the executor simply runs the call (op by op, reference kernels).
 //
 // Needs: an SPMD-lowered module (runs after `spmd`; collectives stay outside
 // kernels). Guarantees:
 //  * a group's root is the last of its members in block order; every other
-//    member's results are used only inside the group, so moving the group to
-//    the root keeps the program's meaning;
+//    member's results are used only inside the group or, in a group without
+//    a reduction, after the root (such a member is one more result of the
+//    kernel: multi-output fusion, up to kMaxExtraOutputs), so moving the
+//    group to the root keeps the program's meaning; an extra result has
+//    exactly the iteration type's shape and placements;
 //  * every member and input broadcasts (numpy, right-aligned) to the group's
 //    iteration type (the root's result type, or the reduction's operand type)
 //    on the same mesh, and a dim that does not broadcast is sharded by the
@@ -44,6 +47,9 @@ namespace dt {
 /// Non-source ops per kernel at most: long chains split into several kernels,
 /// which keeps each LLVM compile short (and the identical chunks hit the JIT cache).
 constexpr int kMaxFusedOps = 64;
+
+/// Results of one kernel beyond its root's (multi-output fusion).
+constexpr int kMaxExtraOutputs = 7;
 
 /// Name prefix of kernel functions (`.` never appears in source identifiers).
 constexpr const char *kFusedPrefix = "fused.";

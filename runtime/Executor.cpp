@@ -130,12 +130,8 @@ private:
       dying_ = dies ? &(*dies)[ii] : nullptr;
       RankState::CallSite *cs =
           in.op == Op::Call && sh_.kernels ? &rs_.site(in, *sh_.kernels) : nullptr;
-      if (cs && cs->kernel) { // fast path: a compiled kernel, one result
-        Slot &r = fr.vals.at(in.results.at(0));
-        fr.def[in.results[0]] = &in;
-        r = kernelCall(*cs, in, fr);
-        if (r)
-          rs_.hold(*r);
+      if (cs && cs->kernel) { // fast path: a compiled kernel
+        kernelCall(*cs, in, fr);
       } else {
         auto res = inst(in, fr, depth);
         for (size_t i = 0; i < in.results.size(); ++i) {
@@ -370,20 +366,34 @@ private:
   /// A call of a compiled kernel (the fast path of block()): the rank runs
   /// it on its blocks (none off the kernel's mesh); an input that dies here
   /// may be overwritten (the memory plan).
-  Slot kernelCall(RankState::CallSite &cs, const Inst &in, Frame &fr) {
+  void kernelCall(RankState::CallSite &cs, const Inst &in, Frame &fr) {
     if (!cs.launched) {
       cs.runs = holds(cs.kernel->fk.iterType);
       cs.meshRank = meshRank(cs.kernel->fk.iterType);
     }
+    resSlots_.clear();
+    for (int r : in.results) {
+      fr.def[r] = &in;
+      Slot &s = fr.vals.at(r);
+      s.reset();
+      resSlots_.push_back(&s);
+    }
     if (!cs.runs)
-      return Slot{};
+      return;
+    if (resSlots_.size() != cs.kernel->fk.kernel.outputs.size())
+      throw InternalError("executor: `call` of `" + in.attrs.str + "` has " +
+                          std::to_string(resSlots_.size()) + " results for " +
+                          std::to_string(cs.kernel->fk.kernel.outputs.size()) + " outputs");
     argSlots_.clear();
     argDying_.clear();
     for (int o : in.operands) {
       argSlots_.push_back(&fr.vals.at(o));
       argDying_.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
     }
-    return rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size());
+    rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size(),
+                  resSlots_.data());
+    for (Slot *s : resSlots_)
+      rs_.hold(**s);
   }
 
   /// Every rank holds host values, so a value read to the host from a mesh
@@ -741,7 +751,7 @@ private:
   int rank_;
   RankState &rs_;
   const std::vector<int> *dying_ = nullptr; ///< values dying at the current instruction
-  std::vector<Slot *> argSlots_;            ///< kernel-call scratch (no allocation per op)
+  std::vector<Slot *> argSlots_, resSlots_; ///< kernel-call scratch (no allocation per op)
   std::vector<unsigned char> argDying_;
   std::map<const Mesh *, int64_t> meshRanks_;
   int loopNest_ = 0; ///< `for` loops this rank is inside

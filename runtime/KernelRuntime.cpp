@@ -7,6 +7,26 @@
 
 namespace dt {
 
+namespace {
+
+std::vector<std::vector<char>> outputReads(const Kernel &k) {
+  std::vector<std::vector<char>> dep(k.nodes.size(), std::vector<char>(k.inputs.size(), 0));
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode &n = k.nodes[i];
+    if (n.op == KOp::Load)
+      dep[i][n.index] = 1;
+    for (int a = 0; a < kopArity(n.op); ++a)
+      for (size_t in = 0; in < k.inputs.size(); ++in)
+        dep[i][in] |= dep[n.args[a]][in];
+  }
+  std::vector<std::vector<char>> reads(k.outputs.size());
+  for (const KStore &st : k.stores)
+    reads[st.output] = dep[st.node];
+  return reads;
+}
+
+} // namespace
+
 KernelTable::KernelTable(const Module &m, Backend &backend) {
   for (const Function &f : m.functions) {
     if (!isFusedKernel(f))
@@ -15,6 +35,7 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
     e.fk = buildFusedKernel(f);
     bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
     e.native = backend.compile(e.fk.kernel, small);
+    e.reads = outputReads(e.fk.kernel);
     byName_.emplace(f.name, std::move(e));
   }
 }
@@ -25,6 +46,7 @@ KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, Backend &bac
     e.fk = pk.kernel;
     bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
     e.native = backend.compile(e.fk.kernel, small);
+    e.reads = outputReads(e.fk.kernel);
     byName_.emplace(pk.function, std::move(e));
   }
 }
@@ -111,8 +133,9 @@ RankState::CallSite &RankState::site(const Inst &in, const KernelTable &table) {
   return cs;
 }
 
-HostTensor RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
-                                const unsigned char *dying, size_t n) {
+void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
+                          const unsigned char *dying, size_t n,
+                          std::optional<HostTensor> *const *outs) {
   const KernelTable::Entry &e = *cs.kernel;
   const Kernel &k = e.fk.kernel;
   if (n != k.inputs.size())
@@ -129,40 +152,46 @@ HostTensor RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTen
     cs.launched = true;
   }
   const FusedLaunch &l = cs.launch;
+  size_t nOut = k.outputs.size();
   void *bufs[16];
   std::vector<void *> many;
   void **b = bufs;
-  if (n + 1 > 16) {
-    many.resize(n + 1);
+  if (n + nOut > 16) {
+    many.resize(n + nOut);
     b = many.data();
   }
   for (size_t i = 0; i < n; ++i)
     b[i] = (*args[i])->raw();
-  HostTensor out;
-  DType odt = k.outputs[0];
-  if (reuse_ && k.reduce == KReduce::None)
-    for (size_t i = 0; i < n; ++i) {
-      HostTensor &a = **args[i];
-      if (dying[i] && a.buf && a.buf.use_count() == 1 && a.shape == l.outShape &&
-          dtypeSize(a.dtype) == dtypeSize(odt)) {
-        out = std::move(a); // the value dies here: its buffer becomes the output
-        args[i]->reset();
-        count(out.buf.get(), -1); // the emptied slot's hold
-        out.dtype = odt;
-        ++stats.inPlace;
-        break;
+  for (size_t o = 0; o < nOut; ++o) {
+    std::optional<HostTensor> &slot = *outs[o];
+    slot.emplace();
+    HostTensor &out = *slot;
+    DType odt = k.outputs[o];
+    if (reuse_ && k.reduce == KReduce::None)
+      for (size_t i = 0; i < n; ++i) {
+        if (!dying[i] || !*args[i] || !e.reads[o][i])
+          continue;
+        HostTensor &a = **args[i];
+        if (a.buf && a.buf.use_count() == 1 && a.shape == l.outShape &&
+            dtypeSize(a.dtype) == dtypeSize(odt)) {
+          out = std::move(a); // the value dies here: its buffer becomes the output
+          args[i]->reset();
+          count(out.buf.get(), -1); // the emptied slot's hold
+          out.dtype = odt;
+          ++stats.inPlace;
+          break;
+        }
       }
+    if (!out.buf) {
+      out.dtype = odt;
+      out.shape = l.outShape;
+      out.buf = acquire(dev, out.bytes());
     }
-  if (!out.buf) {
-    out.dtype = odt;
-    out.shape = l.outShape;
-    out.buf = acquire(dev, out.bytes());
+    b[n + o] = out.raw();
   }
-  b[n] = out.raw();
   if (l.iterations > 0 || k.reduce != KReduce::None)
     dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
-  return out;
 }
 
 } // namespace dt

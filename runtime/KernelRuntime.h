@@ -46,6 +46,10 @@ public:
   struct Entry {
     FusedKernel fk;
     NativeKernel native;
+    /// reads[o][i]: output o's stored value depends on input i. An output may
+    /// overwrite a dying input in place only then: its store follows the
+    /// input's load at every point (another output's need not).
+    std::vector<std::vector<char>> reads;
   };
   /// Builds and compiles the kernel of every kernel function of `m` through
   /// `backend`, as `small` when the kernel's whole iteration space has at most
@@ -112,11 +116,14 @@ public:
   CallSite &site(const Inst &in, const KernelTable &table);
 
   /// Runs the site's kernel on the values in `args`; `dying[i]` says that
-  /// args[i]'s value dies at this call: an unshared one of the output's shape
-  /// and byte size is then moved out of its slot and overwritten in place.
+  /// args[i]'s value dies at this call: an unshared one of an output's shape
+  /// and byte size that the output reads is then moved out of its slot and
+  /// overwritten in place.
   /// New buffers come from, and the kernel runs on, `dev`.
-  HostTensor runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
-                       const unsigned char *dying, size_t n);
+  /// The kernel's results (the root's first) go to `outs[0..]`, one per
+  /// kernel output.
+  void runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
+                 const unsigned char *dying, size_t n, std::optional<HostTensor> *const *outs);
 
   RankStats stats;
 

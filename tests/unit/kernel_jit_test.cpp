@@ -190,6 +190,49 @@ TEST_CASE("kernel jit: the contiguous fast path vectorizes") {
   CHECK(rir.find("x double>") != std::string::npos);
 }
 
+TEST_CASE("kernel jit: work on uniform inputs runs once per launch, outside the vector loop") {
+  // Adam's bias correction: p / (1 - pow(0.9, t)) with t a rank-0 value.
+  CpuJIT jit;
+  Kernel k;
+  k.rank = 2;
+  int t = k.addInput(DType::F32, /*uniform=*/true);
+  int p = k.addInput(DType::F32);
+  k.addOutput(DType::F32);
+  int corr = k.binary(KOp::Sub, k.constant(1, DType::F32),
+                      k.binary(KOp::Pow, k.constant(0.9, DType::F32), k.load(t)));
+  k.store(0, k.binary(KOp::Div, k.load(p), corr));
+  std::vector<bool> inv = invariantNodes(k);
+  CHECK(inv[corr]);
+  CHECK_FALSE(inv[k.stores[0].node]);
+  CHECK(printKernel(k).find("in0 : f32 uniform") != std::string::npos);
+  std::string ir = jit.emitLLVM(k, true);
+  size_t calls = 0;
+  for (size_t at = ir.find("call float @powf"); at != std::string::npos;
+       at = ir.find("call float @powf", at + 1))
+    ++calls;
+  CHECK(calls == 1);                                // once per launch
+  CHECK(ir.find(" x float>") != std::string::npos); // the loop vectorizes
+  // Same bits as the interpreter, with a non-zero t and a broadcast row.
+  Case c;
+  c.shape = {3, 257};
+  c.inStr = {{0, 0}, {257, 1}};
+  c.outStr = {{257, 1}};
+  c.inputs.emplace_back(sizeof(float));
+  float tv = 7;
+  std::memcpy(c.inputs.back().data(), &tv, sizeof tv);
+  c.inputs.emplace_back(3 * 257 * sizeof(float));
+  std::mt19937_64 rng(5);
+  for (int64_t e = 0; e < 3 * 257; ++e)
+    fillValue(rng, DType::F32, c.inputs.back().data(), e, false);
+  c.outElems = {3 * 257};
+  CHECK(runAndCompare(jit, k, c) == "");
+  // An empty iteration space may pass null buffers: nothing is read.
+  auto fn = jit.compile(k);
+  std::vector<int64_t> params = kernelParams(k, {0, 4}, {{0, 0}, {4, 1}}, {{4, 1}});
+  void *none[3] = {nullptr, nullptr, nullptr};
+  fn(none, params.data());
+}
+
 TEST_CASE("kernel jit: concurrent compiles from rank threads share one cache") {
   CpuJIT jit;
   auto make = [](KOp op) {

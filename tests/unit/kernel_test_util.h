@@ -80,7 +80,7 @@ inline Kernel randomKernel(std::mt19937_64 &r) {
   k.rank = (int)uni(r, 0, 4);
   int nIn = (int)uni(r, 1, 4);
   for (int i = 0; i < nIn; ++i)
-    k.addInput(anyDType(r));
+    k.addInput(anyDType(r), coin(r, 0.3)); // uniform: one element read everywhere
   auto pick = [&](DType t) -> int {
     std::vector<int> c;
     for (int i = 0; i < (int)k.nodes.size(); ++i)
@@ -204,10 +204,10 @@ inline Case makeCase(const Kernel &k, std::mt19937_64 &r, bool corner) {
   }
   bool plainAll = corner || coin(r, 0.4);
   for (size_t i = 0; i < k.inputs.size(); ++i) {
-    std::vector<bool> zero(R, false);
+    std::vector<bool> zero(R, k.isUniformInput((int)i));
     if (!plainAll)
       for (int d = 0; d < R; ++d)
-        zero[d] = coin(r, 0.25);
+        zero[d] = zero[d] || coin(r, 0.25);
     c.inStr.push_back(randomStrides(r, c.shape, zero, plainAll));
     int64_t n = spanOf(c.shape, c.inStr.back());
     c.inputs.emplace_back(n * dtypeSize(k.inputs[i]));

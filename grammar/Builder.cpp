@@ -25,7 +25,13 @@ SrcLoc Builder::loc(const Span &whole, const Span &anchor) const {
 }
 
 void Builder::syntaxError(const Span &at, const std::string &message) {
-  diags_.error(DiagId::ParseError, loc(at), {message});
+  auto &d = diags_.error(DiagId::ParseError, loc(at), {message});
+  // The control-flow mistakes a newcomer makes most, named with their fix.
+  if (message.find("found `else`") != std::string::npos)
+    d.hint = "`else` continues an `if`: write it after the `}` on the same line: `} else {`";
+  else if (message.find("found `{` of a block") != std::string::npos)
+    d.hint = "write the condition (`if c {`, `while c {`) or the range (`for i in 0..n {`) "
+             "before the `{`";
 }
 
 int64_t Builder::toInt(const std::string &text, const Span &s) {

@@ -27,7 +27,7 @@ namespace dt {
 
 struct FusedKernel {
   Kernel kernel;
-  TensorType iterType;   ///< its local block is the iteration space
+  TensorType iterType;                 ///< its local block is the iteration space
   std::vector<TensorType> resultTypes; ///< the root's result, then extra ones (same shape)
 };
 

@@ -136,8 +136,7 @@ public:
       grow(b, groups.back(), g, it);
       // On the cpu a lone source gains nothing from a kernel (the reference
       // source is a fill or the same RNG loop) and would cost a compile.
-      if (!loneSources_ && groups.back().size() == 1 &&
-          opInfo(root.op).cls == OpClass::Source) {
+      if (!loneSources_ && groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source) {
         group_[i] = -1;
         groups.pop_back();
       }

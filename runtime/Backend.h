@@ -82,6 +82,10 @@ public:
   // --- memory -------------------------------------------------------------
   /// A zero-filled buffer of `bytes` bytes in this device's memory.
   virtual std::shared_ptr<Buffer> allocate(int64_t bytes) = 0;
+  /// A buffer whose contents are unspecified, for a result that its producer
+  /// writes in full (a kernel's output): no zero-fill pass. Defaults to
+  /// allocate().
+  virtual std::shared_ptr<Buffer> allocateUninit(int64_t bytes) { return allocate(bytes); }
   /// A zero-filled tensor on this device.
   HostTensor empty(DType dt, const std::vector<int64_t> &shape);
   /// The host tensor `h` as a tensor of this device (cpu: `h` itself, shared).

@@ -154,8 +154,14 @@ void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA
     return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB, threads);
   bool ta = transA && a0.rank() > 1, tb = transB && b0.rank() > 1;
   Plan p = plan(a0.shape, b0.shape, ta, tb);
-  if (c.dtype != a0.dtype || c.shape != p.out || !c.buf)
-    c = HostTensor(a0.dtype, p.out);
+  if (c.dtype != a0.dtype || c.shape != p.out || !c.buf) {
+    // BLAS (beta 0) and the k == 0 case write all of C; the integer loops
+    // accumulate into it, so they get zeros.
+    c = HostTensor{};
+    c.dtype = a0.dtype;
+    c.shape = p.out;
+    c.buf = std::make_shared<Buffer>((size_t)c.bytes(), !isFloat(a0.dtype));
+  }
   if (isFloat(a0.dtype))
     blasThreads(threads);
   int64_t es = dtypeSize(a0.dtype), mn = p.m * p.n;

@@ -17,6 +17,10 @@ std::shared_ptr<Buffer> CpuDevice::allocate(int64_t bytes) {
   return std::make_shared<Buffer>((size_t)bytes);
 }
 
+std::shared_ptr<Buffer> CpuDevice::allocateUninit(int64_t bytes) {
+  return std::make_shared<Buffer>((size_t)bytes, /*zeroFill=*/false);
+}
+
 void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *params) {
   auto fn = reinterpret_cast<CpuJIT::KernelFn>(const_cast<void *>(k.handle));
   fn(const_cast<void **>(bufs), params);

@@ -33,6 +33,7 @@ public:
   int blasThreads() const { return blasThreads_; }
 
   std::shared_ptr<Buffer> allocate(int64_t bytes) override;
+  std::shared_ptr<Buffer> allocateUninit(int64_t bytes) override;
   HostTensor fromHost(const HostTensor &h) override { return h; }
   HostTensor toHost(const HostTensor &t) override { return t; }
   void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override;

@@ -390,8 +390,7 @@ private:
       argSlots_.push_back(&fr.vals.at(o));
       argDying_.push_back(dying_ && std::find(dying_->begin(), dying_->end(), o) != dying_->end());
     }
-    rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size(),
-                  resSlots_.data());
+    rs_.runKernel(dev_, cs, argSlots_.data(), argDying_.data(), argSlots_.size(), resSlots_.data());
     for (Slot *s : resSlots_)
       rs_.hold(**s);
   }

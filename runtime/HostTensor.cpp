@@ -8,14 +8,15 @@
 
 namespace dt {
 
-Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+Buffer::Buffer(size_t bytes, bool zeroFill) : bytes_(bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0)
     rounded = 64;
   data_ = std::aligned_alloc(64, rounded);
   if (!data_)
     throw RuntimeFault("out of host memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(data_, 0, rounded);
+  if (zeroFill)
+    std::memset(data_, 0, rounded);
 }
 
 Buffer::Buffer(void *data, size_t bytes, Where where, std::function<void(void *)> release)

@@ -23,7 +23,9 @@ enum class Where { Host, Device };
 /// backend's allocator made (runtime/Backend.h), freed through its release.
 class Buffer {
 public:
-  explicit Buffer(size_t bytes);
+  /// `bytes` bytes of host memory, zero-filled unless `zeroFill` is false
+  /// (for a result its producer writes in full: no second pass over memory).
+  explicit Buffer(size_t bytes, bool zeroFill = true);
   /// Adopts `data` (`bytes` bytes in `where` memory); the destructor calls
   /// release(data).
   Buffer(void *data, size_t bytes, Where where, std::function<void(void *)> release);

@@ -2,8 +2,8 @@
 // KernelRuntime.h).
 #include "runtime/KernelRuntime.h"
 
-#include "support/Diagnostics.h"
 #include "passes/Fusion.h"
+#include "support/Diagnostics.h"
 
 namespace dt {
 
@@ -121,7 +121,7 @@ std::shared_ptr<Buffer> RankState::acquire(Device &dev, int64_t bytes) {
       return b;
     }
   }
-  return dev.allocate(bytes);
+  return dev.allocateUninit(bytes); // the kernel writes every element
 }
 
 RankState::CallSite &RankState::site(const Inst &in, const KernelTable &table) {

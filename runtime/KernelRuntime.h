@@ -30,8 +30,8 @@
 #include "codegen/FusedKernel.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Pipeline.h"
-#include "runtime/HostTensor.h"
 #include "runtime/Backend.h"
+#include "runtime/HostTensor.h"
 
 #include <map>
 #include <optional>

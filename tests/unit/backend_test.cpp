@@ -3,14 +3,14 @@
 // must only touch through the Device (what a GPU needs), prints and results
 // gathered through the world communicator, the null backend, two Sessions on
 // two threads, and makeBackend's names and one-line failures.
-#include "support/Errors.h"
+#include "codegen/CudaLoader.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "runtime/CpuBackend.h"
-#include "codegen/CudaLoader.h"
 #include "runtime/Executor.h"
 #include "runtime/NullBackend.h"
 #include "runtime/ThreadComm.h"
+#include "support/Errors.h"
 
 #include <doctest/doctest.h>
 
@@ -177,6 +177,7 @@ public:
       std::free(q);
     });
   }
+  std::shared_ptr<Buffer> allocateUninit(int64_t bytes) override { return allocate(bytes); }
   HostTensor fromHost(const HostTensor &h) override {
     if (h.buf && h.buf->where() == Where::Device)
       reg_->violation("fromHost of a device tensor");

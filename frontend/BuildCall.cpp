@@ -76,12 +76,12 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
   auto arg = [&](size_t i) { return expr(*e.args[i]); };
   auto ex = [&](size_t i) { return e.args[i].get(); };
   static const std::map<std::string, Op> unary = {
-      {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
-      {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"relu", Op::Relu}, {"abs", Op::Abs},
-      {"sin", Op::Sin},   {"cos", Op::Cos},         {"neg", Op::Neg},   {"logical_not", Op::Not},
+      {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt},  {"rsqrt", Op::Rsqrt},
+      {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"relu", Op::Relu},  {"abs", Op::Abs},
+      {"sin", Op::Sin},   {"cos", Op::Cos},         {"neg", Op::Neg},    {"logical_not", Op::Not},
       {"erf", Op::Erf},   {"log1p", Op::Log1p},     {"expm1", Op::Expm1}};
   static const std::map<std::string, Op> binary = {
-      {"maximum", Op::Maximum}, {"minimum", Op::Minimum},      {"pow", Op::Pow},
+      {"maximum", Op::Maximum}, {"minimum", Op::Minimum},   {"pow", Op::Pow},
       {"matmul", Op::MatMul},   {"floordiv", Op::FloorDiv}, {"mod", Op::Mod}};
   // Elementwise functions apply to structs field by field (lift()).
   auto elementwise = [&](Op op, std::vector<EV> xs, std::vector<const ast::Expr *> exs) {
@@ -256,11 +256,12 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
       return emit(Op::IndexSelect, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc, a);
     return emit(Op::IndexAdd, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc, a);
   }
-  if (name == "concat" || name == "stack" || name == "split" || name == "chunk" ||
-      name == "pad")
+  if (name == "concat" || name == "stack" || name == "split" || name == "chunk" || name == "pad")
     return cutBuiltin(name, e);
   if (name == "gather" || name == "one_hot")
     return gatherBuiltin(name, e);
+  if (name == "dropout" || name == "topk")
+    return samplingBuiltin(name, e);
   if (name == "cast") {
     if (!nargs(2, 2))
       return EV::bad();
@@ -286,7 +287,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     if (!x.single())
       return x.poison ? x : EV::bad();
     const ast::Expr &l = *e.args[1];
-    const ast::LayoutSpec *spec = l.kind == ast::Expr::Layout ? l.layout.get()
+    const ast::LayoutSpec *spec = l.kind == ast::Expr::Layout      ? l.layout.get()
                                   : l.kind == ast::Expr::Subscript ? subscriptLayout(l)
                                                                    : nullptr;
     if (!spec) {
@@ -373,19 +374,75 @@ const ast::LayoutSpec *IRBuilder::subscriptLayout(const ast::Expr &e) {
 }
 
 std::vector<std::string> IRBuilder::functionNames() const {
-  static const char *const kBuiltins[] = {
-      "relayout", "distribute", "to_host",    "ones",         "zeros",      "full",
-      "randn",    "rand",       "arange",     "exp",          "log",        "sqrt",
-      "rsqrt",    "tanh",       "sigmoid",    "relu",         "abs",        "sin",
-      "cos",      "neg",        "maximum",    "minimum",      "pow",        "matmul",
-      "where",    "sum",        "mean",       "max",          "min",        "einsum",
-      "transpose", "reshape",   "broadcast_to", "index_select", "index_add", "cast",
-      "zeros_like", "ones_like", "full_like", "grad",         "value_and_grad", "erf",
-      "log1p",    "expm1",      "floordiv",   "mod",          "square",     "clamp",
-      "gelu",     "softplus",   "isnan",      "isfinite",   "argmax",     "argmin",
-      "cumsum",     "load",       "save",       "time",       "load_checkpoint",
-      "save_checkpoint", "concat", "stack",      "split",      "chunk",      "pad",
-      "gather",     "one_hot"};
+  static const char *const kBuiltins[] = {"relayout",
+                                          "distribute",
+                                          "to_host",
+                                          "ones",
+                                          "zeros",
+                                          "full",
+                                          "randn",
+                                          "rand",
+                                          "arange",
+                                          "exp",
+                                          "log",
+                                          "sqrt",
+                                          "rsqrt",
+                                          "tanh",
+                                          "sigmoid",
+                                          "relu",
+                                          "abs",
+                                          "sin",
+                                          "cos",
+                                          "neg",
+                                          "maximum",
+                                          "minimum",
+                                          "pow",
+                                          "matmul",
+                                          "where",
+                                          "sum",
+                                          "mean",
+                                          "max",
+                                          "min",
+                                          "einsum",
+                                          "transpose",
+                                          "reshape",
+                                          "broadcast_to",
+                                          "index_select",
+                                          "index_add",
+                                          "cast",
+                                          "zeros_like",
+                                          "ones_like",
+                                          "full_like",
+                                          "grad",
+                                          "value_and_grad",
+                                          "erf",
+                                          "log1p",
+                                          "expm1",
+                                          "floordiv",
+                                          "mod",
+                                          "square",
+                                          "clamp",
+                                          "gelu",
+                                          "softplus",
+                                          "isnan",
+                                          "isfinite",
+                                          "argmax",
+                                          "argmin",
+                                          "cumsum",
+                                          "load",
+                                          "save",
+                                          "time",
+                                          "load_checkpoint",
+                                          "save_checkpoint",
+                                          "concat",
+                                          "stack",
+                                          "split",
+                                          "chunk",
+                                          "pad",
+                                          "gather",
+                                          "one_hot",
+                                          "dropout",
+                                          "topk"};
   std::vector<std::string> out(std::begin(kBuiltins), std::end(kBuiltins));
   for (auto &[q, fi] : st_.functions) {
     out.push_back(q);

@@ -26,6 +26,18 @@ static TensorType withoutPartials(TensorType t) {
   return t;
 }
 
+TensorType keptDimType(const TensorType &x, int64_t d, DType dt) {
+  TensorType r = x;
+  r.dtype = dt;
+  if (!(r.shape[d] == Dim::lit(1))) {
+    r.shape[d] = Dim::lit(1);
+    for (auto &p : r.placements)
+      if (p.isShard() && p.dim == d)
+        p = Placement::replicate();
+  }
+  return r;
+}
+
 /// The `dim=` (keyword or second argument) of `e`, in [0, rank); -1 after
 /// reporting an error.
 static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &name, int rank) {
@@ -57,9 +69,10 @@ static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &
   return i;
 }
 
-EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t) {
+EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,
+                        int64_t dim) {
   const ast::Expr *ex = e.args[0].get();
-  int64_t d = dimArgument(*this, e, name, t.rank());
+  int64_t d = dim >= 0 ? dim : dimArgument(*this, e, name, t.rank());
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {
@@ -83,7 +96,10 @@ EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const
   m = emit(Op::Reshape, {m}, {ex}, e.loc, {}, {k});
   if (m.poison)
     return m;
-  TensorType full = withoutPartials(typeOf(m.ids[0]));
+  // m takes x's placements but along `d`, where it is broadcast (a size-1
+  // dim may not be sharded then), so the comparison below needs no move of
+  // x; when `d` has size 1 m has x's very shape and placements.
+  TensorType full = keptDimType(t, d, typeOf(m.ids[0]).dtype);
   if (full != typeOf(m.ids[0]))
     m = emit(Op::Relayout, {m}, {ex}, e.loc, {}, {full});
   // ...marks its positions (NaN: max/min propagate it, and only a NaN

@@ -1,9 +1,9 @@
 // This file implements the IR builder's expressions: literals, names,
 // operators, the builtin functions and initializers. Every op goes through
 // emit(), which asks ir/Infer for the result type and reports type errors.
+#include "codegen/FloorMod.h"
 #include "frontend/BuildIR.h"
 #include "support/Checked.h"
-#include "codegen/FloorMod.h"
 
 #include <cmath>
 #include <cstdio>
@@ -14,10 +14,10 @@ namespace dt {
 namespace {
 
 const std::map<std::string, Op> kOperators = {
-    {"+", Op::Add},  {"-", Op::Sub}, {"*", Op::Mul},  {"/", Op::Div}, {"@", Op::MatMul},
-    {"**", Op::Pow}, {"==", Op::Eq}, {"!=", Op::Ne},  {"<", Op::Lt},  {"<=", Op::Le},
-    {">", Op::Gt},   {">=", Op::Ge}, {"&&", Op::And}, {"||", Op::Or},
-    {"%", Op::Mod},  {"//", Op::FloorDiv},
+    {"+", Op::Add},    {"-", Op::Sub},  {"*", Op::Mul}, {"/", Op::Div},
+    {"@", Op::MatMul}, {"**", Op::Pow}, {"==", Op::Eq}, {"!=", Op::Ne},
+    {"<", Op::Lt},     {"<=", Op::Le},  {">", Op::Gt},  {">=", Op::Ge},
+    {"&&", Op::And},   {"||", Op::Or},  {"%", Op::Mod}, {"//", Op::FloorDiv},
 };
 
 double foldBinary(const std::string &op, double a, double b, bool isInt) {
@@ -133,7 +133,6 @@ bool IRBuilder::literalFits(const EV &v, const TensorType &t, SrcLoc loc) {
                                  : "`i64` holds -9223372036854775808 to 9223372036854775807";
   return false;
 }
-
 
 int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
   TensorType t = replicatedType(like.dtype, {}, like.mesh);
@@ -498,18 +497,19 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       return emit(Op::Fill, {}, {}, init.loc, constAttrs(*v, t.dtype), {t});
     }
     if (c == "randn" || c == "rand") {
-      auto v = numberArg("seed", 0);
-      if (!v)
-        return EV::bad();
       a.str = c == "randn" ? "normal" : "uniform";
-      int64_t seed;
-      EV lit;
-      lit.number = *v;
+      // The seed: a literal, or any integer expression (a loop variable,
+      // host arithmetic) read when the program runs; either way element i
+      // is keyed by (seed, i), so every layout sees the same values.
       const ast::Expr *sx = kwarg(init, "seed");
       if (!sx && !init.args.empty())
         sx = init.args[0].get();
-      if (!literalInt(lit, sx ? sx->loc : init.loc, seed))
+      int64_t seed = 0;
+      int sid = -1;
+      if (sx && !intScalar(*sx, "seed", seed, sid))
         return EV::bad();
+      if (sid >= 0)
+        return emit(Op::Random, {EV::one(sid)}, {sx}, init.loc, a, {t});
       a.ints = {seed};
       return emit(Op::Random, {}, {}, init.loc, a, {t});
     }

@@ -1,6 +1,6 @@
 // This file implements the IR builder's statements — meshes, let/var,
-// assignment with the fixed-placement rule, `for` loops with loop-carried
-// variables, return, print, import, function declarations — and the Compilation
+// assignment with the fixed-placement rule, return, print, import, function
+// declarations (control flow: BuildControl.cpp) — and the Compilation
 // entry points that run parse + build.
 #include "frontend/BuildIR.h"
 
@@ -66,6 +66,10 @@ void IRBuilder::stmt(const ast::Stmt &s) {
     return assign(s);
   case K::For:
     return forLoop(s);
+  case K::If:
+    return ifStmt(s);
+  case K::While:
+    return whileLoop(s);
   case K::Return:
     return returnStmt(s);
   case K::Print:
@@ -159,9 +163,10 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
   for (auto &[name, other] : st_.meshes)
     ids.insert(other->devices.begin(), other->devices.end());
   if ((int64_t)ids.size() > maxRanks) {
-    diags().error(DiagId::MeshesTooManyDevices, s.loc,
-                  {d.name, std::to_string(ids.size()), std::to_string(maxRanks)}).hint =
-        "let the meshes share device ids";
+    diags()
+        .error(DiagId::MeshesTooManyDevices, s.loc,
+               {d.name, std::to_string(ids.size()), std::to_string(maxRanks)})
+        .hint = "let the meshes share device ids";
     return;
   }
   st_.meshes[d.name] = m;
@@ -283,112 +288,6 @@ void IRBuilder::assign(const ast::Stmt &s) {
   b->id = v.ids[0];
 }
 
-/// Names assigned anywhere in `body` (nested loops included).
-static void assignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std::string> &out) {
-  for (auto &s : body) {
-    if (s->kind == ast::Stmt::Assign && std::find(out.begin(), out.end(), s->names[0]) == out.end())
-      out.push_back(s->names[0]);
-    if (s->kind == ast::Stmt::For)
-      assignedNames(s->body, out);
-  }
-}
-
-std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
-  const TensorType &t = typeOf(id);
-  if (!t.isHost() || t.rank() != 0 || (t.dtype != DType::I32 && t.dtype != DType::I64))
-    return std::nullopt;
-  for (Block *b : blockStack_)
-    for (auto &in : b->insts)
-      if (in.results.size() == 1 && in.results[0] == id &&
-          (in.op == Op::Fill || in.op == Op::Const) && in.attrs.ints.size() == 1)
-        return in.attrs.ints[0]; // integer constants are exact in `ints` (ir/IR.h)
-  return std::nullopt;
-}
-
-void IRBuilder::forLoop(const ast::Stmt &s) {
-  auto bound = [&](const ast::Expr &e, int64_t &out) {
-    if (e.kind == ast::Expr::Name && symbols_ && symbols_->count(e.text)) {
-      const Dim &d = symbols_->at(e.text);
-      out = d.isSym() ? 1 : d.value; // a symbolic check builds one iteration
-      return true;
-    }
-    EV v = expr(e);
-    if (v.poison)
-      return false;
-    // An integer variable holding a constant (`var n = 3`, `let n : i64[] = 3`)
-    // is known here; one that a loop changes is not.
-    if (v.single())
-      if (auto c = hostIntConstant(v.ids[0])) {
-        out = *c;
-        return true;
-      }
-    if (!v.literal || !v.isInt) {
-      diags().error(DiagId::BadLoopBounds, e.loc);
-      return false;
-    }
-    return literalInt(v, e.loc, out);
-  };
-  int64_t lo = 0, hi = 0;
-  bool ok = bound(*s.lo, lo) & bound(*s.hi, hi);
-  // Loop-carried values: outer variables that the body assigns.
-  std::vector<std::string> assigned, carried;
-  assignedNames(s.body, assigned);
-  std::vector<int> inits;
-  for (auto &whole : assigned)
-    for (auto &n : leafNames(whole)) { // a struct variable carries its leaves
-      Binding *b = lookup(n);
-      if (b && b->kind == Binding::Var && b->id >= 0 &&
-          std::find(carried.begin(), carried.end(), n) == carried.end()) {
-        carried.push_back(n);
-        inits.push_back(b->id);
-      }
-    }
-  Block body;
-  int iv = fn().newValue(replicatedType(DType::I64, {}, nullptr), s.names[0]);
-  body.args.push_back(iv);
-  std::map<std::string, Binding> scope;
-  scope[s.names[0]] = Binding{Binding::Value, iv, {}, 0, s.loc, nullptr};
-  for (size_t i = 0; i < carried.size(); ++i) {
-    Binding b = *lookup(carried[i]);
-    b.id = fn().newValue(typeOf(inits[i]), carried[i]);
-    body.args.push_back(b.id);
-    scope[carried[i]] = b;
-  }
-  scopes_.push_back(std::move(scope));
-  blockStack_.push_back(&body);
-  block(s.body);
-  Inst y;
-  y.op = Op::Yield;
-  y.loc = s.loc;
-  bool poisoned = false;
-  for (auto &n : carried) {
-    Binding *b = lookup(n);
-    if (b->id < 0)
-      poisoned = true;
-    y.operands.push_back(b->id);
-  }
-  body.insts.push_back(std::move(y));
-  blockStack_.pop_back();
-  scopes_.pop_back();
-  if (!ok || poisoned) {
-    for (auto &n : carried)
-      lookup(n)->id = -1;
-    return;
-  }
-  Inst f;
-  f.op = Op::For;
-  f.attrs.ints = {lo, hi, 1};
-  f.operands = inits;
-  f.loc = s.loc;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    int id = fn().newValue(typeOf(inits[i]), carried[i]);
-    f.results.push_back(id);
-    lookup(carried[i])->id = id;
-  }
-  f.regions.push_back(std::move(body));
-  blk().insts.push_back(std::move(f));
-}
-
 void IRBuilder::returnStmt(const ast::Stmt &s) {
   if (!expectedResults_) {
     diags().error(DiagId::ReturnOutside, s.loc);
@@ -430,9 +329,8 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
       auto &d = diags().error(DiagId::ResultType,
                               s.values.size() == ids.size() ? s.values[i]->loc : s.loc,
                               {fn().name, got.str(), exp[i].str()});
-      if (!any &&
-          conversionHint(d, s.values.size() == ids.size() ? s.values[i].get() : nullptr, got,
-                         exp[i]))
+      if (!any && conversionHint(d, s.values.size() == ids.size() ? s.values[i].get() : nullptr,
+                                 got, exp[i]))
         d.hint = "write `return " + d.hint.substr(7);
       return;
     }

@@ -71,8 +71,8 @@ struct EV {
   std::vector<int> ids;
   bool poison = false;
   bool literal = false;
-  double number = 0;   ///< the value (rounded for integers above 2^53)
-  int64_t ival = 0;    ///< `isInt` or `isBool`: the exact value
+  double number = 0; ///< the value (rounded for integers above 2^53)
+  int64_t ival = 0;  ///< `isInt` or `isBool`: the exact value
   bool isInt = false;
   bool isBool = false;
   /// Per element of the value (a tuple has several): its struct, or null for
@@ -99,6 +99,11 @@ struct EV {
   }
   bool single() const { return !poison && !literal && ids.size() == 1 && !hasStruct(); }
 };
+
+/// `x`'s type with dim `d` kept at size 1 (a keepdim reduction broadcast
+/// back against `x`): x's placements, but `d` unsharded unless it already
+/// has size 1 (then exactly x's placements); dtype `dt`.
+TensorType keptDimType(const TensorType &x, int64_t d, DType dt);
 
 /// The Const/Fill attributes of literal `v` as dtype `t` (IR.h: integers
 /// exact in `ints`; a float literal into an integer dtype truncates).
@@ -140,7 +145,19 @@ public:
   void meshDecl(const ast::Stmt &s);
   void letOrVar(const ast::Stmt &s);
   void assign(const ast::Stmt &s);
+  // ---- control flow (BuildControl.cpp)
   void forLoop(const ast::Stmt &s);
+  void ifStmt(const ast::Stmt &s);
+  void whileLoop(const ast::Stmt &s);
+  /// The condition of an `if`/`while` (`what`) as a host `bool[]` value: a
+  /// host scalar, or a replicated rank-0 bool read on every rank; -1 after
+  /// reporting why not.
+  int condition(const ast::Expr &e, const char *what);
+  /// An integer scalar (a `for` bound, a random `seed`; `what` names it in
+  /// messages): a constant in `c` (and -1 in `id`), or a run-time host
+  /// `i64[]` value in `id` (a host integer, or a replicated rank-0 integer
+  /// read on every rank); false after an error.
+  bool intScalar(const ast::Expr &e, const char *what, int64_t &c, int &id);
   void importModule(const ast::Stmt &s);
   void fnDecl(const ast::Stmt &s, const std::string &prefix);
   void returnStmt(const ast::Stmt &s);
@@ -219,6 +236,9 @@ public:
   void structAssign(const ast::Stmt &s, Binding &b);
   /// The leaf names of struct binding `name` (`p.wq`, ...), or {name}.
   std::vector<std::string> leafNames(const std::string &name);
+  /// `names` with every struct name replaced by its leaves (no duplicates):
+  /// the variables a loop or branch carries.
+  std::vector<std::string> leafNames(const std::vector<std::string> &names);
   /// Applies `one` field by field when an operand is a struct (elementwise
   /// lifting: `p - lr * g`, `sqrt(v)`); all struct operands share one type.
   /// False when no operand is a struct.
@@ -241,7 +261,9 @@ public:
   bool composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled);
   /// `argmax`/`argmin(x, dim=d)`: i64 global indices; over a sharded dim two
   /// all-reduces (the extreme value, then the first index holding it).
-  EV argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t);
+  /// argmax/argmin along the `dim=` of `e`, or along `dim` when it is >= 0.
+  EV argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,
+               int64_t dim = -1);
   /// `cumsum(x, dim=d)` along a dim that no mesh axis shards.
   EV cumsum(const ast::Expr &e, EV x, const TensorType &t);
 
@@ -254,6 +276,8 @@ public:
   EV dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s);
   /// `one_hot(ids, n)` and `gather(x, ids, dim=d)` (BuildGather.cpp).
   EV gatherBuiltin(const std::string &name, const ast::Expr &e);
+  /// `dropout(x, p, seed=s)` and `topk(x, 1, dim=d)` (BuildSampling.cpp).
+  EV samplingBuiltin(const std::string &name, const ast::Expr &e);
   /// `concat`, `stack`, `split`, `chunk`, `pad`.
   EV cutBuiltin(const std::string &name, const ast::Expr &e);
   /// `xs` (same dtype, rank and sizes but along `d`) joined along `d`; the

@@ -480,6 +480,15 @@ std::vector<std::string> IRBuilder::leafNames(const std::string &name) {
   return out;
 }
 
+std::vector<std::string> IRBuilder::leafNames(const std::vector<std::string> &names) {
+  std::vector<std::string> out;
+  for (auto &whole : names)
+    for (auto &n : leafNames(whole)) // a struct variable carries its leaves
+      if (std::find(out.begin(), out.end(), n) == out.end())
+        out.push_back(n);
+  return out;
+}
+
 bool IRBuilder::lift(const std::vector<EV> &operands, SrcLoc loc,
                      const std::function<EV(const std::vector<EV> &)> &one, EV &out) {
   StructRef def;

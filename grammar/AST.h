@@ -144,6 +144,8 @@ struct Stmt {
     Assign, ///< `name = value` (only variables); `p.wq = value` for a struct field
     Fn,     ///< `fn`
     For,    ///< `for name in lo..hi { body }`
+    If,     ///< `if value { body } else { elseBody }` (`else if`: one If in elseBody)
+    While,  ///< `while value { body }`
     Return, ///< `return values`
     Print,  ///< `print(item, ...)`: string labels and values on one line
     Import, ///< `import name`
@@ -155,10 +157,12 @@ struct Stmt {
   std::vector<std::string> names; ///< Let/Var/Assign/For target names
   std::vector<SrcLoc> nameLocs;
   std::unique_ptr<TypeSpec> type; ///< Let/Var annotation (optional)
-  ExprPtr value;                  ///< Let/Var init, Assign value, ExprStmt
+  ExprPtr value;                  ///< Let/Var init, Assign value, ExprStmt, If/While condition
   std::vector<ExprPtr> values;    ///< Return values, Print items
   ExprPtr lo, hi;                 ///< For bounds
-  std::vector<StmtPtr> body;      ///< For body
+  std::vector<StmtPtr> body;      ///< For/If/While body
+  std::vector<StmtPtr> elseBody;  ///< If: the `else` branch (empty without one)
+  bool hasElse = false;           ///< If: an `else` was written
   std::unique_ptr<MeshDecl> mesh; ///< Mesh
   std::unique_ptr<FnDecl> fn;     ///< Fn
   std::unique_ptr<StructDecl> record; ///< Struct

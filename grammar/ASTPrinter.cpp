@@ -312,6 +312,22 @@ public:
       out += ' ';
       block(s.body, indent);
       break;
+    case Stmt::If:
+      out += "if ";
+      expr(*s.value);
+      out += ' ';
+      block(s.body, indent);
+      if (s.hasElse) {
+        out += " else ";
+        block(s.elseBody, indent);
+      }
+      break;
+    case Stmt::While:
+      out += "while ";
+      expr(*s.value);
+      out += ' ';
+      block(s.body, indent);
+      break;
     case Stmt::Return:
       out += "return";
       if (!s.values.empty())

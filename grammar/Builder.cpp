@@ -25,7 +25,13 @@ SrcLoc Builder::loc(const Span &whole, const Span &anchor) const {
 }
 
 void Builder::syntaxError(const Span &at, const std::string &message) {
-  diags_.error(DiagId::ParseError, loc(at), {message});
+  auto &d = diags_.error(DiagId::ParseError, loc(at), {message});
+  // The control-flow mistakes a newcomer makes most, named with their fix.
+  if (message.find("found `else`") != std::string::npos)
+    d.hint = "`else` continues an `if`: write it after the `}` on the same line: `} else {`";
+  else if (message.find("found `{` of a block") != std::string::npos)
+    d.hint = "write the condition (`if c {`, `while c {`) or the range (`for i in 0..n {`) "
+             "before the `{`";
 }
 
 int64_t Builder::toInt(const std::string &text, const Span &s) {
@@ -336,8 +342,8 @@ ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
   return e;
 }
 
-ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg,
-                                     bool argIsInt, const Span &s) {
+ast::LayoutEntry Builder::torchEntry(const std::string &kind, const std::string &arg, bool argIsInt,
+                                     const Span &s) {
   ast::LayoutEntry e;
   e.loc = loc(s);
   e.torch = true;
@@ -477,6 +483,22 @@ StmtPtr Builder::forStmt(const std::string &var, const Span &varLoc, ExprPtr lo,
   st->nameLocs.push_back(loc(varLoc));
   st->lo = std::move(lo);
   st->hi = std::move(hi);
+  st->body = std::move(body);
+  return st;
+}
+
+StmtPtr Builder::ifStmt(ExprPtr cond, StmtList body, StmtList elseBody, const Span &s) {
+  auto st = stmt(Stmt::If, s);
+  st->value = std::move(cond);
+  st->body = std::move(body);
+  st->hasElse = !elseBody.empty();
+  st->elseBody = std::move(elseBody);
+  return st;
+}
+
+StmtPtr Builder::whileStmt(ExprPtr cond, StmtList body, const Span &s) {
+  auto st = stmt(Stmt::While, s);
+  st->value = std::move(cond);
   st->body = std::move(body);
   return st;
 }

@@ -103,6 +103,8 @@ public:
                   std::vector<ast::TypeSpec> results, StmtList body, const Span &s);
   ast::StmtPtr structStmt(const std::string &name, std::vector<ast::Param> fields, const Span &s);
   ast::Param param(const std::string &name, ast::TypeSpec t, const Span &s);
+  ast::StmtPtr ifStmt(ast::ExprPtr cond, StmtList body, StmtList elseBody, const Span &s);
+  ast::StmtPtr whileStmt(ast::ExprPtr cond, StmtList body, const Span &s);
   ast::StmtPtr forStmt(const std::string &var, const Span &varLoc, ast::ExprPtr lo, ast::ExprPtr hi,
                        StmtList body, const Span &s);
   ast::StmtPtr ret(std::vector<ast::ExprPtr> values, const Span &s);

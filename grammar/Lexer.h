@@ -80,6 +80,12 @@ enum class TokKind {
   Percent,
   SlashSlash,
   KwStruct,
+  KwIf,
+  KwElse,
+  KwWhile,
+  /// The `{` that opens the block of a `for`, `if` or `while` header (a
+  /// distinct token: in a header `c {` is never a layout `m{...}`).
+  HeaderBrace,
 };
 
 /// Spelling of a token kind for messages and tests (`]`, `let`, identifier).
@@ -116,7 +122,7 @@ private:
   Span span(const char *b, const char *e) const;
   SrcLoc srcLoc(const Span &s) const;
   /// Bracket bookkeeping for a token about to be returned; false on abort.
-  bool track(const Token &t);
+  bool track(Token &t);
 
   const std::string &text_;
   int file_;
@@ -125,8 +131,8 @@ private:
   int line_ = 1;
   std::vector<Bracket> brackets_;
   TokKind prev_ = TokKind::Newline, prev2_ = TokKind::Newline;
-  /// Nesting depth of the `for` header being read (its block brace is at
-  /// this depth), or -1.
+  /// Nesting depth of the `for`/`if`/`while` header being read (its block
+  /// brace is at this depth), or -1.
   int forDepth_ = -1;
   bool any_ = false;     ///< some token was returned
   bool endSent_ = false; ///< the trailing Newline before End was returned

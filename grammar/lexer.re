@@ -21,7 +21,7 @@ const char *tokKindName(TokKind k) {
       "`,`", "`:`", "`.`", "`..`", "`->`", "`=`",
       "`+`", "`-`", "`*`", "`/`", "`@`", "`**`",
       "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`", "`&&`", "`||`", "`!`",
-      "`%`", "`//`"};
+      "`%`", "`//`", "`if`", "`else`", "`while`", "`{`"};
   return kNames[(int)k];
 }
 
@@ -174,7 +174,8 @@ Token Lexer::scan() {
             {"in", TokKind::KwIn},         {"return", TokKind::KwReturn},
             {"print", TokKind::KwPrint},   {"import", TokKind::KwImport},
             {"true", TokKind::KwTrue},     {"false", TokKind::KwFalse},
-            {"struct", TokKind::KwStruct}};
+            {"struct", TokKind::KwStruct}, {"if", TokKind::KwIf},
+            {"else", TokKind::KwElse},     {"while", TokKind::KwWhile}};
         for (const auto &w : kWords)
           if (t.text == w.word) t.kind = w.kind;
         return t;
@@ -224,7 +225,7 @@ Token Lexer::scan() {
   }
 }
 
-bool Lexer::track(const Token &t) {
+bool Lexer::track(Token &t) {
   auto push = [&](Bracket b) {
     brackets_.push_back(b);
     if ((int)brackets_.size() <= kMaxNesting) return true;
@@ -244,6 +245,8 @@ bool Lexer::track(const Token &t) {
   };
   switch (t.kind) {
   case TokKind::KwFor:
+  case TokKind::KwIf:
+  case TokKind::KwWhile:
     forDepth_ = (int)brackets_.size();
     break;
   case TokKind::Newline:
@@ -255,15 +258,18 @@ bool Lexer::track(const Token &t) {
   case TokKind::LBrace: {
     // `m{x: shard(0)}`: a brace right after a name is a layout, except after
     // `fn f`, after a struct result type (`-> Block {`) and for the first
-    // brace of a `for` header at its own nesting level (`for i in 0..B*H {`),
-    // where it opens a block. `struct S {` is read as a layout brace: its
-    // fields may span lines.
+    // brace of a `for`/`if`/`while` header at its own nesting level
+    // (`for i in 0..B*H {`, `if ok {`), where it opens a block and becomes a
+    // HeaderBrace token for the parser. `struct S {` is read as a layout
+    // brace: its fields may span lines.
     bool forBlock = forDepth_ == (int)brackets_.size();
     bool layout = prev_ == TokKind::Name && !forBlock && prev2_ != TokKind::DotDot &&
                   prev2_ != TokKind::KwIn && prev2_ != TokKind::KwFn &&
                   prev2_ != TokKind::Arrow;
-    if (forBlock)
+    if (forBlock) {
       forDepth_ = -1;
+      t.kind = TokKind::HeaderBrace;
+    }
     return push(layout ? Bracket::Layout : Bracket::Block);
   }
   case TokKind::RParen: pop(Bracket::Paren, Bracket::Paren); break;

@@ -311,7 +311,10 @@ private:
     case Op::Random:
       if (atIdent() && !atGenericAttrs()) {
         a.str = ident("a distribution");
-        a.ints = {integer()};
+        if (peek() == '%')
+          in.operands.push_back(use()); // a run-time seed
+        else
+          a.ints = {integer()};
       }
       return;
     case Op::Einsum:
@@ -334,7 +337,14 @@ private:
       }
       return;
     case Op::For:
-      if (!(peekIdent() == "iter")) {
+      if (peek() == '%') { // run-time bounds
+        in.operands.push_back(use());
+        keyword("to");
+        in.operands.push_back(use());
+        keyword("step");
+        a.ints = {0, 0, integer()};
+        a.flag = true;
+      } else if (!(peekIdent() == "iter")) {
         int64_t lo = integer();
         keyword("to");
         int64_t hi = integer();

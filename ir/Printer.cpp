@@ -172,10 +172,14 @@ public:
       }
       break;
     case Op::Random:
-      if (isBareName(a.str) && a.ints.size() == 1) {
+      if (isBareName(a.str) && a.ints.size() == 1 && in.operands.empty()) {
         out += " " + a.str + " " + std::to_string(a.ints[0]);
         rest.str.clear();
         rest.ints.clear();
+      } else if (isBareName(a.str) && a.ints.empty() && in.operands.size() == 1) {
+        out += " " + a.str + " " + use(in.operands[0]); // a run-time seed
+        rest.str.clear();
+        return;
       }
       break;
     case Op::Einsum:
@@ -195,6 +199,15 @@ public:
       }
       return;
     case Op::For:
+      // Run-time bounds (flag): `for %lo to %hi step 1 iter(...)`.
+      if (a.flag && a.ints.size() == 3 && in.operands.size() >= 2) {
+        out += " " + use(in.operands[0]) + " to " + use(in.operands[1]) + " step " +
+               std::to_string(a.ints[2]);
+        rest.ints.clear();
+        rest.flag = false;
+        out += " iter(" + operands(in, 2) + ")";
+        return;
+      }
       if (a.ints.size() == 3) {
         out += " " + std::to_string(a.ints[0]) + " to " + std::to_string(a.ints[1]) + " step " +
                std::to_string(a.ints[2]);

@@ -109,9 +109,9 @@ private:
       if (term && i + 1 != b.insts.size())
         instErr(in, "a terminator must be the last instruction of its block");
       if (in.op == Op::Yield && !loop)
-        instErr(in, "`yield` outside a `for` body");
+        instErr(in, "`yield` outside a `for`/`while` body or `if` branch");
       if (in.op == Op::Return && loop)
-        instErr(in, "`return` inside a `for` body");
+        instErr(in, "`return` inside a `" + std::string(opName(loop->op)) + "` body");
       for (int o : in.operands)
         use(in, o);
       inst(in, loop);
@@ -161,7 +161,7 @@ private:
     if (info.numResults >= 0 && nr != (size_t)info.numResults)
       instErr(in, "produces " + std::to_string(info.numResults) + " results, got " +
                       std::to_string(nr));
-    if (in.op != Op::For && !in.regions.empty())
+    if (in.op != Op::For && in.op != Op::If && in.op != Op::While && !in.regions.empty())
       instErr(in, "cannot have regions");
     if (in.op == Op::Print)
       printItems(in);
@@ -174,6 +174,12 @@ private:
     switch (in.op) {
     case Op::For:
       forLoop(in);
+      return;
+    case Op::If:
+      ifInst(in);
+      return;
+    case Op::While:
+      whileLoop(in);
       return;
     case Op::Yield:
       yield(in, loop);
@@ -192,56 +198,146 @@ private:
     checkInferredTypes(in);
   }
 
+  static bool isHostScalar(const TensorType &t, DType d) {
+    return t == TensorType{d, {}, nullptr, {}};
+  }
+
+  /// The loop-carried initial values of a `for` (after its run-time bounds)
+  /// or `while` (after its initial condition).
+  static std::vector<int> carriedOf(const Inst &in) {
+    size_t skip = in.op == Op::While ? 1 : in.op == Op::For && in.attrs.flag ? 2 : 0;
+    if (in.operands.size() < skip)
+      return {};
+    return std::vector<int>(in.operands.begin() + (long)skip, in.operands.end());
+  }
+
+  /// Checks a loop body's arguments (`lead` leading ones, then one per
+  /// carried value) and its results.
+  void loopShape(const Inst &in, const Block &body, const std::vector<int> &carried, size_t lead) {
+    size_t n = carried.size();
+    if (in.results.size() != n)
+      instErr(in, "has " + std::to_string(in.results.size()) + " results for " + std::to_string(n) +
+                      " loop-carried values");
+    if (body.args.size() != n + lead) {
+      instErr(in, "body has " + std::to_string(body.args.size()) + " arguments; expected " +
+                      (lead ? "the induction variable and " : "") + std::to_string(n) +
+                      " loop-carried values");
+    } else {
+      for (size_t k = 0; k < n; ++k)
+        if (!sameType(body.args[k + lead], carried[k]))
+          instErr(in, "loop-carried value " + std::to_string(k) + ": body argument has type `" +
+                          ty(body.args[k + lead]) + "` but the initial value has type `" +
+                          ty(carried[k]) + "`");
+    }
+    for (size_t k = 0; k < n && k < in.results.size(); ++k)
+      if (!sameType(in.results[k], carried[k]))
+        instErr(in, "result " + std::to_string(k) + " has type `" + ty(in.results[k]) +
+                        "` but the loop carries `" + ty(carried[k]) + "`");
+    if (body.insts.empty() || body.insts.back().op != Op::Yield)
+      instErr(in, "body must end with `yield`");
+  }
+
   void forLoop(const Inst &in) {
     if (in.attrs.ints.size() != 3)
       instErr(in, "needs bounds `ints = {lo, hi, step}`");
     else if (in.attrs.ints[2] == 0)
       instErr(in, "step must not be 0");
+    if (in.attrs.flag) {
+      if (in.operands.size() < 2) {
+        instErr(in, "with run-time bounds needs operands `lo, hi`");
+        return;
+      }
+      for (int k = 0; k < 2; ++k)
+        if (!isHostScalar(f_.type(in.operands[k]), DType::I64))
+          instErr(in, std::string(k ? "upper" : "lower") + " bound " + v(in.operands[k]) +
+                          " must have type `i64[]`, got `" + ty(in.operands[k]) + "`");
+    }
     if (in.regions.size() != 1) {
       instErr(in, "needs exactly one body region, got " + std::to_string(in.regions.size()));
       return;
     }
     const Block &body = in.regions[0];
-    size_t n = in.operands.size();
-    if (in.results.size() != n)
-      instErr(in, "has " + std::to_string(in.results.size()) + " results for " + std::to_string(n) +
-                      " loop-carried values");
-    if (body.args.size() != n + 1) {
-      instErr(in, "body has " + std::to_string(body.args.size()) +
-                      " arguments; expected the induction variable and " + std::to_string(n) +
-                      " loop-carried values");
-    } else {
+    loopShape(in, body, carriedOf(in), 1);
+    if (body.args.size() == carriedOf(in).size() + 1) {
       int iv = body.args[0];
-      if (valid(iv) && !(f_.type(iv) == TensorType{DType::I64, {}, nullptr, {}}))
+      if (valid(iv) && !isHostScalar(f_.type(iv), DType::I64))
         instErr(in,
                 "induction variable " + v(iv) + " must have type `i64[]`, got `" + ty(iv) + "`");
-      for (size_t k = 0; k < n; ++k)
-        if (!sameType(body.args[k + 1], in.operands[k]))
-          instErr(in, "loop-carried value " + std::to_string(k) + ": body argument has type `" +
-                          ty(body.args[k + 1]) + "` but the initial value has type `" +
-                          ty(in.operands[k]) + "`");
     }
-    for (size_t k = 0; k < n && k < in.results.size(); ++k)
-      if (!sameType(in.results[k], in.operands[k]))
-        instErr(in, "result " + std::to_string(k) + " has type `" + ty(in.results[k]) +
-                        "` but the loop carries `" + ty(in.operands[k]) + "`");
-    if (body.insts.empty() || body.insts.back().op != Op::Yield)
-      instErr(in, "body must end with `yield`");
     block(body, &in);
+  }
+
+  void whileLoop(const Inst &in) {
+    if (in.operands.empty()) {
+      instErr(in, "needs an initial condition operand");
+      return;
+    }
+    if (!isHostScalar(f_.type(in.operands[0]), DType::Bool))
+      instErr(in, "condition " + v(in.operands[0]) + " must have type `bool[]`, got `" +
+                      ty(in.operands[0]) + "`");
+    if (in.regions.size() != 1) {
+      instErr(in, "needs exactly one body region, got " + std::to_string(in.regions.size()));
+      return;
+    }
+    loopShape(in, in.regions[0], carriedOf(in), 0);
+    block(in.regions[0], &in);
+  }
+
+  void ifInst(const Inst &in) {
+    if (in.operands.size() != 1) {
+      instErr(in, "takes 1 operand (the condition), got " + std::to_string(in.operands.size()));
+      return;
+    }
+    if (!isHostScalar(f_.type(in.operands[0]), DType::Bool))
+      instErr(in, "condition " + v(in.operands[0]) + " must have type `bool[]`, got `" +
+                      ty(in.operands[0]) + "`");
+    if (in.regions.size() != 2) {
+      instErr(in, "needs a then and an else region, got " + std::to_string(in.regions.size()));
+      return;
+    }
+    for (const Block &r : in.regions) {
+      if (!r.args.empty())
+        instErr(in, "branches take no arguments");
+      if (r.insts.empty() || r.insts.back().op != Op::Yield)
+        instErr(in, "each branch must end with `yield`");
+      block(r, &in);
+    }
   }
 
   void yield(const Inst &in, const Inst *loop) {
     if (!loop)
       return;
-    if (in.operands.size() != loop->operands.size()) {
-      instErr(in, "yields " + std::to_string(in.operands.size()) + " values but the loop carries " +
-                      std::to_string(loop->operands.size()));
+    // What the enclosing region must pass on: its results (if), or the
+    // next condition and the carried values (while), or the carried values.
+    std::vector<TensorType> want;
+    std::string what = "the loop carries";
+    if (loop->op == Op::If) {
+      for (int r : loop->results)
+        if (!valid(r))
+          return;
+      for (int r : loop->results)
+        want.push_back(f_.type(r));
+      what = "the `if` has results of";
+    } else {
+      if (loop->op == Op::While)
+        want.push_back(TensorType{DType::Bool, {}, nullptr, {}});
+      for (int c : carriedOf(*loop)) {
+        if (!valid(c))
+          return;
+        want.push_back(f_.type(c));
+      }
+      if (loop->op == Op::While)
+        what = "the `while` needs its condition and";
+    }
+    if (in.operands.size() != want.size()) {
+      instErr(in, "yields " + std::to_string(in.operands.size()) + " values but " + what + " " +
+                      std::to_string(want.size()));
       return;
     }
     for (size_t k = 0; k < in.operands.size(); ++k)
-      if (valid(loop->operands[k]) && !sameType(in.operands[k], loop->operands[k]))
-        instErr(in, "value " + std::to_string(k) + " has type `" + ty(in.operands[k]) +
-                        "` but the loop carries `" + ty(loop->operands[k]) + "`");
+      if (!(f_.type(in.operands[k]) == want[k]))
+        instErr(in, "value " + std::to_string(k) + " has type `" + ty(in.operands[k]) + "` but " +
+                        what + " `" + printType(want[k]) + "`");
   }
 
   void ret(const Inst &in) {
@@ -325,8 +421,11 @@ private:
         instErr(in, "needs an einsum spec");
       break;
     case Op::Random:
-      if ((a.str != "normal" && a.str != "uniform") || a.ints.size() != 1)
+      if ((a.str != "normal" && a.str != "uniform") || a.ints.size() + in.operands.size() != 1)
         instErr(in, "needs a distribution (`normal` or `uniform`) and a seed");
+      else if (!in.operands.empty() && valid(in.operands[0]) &&
+               !isHostScalar(f_.type(in.operands[0]), DType::I64))
+        instErr(in, "its run-time seed must have type `i64[]`, got `" + ty(in.operands[0]) + "`");
       break;
     case Op::Fill:
       if (r && (constInInts(r->dtype) ? a.floats.size() : a.ints.size()))

@@ -43,6 +43,12 @@ private:
         e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes) : 0;
         index_[key] = entries.size();
         entries.push_back(std::move(e));
+      } else if ((in.op == Op::If || in.op == Op::While || (in.op == Op::For && in.attrs.flag)) &&
+                 !in.regions.empty()) {
+        // Counts unknown before the run: each region is listed as if it ran
+        // once per time its statement runs.
+        for (const Block &r : in.regions)
+          block(f, r, times, depth);
       } else if (in.op == Op::For && in.attrs.ints.size() == 3 && in.attrs.ints[2] != 0 &&
                  !in.regions.empty()) {
         int64_t lo = in.attrs.ints[0], hi = in.attrs.ints[1], st = in.attrs.ints[2];

@@ -161,6 +161,10 @@ private:
     }
     case Op::For:
       return loop(in, fr, depth);
+    case Op::If:
+      return branch(in, fr, depth);
+    case Op::While:
+      return whileLoop(in, fr, depth);
     case Op::Print:
       print(in, fr);
       return {};
@@ -186,6 +190,14 @@ private:
       return {Slot{}};
     if (in.op == Op::Distribute)
       return {blockOf(get(fr, in.operands[0], in), rt, meshRank(rt))};
+    if (in.op == Op::Random && in.operands.size() == 1) {
+      // A run-time seed: the same source as with a constant seed, so the
+      // values are layout-invariant alike (every rank reads the same seed).
+      Inst c = in;
+      c.operands.clear();
+      c.attrs.ints = {hostScalar(fr, in.operands[0], in).data<int64_t>()[0]};
+      return localOp(c, {}, {rt}, LocalPlace{meshRank(rt), sh_.referenceOnly});
+    }
     if (opInfo(in.op).cls == OpClass::Collective) {
       const TensorType &st = fr.type(in.operands[0]);
       ++rs_.stats.collectives;
@@ -408,9 +420,15 @@ private:
       throw InternalError("executor: malformed `for`");
     const Block &body = in.regions[0];
     int64_t lo = in.attrs.ints[0], hi = in.attrs.ints[1], step = in.attrs.ints[2];
+    size_t skip = 0;
+    if (in.attrs.flag) { // run-time bounds: host scalars, the same on every rank
+      lo = hostScalar(fr, in.operands.at(0), in).data<int64_t>()[0];
+      hi = hostScalar(fr, in.operands.at(1), in).data<int64_t>()[0];
+      skip = 2;
+    }
     std::vector<Slot> cur;
-    for (int o : in.operands)
-      cur.push_back(fr.vals.at(o));
+    for (size_t o = skip; o < in.operands.size(); ++o)
+      cur.push_back(fr.vals.at(in.operands[o]));
     uint64_t n = forTripCount(lo, hi, step);
     // Only the outermost loops of the entry function report progress.
     LoopProgress *progress =
@@ -442,6 +460,51 @@ private:
       cur = block(body, fr, depth);
       if (progress)
         progress->step(k + 1);
+    }
+    return cur;
+  }
+
+  /// A host scalar's value in host memory (a condition or a loop bound):
+  /// every rank computes it from the same host values or reads its identical
+  /// replica, so every rank takes the same branch.
+  HostTensor hostScalar(Frame &fr, int id, const Inst &in) { return dev_.toHost(get(fr, id, in)); }
+
+  std::vector<Slot> branch(const Inst &in, Frame &fr, int depth) {
+    if (in.regions.size() != 2 || in.operands.size() != 1)
+      throw InternalError("executor: malformed `if`");
+    bool c = hostScalar(fr, in.operands[0], in).data<uint8_t>()[0] != 0;
+    return block(in.regions[c ? 0 : 1], fr, depth);
+  }
+
+  /// `while`: the body yields the next condition, then the carried values.
+  /// block() checks the interrupt flag on every iteration, so an endless
+  /// loop stops on Ctrl-C.
+  std::vector<Slot> whileLoop(const Inst &in, Frame &fr, int depth) {
+    if (in.regions.size() != 1 || in.operands.empty() ||
+        in.regions[0].args.size() + 1 != in.operands.size())
+      throw InternalError("executor: malformed `while`");
+    const Block &body = in.regions[0];
+    bool go = hostScalar(fr, in.operands[0], in).data<uint8_t>()[0] != 0;
+    std::vector<Slot> cur;
+    for (size_t o = 1; o < in.operands.size(); ++o)
+      cur.push_back(fr.vals.at(in.operands[o]));
+    ++loopNest_;
+    struct Nest {
+      int &n;
+      ~Nest() { --n; }
+    } nest{loopNest_};
+    while (go) {
+      for (size_t k = 0; k < cur.size(); ++k) {
+        Slot &arg = fr.vals.at(body.args.at(k));
+        arg = std::move(cur[k]);
+        if (arg)
+          rs_.hold(*arg);
+      }
+      std::vector<Slot> next = block(body, fr, depth);
+      if (next.empty() || !next[0])
+        throw InternalError("executor: `while` body yields no condition");
+      go = dev_.toHost(*next[0]).data<uint8_t>()[0] != 0;
+      cur.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
     }
     return cur;
   }

@@ -6,9 +6,9 @@
 #include "runtime/CheckpointIO.h"
 #include "runtime/TensorIO.h"
 
-#include "support/Diagnostics.h"
 #include "runtime/Format.h"
 #include "runtime/RefKernels.h"
+#include "support/Diagnostics.h"
 
 #include <chrono>
 #include <map>
@@ -180,9 +180,12 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     if (constCount(in.attrs, resType().dtype) != 1)
       throw InternalError("reference evaluator: `fill` needs one value");
     return one(ref::constantOf(in.attrs, resType().dtype, fr.dims(resType())));
-  case Op::Random:
-    return one(
-        ref::random(in.attrs.str, (uint64_t)attrInt(0), resType().dtype, fr.dims(resType())));
+  case Op::Random: {
+    // A run-time seed (one host i64[] operand) or a constant one.
+    uint64_t seed =
+        in.operands.size() == 1 ? (uint64_t)opnd(0).data<int64_t>()[0] : (uint64_t)attrInt(0);
+    return one(ref::random(in.attrs.str, seed, resType().dtype, fr.dims(resType())));
+  }
   case Op::Iota:
     return one(ref::iota(attrInt(0), resType().dtype, fr.dims(resType())));
   case Op::MatMul:
@@ -217,9 +220,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
   }
   case Op::Time: {
     HostTensor t(DType::F64, {});
-    t.data<double>()[0] = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now().time_since_epoch())
-                              .count();
+    t.data<double>()[0] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     return one(std::move(t));
   }
   case Op::LoadFile: {
@@ -288,13 +290,15 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     if (in.regions.size() != 1)
       throw InternalError("reference evaluator: `for` needs exactly one body region");
     const Block &body = in.regions[0];
-    if (body.args.size() != in.operands.size() + 1)
+    size_t skip = in.attrs.flag ? 2 : 0; // run-time bounds come first
+    if (in.operands.size() < skip || body.args.size() != in.operands.size() - skip + 1)
       throw InternalError("reference evaluator: `for` body has the wrong number of arguments");
-    int64_t lo = attrInt(0), hi = attrInt(1), step = attrInt(2);
+    int64_t lo = skip ? opnd(0).data<int64_t>()[0] : attrInt(0);
+    int64_t hi = skip ? opnd(1).data<int64_t>()[0] : attrInt(1), step = attrInt(2);
     if (step == 0)
       throw InternalError("reference evaluator: `for` with step 0");
     std::vector<HostTensor> cur;
-    for (size_t i = 0; i < in.operands.size(); ++i)
+    for (size_t i = skip; i < in.operands.size(); ++i)
       cur.push_back(opnd(i));
     for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
       int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
@@ -309,6 +313,31 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
                             std::to_string(next.size()) + " values for " +
                             std::to_string(cur.size()) + " loop-carried values");
       cur = std::move(next);
+    }
+    return cur;
+  }
+  case Op::If: {
+    if (in.regions.size() != 2 || in.operands.size() != 1)
+      throw InternalError("reference evaluator: malformed `if`");
+    return runBlock(in.regions[opnd(0).data<uint8_t>()[0] ? 0 : 1], fr, depth);
+  }
+  case Op::While: {
+    if (in.regions.size() != 1 || in.operands.empty() ||
+        in.regions[0].args.size() != in.operands.size() - 1)
+      throw InternalError("reference evaluator: malformed `while`");
+    const Block &body = in.regions[0];
+    bool go = opnd(0).data<uint8_t>()[0] != 0;
+    std::vector<HostTensor> cur;
+    for (size_t i = 1; i < in.operands.size(); ++i)
+      cur.push_back(opnd(i));
+    while (go) {
+      for (size_t k = 0; k < cur.size(); ++k)
+        fr.put(body.args[k], cur[k]);
+      auto next = runBlock(body, fr, depth);
+      if (next.size() != cur.size() + 1)
+        throw InternalError("reference evaluator: `while` body yields the wrong number of values");
+      go = next[0].data<uint8_t>()[0] != 0;
+      cur.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
     }
     return cur;
   }

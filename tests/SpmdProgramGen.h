@@ -124,7 +124,7 @@ private:
   void onPartial() {
     std::vector<int> partials;
     for (size_t i = 0; i < pool_.size(); ++i)
-      if (isPartial(pool_[i].t))
+      if (isPartial(pool_[i].t) && pool_[i].t.dtype != "bool") // no linear op takes a bool
         partials.push_back((int)i);
     if (partials.empty())
       return;
@@ -196,7 +196,10 @@ private:
     int v = plain[pick(0, (int)plain.size() - 1)];
     GType t = pool_[v].t;
     bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
-    switch (pick(0, 10)) {
+    switch (pick(0, 11)) {
+    case 11:
+      controlOrSampling(v);
+      return;
     case 0: { // relayout through a partial (sum) or a random layout
       std::vector<int> mid = randomLayout((int)t.shape.size());
       if (coin(40))
@@ -206,7 +209,7 @@ private:
       return;
     }
     case 1: { // unary
-      static const char *fu[] = {"exp(tanh(", "sin(",  "relu(", "abs(", "sigmoid(",
+      static const char *fu[] = {"exp(tanh(", "sin(",  "relu(", "abs(",     "sigmoid(",
                                  "-(",        "gelu(", "erf(",  "softplus("};
       if (!fl) {
         define((bl ? "!(" : "-(") + pool_[v].name + ")", t);
@@ -284,6 +287,61 @@ private:
     }
   }
 
+  /// Control flow, loop-seeded randomness, dropout or topk on `v` (not
+  /// partial): a `var` updated in a `for` whose body branches on the loop
+  /// variable, its bound a run-time host value; `dropout`; `topk` along a
+  /// random dim, its results relayouted to random layouts.
+  void controlOrSampling(int v) {
+    GType t = pool_[v].t;
+    bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
+    const std::string x = pool_[v].name; // a copy: sameTypeAs() grows the pool
+    switch (pick(0, 2)) {
+    case 0: {
+      if (bl)
+        return;
+      int w = sameTypeAs(v);
+      std::string z = fresh(), n = fresh();
+      out_ += "var " + n + " = " + std::to_string(pick(0, 1)) + "\n";
+      out_ += "var " + z + " : " + typeStr(t) + " = " + x + "\n";
+      out_ += "for i in " + n + ".." + n + " + " + std::to_string(pick(1, 3)) + " {\n";
+      out_ += "  if i % 2 == 0 {\n    " + z + " = " + z + " - " + pool_[w].name + "\n";
+      if (fl) {
+        out_ += "  } else if i == 1 {\n    let r : " + typeStr(t) + " = randn(seed=i * 7 + " +
+                std::to_string(pick(1, 99)) + ")\n    " + z + " = " + z + " + r\n";
+      }
+      out_ += "  } else {\n    " + z + " = " + z + " + " + pool_[w].name + "\n  }\n}\n";
+      pool_.push_back({z, t});
+      return;
+    }
+    case 1: {
+      if (!fl)
+        return;
+      static const char *ps[] = {"0.0", "0.3", "0.5", "1.0"};
+      define("dropout(" + x + ", " + ps[pick(0, 3)] + ", seed=" + std::to_string(pick(0, 99)) + ")",
+             t);
+      return;
+    }
+    default: {
+      if (bl || t.shape.empty())
+        return;
+      int d = pick(0, (int)t.shape.size() - 1);
+      if (t.shape[d] == 0)
+        return; // no largest element: an error, as argmax's
+      std::string a = fresh(), b = fresh();
+      out_ += "let (" + a + ", " + b + ") = topk(" + x + ", 1, dim=" + std::to_string(d) +
+              (coin(25) ? ", largest=false" : "") + ")\n";
+      GType vt = t, it = t;
+      vt.shape[d] = it.shape[d] = 1;
+      it.dtype = "i64";
+      vt.pl = randomLayout((int)vt.shape.size());
+      it.pl = randomLayout((int)it.shape.size());
+      define("relayout(" + a + ", " + layoutStr(vt) + ")", vt);
+      define("relayout(" + b + ", " + layoutStr(it) + ")", it);
+      return;
+    }
+    }
+  }
+
   /// A strided slice, a join with a slice of itself, or a pad, along a
   /// random dim, sharded or not: the result keeps the operand's placements.
   void sliceOrJoin(int v) {
@@ -302,8 +360,8 @@ private:
       r.shape[d] = b > a ? (b - a + st - 1) / st : 0;
       std::string subs;
       for (int i = 0; i <= d; ++i)
-        subs += i < d ? ":, " : std::to_string(lo) + ":" + std::to_string(hi) + ":" +
-                                    std::to_string(st);
+        subs += i < d ? ":, "
+                      : std::to_string(lo) + ":" + std::to_string(hi) + ":" + std::to_string(st);
       define(x + "[" + subs + "]", r);
       return;
     }

@@ -43,6 +43,8 @@ def terminal():
     text = out.decode(errors="replace")
     assert "\rfor at line 5: 0/400 (0%)" in text.replace("\x1b[K", ""), text
     assert "/400" in text and "it/s" in text, text
+    # A `for` whose bound is a run-time value shows the count read at its start.
+    assert "\rfor at line 10: 0/50 (0%)" in text.replace("\x1b[K", ""), text
     # The indicator is erased before the program's line, which then stands alone.
     assert "\r\x1b[Kdone true" in text, repr(text)
     assert text.rstrip("\r\n").endswith("done true"), repr(text)

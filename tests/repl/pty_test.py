@@ -135,6 +135,12 @@ def main():
     t.send("\x03")
     t.expect("interrupted")
     t.expect("dt> ")
+    # An endless `while` stops on Ctrl-C too (checked on every iteration).
+    t.send("while true { s = s + 1.0 }\r")
+    time.sleep(1.0)
+    t.send("\x03")
+    t.expect("interrupted")
+    t.expect("dt> ")
     t.send("a - 1.0\r")
     t.expect("[0, 1, 2, 3] : ")
     t.expect("dt> ")

@@ -387,7 +387,8 @@ TEST_CASE("grad check: slicing, concat, stack, split, chunk, pad") {
   check({"slices of sharded dims",
          {{"x", "f64[5, 4]"}, {"c", "f64[2, 2]"}, {"v", "f64[4]"}},
          "  let s = x[1:5:2, -3:-1]\n  return " + total("s * s * relayout(c, {L0})") + " + " +
-             total("relayout(x[-2], m[_]) * relayout(v, m[_])") + " + " + total("x[:, 3] * x[:, 0]"),
+             total("relayout(x[-2], m[_]) * relayout(v, m[_])") + " + " +
+             total("x[:, 3] * x[:, 0]"),
          {0, 2},
          {{kMesh1, {"m[_, _]", "m[_, _]", "m[_]"}},
           {kMesh22, {"m[x, y]", "m[x, y]", "m[y]"}},
@@ -397,9 +398,9 @@ TEST_CASE("grad check: slicing, concat, stack, split, chunk, pad") {
          {{"a", "f64[3, 2]"}, {"b", "f64[3, 3]"}, {"c", "f64[3, 5]"}, {"d", "f64[2, 8]"}},
          "  let j = concat(a, b * b, dim=1)\n"
          "  let p = pad(a, [1, 0, 2, 1], value=0.5)\n"
-         "  let st = stack(j[0], j[2] * j[1])\n  return " + total("j * relayout(c, {L0})") +
-             " + " + total("relayout(st, m[_, _]) * relayout(d[:, 0:5], m[_, _])") + " + " +
-             total("p * p"),
+         "  let st = stack(j[0], j[2] * j[1])\n  return " +
+             total("j * relayout(c, {L0})") + " + " +
+             total("relayout(st, m[_, _]) * relayout(d[:, 0:5], m[_, _])") + " + " + total("p * p"),
          {0, 1},
          {{kMesh1, {"m[_, _]", "m[_, _]", "m[_, _]", "m[_, _]"}},
           {kMesh22, {"m[_, x]", "m[_, x]", "m[_, x]", "m[y, x]"}},
@@ -465,6 +466,40 @@ TEST_CASE("grad check: calls and for loops inside the differentiated function") 
   c.prelude = "fn h(y: f64[N, K] @ *, w: f64[K, K] @ *) -> f64[N, K] @ * {\n"
               "  return tanh(y @ w) * 0.5 + y\n}\n";
   check(c);
+}
+
+TEST_CASE("grad check: if/else and while with compile-time conditions inside the function") {
+  // Conditions on loop variables and host arithmetic fold while flattening:
+  // the branch taken and the iterations run are the ones the program runs.
+  Case c{"if + while",
+         {{"x", "f64[5, 3]"}, {"w", "f64[3, 3]"}},
+         "  var y = x\n  var k = 0\n  for i in 0..4 {\n    if i % 2 == 0 {\n      y = tanh(y @ w)\n"
+         "    } else if i == 1 {\n      y = y * 2.0\n    } else {\n      y = y + x\n    }\n  }\n"
+         "  while k * k < 5 {\n    y = y * 0.5 + x\n    k = k + 1\n  }\n  return " +
+             total("y * y"),
+         {0, 1},
+         {{kMesh1, {"m[_, _]", "m[_, _]"}},
+          {kMesh22, {"m[x, _]", "m[_, _]"}},
+          {kMesh3, {"m[x, _]", "m[_, _]"}}}};
+  check(c);
+}
+
+TEST_CASE("grad check: dropout (same mask forward and backward) and topk (k = 1)") {
+  check({"dropout",
+         {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+         "  return " + total("dropout(x * x, 0.4, seed=9) * c") + " + " +
+             total("dropout(x, 0.0, seed=1) * c"),
+         {0},
+         matrixConfigs(2)});
+  // The gradient of the value reaches the chosen element only (random data:
+  // no ties), along a sharded and an unsharded dim.
+  for (auto dim : {"0", "1"})
+    check({std::string("topk dim ") + dim,
+           {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+           std::string("  let (v, i) = topk(x * c, 1, dim=") + dim + ")\n  return " +
+               total("v * v") + " + " + total("x * c"),
+           {0, 1},
+           matrixConfigs(2)});
 }
 
 namespace {

@@ -124,6 +124,34 @@ Module everyOpModule() {
   loop.results = {f.newValue(f23, "acc")};
   int acc = loop.results[0];
   f.body.insts.push_back(std::move(loop));
+  // if %cond { yield acc } { yield acc2 }; while %cond iter(acc) { yield %cond, w }
+  int iv0 = b.emit(Op::Fill, {}, ty(DType::I64, {}), ints({3}));
+  int cond = b.emit(Op::Lt, {iv0, iv0}, ty(DType::Bool, {}));
+  Inst br;
+  br.op = Op::If;
+  br.operands = {cond};
+  for (int k = 0; k < 2; ++k) {
+    Block &r = br.regions.emplace_back();
+    b.blocks.push_back(&r);
+    int v = k ? acc : b.emit(Op::Add, {acc, acc}, f23);
+    b.emit(Op::Yield, {v}, nullptr);
+    b.blocks.pop_back();
+  }
+  br.results = {f.newValue(f23, "picked")};
+  int picked = br.results[0];
+  f.body.insts.push_back(std::move(br));
+  Inst wl;
+  wl.op = Op::While;
+  wl.operands = {cond, picked};
+  Block &wb = wl.regions.emplace_back();
+  wb.args = {f.newValue(f23, "v")};
+  b.blocks.push_back(&wb);
+  b.emit(Op::Yield, {cond, wb.args[0]}, nullptr);
+  b.blocks.pop_back();
+  wl.results = {f.newValue(f23, "looped")};
+  acc = wl.results[0];
+  f.body.insts.push_back(std::move(wl));
+  b.emit(Op::Random, {iv0}, f23, strAttr("uniform"));
   int lf = b.emit(Op::LoadFile, {}, f23, strAttr("/tmp/m.safetensors\nlayers.0.w"));
   b.emit(Op::SaveFile, {lf, acc}, nullptr, strAttr("/tmp/o.safetensors\na\nb"));
   b.emit(Op::Print, {acc}, nullptr, strAttr("acc \"quoted\"\n"));
@@ -198,8 +226,12 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find("  } : f32[2, 3]\n") != std::string::npos);
   CHECK(text.find("  print %") != std::string::npos);
   CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n") != std::string::npos);
-  CHECK(text.find("  print %67 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
+  CHECK(text.find("  print %73 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
         std::string::npos);
+  CHECK(text.find(":picked = if %69 {\n") != std::string::npos);
+  CHECK(text.find(":looped = while %69, %71 {\n    ^(%72:v: f32[2, 3]):\n    yield %69, %72\n") !=
+        std::string::npos);
+  CHECK(text.find(" = random uniform %68 : f32[2, 3]\n") != std::string::npos);
 }
 
 TEST_CASE("ir print: text in, same text out") {

@@ -1,5 +1,6 @@
 // Unit tests for ir/Verifier: a valid module passes, and each structural
 // invariant, when broken, is reported with its message (one case each).
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "ir_test_util.h"
 
@@ -147,6 +148,64 @@ TEST_CASE("ir verify: `for` structure") {
                             "`f32[2]`") == 0);
 }
 
+const char *kControl = R"(func @main(%0: i64[]) -> (f32[2], i64[]) {
+  %1 = const [1, 1] : f32[2]
+  %2 = fill 3 : i64[]
+  %3 = lt %0, %2 : bool[]
+  %4 = if %3 {
+    %5 = add %1, %1 : f32[2]
+    yield %5
+  } {
+    yield %1
+  } : f32[2]
+  %6, %7 = while %3, %4, %0 {
+    ^(%8: f32[2], %9: i64[]):
+    %10 = add %9, %2 : i64[]
+    %11 = lt %10, %2 : bool[]
+    yield %11, %8, %10
+  } : f32[2], i64[]
+  %12 = for %0 to %7 step 1 iter(%6) {
+    ^(%13: i64[], %14: f32[2]):
+    %15 = random normal %13 : f32[2]
+    yield %15
+  } : f32[2]
+  return %12, %7
+}
+)";
+
+TEST_CASE("ir verify: `if`, `while` and a `for` with run-time bounds") {
+  CHECK(verify(kControl, true) == "");
+  Module m = parseOrFail(kControl);
+  CHECK(printModule(m) == printModule(parseOrFail(printModule(m))));
+
+  std::string cond = kControl;
+  cond.replace(cond.find("%4 = if %3"), 10, "%4 = if %0");
+  CHECK(verify(cond) == "@main: `if` (%4): condition %0 must have type `bool[]`, got `i64[]`");
+
+  std::string branch = kControl;
+  branch.replace(branch.find("    yield %1\n"), 13, "    yield %2\n");
+  CHECK(verify(branch) ==
+        "@main: `yield`: value 0 has type `i64[]` but the `if` has results of `f32[2]`");
+
+  std::string noCond = kControl;
+  noCond.replace(noCond.find("yield %11, %8, %10"), 18, "yield %8, %10");
+  CHECK(verify(noCond) ==
+        "@main: `yield`: yields 2 values but the `while` needs its condition and 3");
+
+  std::string wcond = kControl;
+  wcond.replace(wcond.find("while %3,"), 9, "while %2,");
+  CHECK(verify(wcond) == "@main: `while` (%6): condition %2 must have type `bool[]`, got `i64[]`");
+
+  std::string bound = kControl;
+  bound.replace(bound.find("for %0 to %7"), 12, "for %0 to %3");
+  CHECK(verify(bound) == "@main: `for` (%12): upper bound %3 must have type `i64[]`, got `bool[]`");
+
+  std::string seed = kControl;
+  seed.replace(seed.find("random normal %13"), 17, "random normal %14");
+  CHECK(verify(seed) == "@main: `random` (%15): its run-time seed must have type `i64[]`, got "
+                        "`f32[2]`");
+}
+
 TEST_CASE("ir verify: terminators") {
   CHECK(verify("func @main() {\n  %0 = fill 1 : f32[]\n}\n") ==
         "@main: function body must end with `return`");
@@ -155,7 +214,7 @@ TEST_CASE("ir verify: terminators") {
         "@main: function body must end with `return`");
   CHECK(verify(mainFn("  %0 = fill 1 : f32[]\n  yield %0")) ==
         "@main: `yield`: a terminator must be the last instruction of its block\n"
-        "@main: `yield`: `yield` outside a `for` body");
+        "@main: `yield`: `yield` outside a `for`/`while` body or `if` branch");
   std::string ret = kLoop;
   ret.replace(ret.find("yield %4"), 8, "return %4");
   CHECK(verify(ret).find("@main: `return`: `return` inside a `for` body") != std::string::npos);

@@ -1,0 +1,211 @@
+// This file implements `dropout(x, p, seed=s)` and `topk(x, 1, dim=d)` as
+// checked ops (like BuildComposite.cpp): placement rules, SPMD lowering,
+// kernels and gradients come from the ops they are written with.
+//  * dropout: x * where(rand(seed) >= p, 1 / (1 - p), 0). The uniform draw is
+//    the layout-invariant `random` source (element i keyed by (seed, i)), so
+//    every mesh and layout drops the same elements; the gradient is the same
+//    mask times 1 / (1 - p). p = 0 is the identity, p = 1 gives zeros (the
+//    factor is 0; a NaN or inf element stays NaN, as PyTorch's x * mask).
+//  * topk, k = 1: the index is argmax's (the lowest index among ties, a NaN
+//    wins); the value is x at that index, selected by a one-hot mask and
+//    summed over the dim (one all-reduce when a mesh axis shards it), so the
+//    gradient reaches exactly the chosen element.
+#include "frontend/BuildIR.h"
+
+#include <cmath>
+
+namespace dt {
+
+namespace {
+
+EV number(double v) {
+  EV n;
+  n.literal = true;
+  n.number = v;
+  return n;
+}
+
+TensorType withoutPartials(TensorType t) {
+  for (auto &p : t.placements)
+    if (p.isPartial())
+      p = Placement::replicate();
+  return t;
+}
+
+} // namespace
+
+EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
+  size_t maxArgs = name == "dropout" ? 3 : 3;
+  if (e.args.size() < 2 || e.args.size() > maxArgs) {
+    diags().error(DiagId::ArgCount, e.loc, {name, "2", std::to_string(e.args.size())});
+    return EV::bad();
+  }
+  const ast::Expr *ex = e.args[0].get();
+  EV x = expr(*ex);
+  if (x.poison)
+    return x;
+  if (!x.single()) {
+    diags().error<DiagId::NeedsTensor>(ex->loc, name);
+    return EV::bad();
+  }
+  const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
+  auto op = [&](Op o, std::vector<EV> a, Attrs at = {}, std::vector<TensorType> given = {}) {
+    for (auto &v : a)
+      if (v.poison)
+        return EV::bad();
+    std::vector<const ast::Expr *> exs(a.size(), nullptr);
+    if (!exs.empty())
+      exs[0] = ex;
+    return emit(o, a, exs, e.loc, at, given);
+  };
+  if (name == "dropout") {
+    if (!isFloat(t.dtype)) {
+      diags().error(DiagId::FloatOnly, e.loc, {name, t.str()});
+      return EV::bad();
+    }
+    const ast::Expr *px = e.args[1].get();
+    EV p = expr(*px);
+    if (p.poison)
+      return p;
+    if (!p.literal || p.isBool || !(p.number >= 0 && p.number <= 1)) {
+      diags().error(DiagId::DropoutProb, px->loc, {exprText(px)}).hint =
+          "the probability of zeroing an element, a number such as `0.1`";
+      return EV::bad();
+    }
+    const ast::Expr *sx = kwarg(e, "seed");
+    if (!sx && e.args.size() > 2)
+      sx = e.args[2].get();
+    if (!sx) {
+      diags().error<DiagId::DropoutSeed>(e.loc).hint =
+          "pass a different seed per step, e.g. `dropout(x, 0.1, seed=step)`";
+      return EV::bad();
+    }
+    int64_t seed = 0;
+    int sid = -1;
+    if (!intScalar(*sx, "seed", seed, sid))
+      return EV::bad();
+    Attrs ra;
+    ra.str = "uniform";
+    TensorType ut = withoutPartials(t);
+    EV u = sid >= 0 ? emit(Op::Random, {EV::one(sid)}, {sx}, e.loc, ra, {ut}) : EV::bad();
+    if (sid < 0) {
+      ra.ints = {seed};
+      u = emit(Op::Random, {}, {}, e.loc, ra, {ut});
+    }
+    double q = p.number;
+    EV keep = op(Op::Ge, {u, number(q)});
+    if (keep.poison)
+      return keep;
+    // 1 / (1 - p) is finite below p = 1; at p = 1 no element is kept.
+    double scale = q < 1 ? 1.0 / (1.0 - q) : 0.0;
+    EV s = EV::one(materialize(number(scale), ut, e.loc));
+    EV z = EV::one(materialize(number(0), ut, e.loc));
+    EV factor = op(Op::Select, {keep, s, z});
+    return op(Op::Mul, {x, factor});
+  }
+  // topk(x, k, dim=d): (values, indices), dim d of size k; k = 1.
+  const ast::Expr *kx = e.args[1].get();
+  EV k = expr(*kx);
+  if (k.poison)
+    return k;
+  if (!k.literal || !k.isInt || k.ival != 1) {
+    diags().error(DiagId::TopkK, kx->loc, {exprText(kx)}).hint =
+        "`topk(x, 1, dim=d)` or `argmax(x, dim=d)`; larger k is not supported yet";
+    return EV::bad();
+  }
+  if (t.dtype == DType::Bool) {
+    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"});
+    return EV::bad();
+  }
+  if (t.rank() == 0) {
+    diags().error(DiagId::BadDim, e.loc, {"0", "0"});
+    return EV::bad();
+  }
+  for (auto &p : t.placements)
+    if (p.isPartial()) {
+      auto &d = diags().error(DiagId::NonLinearPartial, e.loc, {name});
+      conversionHint(d, ex, t, withoutPartials(t));
+      return EV::bad();
+    }
+  int64_t d = t.rank() - 1; // the last dim by default, as torch.topk
+  const ast::Expr *dx = kwarg(e, "dim");
+  if (!dx && e.args.size() > 2)
+    dx = e.args[2].get();
+  if (dx) {
+    EV v = expr(*dx);
+    if (v.poison)
+      return v;
+    if (!v.literal || !v.isInt) {
+      diags().error<DiagId::ExpectedInt>(dx->loc);
+      return EV::bad();
+    }
+    if (!literalInt(v, dx->loc, d))
+      return EV::bad();
+    if (d < 0)
+      d += t.rank();
+    if (d < 0 || d >= t.rank()) {
+      diags().error(DiagId::BadDim, dx->loc, {std::to_string(d), std::to_string(t.rank())});
+      return EV::bad();
+    }
+  }
+  bool largest = true;
+  if (const ast::Expr *lx = kwarg(e, "largest")) {
+    EV v = expr(*lx);
+    if (v.poison)
+      return v;
+    if (!v.literal || !v.isBool) {
+      diags().error(DiagId::NeedsNumberHere, lx->loc, {"largest"}).hint = "`true` or `false`";
+      return EV::bad();
+    }
+    largest = v.ival != 0;
+  }
+  EV idx = argReduce(largest ? "argmax" : "argmin", e, x, t, d);
+  if (idx.poison)
+    return idx;
+  // The index back in x's rank (dim d of size 1), then a one-hot mask of it.
+  TensorType kt = typeOf(idx.ids[0]);
+  kt.shape = t.shape;
+  kt.shape[d] = Dim::lit(1);
+  for (auto &p : kt.placements)
+    if (p.isShard())
+      p = Placement::replicate(); // reshape derives them
+  EV ik = op(Op::Reshape, {idx}, {}, {kt});
+  if (ik.poison)
+    return ik;
+  // x's placements but along d (argReduce does the same for its maximum).
+  TensorType same = keptDimType(t, d, DType::I64);
+  if (typeOf(ik.ids[0]) != same)
+    ik = op(Op::Relayout, {ik}, {}, {same});
+  TensorType it = t;
+  it.dtype = DType::I64;
+  Attrs dims;
+  dims.ints = {d};
+  EV iota = emit(Op::Iota, {}, {}, e.loc, dims, {it});
+  EV hit = op(Op::Eq, {iota, ik});
+  if (hit.poison)
+    return hit;
+  EV zero = EV::one(materialize(number(0), t, e.loc));
+  EV picked = op(Op::Select, {hit, x, zero});
+  EV v = op(Op::ReduceSum, {picked}, dims);
+  if (v.poison)
+    return v;
+  TensorType vt = typeOf(v.ids[0]);
+  vt.shape = t.shape;
+  vt.shape[d] = Dim::lit(1);
+  for (auto &p : vt.placements)
+    if (p.isShard())
+      p = Placement::replicate();
+  v = op(Op::Reshape, {v}, {}, {vt});
+  if (v.poison)
+    return v;
+  TensorType vf = withoutPartials(typeOf(v.ids[0]));
+  if (vf != typeOf(v.ids[0]))
+    v = op(Op::Relayout, {v}, {}, {vf});
+  if (v.poison)
+    return v;
+  EV out;
+  out.ids = {v.ids[0], ik.ids[0]};
+  return out;
+}
+
+} // namespace dt

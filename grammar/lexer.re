@@ -21,7 +21,9 @@ const char *tokKindName(TokKind k) {
       "`,`", "`:`", "`.`", "`..`", "`->`", "`=`",
       "`+`", "`-`", "`*`", "`/`", "`@`", "`**`",
       "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`", "`&&`", "`||`", "`!`",
-      "`%`", "`//`", "`if`", "`else`", "`while`", "`{`"};
+      "`%`", "`//`", "`struct`", "`if`", "`else`", "`while`", "`{`"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == (size_t)TokKind::HeaderBrace + 1,
+                "one name per token kind");
   return kNames[(int)k];
 }
 

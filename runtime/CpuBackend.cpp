@@ -9,9 +9,75 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <functional>
 #include <thread>
 
 namespace dt {
+
+/// Worker threads that run parts of one kernel launch with the calling rank
+/// thread (part 0). One launch at a time; the caller waits for every part.
+class KernelPool {
+public:
+  explicit KernelPool(int parts) : parts_(parts) {
+    for (int i = 1; i < parts; ++i)
+      threads_.emplace_back([this, i] { work(i); });
+  }
+  ~KernelPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto &t : threads_)
+      t.join();
+  }
+  int parts() const { return parts_; }
+  void run(const std::function<void(int)> &part) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &part;
+      pending_ = parts_ - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    part(0);
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+private:
+  void work(int i) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)> *job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_)
+          return;
+        seen = generation_;
+        job = job_;
+      }
+      (*job)(i);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0)
+        done_.notify_one();
+    }
+  }
+  int parts_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)> *job_ = nullptr;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+CpuDevice::CpuDevice(int rank) : Device(rank) {}
+CpuDevice::~CpuDevice() = default;
 
 std::shared_ptr<Buffer> CpuDevice::allocate(int64_t bytes) {
   return std::make_shared<Buffer>((size_t)bytes);
@@ -21,9 +87,47 @@ std::shared_ptr<Buffer> CpuDevice::allocateUninit(int64_t bytes) {
   return std::make_shared<Buffer>((size_t)bytes, /*zeroFill=*/false);
 }
 
+/// Iteration points from which a launch is split across the rank's threads
+/// (below, a thread hand-off costs more than it saves).
+constexpr int64_t kSplitPoints = 1 << 17;
+
 void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *params) {
-  auto fn = reinterpret_cast<CpuJIT::KernelFn>(const_cast<void *>(k.handle));
-  fn(const_cast<void **>(bufs), params);
+  const CpuKernel &ck = *static_cast<const CpuKernel *>(k.handle);
+  void **b = const_cast<void **>(bufs);
+  int R = ck.rank;
+  if (blasThreads_ <= 1 || R == 0 || !ck.splitDim0) {
+    ck.fn(b, params);
+    return;
+  }
+  int64_t points = 1;
+  for (int d = 0; d < R; ++d)
+    points *= params[d];
+  int64_t d0 = params[0];
+  if (points < kSplitPoints || d0 < 2) {
+    ck.fn(b, params);
+    return;
+  }
+  if (!pool_ || pool_->parts() != blasThreads_)
+    pool_ = std::make_unique<KernelPool>(blasThreads_);
+  // Each part runs dim 0's slice [lo, hi): its own params (shape[0], and the
+  // global offset of dim 0 for random/iota) and buffers moved to the slice.
+  int parts = (int)std::min<int64_t>(pool_->parts(), d0);
+  int nb = ck.inputs + ck.outputs;
+  int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
+  pool_->run([&](int part) {
+    if (part >= parts)
+      return;
+    int64_t lo = d0 * part / parts, hi = d0 * (part + 1) / parts;
+    std::vector<int64_t> p(params, params + np);
+    p[0] = hi - lo;
+    if (ck.global)
+      p[(int64_t)R * (1 + nb)] += lo;
+    std::vector<void *> pb(nb);
+    for (int i = 0; i < nb; ++i)
+      pb[i] = b[i] ? static_cast<char *>(b[i]) + lo * params[R + (int64_t)i * R] * ck.elemBytes[i]
+                   : nullptr;
+    ck.fn(pb.data(), p.data());
+  });
 }
 
 std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTensor &b, DType out,
@@ -86,8 +190,20 @@ CpuJIT &CpuKernelCompiler::jit(bool small) {
 }
 
 NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
-  CpuJIT::KernelFn fn = jit(small).compile(k);
-  return NativeKernel{reinterpret_cast<const void *>(fn)};
+  CpuKernel ck;
+  ck.fn = jit(small).compile(k);
+  ck.rank = k.rank;
+  ck.inputs = (int)k.inputs.size();
+  ck.outputs = (int)k.outputs.size();
+  ck.splitDim0 = k.rank > 0 && !isReducedDim(k, 0);
+  ck.global = usesGlobalIndex(k);
+  for (DType t : k.inputs)
+    ck.elemBytes.push_back(dtypeSize(t));
+  for (DType t : k.outputs)
+    ck.elemBytes.push_back(dtypeSize(t));
+  std::lock_guard<std::mutex> lock(mu_);
+  kernels_.push_back(std::move(ck));
+  return NativeKernel{&kernels_.back()};
 }
 
 CompileCounters CpuKernelCompiler::counters() const {

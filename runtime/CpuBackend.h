@@ -16,21 +16,35 @@
 
 #include "runtime/Backend.h"
 
+#include <deque>
 #include <memory>
+#include <mutex>
 
 namespace dt {
 
 class ThreadWorld;
+class KernelPool;
+
+/// What a cpu NativeKernel's handle points to: the JIT's function and what a
+/// launch needs to split the iteration space along dim 0 across threads.
+struct CpuKernel {
+  void (*fn)(void **, const int64_t *) = nullptr;
+  int rank = 0, inputs = 0, outputs = 0;
+  bool splitDim0 = false;         ///< dim 0 is not reduced: chunks write disjoint outputs
+  bool global = false;            ///< reads the global offsets (random, iota)
+  std::vector<int64_t> elemBytes; ///< per buffer (inputs, then outputs)
+};
 
 /// A rank whose buffers are host memory; subclasses supply the communicators.
 class CpuDevice : public Device {
 public:
-  using Device::Device;
+  explicit CpuDevice(int rank);
 
   /// OpenBLAS threads for this rank's gemms: cores / ranks in the process
   /// (at least 1), set by the backend that hosts the rank (runtime/Blas.h).
   void setBlasThreads(int n) { blasThreads_ = n < 1 ? 1 : n; }
   int blasThreads() const { return blasThreads_; }
+  ~CpuDevice() override;
 
   std::shared_ptr<Buffer> allocate(int64_t bytes) override;
   std::shared_ptr<Buffer> allocateUninit(int64_t bytes) override;
@@ -55,6 +69,9 @@ public:
 
 private:
   int blasThreads_ = 1;
+  /// Threads that share a large kernel's iteration space with this rank's
+  /// own (blasThreads_ - 1 of them), made on the first such launch.
+  std::unique_ptr<KernelPool> pool_;
 };
 
 /// Compiles kernel IR for the CPU: through `quick` (O0) when small, else
@@ -70,6 +87,8 @@ private:
   CpuJIT &jit(bool small);
   CpuJIT *optimizing_, *quick_;
   std::unique_ptr<CpuJIT> ownOptimizing_, ownQuick_;
+  std::mutex mu_;
+  std::deque<CpuKernel> kernels_; ///< the handles' targets (stable addresses)
 };
 
 /// Ranks as threads of this process.

@@ -478,3 +478,84 @@ TEST_CASE("cpu backend: BLAS threads are the cores divided by the ranks, at leas
     CHECK(wrong == 0);
   }
 }
+
+namespace {
+/// A CpuDevice with no communicators (kernel launches only).
+class LoneCpuDevice final : public CpuDevice {
+public:
+  LoneCpuDevice() : CpuDevice(0) {}
+  Communicator &world() override { throw InternalError("no world"); }
+  Communicator &group(const std::vector<int> &) override { throw InternalError("no group"); }
+};
+} // namespace
+
+TEST_CASE("backend: a large kernel is split along dim 0 across the rank's threads, same bits") {
+  // out0 = in0 * iota(dim 1) + random, out1 = in1 (a row broadcast) - in0;
+  // a reduction over dim 1 (dim 0 kept: split) and one over dim 0 (not split).
+  CpuKernelCompiler jit(nullptr, nullptr);
+  auto elementwise = [] {
+    Kernel k;
+    k.rank = 2;
+    k.addInput(DType::F32);
+    k.addInput(DType::F32);
+    k.addOutput(DType::F32);
+    k.addOutput(DType::F32);
+    int x = k.load(0);
+    int r = k.random(RandomKind::Normal, 7, DType::F32);
+    k.store(0, k.binary(KOp::Add, k.binary(KOp::Mul, x, k.iota(1, DType::F32)), r));
+    k.store(1, k.binary(KOp::Sub, k.load(1), x));
+    return k;
+  };
+  auto reduction = [](int dim) {
+    Kernel k;
+    k.rank = 2;
+    k.addInput(DType::F32);
+    k.addOutput(DType::F32);
+    k.store(0, k.unary(KOp::Exp, k.load(0)));
+    k.setReduce(KReduce::Sum, {dim});
+    return k;
+  };
+  const int64_t R0 = 301, R1 = 701; // 211k points, uneven parts
+  std::vector<float> x(R0 * R1), row(R1);
+  for (int64_t i = 0; i < R0 * R1; ++i)
+    x[i] = (float)((i * 37) % 101) * 0.01f - 0.5f;
+  for (int64_t j = 0; j < R1; ++j)
+    row[j] = (float)j * 0.5f;
+  for (int which = 0; which < 3; ++which) {
+    Kernel k = which == 0 ? elementwise() : reduction(which - 1);
+    NativeKernel nk = jit.compile(k, false);
+    std::vector<std::vector<int64_t>> inSt = {{R1, 1}}, outSt;
+    std::vector<int64_t> outN;
+    if (which == 0) {
+      inSt.push_back({0, 1});
+      outSt = {{R1, 1}, {R1, 1}};
+      outN = {R0 * R1, R0 * R1};
+    } else if (which == 1) { // dim 0 reduced: one output element per column
+      outSt = {{0, 1}};
+      outN = {R1};
+    } else { // dim 1 reduced: one per row
+      outSt = {{1, 0}};
+      outN = {R0};
+    }
+    auto params = kernelParams(k, {R0, R1}, inSt, outSt, {0, 0}, {R1, 1});
+    auto run = [&](int threads) {
+      LoneCpuDevice dev;
+      dev.setBlasThreads(threads);
+      std::vector<std::vector<float>> outs;
+      for (int64_t n : outN)
+        outs.emplace_back(n, -1.0f);
+      std::vector<void *> bufs = {x.data()};
+      if (which == 0)
+        bufs.push_back(row.data());
+      for (auto &o : outs)
+        bufs.push_back(o.data());
+      dev.launch(nk, bufs.data(), params.data());
+      return outs;
+    };
+    auto one = run(1);
+    for (int threads : {2, 3, 8}) {
+      INFO("kernel " << which << ", threads " << threads);
+      CHECK(run(threads) == one);
+    }
+  }
+}

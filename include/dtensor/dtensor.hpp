@@ -139,6 +139,10 @@ struct Options {
 #else
   std::string stdlibDir;
 #endif
+  /// A folder where compiled CPU kernels are kept across processes (as
+  /// `dtensorc` keeps them in ~/.cache/dtensor/kernels), so a host program's
+  /// second start compiles nothing; empty: none.
+  std::string kernelCache;
 };
 
 /// One program: a compiler, a runtime and the values of its top-level names.

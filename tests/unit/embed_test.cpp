@@ -8,11 +8,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -302,4 +306,34 @@ TEST_CASE("embed: Options::world is checked against the program's meshes, in cal
     what = e.what();
   }
   CHECK(what.find("need 2 ranks") != std::string::npos);
+}
+
+TEST_CASE("embed: Options::kernelCache keeps compiled kernels for the next session") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("dt-embed-kcache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const char *src = "mesh m = [x = 2]\n"
+                    "fn f(a: f32[6] @ m[x]) -> f32[6] @ m[x] { return exp(a * 0.5) - a }\n";
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  auto once = [&] {
+    dtensor::Options o;
+    o.kernelCache = dir.string();
+    dtensor::Session s(o);
+    REQUIRE(s.compile(src));
+    return s.call("f", {dtensor::TensorView(x.data(), {6})})[0].str();
+  };
+  std::string first = once();
+  std::vector<std::pair<std::string, fs::file_time_type>> entries;
+  for (auto &e : fs::directory_iterator(dir))
+    entries.push_back({e.path().string(), fs::last_write_time(e.path())});
+  CHECK(!entries.empty());
+  CHECK(once() == first);
+  // The second session loaded every kernel: nothing new was written.
+  std::vector<std::pair<std::string, fs::file_time_type>> after;
+  for (auto &e : fs::directory_iterator(dir))
+    after.push_back({e.path().string(), fs::last_write_time(e.path())});
+  std::sort(entries.begin(), entries.end());
+  std::sort(after.begin(), after.end());
+  CHECK(after == entries);
+  fs::remove_all(dir);
 }

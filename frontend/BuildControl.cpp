@@ -30,6 +30,58 @@ const TensorType kHostBool{DType::Bool, {}, nullptr, {}};
 
 } // namespace
 
+void IRBuilder::carriedVars(const std::vector<const std::vector<ast::StmtPtr> *> &bodies,
+                            std::vector<std::string> &carried, std::vector<int> &before) {
+  std::vector<std::string> assigned;
+  for (auto *body : bodies)
+    assignedNames(*body, assigned);
+  for (auto &n : leafNames(assigned)) {
+    Binding *b = lookup(n);
+    if (b && b->kind == Binding::Var && b->id >= 0) {
+      carried.push_back(n);
+      before.push_back(b->id);
+    }
+  }
+}
+
+void IRBuilder::bindCarriedArgs(Block &body, std::map<std::string, Binding> &scope,
+                                const std::vector<std::string> &carried,
+                                const std::vector<int> &before) {
+  for (size_t i = 0; i < carried.size(); ++i) {
+    Binding b = *lookup(carried[i]);
+    b.id = fn().newValue(typeOf(before[i]), carried[i]);
+    body.args.push_back(b.id);
+    scope[carried[i]] = b;
+  }
+}
+
+bool IRBuilder::yieldCarried(const std::vector<std::string> &carried, Inst &y) {
+  bool ok = true;
+  for (auto &n : carried) {
+    int id = lookup(n)->id;
+    ok = ok && id >= 0;
+    y.operands.push_back(id);
+  }
+  return ok;
+}
+
+void IRBuilder::finishCarried(Inst in, const std::vector<std::string> &carried,
+                              const std::vector<int> &before, bool ok) {
+  if (!ok) {
+    for (auto &n : carried)
+      lookup(n)->id = -1;
+    return;
+  }
+  for (size_t i = 0; i < carried.size(); ++i) {
+    int id = fn().newValue(typeOf(before[i]), carried[i]);
+    in.results.push_back(id);
+    lookup(carried[i])->id = id;
+  }
+  blk().insts.push_back(std::move(in));
+}
+
+namespace {} // namespace
+
 std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
   const TensorType &t = typeOf(id);
   if (!t.isHost() || t.rank() != 0 || (t.dtype != DType::I32 && t.dtype != DType::I64))
@@ -165,29 +217,15 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
       hiId = constant(hi);
   }
   // Loop-carried values: outer variables that the body assigns.
-  std::vector<std::string> assigned, carried;
-  assignedNames(s.body, assigned);
-  assigned = leafNames(assigned);
+  std::vector<std::string> carried;
   std::vector<int> inits;
-  std::vector<Binding *> outer;
-  for (auto &n : assigned) {
-    Binding *b = lookup(n);
-    if (b && b->kind == Binding::Var && b->id >= 0) {
-      carried.push_back(n);
-      inits.push_back(b->id);
-    }
-  }
+  carriedVars({&s.body}, carried, inits);
   Block body;
   int iv = fn().newValue(kHostI64, s.names[0]);
   body.args.push_back(iv);
   std::map<std::string, Binding> scope;
   scope[s.names[0]] = Binding{Binding::Value, iv, {}, 0, s.loc, nullptr};
-  for (size_t i = 0; i < carried.size(); ++i) {
-    Binding b = *lookup(carried[i]);
-    b.id = fn().newValue(typeOf(inits[i]), carried[i]);
-    body.args.push_back(b.id);
-    scope[carried[i]] = b;
-  }
+  bindCarriedArgs(body, scope, carried, inits);
   scopes_.push_back(std::move(scope));
   scopes_.push_back({}); // the body's own names
   blockStack_.push_back(&body);
@@ -196,21 +234,10 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
   Inst y;
   y.op = Op::Yield;
   y.loc = s.loc;
-  bool poisoned = false;
-  for (auto &n : carried) {
-    Binding *b = lookup(n);
-    if (b->id < 0)
-      poisoned = true;
-    y.operands.push_back(b->id);
-  }
+  ok = yieldCarried(carried, y) && ok;
   body.insts.push_back(std::move(y));
   blockStack_.pop_back();
   scopes_.pop_back();
-  if (!ok || poisoned) {
-    for (auto &n : carried)
-      lookup(n)->id = -1;
-    return;
-  }
   Inst f;
   f.op = Op::For;
   f.attrs.ints = {lo, hi, 1};
@@ -221,32 +248,17 @@ void IRBuilder::forLoop(const ast::Stmt &s) {
   }
   f.operands.insert(f.operands.end(), inits.begin(), inits.end());
   f.loc = s.loc;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    int id = fn().newValue(typeOf(inits[i]), carried[i]);
-    f.results.push_back(id);
-    lookup(carried[i])->id = id;
-  }
   f.regions.push_back(std::move(body));
-  blk().insts.push_back(std::move(f));
+  finishCarried(std::move(f), carried, inits, ok);
 }
 
 void IRBuilder::ifStmt(const ast::Stmt &s) {
   int c = condition(*s.value, "if");
   // The outer variables either branch assigns: the `if`'s results.
-  std::vector<std::string> assigned;
-  assignedNames(s.body, assigned);
-  assignedNames(s.elseBody, assigned);
-  assigned = leafNames(assigned);
   std::vector<std::string> carried;
   std::vector<int> before;
-  for (auto &n : assigned) {
-    Binding *b = lookup(n);
-    if (b && b->kind == Binding::Var && b->id >= 0) {
-      carried.push_back(n);
-      before.push_back(b->id);
-    }
-  }
-  bool poisoned = false;
+  carriedVars({&s.body, &s.elseBody}, carried, before);
+  bool ok = c >= 0;
   auto branch = [&](const std::vector<ast::StmtPtr> &stmts, Block &out) {
     scopes_.push_back({});
     blockStack_.push_back(&out);
@@ -255,61 +267,34 @@ void IRBuilder::ifStmt(const ast::Stmt &s) {
     Inst y;
     y.op = Op::Yield;
     y.loc = s.loc;
-    for (size_t i = 0; i < carried.size(); ++i) {
-      Binding *b = lookup(carried[i]);
-      if (b->id < 0)
-        poisoned = true;
-      y.operands.push_back(b->id);
-      b->id = before[i]; // the other branch starts from the values before the `if`
-    }
+    ok = yieldCarried(carried, y) && ok;
+    for (size_t i = 0; i < carried.size(); ++i)
+      lookup(carried[i])->id = before[i]; // the other branch starts from the values before the `if`
     out.insts.push_back(std::move(y));
     blockStack_.pop_back();
   };
   Block thenB, elseB;
   branch(s.body, thenB);
   branch(s.elseBody, elseB);
-  if (c < 0 || poisoned) {
-    for (auto &n : carried)
-      lookup(n)->id = -1;
-    return;
-  }
   Inst in;
   in.op = Op::If;
   in.operands = {c};
   in.loc = s.loc;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    int id = fn().newValue(typeOf(before[i]), carried[i]);
-    in.results.push_back(id);
-    lookup(carried[i])->id = id;
-  }
   in.regions.push_back(std::move(thenB));
   in.regions.push_back(std::move(elseB));
-  blk().insts.push_back(std::move(in));
+  finishCarried(std::move(in), carried, before, ok);
 }
 
 void IRBuilder::whileLoop(const ast::Stmt &s) {
   // The condition is built twice: before the loop (whether to enter it) and
   // at the end of the body on the updated variables (whether to go on).
   int c0 = condition(*s.value, "while");
-  std::vector<std::string> assigned, carried;
-  assignedNames(s.body, assigned);
-  assigned = leafNames(assigned);
+  std::vector<std::string> carried;
   std::vector<int> inits;
-  for (auto &n : assigned) {
-    Binding *b = lookup(n);
-    if (b && b->kind == Binding::Var && b->id >= 0) {
-      carried.push_back(n);
-      inits.push_back(b->id);
-    }
-  }
+  carriedVars({&s.body}, carried, inits);
   Block body;
   std::map<std::string, Binding> scope;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    Binding b = *lookup(carried[i]);
-    b.id = fn().newValue(typeOf(inits[i]), carried[i]);
-    body.args.push_back(b.id);
-    scope[carried[i]] = b;
-  }
+  bindCarriedArgs(body, scope, carried, inits);
   scopes_.push_back(std::move(scope));
   scopes_.push_back({}); // the body's own names end before the condition
   blockStack_.push_back(&body);
@@ -321,33 +306,17 @@ void IRBuilder::whileLoop(const ast::Stmt &s) {
   y.op = Op::Yield;
   y.loc = s.loc;
   y.operands.push_back(c1);
-  bool poisoned = c1 < 0;
-  for (auto &n : carried) {
-    Binding *b = lookup(n);
-    if (b->id < 0)
-      poisoned = true;
-    y.operands.push_back(b->id);
-  }
+  bool ok = yieldCarried(carried, y) && c0 >= 0 && c1 >= 0;
   body.insts.push_back(std::move(y));
   blockStack_.pop_back();
   scopes_.pop_back();
-  if (c0 < 0 || poisoned) {
-    for (auto &n : carried)
-      lookup(n)->id = -1;
-    return;
-  }
   Inst w;
   w.op = Op::While;
   w.operands = {c0};
   w.operands.insert(w.operands.end(), inits.begin(), inits.end());
   w.loc = s.loc;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    int id = fn().newValue(typeOf(inits[i]), carried[i]);
-    w.results.push_back(id);
-    lookup(carried[i])->id = id;
-  }
   w.regions.push_back(std::move(body));
-  blk().insts.push_back(std::move(w));
+  finishCarried(std::move(w), carried, inits, ok);
 }
 
 } // namespace dt

@@ -58,8 +58,8 @@ struct Binding {
   /// Struct: a struct value named `p`; its leaves are bound as `p.wq`,
   /// `p.attn.wq` (nested structs as Struct bindings `p.attn`).
   enum Kind { Value, Var, Const, Struct } kind = Value;
-  int id = -1;         ///< current SSA value (-1: poison)
-  TensorType declared; ///< Var: the placement fixed for life
+  int id = -1;          ///< current SSA value (-1: poison)
+  TensorType declared;  ///< Var: the placement fixed for life
   int64_t constant = 0; ///< Const: a compile-time integer (loop bounds)
   SrcLoc loc;
   StructRef record; ///< Struct: its type
@@ -149,6 +149,20 @@ public:
   void forLoop(const ast::Stmt &s);
   void ifStmt(const ast::Stmt &s);
   void whileLoop(const ast::Stmt &s);
+  // The variables a `for`/`if`/`while` carries (BuildControl.cpp):
+  /// the outer `var`s that `bodies` assign (a struct variable as its fields)
+  /// and their values before the construct;
+  void carriedVars(const std::vector<const std::vector<ast::StmtPtr> *> &bodies,
+                   std::vector<std::string> &carried, std::vector<int> &before);
+  /// binds each as a new argument of `body` in `scope`;
+  void bindCarriedArgs(Block &body, std::map<std::string, Binding> &scope,
+                       const std::vector<std::string> &carried, const std::vector<int> &before);
+  /// appends their current values to `y`, false when one is poison;
+  bool yieldCarried(const std::vector<std::string> &carried, Inst &y);
+  /// gives `in` one result per carried variable, binds it and emits `in`; when
+  /// not `ok` emits nothing and poisons them.
+  void finishCarried(Inst in, const std::vector<std::string> &carried,
+                     const std::vector<int> &before, bool ok);
   /// The condition of an `if`/`while` (`what`) as a host `bool[]` value: a
   /// host scalar, or a replicated rank-0 bool read on every rank; -1 after
   /// reporting why not.
@@ -210,8 +224,7 @@ public:
   /// into leaves for a call with these arguments; reports mismatches.
   bool expandSignature(FnInfo &fn, const std::vector<TensorType> &argTypes,
                        const std::vector<StructRef> &argShape,
-                       const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
-                       Signature &sig);
+                       const std::vector<const ast::Expr *> &argExprs, SrcLoc loc, Signature &sig);
   void structDecl(const ast::Stmt &s);
   /// The struct named `name` here (a module's own first), or null.
   StructRef findStruct(const std::string &name) const;

@@ -3,6 +3,7 @@
 // kernel cache keyed by kernelHash and guarded by the printed kernel text.
 #include "codegen/CpuJIT.h"
 
+#include "codegen/CacheFile.h"
 #include "codegen/LLVMCodegen.h"
 #include "support/Crc32c.h"
 #include "support/Diagnostics.h"
@@ -25,10 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <unistd.h>
 #include <unordered_map>
 
 #ifndef DT_CODEGEN_ID
@@ -59,15 +57,6 @@ void check(llvm::Error e, const char *what) {
     throw InternalError(std::string("cpu jit: ") + what + ": " + llvm::toString(std::move(e)));
 }
 
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // A disk-cache entry: magic, the identity it was compiled for (compared in
 // full, so a hash collision is a miss), the object's CRC-32C (a damaged file
 // is a miss, never wrong code), then the object file.
@@ -79,10 +68,9 @@ void putU64(std::string &out, uint64_t v) { out.append((const char *)&v, 8); }
 /// defines `sym`; null otherwise (missing, truncated, foreign, corrupt).
 std::unique_ptr<llvm::MemoryBuffer> readEntry(const std::string &path, const std::string &identity,
                                               const std::string &sym) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::string data;
+  if (!readCacheFile(path, &data))
     return nullptr;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   size_t at = 0;
   auto take = [&](size_t n) -> const char * {
     if (data.size() - at < n)
@@ -124,36 +112,15 @@ std::unique_ptr<llvm::MemoryBuffer> readEntry(const std::string &path, const std
   return nullptr;
 }
 
-/// Writes an entry through a temporary file and a rename, so readers (other
-/// ranks, other processes) see a whole entry or none. Failures are ignored:
-/// the cache only saves compiles.
-void writeEntry(const std::string &dir, const std::string &path, const std::string &identity,
-                llvm::StringRef obj) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string((uintptr_t)&identity);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return;
-    std::string head(kMagic, sizeof kMagic);
-    putU64(head, identity.size());
-    head += identity;
-    putU64(head, crc32c(0, obj.data(), obj.size()));
-    putU64(head, obj.size());
-    out.write(head.data(), (std::streamsize)head.size());
-    out.write(obj.data(), (std::streamsize)obj.size());
-    out.flush();
-    if (!out) {
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    std::filesystem::remove(tmp, ec);
+/// The cache file of an entry (the layout above).
+std::string entryBytes(const std::string &identity, llvm::StringRef obj) {
+  std::string out(kMagic, sizeof kMagic);
+  putU64(out, identity.size());
+  out += identity;
+  putU64(out, crc32c(0, obj.data(), obj.size()));
+  putU64(out, obj.size());
+  out.append(obj.data(), obj.size());
+  return out;
 }
 
 } // namespace
@@ -263,9 +230,7 @@ CpuJIT::KernelFn CpuJIT::compile(const Kernel &k) {
                          LLVM_VERSION_STRING + "\ncodegen " + DT_CODEGEN_ID + "\nsymbol " + sym;
   std::string path;
   if (!impl_->opts.diskCache.empty()) {
-    char name[40];
-    std::snprintf(name, sizeof name, "%016llx.dtk", (unsigned long long)fnv1a(identity));
-    path = impl_->opts.diskCache + "/" + name;
+    path = impl_->opts.diskCache + "/" + hex64(fnv1a(identity)) + ".dtk";
   }
   std::unique_ptr<llvm::MemoryBuffer> obj;
   if (!path.empty())
@@ -279,7 +244,7 @@ CpuJIT::KernelFn CpuJIT::compile(const Kernel &k) {
     llvm::SmallVector<char, 0> bytes = impl_->emitObject(*m);
     llvm::StringRef ref(bytes.data(), bytes.size());
     if (!path.empty())
-      writeEntry(impl_->opts.diskCache, path, identity, ref);
+      writeCacheFile(impl_->opts.diskCache, path, entryBytes(identity, ref));
     obj = llvm::MemoryBuffer::getMemBufferCopy(ref, sym);
     ++impl_->compiles;
   }

@@ -2,75 +2,22 @@
 // and output read back, and the content-addressed on-disk cache.
 #include "codegen/Nvrtc.h"
 
-#include "support/Diagnostics.h"
+#include "codegen/CacheFile.h"
 #include "codegen/CudaApi.h"
+#include "support/Diagnostics.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
-#include <unistd.h>
 
 namespace dt {
 
 namespace {
-
-/// FNV-1a 64 with a chosen offset basis; two bases give 128 bits.
-uint64_t fnv1a(const std::string &s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
-  return buf;
-}
 
 std::string trimmed(std::string s) {
   while (!s.empty() &&
          (s.back() == '\0' || s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
     s.pop_back();
   return s;
-}
-
-bool readFile(const std::string &path, std::string *out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return !in.bad();
-}
-
-/// Writes `data` to `path` atomically: a unique temporary file in the same
-/// directory, then rename(2). Failures only cost the cache entry.
-void writeFileAtomic(const std::string &dir, const std::string &path, const std::string &data) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::random_device rd;
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + hex64(rd() ^ ((uint64_t)rd() << 32));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return;
-    out.write(data.data(), (std::streamsize)data.size());
-    if (!out.good()) {
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    std::filesystem::remove(tmp, ec);
 }
 
 /// A `compute_XY` arch has no CUBIN: NVRTC then produces PTX whatever was asked.
@@ -151,7 +98,7 @@ NvrtcResult NvrtcCompiler::compile(const NvrtcRequest &req) {
     file =
         cacheDir_ + "/" + nvrtcCacheKey(req, major, minor) + (producesPtx(req) ? ".ptx" : ".cubin");
     NvrtcResult hit;
-    if (readFile(file, &hit.binary) && !hit.binary.empty()) {
+    if (readCacheFile(file, &hit.binary) && !hit.binary.empty()) {
       hit.ok = true;
       hit.fromCache = true;
       hit.cacheFile = file;
@@ -166,7 +113,7 @@ NvrtcResult NvrtcCompiler::compile(const NvrtcRequest &req) {
     ++stats_.compiles;
   }
   if (r.ok && !file.empty()) {
-    writeFileAtomic(cacheDir_, file, r.binary);
+    writeCacheFile(cacheDir_, file, r.binary);
     r.cacheFile = file;
   }
   return r;

@@ -129,6 +129,27 @@ FaultWatch::~FaultWatch() {
 
 FaultWatch *FaultWatch::current() { return gWatch.load(); }
 
+void FaultWatch::putProcess(Line &l, int p) const {
+  if (perProcess_ == 1) {
+    l.put("rank ");
+    l.put((long long)p);
+    return;
+  }
+  l.put("process ");
+  l.put((long long)p);
+  l.put(" (ranks ");
+  l.put((long long)p * perProcess_);
+  l.put("-");
+  l.put((long long)p * perProcess_ + perProcess_ - 1);
+  l.put(")");
+}
+
+std::string FaultWatch::processName(int p) const {
+  Line l;
+  putProcess(l, p);
+  return std::string(l.buf, l.n);
+}
+
 void FaultWatch::putWhere(Line &l) const {
   const char *coll = collective_.load(std::memory_order_relaxed);
   const Device *dev = device_.load();
@@ -166,8 +187,7 @@ bool FaultWatch::putFailedPeer(Line &l, const int *members, size_t count, bool s
     PeerState s = peerState(peers_[r].pid);
     if (s == PeerState::Running || (s == PeerState::Stopped && !stoppedToo))
       continue;
-    l.put("rank ");
-    l.put((long long)r);
+    putProcess(l, r);
     l.put(" (pid ");
     l.put((long long)peers_[r].pid);
     l.put(s == PeerState::Gone ? ") exited" : ") is stopped");
@@ -193,8 +213,8 @@ std::string FaultWatch::where() const {
 void FaultWatch::fail(const std::string &what) {
   if (!failing_.exchange(true)) {
     Line l;
-    l.put("dtensorc: rank ");
-    l.put((long long)rank_);
+    l.put("dtensorc: ");
+    putProcess(l, rank_);
     l.put(": ");
     l.put(what.c_str());
     l.put("\n");
@@ -210,8 +230,8 @@ void faultSignal(int sig) {
   int saved = errno;
   if (w && !w->failing_.exchange(true)) {
     FaultWatch::Line l;
-    l.put("dtensorc: rank ");
-    l.put((long long)w->rank_);
+    l.put("dtensorc: ");
+    w->putProcess(l, w->rank_);
     if (sig == SIGTERM) {
       l.put(": stopped by the launcher ");
       w->putWhere(l);

@@ -52,6 +52,12 @@ public:
   FaultWatch &operator=(const FaultWatch &) = delete;
 
   int rank() const { return rank_; }
+  /// World ranks each process hosts (`dtensorc run --ranks-per-process K`):
+  /// reports then name a process and its ranks ("process 1 (ranks 2-3)")
+  /// instead of "rank 1". Process p hosts ranks p*K .. p*K+K-1.
+  void setRanksPerProcess(int k) { perProcess_ = k < 1 ? 1 : k; }
+  /// "rank 3", or "process 1 (ranks 2-3)" (the name of process `p`).
+  std::string processName(int p) const;
   double timeout() const { return timeout_; }
   void setTimeout(double seconds) { timeout_ = seconds; }
   /// World rank -> process, from the start-up exchange.
@@ -92,10 +98,12 @@ public:
     void put(long long v);
   };
   void putWhere(Line &l) const;
+  void putProcess(Line &l, int p) const;
   bool putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const;
 
 private:
   int rank_;
+  int perProcess_ = 1;
   double timeout_;
   std::vector<PeerProcess> peers_;
   const SourceManager *sources_ = nullptr;

@@ -149,7 +149,7 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
     if (now < next)
       continue;
     next = now + std::chrono::milliseconds(100);
-    std::string me = "rank " + std::to_string(w->rank());
+    std::string me = w->processName(w->rank());
     std::string peer = w->failedPeer(&h.members, false);
     if (!peer.empty())
       w->fail(peer + " while " + me + " waited " + w->where());
@@ -314,7 +314,7 @@ void MpiComm::barrier() {
 
 bool MpiWorld::available() { return true; }
 
-MpiWorld::MpiWorld(int *argc, char ***argv) {
+MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -322,8 +322,25 @@ MpiWorld::MpiWorld(int *argc, char ***argv) {
     throw RuntimeFault("MpiWorld: MPI was already finalized in this process");
   if (!initialized) {
     int provided = 0;
-    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check(
+        MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided),
+        "MPI_Init_thread");
     initializedHere_ = true;
+  }
+  if (threads) {
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE)
+      throw RuntimeFault("--ranks-per-process: this MPI library does not support "
+                         "MPI_THREAD_MULTIPLE (several ranks per process need it; run one rank "
+                         "per process)");
+  }
+  {
+    void *ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+    if (found && ub && *(int *)ub > 0)
+      tagUpperBound_ = *(int *)ub;
   }
   // Report errors as RuntimeFault instead of aborting the job; split communicators inherit it.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -356,6 +373,7 @@ MpiWorld::MpiWorld(int *argc, char ***argv) {
 }
 
 MpiWorld::~MpiWorld() {
+  processGroups_.clear();
   partitions_.clear();
   groups_.clear();
   world_.reset();
@@ -402,6 +420,40 @@ Communicator *MpiWorld::create(const std::vector<int> &members) {
   return slot.get();
 }
 
+Communicator &MpiWorld::processGroup(const std::vector<int> &label,
+                                     const std::vector<int> &processes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = processGroups_.find(label);
+    if (it != processGroups_.end())
+      return *it->second;
+  }
+  // Created outside the lock: it waits for the other processes, whose
+  // threads may first need this process to create another group. The tag
+  // (from the label: every process computes the same one) keeps creations
+  // that run at once in several threads apart.
+  uint64_t hash = 1469598103934665603ull;
+  for (int m : label)
+    hash = (hash ^ (uint32_t)m) * 1099511628211ull;
+  int tag = (int)(hash % ((uint64_t)tagUpperBound_ + 1));
+  MPI_Group worldGroup, g;
+  check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
+  check(MPI_Group_incl(worldGroup, (int)processes.size(), processes.data(), &g), "MPI_Group_incl");
+  auto h = std::make_unique<MpiComm::Handle>();
+  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
+  MPI_Group_free(&g);
+  MPI_Group_free(&worldGroup);
+  check(rc, "MPI_Comm_create_group");
+  h->owned = true;
+  h->watch = watch_.get();
+  h->members = processes;
+  auto comm = std::make_unique<MpiComm>(std::move(h));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto &slot = processGroups_[label];
+  slot = std::move(comm);
+  return *slot;
+}
+
 #else // !DT_HAVE_MPI
 
 struct MpiComm::Handle {};
@@ -429,7 +481,10 @@ void MpiComm::allToAllV(const void *, const std::vector<int64_t> &, void *,
 void MpiComm::broadcast(void *, int64_t, DType, int) { noMpi(); }
 void MpiComm::barrier() { noMpi(); }
 bool MpiWorld::available() { return false; }
-MpiWorld::MpiWorld(int *, char ***) { noMpi(); }
+MpiWorld::MpiWorld(int *, char ***, bool) { noMpi(); }
+Communicator &MpiWorld::processGroup(const std::vector<int> &, const std::vector<int> &) {
+  noMpi();
+}
 MpiWorld::~MpiWorld() = default;
 Communicator *MpiWorld::split(int, int, const std::vector<int> &) { noMpi(); }
 Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }

@@ -20,7 +20,7 @@ const Flag kFlags[] = {
     {"no-reuse", nullptr, false},    {"print-after", "STEP", false},
     {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
-    {"progress", nullptr, false},
+    {"progress", nullptr, false},    {"ranks-per-process", "K", false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -65,11 +65,14 @@ const std::vector<Command> &commands() {
        "prints; a rank that waits in a collective longer than --fault-timeout (default\n"
        "60 s, env DTENSOR_FAULT_TIMEOUT), or whose peer exits or crashes, ends the job\n"
        "with one line naming the rank, the collective and the source line.\n"
+       "--ranks-per-process K (with `mpi`): each process hosts K consecutive ranks as\n"
+       "threads (shared memory inside a process, MPI between processes), so\n"
+       "`mpirun -np 2 dtensorc run f.dt --ranks-per-process 4` runs an 8-rank mesh.\n"
        "--progress draws, when stderr is a terminal, one line for each top-level `for`\n"
        "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
        "when stderr is not a terminal it writes nothing.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse", "fault-timeout", "progress"}),
+                      "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process"}),
        {}},
       {"explain",
        "dtensorc explain FILE",

@@ -101,6 +101,18 @@ int main(int argc, char **argv) {
   }
   if (!(faultTimeout > 0 && faultTimeout <= 1e6))
     return usage("--fault-timeout needs a number of seconds (a positive number, as 60 or 2.5)");
+  int perProcess = 1;
+  if (a.flags.count("ranks-per-process")) {
+    const std::string &text = a.flags["ranks-per-process"];
+    char *end = nullptr;
+    long k = std::strtol(text.c_str(), &end, 10);
+    perProcess = end && *end == 0 && !text.empty() && k > 0 && k <= 4096 ? (int)k : 0;
+    if (perProcess < 1)
+      return usage("--ranks-per-process needs a positive number of ranks (as 2 or 8)");
+    if (backend != "mpi")
+      return usage("--ranks-per-process needs the mpi backend (under mpirun, the default); "
+                   "without mpirun every rank is already a thread of one process");
+  }
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -127,6 +139,7 @@ int main(int argc, char **argv) {
   so.reference = a.flags.count("reference") > 0;
   so.backend = backend;
   so.faultTimeout = faultTimeout;
+  so.ranksPerProcess = perProcess;
   so.keepValues = false; // one run: every value is freed after its last use
   so.kernelCache = dtcli::kernelCacheDir();
   so.exec.ranks = ranks;

@@ -21,6 +21,7 @@ const Flag kFlags[] = {
     {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
     {"progress", nullptr, false},    {"ranks-per-process", "K", false},
+    {"ranks-per-node", "R", false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -72,14 +73,20 @@ const std::vector<Command> &commands() {
        "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
        "when stderr is not a terminal it writes nothing.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process"}),
+                      "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process",
+                      "ranks-per-node"}),
        {}},
       {"explain",
        "dtensorc explain FILE",
        "Prints, per statement, each collective the program runs (also inside called and\n"
        "gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
-       "the busiest rank receives; then the totals.",
-       withPassFlags({}),
+       "the busiest rank receives; then the totals.\n"
+       "--ranks-per-node R (or env DTENSOR_RANKS_PER_NODE; under mpirun, the launcher's\n"
+       "ranks per node): world rank w is on node w / R. A collective whose groups hold\n"
+       "ranks on two nodes is marked `(crosses nodes)`, a last line totals that traffic,\n"
+       "and the planner costs it 8x, keeping traffic inside nodes where it can (run and\n"
+       "emit take the flag too, so they run the plan explain shows).",
+       withPassFlags({"ranks-per-node"}),
        {}},
       {"verify",
        "dtensorc verify FILE",
@@ -107,7 +114,7 @@ const std::vector<Command> &commands() {
        "`-x ir` reads FILE as IR text (the `build` output) and runs the steps after\n"
        "build on it. --print-after=STEP (also for run, check, explain) prints a step's\n"
        "output to stderr; --time-passes times every step, the front end included.",
-       withPassFlags({"backend", "no-fusion"}),
+       withPassFlags({"backend", "no-fusion", "ranks-per-node"}),
        {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan",
         "codegen"}},
       {"repl",

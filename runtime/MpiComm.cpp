@@ -9,8 +9,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sched.h>
 #include <string>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifdef DT_HAVE_MPI
@@ -158,12 +160,19 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
       peer = w->failedPeer(&h.members, true);
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", w->timeout());
-      w->fail((peer.empty() ? std::string("no answer") : peer) + ": " + me + " waited " + secs +
-              " s " + w->where() +
-              (peer.empty() ? " (every process of its group on this node is alive: a deadlock, a "
-                              "rank on another node that stopped, or one computing longer than "
-                              "--fault-timeout)"
-                            : ""));
+      std::string waitedLine = me + " waited " + secs + " s " + w->where();
+      if (!peer.empty())
+        w->fail(peer + ": " + waitedLine);
+      // Every process of this node is alive: say where the others wait.
+      bool differ = false;
+      std::string sites = w->peerSites(nullptr, &differ);
+      if (differ)
+        w->fail("no answer: " + waitedLine + "; the ranks wait in different places (a deadlock, " +
+                "or a rank computing longer than --fault-timeout): " + sites);
+      w->fail("no answer: " + waitedLine + " (every process of its group on this node is alive" +
+              (w->hasSiteTable() ? " and waits there too" : "") +
+              ": a deadlock, a rank on another node that stopped, or one computing longer than "
+              "--fault-timeout)");
     }
   }
   if (w)
@@ -370,9 +379,57 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   }
   watch_->setPeers(std::move(peers));
   wh.watch = watch_.get();
+  mapSiteTable(node);
+}
+
+void MpiWorld::mapSiteTable(uint64_t node) {
+  // The lowest world rank of this node creates the table, every process of
+  // the node maps it, then the creator unlinks the name (nothing is left
+  // behind, even after a crash). Any failure leaves the reports without it.
+  int leader = rank_;
+  std::vector<int64_t> nodes(size_);
+  int64_t mine = (int64_t)node;
+  MPI_Allgather(&mine, 1, MPI_INT64_T, nodes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int r = 0; r < size_; ++r)
+    if (nodes[r] == mine) {
+      leader = r;
+      break;
+    }
+  int leaderPid = rank_ == leader ? (int)getpid() : 0;
+  std::vector<int> pids(size_);
+  MPI_Allgather(&leaderPid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const std::string name = "/dtensor-sites-" + std::to_string(pids[leader]);
+  const size_t bytes = sizeof(FaultWatch::SiteSlot) * (size_t)size_;
+  int fd = -1;
+  if (rank_ == leader) {
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_ != leader)
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd >= 0) {
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED) {
+      sites_ = p;
+      sitesBytes_ = bytes;
+      watch_->setSiteTable(static_cast<FaultWatch::SiteSlot *>(p), (size_t)size_);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_ == leader)
+    shm_unlink(name.c_str());
 }
 
 MpiWorld::~MpiWorld() {
+  if (watch_)
+    watch_->setSiteTable(nullptr, 0);
+  if (sites_)
+    munmap(sites_, sitesBytes_);
   processGroups_.clear();
   partitions_.clear();
   groups_.clear();

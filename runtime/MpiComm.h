@@ -107,7 +107,11 @@ public:
 private:
   Communicator *split(int color, int key, const std::vector<int> &label);
   Communicator *create(const std::vector<int> &members);
+  /// Maps the node's table of where each process waits (FaultWatch::SiteSlot).
+  void mapSiteTable(uint64_t node);
   bool initializedHere_ = false;
+  void *sites_ = nullptr; ///< the mapped site table (null: none)
+  size_t sitesBytes_ = 0;
   int tagUpperBound_ = 32767; ///< MPI_TAG_UB (at least 32767 by the standard)
   std::mutex mu_;             ///< guards processGroups_ (threads of the hybrid backend)
   std::map<std::vector<int>, std::unique_ptr<MpiComm>> processGroups_;

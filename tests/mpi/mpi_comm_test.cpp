@@ -11,6 +11,7 @@
 // collective runs on the world, on the world in reverse and interleaved
 // orders, and on groups that mix several ranks of one process with ranks of
 // others (strided "columns").
+#include "runtime/CpuBackend.h"
 #include "runtime/HybridComm.h"
 #include "runtime/MpiComm.h"
 #include "runtime/ThreadComm.h"
@@ -249,6 +250,43 @@ void checkAll(Communicator &c, const std::string &name) {
   }
 }
 
+/// A rank whose program says where it is (Device::at), with MPI's communicators.
+class SiteDevice final : public CpuDevice {
+public:
+  explicit SiteDevice(MpiWorld &w) : CpuDevice(w.rank()), w_(w) {}
+  Communicator &world() override { return w_.world(); }
+  Communicator &group(const std::vector<int> &members) override { return w_.group(members); }
+
+private:
+  MpiWorld &w_;
+};
+
+/// A deadlock on 3 ranks: ranks 0 and 2 all-reduce on the world (line 7)
+/// while rank 1 all-reduces on the group {1, 2} (line 9), which rank 2 never
+/// joins. The timeout report must name where the other ranks wait
+/// (FaultWatch::peerSites) instead of "no answer".
+int deadlockMain(int argc, char **argv) {
+  MpiWorld world(&argc, &argv);
+  world.watch().setTimeout(2);
+  SiteDevice dev(world);
+  world.watch().setDevice(&dev);
+  Inst onWorld, onGroup;
+  onWorld.op = onGroup.op = Op::AllReduce;
+  onWorld.loc.line = 7, onGroup.loc.line = 9;
+  onWorld.loc.col = onGroup.loc.col = 3;
+  int v = 1;
+  Communicator *pair = world.rank() > 0 ? &world.group({1, 2}) : nullptr;
+  if (world.rank() == 1) {
+    dev.at(&onGroup);
+    pair->allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+  } else {
+    dev.at(&onWorld);
+    world.world().allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+  }
+  std::printf("mpi_comm_test --deadlock: the collectives completed\n");
+  return 1;
+}
+
 /// The hybrid communicators: K thread ranks in each process.
 int hybridMain(int argc, char **argv, int k) {
   MpiWorld world(&argc, &argv, /*threads=*/true);
@@ -292,6 +330,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   try {
+    if (argc == 2 && std::string(argv[1]) == "--deadlock")
+      return deadlockMain(argc, argv);
     if (argc == 3 && std::string(argv[1]) == "--hybrid")
       return hybridMain(argc, argv, std::atoi(argv[2]));
     MpiWorld world(&argc, &argv);

@@ -43,6 +43,11 @@ struct CompileOptions {
   int64_t maxRanks = 4096;
   /// Bytes of one source file (a program or an imported module).
   int64_t maxSourceBytes = int64_t(16) << 20;
+  /// Run-time (read by `verifySource` for both evaluators): iterations one
+  /// `while` or run-time-bound `for` may run; past it the run stops with a
+  /// RuntimeFault. 0: no limit (the fuzzer sets one, since a mutated `while`
+  /// may never end).
+  int64_t maxLoopTrips = 0;
   /// Whether `load` and `save` may touch files (off for fuzzing and for
   /// sandboxed hosts: a program from an untrusted source then cannot write).
   bool fileAccess = true;

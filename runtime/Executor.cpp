@@ -432,6 +432,7 @@ private:
     for (size_t o = skip; o < in.operands.size(); ++o)
       cur.push_back(fr.vals.at(in.operands[o]));
     uint64_t n = forTripCount(lo, hi, step);
+    checkTrips(n, in);
     // Only the outermost loops of the entry function report progress.
     LoopProgress *progress =
         rank_ == 0 && depth == 0 && loopNest_ == 0 ? sh_.opts.progress : nullptr;
@@ -478,6 +479,15 @@ private:
     return block(in.regions[c ? 0 : 1], fr, depth);
   }
 
+  /// RuntimeFault when a loop would run more than ExecOptions::maxLoopTrips.
+  void checkTrips(uint64_t trips, const Inst &in) const {
+    const int64_t limit = sh_.opts.maxLoopTrips;
+    if (limit > 0 && trips > (uint64_t)limit)
+      throw RuntimeFault(std::string("`") + opName(in.op) + "` loop at line " +
+                         std::to_string(in.loc.line) + " runs more than " + std::to_string(limit) +
+                         " iterations (the run's loop limit)");
+  }
+
   /// `while`: the body yields the next condition, then the carried values.
   /// block() checks the interrupt flag on every iteration, so an endless
   /// loop stops on Ctrl-C.
@@ -495,7 +505,8 @@ private:
       int &n;
       ~Nest() { --n; }
     } nest{loopNest_};
-    while (go) {
+    for (uint64_t trips = 1; go; ++trips) {
+      checkTrips(trips, in);
       for (size_t k = 0; k < cur.size(); ++k) {
         Slot &arg = fr.vals.at(body.args.at(k));
         arg = std::move(cur[k]);

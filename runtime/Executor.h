@@ -97,6 +97,9 @@ struct ExecOptions {
   /// enters a block (each loop iteration, each call) and the run ends with RuntimeFault
   /// "interrupted". A kernel or collective already running finishes first.
   const std::atomic<bool> *interrupt = nullptr;
+  /// Iterations one `while` or `for` may run (0: no limit); past it the run
+  /// ends with RuntimeFault (CompileOptions::maxLoopTrips).
+  int64_t maxLoopTrips = 0;
 };
 
 /// Counters of the last run (`dtensorc run --stats`).
@@ -113,9 +116,9 @@ struct ExecStats {
 struct PrintedValue {
   std::string label;
   HostTensor value;
-  TensorType type;     ///< the program's type of the printed value (before any gather)
-  bool isLine = false; ///< a `print` of several items (or none): `line` holds it
-  std::string line;    ///< its whole line (label and value unset)
+  TensorType type;               ///< the program's type of the printed value (before any gather)
+  bool isLine = false;           ///< a `print` of several items (or none): `line` holds it
+  std::string line;              ///< its whole line (label and value unset)
   std::vector<DType> lineDTypes; ///< the dtypes of the line's values
 };
 

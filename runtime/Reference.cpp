@@ -64,6 +64,13 @@ struct ReferenceEvaluator::Frame {
 ReferenceEvaluator::ReferenceEvaluator(const Module &m, std::ostream &out, LoopProgress *progress)
     : m_(m), out_(out), progress_(progress) {}
 
+void ReferenceEvaluator::checkTrips(uint64_t trips, const Inst &in) const {
+  if (maxLoopTrips_ > 0 && trips > (uint64_t)maxLoopTrips_)
+    throw RuntimeFault(std::string("`") + opName(in.op) + "` loop at line " +
+                       std::to_string(in.loc.line) + " runs more than " +
+                       std::to_string(maxLoopTrips_) + " iterations (the run's loop limit)");
+}
+
 std::vector<HostTensor> ReferenceEvaluator::run(const std::string &fn,
                                                 const std::vector<HostTensor> &args) {
   const Function *f = m_.find(fn);
@@ -306,6 +313,7 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     for (size_t i = skip; i < in.operands.size(); ++i)
       cur.push_back(opnd(i));
     const uint64_t n = forTripCount(lo, hi, step);
+    checkTrips(n, in);
     // Only the outermost loops of the entry function report progress.
     LoopProgress *progress = depth == 0 && loopNest_ == 0 ? progress_ : nullptr;
     struct Nest {
@@ -351,7 +359,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     std::vector<HostTensor> cur;
     for (size_t i = 1; i < in.operands.size(); ++i)
       cur.push_back(opnd(i));
-    while (go) {
+    for (uint64_t trips = 1; go; ++trips) {
+      checkTrips(trips, in);
       for (size_t k = 0; k < cur.size(); ++k)
         fr.put(body.args[k], cur[k]);
       auto next = runBlock(body, fr, depth);

@@ -38,6 +38,10 @@ public:
   /// of range), InternalError for IR the evaluator cannot run.
   std::vector<HostTensor> run(const std::string &fn, const std::vector<HostTensor> &args);
 
+  /// Iterations one `while` or `for` may run (0: no limit); past it run()
+  /// throws RuntimeFault (CompileOptions::maxLoopTrips).
+  void setMaxLoopTrips(int64_t n) { maxLoopTrips_ = n; }
+
   /// Calls deeper than this raise RuntimeFault (recursion is not a feature).
   static constexpr int kMaxCallDepth = 256;
 
@@ -52,6 +56,8 @@ private:
   std::ostream &out_;
   LoopProgress *progress_;
   int loopNest_ = 0; ///< `for` loops of the entry function being run
+  int64_t maxLoopTrips_ = 0;
+  void checkTrips(uint64_t trips, const Inst &in) const;
 };
 
 } // namespace dt

@@ -342,8 +342,11 @@ VerifyResult verifySource(const std::string &path, std::string text,
   vr.compiled = true;
   std::ostringstream refOut, distOut;
   ReferenceEvaluator ev(ref->module(), refOut);
+  ev.setMaxLoopTrips(options.maxLoopTrips);
   auto refResults = ev.run("main", {});
-  Executor ex(dist->module(), distOut, ExecOptions{ranks, false, false});
+  ExecOptions eo{ranks, false, false};
+  eo.maxLoopTrips = options.maxLoopTrips;
+  Executor ex(dist->module(), distOut, eo);
   auto results = ex.run("main", {});
   vr.checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
   return vr;

@@ -9,8 +9,9 @@
 // on an internal error, on an output that differs from the reference, and on
 // a rejected program without a located `error:`. A RuntimeFault is a user
 // error at run time (an index out of range) and is allowed. Costs are bounded
-// through the Session's resource limits (8 ranks, 4096 elements a tensor) and
-// by skipping inputs with a number above 64 (loop trip counts).
+// through the Session's resource limits (8 ranks, 4096 elements a tensor,
+// 4096 iterations a loop: a mutated `while` may never end) and by skipping
+// inputs with a number above 64 (loop trip counts).
 //
 // Run: build/tests/compile_fuzz -max_total_time=60 tests/fuzz/corpus_compile
 #include "SpmdProgramGen.h"
@@ -60,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dt::CompileOptions opts;
   opts.maxRanks = 8;
   opts.maxTensorElements = 4096;
-  opts.fileAccess = false; // a mutated `save` path must never clobber a file
+  opts.maxLoopTrips = 4096; // a mutated `while` may never end
+  opts.fileAccess = false;  // a mutated `save` path must never clobber a file
   try {
     dt::VerifyResult vr = dt::verifySource("fuzz.dt", text, {}, 0, opts);
     if (!vr.compiled) {

@@ -6,6 +6,7 @@
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
 #include "runtime/Session.h"
+#include "runtime/Verify.h"
 
 #include <doctest/doctest.h>
 
@@ -195,4 +196,41 @@ TEST_CASE("session: two Sessions compile and run different programs on two threa
   // Program k: s = (k + 20) * 48; then v grows by 1 per round.
   CHECK(out[0] == "2064\n2112\n");
   CHECK(out[1] == "2160\n2208\n");
+}
+
+TEST_CASE("verify: a loop past CompileOptions::maxLoopTrips stops both evaluators") {
+  // An endless `while` (the compile fuzzer's mutations make them) and a
+  // run-time-bound `for` past the limit end with a RuntimeFault naming the
+  // loop, in the reference evaluator and in the executor alike.
+  CompileOptions opts;
+  opts.maxLoopTrips = 100;
+  const char *endless = "mesh m = [x = 2]\nvar n = 1\nwhile n < 10 {\n  n = n * 1\n}\nprint(n)\n";
+  try {
+    verifySource("w.dt", endless, {}, 0, opts);
+    FAIL("an endless while ran to an end");
+  } catch (const RuntimeFault &e) {
+    CHECK(std::string(e.what()).find("`while` loop at line 3 runs more than 100 iterations") !=
+          std::string::npos);
+  }
+  const char *longFor =
+      "mesh m = [x = 2]\nvar n = 1000\nvar s = 0\nfor i in 0..n {\n  s = s + 1\n}\n"
+      "print(s)\n";
+  CHECK_THROWS_AS(verifySource("f.dt", longFor, {}, 0, opts), RuntimeFault);
+  opts.maxLoopTrips = 1000;
+  VerifyResult ok = verifySource("f.dt", longFor, {}, 0, opts);
+  CHECK(ok.compiled);
+  CHECK(allPass(ok.checks));
+  // The executor on its own (the reference evaluator above ran first).
+  SessionOptions so;
+  so.exec.maxLoopTrips = 100;
+  Session s(so);
+  REQUIRE(s.compile("w.dt", endless));
+  std::ostringstream out, log;
+  try {
+    s.run(out, log);
+    FAIL("an endless while ran to an end on the executor");
+  } catch (const RuntimeFault &e) {
+    CHECK(std::string(e.what()).find("`while` loop at line 3 runs more than 100 iterations") !=
+          std::string::npos);
+  }
 }

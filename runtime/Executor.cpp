@@ -203,7 +203,8 @@ private:
       ++rs_.stats.collectives;
       dev_.at(&in);
       return {
-          runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st), sh_.ids)};
+          runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st), sh_.ids,
+                            sh_.m.deterministic)};
     }
     std::vector<const HostTensor *> args;
     for (int o : in.operands)
@@ -225,8 +226,13 @@ private:
       switch (in.op) {
       case Op::MatMul:
         if (n == 2)
-          if (auto c = dev_.matmul(*args[0], *args[1], types[0].dtype,
-                                   matmulTransposed(in.attrs, 0), matmulTransposed(in.attrs, 1)))
+          if (auto c = sh_.m.deterministic
+                           ? dev_.matmulDeterministic(*args[0], *args[1], types[0].dtype,
+                                                      matmulTransposed(in.attrs, 0),
+                                                      matmulTransposed(in.attrs, 1))
+                           : dev_.matmul(*args[0], *args[1], types[0].dtype,
+                                         matmulTransposed(in.attrs, 0),
+                                         matmulTransposed(in.attrs, 1)))
             return {std::move(*c)};
         break;
       case Op::Transpose:
@@ -534,7 +540,7 @@ private:
     // Written as the program runs (a long loop shows its prints as it goes);
     // a stream that cannot take them (a full disk, a closed pipe) fails the
     // run rather than losing values.
-    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, false, {}, {}};
+    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks, sh_.m.deterministic), srcType, false, {}, {}};
     std::string text = formatTensor(pv.value) + "\n";
     if (sh_.opts.components)
       text += "components of `" + pv.label + "`: " + pv.type.str() + "\n" +
@@ -560,7 +566,7 @@ private:
         srcBlocks = gather(type, fr.vals.at(id), true);
       if (rank_ != 0)
         continue;
-      globals.push_back(assembleGlobal(type, blocks));
+      globals.push_back(assembleGlobal(type, blocks, sh_.m.deterministic));
       if (sh_.opts.components)
         extra += "components of `" + printItemLabel(in.attrs, k) + "`: " + type.str() + "\n" +
                  formatComponents(type, srcBlocks);
@@ -878,7 +884,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
           dev.at(nullptr);
           auto blocks = rr.gather(f->results[k], k < res.size() ? res[k] : Slot{});
           if (dev.rank() == 0)
-            sh.results.push_back(assembleGlobal(f->results[k], blocks));
+            sh.results.push_back(assembleGlobal(f->results[k], blocks, sh.m.deterministic));
         }
       } catch (const InternalError &e) {
         std::lock_guard<std::mutex> lock(sh.mu);

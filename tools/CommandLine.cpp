@@ -20,7 +20,7 @@ const Flag kFlags[] = {
     {"no-reuse", nullptr, false},    {"print-after", "STEP", false},
     {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
-    {"progress", nullptr, false},
+    {"progress", nullptr, false},    {"deterministic", nullptr, false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -67,16 +67,20 @@ const std::vector<Command> &commands() {
        "with one line naming the rank, the collective and the source line.\n"
        "--progress draws, when stderr is a terminal, one line for each top-level `for`\n"
        "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
-       "when stderr is not a terminal it writes nothing.",
+       "when stderr is not a terminal it writes nothing.\n"
+       "--deterministic: bit-identical results on any mesh and layout (every reduction\n"
+       "over a sharded dim computed whole in one fixed order; docs/language.md,\n"
+       "\"Deterministic mode\").",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse", "fault-timeout", "progress"}),
+                      "no-fusion", "no-reuse", "fault-timeout", "progress", "deterministic"}),
        {}},
       {"explain",
        "dtensorc explain FILE",
        "Prints, per statement, each collective the program runs (also inside called and\n"
        "gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
-       "the busiest rank receives; then the totals.",
-       withPassFlags({}),
+       "the busiest rank receives; then the totals. --deterministic shows the program\n"
+       "of deterministic mode.",
+       withPassFlags({"deterministic"}),
        {}},
       {"verify",
        "dtensorc verify FILE",
@@ -104,7 +108,7 @@ const std::vector<Command> &commands() {
        "`-x ir` reads FILE as IR text (the `build` output) and runs the steps after\n"
        "build on it. --print-after=STEP (also for run, check, explain) prints a step's\n"
        "output to stderr; --time-passes times every step, the front end included.",
-       withPassFlags({"backend", "no-fusion"}),
+       withPassFlags({"backend", "no-fusion", "deterministic"}),
        {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan",
         "codegen"}},
       {"repl",
@@ -116,8 +120,8 @@ const std::vector<Command> &commands() {
        "`:explain EXPR`, `:mesh`, `:load FILE`, `:reset`, `:help`, `:quit`. On a terminal\n"
        "lines are edited with libedit and kept in a history file\n"
        "($XDG_STATE_HOME/dtensor/history); from a pipe the lines run one by one without\n"
-       "prompts, and the exit status is 1 if any input failed.",
-       {"backend"},
+       "prompts, and the exit status is 1 if any input failed. --deterministic as for run.",
+       {"backend", "deterministic"},
        {},
        true},
   };

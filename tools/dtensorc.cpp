@@ -125,6 +125,7 @@ int main(int argc, char **argv) {
   so.pipeline.fusion = !a.flags.count("no-fusion");
   so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.reference = a.flags.count("reference") > 0;
+  so.compile.deterministic = a.flags.count("deterministic") > 0;
   so.backend = backend;
   so.faultTimeout = faultTimeout;
   so.keepValues = false; // one run: every value is freed after its last use
@@ -143,6 +144,7 @@ int main(int argc, char **argv) {
       ReplOptions ro;
       ro.backend = backend;
       ro.kernelCache = dtcli::kernelCacheDir();
+      ro.deterministic = so.compile.deterministic;
       return runRepl(ro, a.file, isatty(0), banner);
     }
     if (a.cmd == "verify") {

@@ -21,8 +21,9 @@ namespace dt {
 
 namespace {
 
-template <class T> void scalarBlock(const T *A, const T *B, T *C, int64_t m0, int64_t m1,
-                                    int64_t j0, int64_t k, int64_t n) {
+template <class T>
+void scalarBlock(const T *A, const T *B, T *C, int64_t m0, int64_t m1, int64_t j0, int64_t k,
+                 int64_t n) {
   for (int64_t i = m0; i < m1; ++i)
     for (int64_t j = j0; j < n; ++j) {
       T acc = 0;
@@ -109,13 +110,12 @@ __attribute__((target("avx2,fma"))) void kernelF64(const double *A, const double
   scalarBlock(A, B, C, 0, m, nv, k, n);
 }
 
-bool hasAvx2Fma() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+bool hasAvx2Fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
 /// `src` (rows x cols, row-major) transposed into `dst`.
-template <class T> void transposeInto(const T *src, int64_t rows, int64_t cols, std::vector<T> &dst) {
+template <class T>
+void transposeInto(const T *src, int64_t rows, int64_t cols, std::vector<T> &dst) {
   dst.resize((size_t)(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)

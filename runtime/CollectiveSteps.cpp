@@ -104,8 +104,8 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     if (deterministic) { // the value is whole on the group's first member
       if (me == 0)
         dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),
-                     out.raw(), out.shape, std::vector<int64_t>(out.shape.size(), 0), block.shape,
-                     es);
+                       out.raw(), out.shape, std::vector<int64_t>(out.shape.size(), 0), block.shape,
+                       es);
       comm.broadcast(out.raw(), out.numel(), dt, 0);
       return out;
     }

@@ -352,8 +352,8 @@ VerifyResult verifySource(const std::string &path, std::string text,
 }
 
 RunOutputs runDistributed(const std::string &path, std::string text,
-                          const std::vector<MeshOverride> &overrides,
-                          const CompileOptions &options, bool jit) {
+                          const std::vector<MeshOverride> &overrides, const CompileOptions &options,
+                          bool jit) {
   RunOutputs r;
   for (auto &o : overrides) {
     std::string why = applyMeshOverride(text, o);
@@ -400,8 +400,7 @@ std::string tensorBits(const HostTensor &a, const HostTensor &b) {
   auto *pa = static_cast<const char *>(a.raw()), *pb = static_cast<const char *>(b.raw());
   for (int64_t i = 0; i < a.numel(); ++i)
     if (std::memcmp(pa + i * w, pb + i * w, w) != 0)
-      return "element " + std::to_string(i) + ": " + elementText(a, i) + " vs " +
-             elementText(b, i);
+      return "element " + std::to_string(i) + ": " + elementText(a, i) + " vs " + elementText(b, i);
   return "";
 }
 

@@ -17,8 +17,8 @@
 // it, and the checker judges it on the mesh it will run on.
 #pragma once
 
-#include "ir/IR.h"
 #include "frontend/Compilation.h"
+#include "ir/IR.h"
 #include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 

@@ -207,8 +207,8 @@ int main(int argc, char **argv) {
     // --expect-differences: the check must be able to fail, so default mode
     // has to show at least one program whose bits depend on the mesh.
     bool ok = expectDiff ? differing > 0 : failures == 0;
-    std::cout << (ok ? "PASS" : "FAIL") << ": " << programs << " programs x 5 meshes, "
-              << differing << " programs differ across meshes, " << skips << " skipped\n";
+    std::cout << (ok ? "PASS" : "FAIL") << ": " << programs << " programs x 5 meshes, " << differing
+              << " programs differ across meshes, " << skips << " skipped\n";
     return ok ? 0 : 1;
   }
   for (auto &f : files) {

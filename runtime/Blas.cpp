@@ -106,7 +106,7 @@ void intGemm(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool
 }
 
 void matrix(DType t, const void *A, const void *B, void *C, int64_t m, int64_t k, int64_t n,
-            bool ta, bool tb, bool det) {
+            bool ta, bool tb, bool det, int threads = 1) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -114,7 +114,7 @@ void matrix(DType t, const void *A, const void *B, void *C, int64_t m, int64_t k
     return;
   }
   if (det && (t == DType::F32 || t == DType::F64))
-    return deterministicMatrix(t == DType::F64, A, B, C, m, k, n, ta, tb);
+    return deterministicMatrix(t == DType::F64, A, B, C, m, k, n, ta, tb, threads);
   auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
   switch (t) {
@@ -191,13 +191,14 @@ void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA
   // One right matrix for every batch element and a contiguous left operand:
   // the batch folds into M, a single (nb*m) x k x n call.
   if (bShared && aFull && nb > 1)
-    return matrix(a0.dtype, A, B, C, nb * p.m, p.k, p.n, false, tb, det);
+    return matrix(a0.dtype, A, B, C, nb * p.m, p.k, p.n, false, tb, det, threads);
   std::vector<int64_t> idx(p.batch.size(), 0);
   for (int64_t blk = 0; blk < nb; ++blk) {
     int64_t oa = 0, ob = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       oa += idx[d] * p.strideA[d], ob += idx[d] * p.strideB[d];
-    matrix(a0.dtype, A + oa * es, B + ob * es, C + blk * mn * es, p.m, p.k, p.n, ta, tb, det);
+    matrix(a0.dtype, A + oa * es, B + ob * es, C + blk * mn * es, p.m, p.k, p.n, ta, tb, det,
+           threads);
     for (size_t d = idx.size(); d-- > 0;) {
       if (++idx[d] < p.batch[d])
         break;

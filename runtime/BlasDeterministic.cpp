@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -122,17 +123,7 @@ void transposeInto(const T *src, int64_t rows, int64_t cols, std::vector<T> &dst
       dst[(size_t)(c * rows + r)] = src[r * cols + c];
 }
 
-template <class T>
-void product(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
-  std::vector<T> at, bt;
-  if (ta) { // A is stored k x m
-    transposeInto(A, k, m, at);
-    A = at.data();
-  }
-  if (tb) { // B is stored n x k
-    transposeInto(B, n, k, bt);
-    B = bt.data();
-  }
+template <class T> void rowsProduct(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n) {
 #ifdef DT_DET_X86
   if (hasAvx2Fma()) {
     if constexpr (std::is_same_v<T, float>)
@@ -145,14 +136,40 @@ void product(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool
   scalarBlock(A, B, C, 0, m, 0, k, n);
 }
 
+template <class T>
+void product(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool ta, bool tb,
+             int threads) {
+  std::vector<T> at, bt;
+  if (ta) { // A is stored k x m
+    transposeInto(A, k, m, at);
+    A = at.data();
+  }
+  if (tb) { // B is stored n x k
+    transposeInto(B, n, k, bt);
+    B = bt.data();
+  }
+  // Blocks of rows (multiples of the 4-row tile) on `threads` threads when
+  // the product is large enough to pay for them; a row's bits never change.
+  int64_t per = (m + threads - 1) / std::max(threads, 1);
+  per = (per + 3) / 4 * 4;
+  if (threads <= 1 || m * n * k < (int64_t(1) << 22) || per >= m)
+    return rowsProduct(A, B, C, m, k, n);
+  std::vector<std::thread> pool;
+  for (int64_t r0 = per; r0 < m; r0 += per)
+    pool.emplace_back([=] { rowsProduct(A + r0 * k, B, C + r0 * n, std::min(per, m - r0), k, n); });
+  rowsProduct(A, B, C, per, k, n);
+  for (auto &t : pool)
+    t.join();
+}
+
 } // namespace
 
 void deterministicMatrix(bool f64, const void *A, const void *B, void *C, int64_t m, int64_t k,
-                         int64_t n, bool ta, bool tb) {
+                         int64_t n, bool ta, bool tb, int threads) {
   if (f64)
-    product((const double *)A, (const double *)B, (double *)C, m, k, n, ta, tb);
+    product((const double *)A, (const double *)B, (double *)C, m, k, n, ta, tb, threads);
   else
-    product((const float *)A, (const float *)B, (float *)C, m, k, n, ta, tb);
+    product((const float *)A, (const float *)B, (float *)C, m, k, n, ta, tb, threads);
 }
 
 } // namespace dt

@@ -14,8 +14,9 @@
 namespace dt {
 
 /// C (m x n, row-major) = A (m x k; stored k x m when `ta`) @ B (k x n;
-/// stored n x k when `tb`), f32 or (`f64`) f64.
+/// stored n x k when `tb`), f32 or (`f64`) f64. `threads` > 1 splits the rows
+/// of a large product among that many threads (the bits do not change).
 void deterministicMatrix(bool f64, const void *A, const void *B, void *C, int64_t m, int64_t k,
-                         int64_t n, bool ta, bool tb);
+                         int64_t n, bool ta, bool tb, int threads = 1);
 
 } // namespace dt

@@ -145,7 +145,7 @@ std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, co
   if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
     return std::nullopt;
   HostTensor c;
-  gemm(a, b, c, transA, transB, 1, true);
+  gemm(a, b, c, transA, transB, blasThreads_, true);
   return c;
 }
 

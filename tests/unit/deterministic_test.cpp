@@ -91,6 +91,20 @@ TEST_CASE("deterministic matmul: every block of the product has the whole produc
       }
 }
 
+TEST_CASE("deterministic matmul: threads split the rows without changing a bit") {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> nd;
+  const int64_t m = 261, k = 130, n = 129;
+  std::vector<float> A(m * k), B(k * n), C1(m * n), C3(m * n);
+  for (auto &x : A)
+    x = nd(rng);
+  for (auto &x : B)
+    x = nd(rng);
+  deterministicMatrix(false, A.data(), B.data(), C1.data(), m, k, n, false, false, 1);
+  deterministicMatrix(false, A.data(), B.data(), C3.data(), m, k, n, false, false, 3);
+  CHECK(std::memcmp(C1.data(), C3.data(), C1.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("deterministic kernels: the flag is part of the kernel text and hash") {
   Kernel a = sumKernel(DType::F32), b = a;
   b.deterministic = true;

@@ -30,7 +30,10 @@
 namespace dt {
 
 /// Lowers every function of `m` in place; returns the number of collective
-/// steps inserted.
+/// steps inserted. With `m.deterministic`, an op that reduces or contracts a
+/// dim sharded on some mesh axes gets its operands gathered on those axes and
+/// its (whole) result moved back to the partial type with `local_partial`
+/// (docs/language.md, "Deterministic mode").
 int lowerToSpmd(Module &m);
 
 } // namespace dt

@@ -13,7 +13,8 @@ namespace {
 
 class Lowerer {
 public:
-  Lowerer(Function &f, bool deterministic) : f_(f), deterministic_(deterministic) {}
+  Lowerer(Function &f, const Topology &topo, bool deterministic)
+      : f_(f), topo_(topo), deterministic_(deterministic) {}
 
   int run() {
     block(f_.body);
@@ -31,7 +32,7 @@ private:
   /// holds the moved data (src itself when nothing moves).
   int emitMove(int src, const TensorType &to, int result, SrcLoc loc, std::vector<Inst> &out) {
     TensorType from = f_.type(src);
-    RedistPlan plan = planRedistribution(from, to);
+    RedistPlan plan = planRedistribution(from, to, topo_);
     int cur = src;
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const RedistStep &st = plan.steps[i];
@@ -56,8 +57,8 @@ private:
       return false;
     int64_t ranks = 1;
     for (size_t a = 0; a < t.placements.size(); ++a)
-      if (t.placements[a].isPartial() && (t.placements[a].op == ReduceOp::Sum ||
-                                          t.placements[a].op == ReduceOp::Avg))
+      if (t.placements[a].isPartial() &&
+          (t.placements[a].op == ReduceOp::Sum || t.placements[a].op == ReduceOp::Avg))
         ranks *= t.mesh->axes[a].size;
     return ranks > 1;
   }
@@ -233,6 +234,7 @@ private:
   std::map<int, Known> constFactor_; ///< float constants by value id
 
   Function &f_;
+  const Topology &topo_;
   bool deterministic_ = false;
   std::map<int, int> rename_;
   int inserted_ = 0;
@@ -240,10 +242,13 @@ private:
 
 } // namespace
 
-int lowerToSpmd(Module &m) {
+int lowerToSpmd(Module &m, const Topology &topology) {
+  Topology topo = topology;
+  if (topo.multiNode() && topo.worldIds.empty())
+    topo.worldIds = programDeviceIds(m);
   int n = 0;
   for (auto &f : m.functions)
-    n += Lowerer(f, m.deterministic).run();
+    n += Lowerer(f, topo, m.deterministic).run();
   return n;
 }
 

@@ -335,6 +335,13 @@ struct Emitter {
 
   void emitElementwise(const std::string &sym);
   void emitReduction(const std::string &sym);
+  /// Deterministic mode: one thread per output element, which reduces its
+  /// inputs in row-major order over the reduced dims into one accumulator
+  /// (f64 for float sums): the order of the interpreter and the CPU JIT.
+  template <class Combine, class Identity>
+  void emitDeterministicReduction(const std::string &sym, const std::vector<int> &kept,
+                                  const std::vector<int> &red, Combine &&combine,
+                                  Identity &&identity);
 };
 
 void Emitter::emitElementwise(const std::string &sym) {
@@ -475,6 +482,10 @@ void Emitter::emitReduction(const std::string &sym) {
       return mx ? "(-2147483647 - 1)" : "2147483647";
     return mx ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
   };
+  if (k.deterministic) {
+    emitDeterministicReduction(sym, kept, red, combine, identity);
+    return;
+  }
   os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
      << "(const dt_args a) {\n"
      << "  const dt_i64 kept = " << product(kept) << ";\n"
@@ -551,6 +562,63 @@ void Emitter::emitReduction(const std::string &sym) {
   os << "    }\n  }\n}\n";
 }
 
+template <class Combine, class Identity>
+void Emitter::emitDeterministicReduction(const std::string &sym, const std::vector<int> &kept,
+                                         const std::vector<int> &red, Combine &&combine,
+                                         Identity &&identity) {
+  const size_t S = k.stores.size();
+  const KReduce rop = k.reduce;
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
+     << "(const dt_args a) {\n"
+     << "  const dt_i64 kept = " << product(kept) << ";\n"
+     << "  const dt_i64 red = " << product(red) << ";\n"
+     << "  // Deterministic mode: one thread per output, sequential over the reduced dims.\n"
+     << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "  auto comb" << s << " = [](" << accType(rop, t) << " p, " << accType(rop, t)
+       << " q) { return (" << accType(rop, t) << ")" << combine(t) << "; };\n";
+  }
+  os << "  for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
+     << "       o += (dt_i64)gridDim.x * blockDim.x) {\n";
+  emitUnravel(kept, "o", "    ");
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
+  }
+  os << "    for (dt_i64 r = 0; r < red; ++r) {\n";
+  emitUnravel(red, "r", "      ");
+  std::vector<std::string> xs(I), ys(S);
+  for (int i = 0; i < I; ++i)
+    if (usedInput[i]) {
+      os << "      const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, offset(true, i))
+         << ";\n";
+      xs[i] = "s" + std::to_string(i);
+    }
+  for (size_t s = 0; s < S; ++s) {
+    os << "      " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
+    ys[s] = "y" + std::to_string(s);
+  }
+  os << "      " << bodyCall(xs, ys) << ";\n";
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "      acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(rop, t) << ")y" << s
+       << ");\n";
+  }
+  os << "    }\n";
+  for (size_t s = 0; s < S; ++s) {
+    int o = k.stores[s].output;
+    DType t = k.outputs[o];
+    std::string acc = "acc" + std::to_string(s);
+    std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
+                      : accType(rop, t) == std::string("double")
+                          ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
+                          : storeVal(t, acc);
+    os << "    " << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
+  }
+  os << "  }\n}\n";
+}
+
 } // namespace
 
 int cudaArgWords(const Kernel &k) {
@@ -611,6 +679,8 @@ CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs
   int64_t blocks;
   if (k.reduce == KReduce::None) {
     blocks = (kept + (int64_t)kCudaBlock * kCudaVector - 1) / ((int64_t)kCudaBlock * kCudaVector);
+  } else if (k.deterministic) {
+    blocks = (kept + kCudaBlock - 1) / kCudaBlock; // a thread per output
   } else if (red >= kCudaBlockReduceMin) {
     blocks = kept;
   } else {

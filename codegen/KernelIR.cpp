@@ -499,6 +499,8 @@ std::string printKernel(const Kernel &k, bool withName) {
       s += (i ? ", " : "") + std::to_string(k.reduceDims[i]);
     s += "]";
   }
+  if (k.deterministic)
+    s += " deterministic";
   s += "\n";
   for (size_t i = 0; i < k.inputs.size(); ++i)
     s += "  in" + std::to_string(i) + " : " + dtypeName(k.inputs[i]) +

@@ -220,6 +220,11 @@ struct Kernel {
   std::vector<KStore> stores;
   KReduce reduce = KReduce::None;
   std::vector<int> reduceDims; ///< sorted, unique; empty when reduce == None
+  /// Deterministic mode: the reduction order is exactly the interpreter's
+  /// (row-major over the reduced dims, one accumulator per output, f64 for
+  /// float sums), never reassociated, so a result's bits depend only on the
+  /// reduced extent and the inputs. Part of the kernel text (and hash).
+  bool deterministic = false;
 
   // Builders: append a node, infer its dtype, check operands (InternalError on
   // misuse) and return its index.

@@ -501,9 +501,10 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
     Value *a = b_.CreateLoad(accTyOf(t), accAt_[s]);
     Value *r;
     if (k_.reduce == KReduce::Sum && isFloat(t)) {
-      // f64 accumulation; `reassoc` lets the vectorizer split the sum.
+      // f64 accumulation; `reassoc` lets the vectorizer split the sum,
+      // except in deterministic mode (one sequential order at O0 and O2).
       r = b_.CreateFAdd(a, x->getType()->isFloatTy() ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
-      if (auto *inst = dyn_cast<Instruction>(r))
+      if (auto *inst = dyn_cast<Instruction>(r); inst && !k_.deterministic)
         inst->setHasAllowReassoc(true);
     } else if (k_.reduce == KReduce::Sum) {
       r = b_.CreateAdd(a, x);

@@ -32,6 +32,12 @@ struct CompileOptions {
   bool autoRelayout = false;
   /// Verify the IR after every pass (names the pass that broke it).
   bool verifyEach = true;
+  /// Deterministic mode (`--deterministic`, docs/language.md): every
+  /// reduction, contraction and partial(sum) collective follows one fixed
+  /// order over the global index space, so results are bit-identical on any
+  /// mesh and layout. A property of the compiled program (the executor reads
+  /// it from the CompiledProgram), never a global.
+  bool deterministic = false;
 
   // Resource limits: `check` rejects a program that exceeds one, with a
   // diagnostic at the declaration, so that `run` never meets it.

@@ -184,6 +184,12 @@ struct Function {
 
 struct Module {
   std::vector<MeshRef> meshes;
+  /// Deterministic mode (CompileOptions::deterministic; docs/language.md,
+  /// "Deterministic mode"): set by the pipeline on the program's copy. SPMD
+  /// lowering then computes every reduction over a sharded dim whole, the
+  /// executor keeps partial values on coordinate 0 of their axes and moves
+  /// them without arithmetic, and kernels reduce in one fixed order.
+  bool deterministic = false;
   /// `main` holds the top-level program. A deque: adding a function never
   /// moves the others (the builder holds pointers while instantiating).
   std::deque<Function> functions;

@@ -124,6 +124,7 @@ struct PipelineRun {
     p->module_ = std::make_unique<Module>(std::move(global));
     p->entry_ = entry;
     Module &m = *p->module_;
+    m.deterministic = copts.deterministic;
     auto step = [&](Step s, auto &&body) {
       if (s > opts.last)
         return false;
@@ -165,8 +166,10 @@ struct PipelineRun {
         return p;
       if (!step(Step::Kernels, [&] {
             for (const Function &f : m.functions)
-              if (isFusedKernel(f))
+              if (isFusedKernel(f)) {
                 p->kernels_.push_back({f.name, buildFusedKernel(f)});
+                p->kernels_.back().kernel.kernel.deterministic = m.deterministic;
+              }
             return true;
           }))
         return p;

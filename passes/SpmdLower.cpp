@@ -3,6 +3,7 @@
 
 #include "passes/Redistribute.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -12,7 +13,8 @@ namespace {
 
 class Lowerer {
 public:
-  Lowerer(Function &f, const Topology &topo) : f_(f), topo_(topo) {}
+  Lowerer(Function &f, const Topology &topo, bool deterministic)
+      : f_(f), topo_(topo), deterministic_(deterministic) {}
 
   int run() {
     block(f_.body);
@@ -91,6 +93,63 @@ private:
     }
   }
 
+  /// Deterministic mode: an op whose result is partial on a mesh axis on
+  /// which an operand is sharded reduces (or contracts) a dim sharded there,
+  /// and each rank would hold a contribution that collectives then sum in
+  /// whatever order. Instead the operands sharded on those axes are gathered,
+  /// the op computes the whole reduction on every rank (the one-device
+  /// kernel, hence the one-device order), and `local_partial` (emitted into
+  /// `after` once the op is placed) keeps the value on coordinate 0 of the
+  /// axes and zeros elsewhere: every partial value is then whole on one rank
+  /// and the executor moves it without arithmetic (runtime/CollectiveSteps.h).
+  void gatherReduced(Inst &in, std::vector<Inst> &out, std::vector<std::pair<int, int>> &after) {
+    if (!deterministic_ || !in.regions.empty() || in.op == Op::Call || in.results.empty())
+      return;
+    std::vector<int64_t> axes;
+    for (int r : in.results) {
+      const TensorType &rt = f_.type(r);
+      if (rt.isHost())
+        continue;
+      for (size_t a = 0; a < rt.placements.size(); ++a) {
+        if (!rt.placements[a].isPartial())
+          continue;
+        for (int o : in.operands) {
+          const TensorType &ot = f_.type(o);
+          if (!ot.isHost() && ot.mesh == rt.mesh && ot.placements[a].isShard() &&
+              std::find(axes.begin(), axes.end(), (int64_t)a) == axes.end())
+            axes.push_back((int64_t)a);
+        }
+      }
+    }
+    if (axes.empty())
+      return;
+    for (int &o : in.operands) {
+      TensorType t = f_.type(o); // a copy: newValue grows the table
+      if (t.isHost())
+        continue;
+      TensorType target = t;
+      for (auto a : axes) // partial operands too (`index_add` into a partial value)
+        if ((size_t)a < t.placements.size() && !t.placements[a].isReplicate())
+          target.placements[a] = Placement::replicate();
+      if (!(target == t))
+        o = emitMove(o, target, -1, in.loc, out);
+    }
+    for (int &r : in.results) {
+      TensorType t = f_.type(r);
+      if (t.isHost())
+        continue;
+      TensorType whole = t;
+      for (auto a : axes)
+        if ((size_t)a < t.placements.size() && t.placements[a].isPartial())
+          whole.placements[a] = Placement::replicate();
+      if (whole == t)
+        continue;
+      int nv = f_.newValue(whole);
+      after.push_back({nv, r});
+      r = nv;
+    }
+  }
+
   static TensorType replicated(const TensorType &t) {
     return replicatedType(t.dtype, t.shape, t.mesh);
   }
@@ -144,7 +203,12 @@ private:
       default:
         break;
       }
+      std::vector<std::pair<int, int>> after; // (whole value, partial result)
+      gatherReduced(in, out, after);
+      SrcLoc loc = in.loc;
       out.push_back(std::move(in));
+      for (auto [whole, result] : after)
+        emitMove(whole, f_.type(result), result, loc, out);
     }
     b.insts = std::move(out);
   }
@@ -171,6 +235,7 @@ private:
 
   Function &f_;
   const Topology &topo_;
+  bool deterministic_ = false;
   std::map<int, int> rename_;
   int inserted_ = 0;
 };
@@ -183,7 +248,7 @@ int lowerToSpmd(Module &m, const Topology &topology) {
     topo.worldIds = programDeviceIds(m);
   int n = 0;
   for (auto &f : m.functions)
-    n += Lowerer(f, topo).run();
+    n += Lowerer(f, topo, m.deterministic).run();
   return n;
 }
 

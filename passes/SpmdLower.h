@@ -32,7 +32,10 @@ namespace dt {
 
 /// Lowers every function of `m` in place; returns the number of collective
 /// steps inserted. `topo`: which ranks share a node (the planner keeps
-/// traffic inside nodes where it can; ir/Topology.h).
+/// traffic inside nodes where it can; ir/Topology.h). With `m.deterministic`,
+/// an op that reduces or contracts a dim sharded on some mesh axes gets its
+/// operands gathered on those axes and its (whole) result moved back to the
+/// partial type with `local_partial` (docs/language.md, "Deterministic mode").
 int lowerToSpmd(Module &m, const Topology &topo = {});
 
 } // namespace dt

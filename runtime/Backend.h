@@ -108,6 +108,14 @@ public:
   /// (a matmul's flags, ir/IR.h matmulTransposed; ignored on a 1-D operand).
   virtual std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out,
                                            bool transA, bool transB) = 0;
+  /// matmul for deterministic mode: every element's bits independent of the
+  /// operands' other rows and columns (runtime/BlasDeterministic.h), or
+  /// nullopt (default): the executor then uses the reference kernel, which is
+  /// (one f64 accumulation per element in k order).
+  virtual std::optional<HostTensor> matmulDeterministic(const HostTensor &, const HostTensor &,
+                                                        DType, bool, bool) {
+    return std::nullopt;
+  }
 
   // --- data movement --------------------------------------------------------
   /// Copies the box `extent` at coordinate `srcStart` of a row-major tensor of

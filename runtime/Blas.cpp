@@ -3,6 +3,7 @@
 // whole batch when the right operand is shared and the left is contiguous),
 // and wrapping integer loops.
 #include "runtime/Blas.h"
+#include "runtime/BlasDeterministic.h"
 #include "runtime/RefKernels.h"
 
 #include "support/Diagnostics.h"
@@ -105,13 +106,15 @@ void intGemm(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool
 }
 
 void matrix(DType t, const void *A, const void *B, void *C, int64_t m, int64_t k, int64_t n,
-            bool ta, bool tb) {
+            bool ta, bool tb, bool det, int threads = 1) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
     std::memset(C, 0, (size_t)(dtypeSize(t) * m * n));
     return;
   }
+  if (det && (t == DType::F32 || t == DType::F64))
+    return deterministicMatrix(t == DType::F64, A, B, C, m, k, n, ta, tb, threads);
   auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
   switch (t) {
@@ -147,17 +150,17 @@ std::vector<int64_t> gemmShape(const std::vector<int64_t> &a, const std::vector<
 }
 
 void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA, bool transB,
-          int threads) {
+          int threads, bool det) {
   if (a0.dtype != b0.dtype)
     throw InternalError(std::string("gemm: operand dtypes differ (") + dtypeName(a0.dtype) +
                         " and " + dtypeName(b0.dtype) + ")");
   if (a0.dtype == DType::Bool)
-    return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB, threads);
+    return gemm(boolAsI64(a0), boolAsI64(b0), c, transA, transB, threads, det);
   if (isLowPrecision(a0.dtype)) {
     // bf16/f16: widen both operands to f32 (exact), one sgemm accumulating in
     // f32, and round the product once to the operands' dtype.
     HostTensor c32;
-    gemm(ref::cast(a0, DType::F32), ref::cast(b0, DType::F32), c32, transA, transB, threads);
+    gemm(ref::cast(a0, DType::F32), ref::cast(b0, DType::F32), c32, transA, transB, threads, det);
     c = ref::cast(c32, a0.dtype);
     return;
   }
@@ -188,13 +191,14 @@ void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA
   // One right matrix for every batch element and a contiguous left operand:
   // the batch folds into M, a single (nb*m) x k x n call.
   if (bShared && aFull && nb > 1)
-    return matrix(a0.dtype, A, B, C, nb * p.m, p.k, p.n, false, tb);
+    return matrix(a0.dtype, A, B, C, nb * p.m, p.k, p.n, false, tb, det, threads);
   std::vector<int64_t> idx(p.batch.size(), 0);
   for (int64_t blk = 0; blk < nb; ++blk) {
     int64_t oa = 0, ob = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       oa += idx[d] * p.strideA[d], ob += idx[d] * p.strideB[d];
-    matrix(a0.dtype, A + oa * es, B + ob * es, C + blk * mn * es, p.m, p.k, p.n, ta, tb);
+    matrix(a0.dtype, A + oa * es, B + ob * es, C + blk * mn * es, p.m, p.k, p.n, ta, tb, det,
+           threads);
     for (size_t d = idx.size(); d-- > 0;) {
       if (++idx[d] < p.batch[d])
         break;

@@ -28,8 +28,11 @@ namespace dt {
 /// already has the result's dtype and shape, else replaced by a new tensor.
 /// Result dtype: a's dtype (i64 for bool). InternalError on mismatched dtypes,
 /// contraction sizes or batch dims, and on rank-0 operands.
+/// `deterministic`: float products through deterministicMatrix
+/// (BlasDeterministic.h: one fma chain over k per element, whatever the
+/// shape) instead of OpenBLAS, whose bits depend on M and N.
 void gemm(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA = false,
-          bool transB = false, int threads = 1);
+          bool transB = false, int threads = 1, bool deterministic = false);
 
 /// Result shape of gemm(a, b, ...) for the given shapes (same errors).
 std::vector<int64_t> gemmShape(const std::vector<int64_t> &a, const std::vector<int64_t> &b,

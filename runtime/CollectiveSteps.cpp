@@ -54,7 +54,7 @@ bool concatenates(const std::vector<Box> &parts, const Box &box) {
 
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
-                             const std::vector<int64_t> &worldIds) {
+                             const std::vector<int64_t> &worldIds, bool deterministic) {
   const Mesh &mesh = *src.mesh;
   const std::vector<int64_t> &axes = in.attrs.ints;
   Box oldB = blockBox(src, meshRank), newB = blockBox(dst, meshRank);
@@ -101,6 +101,14 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
   }
   case Op::AllReduce: {
     Communicator &comm = dev.group(members);
+    if (deterministic) { // the value is whole on the group's first member
+      if (me == 0)
+        dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),
+                       out.raw(), out.shape, std::vector<int64_t>(out.shape.size(), 0), block.shape,
+                       es);
+      comm.broadcast(out.raw(), out.numel(), dt, 0);
+      return out;
+    }
     comm.allReduce(block.raw(), out.raw(), block.numel(), dt, src.placements[axes[0]].op);
     return out;
   }
@@ -122,6 +130,16 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     return out;
   }
   case Op::ReduceScatter: {
+    if (deterministic) { // whole on the group's first member: broadcast, keep my block
+      HostTensor whole = dev.empty(dt, oldB.shape);
+      if (me == 0)
+        dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),
+                       whole.raw(), whole.shape, std::vector<int64_t>(whole.shape.size(), 0),
+                       block.shape, es);
+      dev.group(members).broadcast(whole.raw(), whole.numel(), dt, 0);
+      pack(dev, whole, oldB, newB, static_cast<char *>(out.raw()));
+      return out;
+    }
     auto news = peersNew();
     std::vector<int64_t> counts;
     for (auto &b : news)

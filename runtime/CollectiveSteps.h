@@ -19,8 +19,12 @@ namespace dt {
 /// result block. Buffers, packing and the group come from `dev`; the group's
 /// members are the world ranks of their device ids in `worldIds` (the sorted
 /// distinct device ids of the program, worldRankOf()).
+/// In deterministic mode (Module::deterministic) a partial value is whole on
+/// coordinate 0 of its partial axes (SPMD lowering made it so), so
+/// `all_reduce` broadcasts that block and `reduce_scatter` broadcasts it and
+/// keeps this rank's block: no arithmetic, no order to depend on.
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
-                             const std::vector<int64_t> &worldIds);
+                             const std::vector<int64_t> &worldIds, bool deterministic = false);
 
 } // namespace dt

@@ -140,6 +140,15 @@ std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTenso
   return c;
 }
 
+std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, const HostTensor &b,
+                                                         DType out, bool transA, bool transB) {
+  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
+    return std::nullopt;
+  HostTensor c;
+  gemm(a, b, c, transA, transB, blasThreads_, true);
+  return c;
+}
+
 void CpuDevice::copyRegion(const void *src, const std::vector<int64_t> &srcShape,
                            const std::vector<int64_t> &srcStart, void *dst,
                            const std::vector<int64_t> &dstShape,

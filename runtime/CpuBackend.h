@@ -51,6 +51,8 @@ public:
   HostTensor fromHost(const HostTensor &h) override { return h; }
   HostTensor toHost(const HostTensor &t) override { return t; }
   void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override;
+  std::optional<HostTensor> matmulDeterministic(const HostTensor &a, const HostTensor &b, DType out,
+                                                bool transA, bool transB) override;
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
                                    bool transB) override;
   void copyRegion(const void *src, const std::vector<int64_t> &srcShape,

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -58,10 +59,50 @@ struct Executor::Shared {
   const ExecOptions &opts;
   std::vector<PrintedValue> *printed; ///< rank 0 appends what it printed
 
+  /// Deterministic mode: the matmuls whose one use is a `local_partial`
+  /// (sum) step, with its axes. SPMD lowering computes a contraction over a
+  /// sharded dim whole on every rank and `local_partial` keeps it on
+  /// coordinate 0 of those axes only, so the other ranks skip the product.
+  std::map<const Inst *, std::vector<int64_t>> ownerOnly;
+
   Shared(const Module &mod, std::vector<int64_t> worldIds, std::vector<RankState> &st,
          std::ostream &o, const ExecOptions &eo, std::vector<PrintedValue> *pv)
       : m(mod), state(st), ids(std::move(worldIds)), worldSize((int)ids.size()), out(o), opts(eo),
-        printed(pv) {}
+        printed(pv) {
+    if (m.deterministic)
+      for (const Function &f : m.functions)
+        findOwnerOnly(f);
+  }
+
+  void findOwnerOnly(const Function &f) {
+    std::map<int, int> uses;
+    std::map<int, const Inst *> partialOf; // operand -> its local_partial step
+    std::vector<const Inst *> products;
+    std::function<void(const Block &)> walk = [&](const Block &b) {
+      for (const Inst &in : b.insts) {
+        for (int o : in.operands)
+          ++uses[o];
+        if (in.op == Op::LocalPartial && !in.operands.empty())
+          partialOf[in.operands[0]] = &in;
+        if ((in.op == Op::MatMul || in.op == Op::Einsum) && in.results.size() == 1)
+          products.push_back(&in);
+        for (const Block &r : in.regions)
+          walk(r);
+      }
+    };
+    walk(f.body);
+    for (const Inst *p : products) {
+      int r = p->results[0];
+      auto it = partialOf.find(r);
+      if (it == partialOf.end() || uses[r] != 1)
+        continue;
+      const TensorType &to = f.type(it->second->results[0]);
+      const std::vector<int64_t> &axes = it->second->attrs.ints;
+      if (!axes.empty() && !to.isHost() && to.placements[axes[0]].isPartial() &&
+          to.placements[axes[0]].op == ReduceOp::Sum)
+        ownerOnly[p] = axes;
+    }
+  }
 };
 
 namespace {
@@ -134,6 +175,15 @@ private:
           in.op == Op::Call && sh_.kernels ? &rs_.site(in, *sh_.kernels) : nullptr;
       if (cs && cs->kernel) { // fast path: a compiled kernel
         kernelCall(*cs, in, fr);
+      } else if (auto skip = sh_.ownerOnly.find(&in);
+                 skip != sh_.ownerOnly.end() && notOwner(fr.type(in.results[0]), skip->second)) {
+        // Deterministic mode: only coordinate 0 keeps this product (Shared::ownerOnly).
+        const TensorType &rt = fr.type(in.results[0]);
+        fr.def[in.results[0]] = &in;
+        fr.vals[in.results[0]] =
+            holds(rt) ? Slot{dev_.empty(rt.dtype, localBlock(rt, meshRank(rt)).shape)} : Slot{};
+        if (fr.vals[in.results[0]])
+          rs_.hold(*fr.vals[in.results[0]]);
       } else {
         auto res = inst(in, fr, depth);
         for (size_t i = 0; i < in.results.size(); ++i) {
@@ -148,6 +198,17 @@ private:
           rs_.release(fr.vals[id]);
     }
     return {};
+  }
+
+  /// Whether this rank's coordinate on one of `axes` of `t`'s mesh is not 0.
+  bool notOwner(const TensorType &t, const std::vector<int64_t> &axes) {
+    if (t.isHost() || !holds(t))
+      return false;
+    auto c = t.mesh->coords(meshRank(t));
+    for (auto a : axes)
+      if (c[a] != 0)
+        return true;
+    return false;
   }
 
   std::vector<Slot> inst(const Inst &in, Frame &fr, int depth) {
@@ -204,8 +265,8 @@ private:
       const TensorType &st = fr.type(in.operands[0]);
       ++rs_.stats.collectives;
       dev_.at(&in);
-      return {
-          runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st), sh_.ids)};
+      return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st),
+                                sh_.ids, sh_.m.deterministic)};
     }
     std::vector<const HostTensor *> args;
     for (int o : in.operands)
@@ -227,8 +288,13 @@ private:
       switch (in.op) {
       case Op::MatMul:
         if (n == 2)
-          if (auto c = dev_.matmul(*args[0], *args[1], types[0].dtype,
-                                   matmulTransposed(in.attrs, 0), matmulTransposed(in.attrs, 1)))
+          if (auto c =
+                  sh_.m.deterministic
+                      ? dev_.matmulDeterministic(*args[0], *args[1], types[0].dtype,
+                                                 matmulTransposed(in.attrs, 0),
+                                                 matmulTransposed(in.attrs, 1))
+                      : dev_.matmul(*args[0], *args[1], types[0].dtype,
+                                    matmulTransposed(in.attrs, 0), matmulTransposed(in.attrs, 1)))
             return {std::move(*c)};
         break;
       case Op::Transpose:
@@ -547,7 +613,8 @@ private:
     // Written as the program runs (a long loop shows its prints as it goes);
     // a stream that cannot take them (a full disk, a closed pipe) fails the
     // run rather than losing values.
-    PrintedValue pv{in.attrs.str, assembleGlobal(type, blocks), srcType, false, {}, {}};
+    PrintedValue pv{
+        in.attrs.str, assembleGlobal(type, blocks, sh_.m.deterministic), srcType, false, {}, {}};
     std::string text = formatTensor(pv.value) + "\n";
     if (sh_.opts.components)
       text += "components of `" + pv.label + "`: " + pv.type.str() + "\n" +
@@ -573,7 +640,7 @@ private:
         srcBlocks = gather(type, fr.vals.at(id), true);
       if (rank_ != 0)
         continue;
-      globals.push_back(assembleGlobal(type, blocks));
+      globals.push_back(assembleGlobal(type, blocks, sh_.m.deterministic));
       if (sh_.opts.components)
         extra += "components of `" + printItemLabel(in.attrs, k) + "`: " + type.str() + "\n" +
                  formatComponents(type, srcBlocks);
@@ -882,7 +949,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
           dev.at(nullptr);
           auto blocks = rr.gather(f->results[k], k < res.size() ? res[k] : Slot{});
           if (dev.rank() == 0)
-            sh.results.push_back(assembleGlobal(f->results[k], blocks));
+            sh.results.push_back(assembleGlobal(f->results[k], blocks, sh.m.deterministic));
         }
       } catch (const InternalError &e) {
         std::lock_guard<std::mutex> lock(sh.mu);

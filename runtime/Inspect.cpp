@@ -14,7 +14,8 @@
 namespace dt {
 
 HostTensor assembleGlobal(const TensorType &t,
-                          const std::vector<std::optional<HostTensor>> &blocks) {
+                          const std::vector<std::optional<HostTensor>> &blocks,
+                          bool deterministic) {
   auto need = [&](int64_t r) -> const HostTensor & {
     if (r >= (int64_t)blocks.size() || !blocks[r])
       throw InternalError("executor: no block of `" + t.str() + "` on mesh rank " +
@@ -47,6 +48,8 @@ HostTensor assembleGlobal(const TensorType &t,
     copyRegion(b.raw(), b.shape, std::vector<int64_t>(lb.shape.size(), 0), it->second.raw(), dims,
                lb.offset, lb.shape, dtypeSize(t.dtype));
   }
+  if (deterministic && !partialAxes.empty())
+    return parts.at(std::vector<int64_t>(partialAxes.size(), 0));
   // Reduce the partial axes, last axis first (inner reductions first).
   for (size_t k = partialAxes.size(); k-- > 0;) {
     ReduceOp op = t.placements[partialAxes[k]].op;

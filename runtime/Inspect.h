@@ -17,10 +17,13 @@ namespace dt {
 
 /// The global value of type `t` from the blocks of every mesh rank (indexed by
 /// mesh rank; host types: blocks[0] is the value). Partial axes are reduced
-/// axis by axis in mesh order with their op (avg: sum, then divide).
+/// axis by axis in mesh order with their op (avg: sum, then divide); in
+/// deterministic mode (Module::deterministic) a partial value is whole on
+/// coordinate 0 of its partial axes, which is taken as it is.
 /// Throws InternalError when a needed block is missing or misshaped.
 HostTensor assembleGlobal(const TensorType &t,
-                          const std::vector<std::optional<HostTensor>> &blocks);
+                          const std::vector<std::optional<HostTensor>> &blocks,
+                          bool deterministic = false);
 
 /// One line per mesh rank: `device 3: [[20, 14]]` (device id, formatted block).
 std::string formatComponents(const TensorType &t,

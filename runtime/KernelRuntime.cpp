@@ -33,6 +33,7 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
       continue;
     Entry e;
     e.fk = buildFusedKernel(f);
+    e.fk.kernel.deterministic = m.deterministic;
     bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
     e.native = backend.compile(e.fk.kernel, small);
     e.reads = outputReads(e.fk.kernel);

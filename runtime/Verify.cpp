@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -350,6 +352,80 @@ VerifyResult verifySource(const std::string &path, std::string text,
   auto results = ex.run("main", {});
   vr.checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
   return vr;
+}
+
+RunOutputs runDistributed(const std::string &path, std::string text,
+                          const std::vector<MeshOverride> &overrides, const CompileOptions &options,
+                          bool jit) {
+  RunOutputs r;
+  for (auto &o : overrides) {
+    std::string why = applyMeshOverride(text, o);
+    if (!why.empty())
+      throw RuntimeFault("--mesh: " + why);
+  }
+  Compilation c(pipelineCompileOptions(options));
+  std::ostringstream log, out;
+  std::shared_ptr<const CompiledProgram> dist;
+  if (c.compile(path, text)) {
+    PipelineOptions po;
+    po.spmd = true;
+    dist = compileProgram(c, po, log);
+  }
+  r.diagnostics = c.diags.renderAll();
+  if (!dist)
+    return r;
+  r.compiled = true;
+  ExecOptions eo;
+  eo.jit = jit;
+  Executor ex(dist->module(), out, eo);
+  r.results = ex.run("main", {});
+  r.printed = ex.printed();
+  return r;
+}
+
+namespace {
+
+std::string elementText(const HostTensor &t, int64_t i) {
+  HostTensor one(t.dtype, {});
+  size_t w = dtypeSize(t.dtype);
+  std::memcpy(one.raw(), static_cast<const char *>(t.raw()) + i * w, w);
+  uint64_t bits = 0;
+  std::memcpy(&bits, one.raw(), std::min(w, sizeof bits));
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%0*llx", (int)(2 * w), (unsigned long long)bits);
+  return formatTensor(one) + " (" + hex + ")";
+}
+
+std::string tensorBits(const HostTensor &a, const HostTensor &b) {
+  if (a.dtype != b.dtype || a.shape != b.shape)
+    return "dtype or shape differs";
+  size_t w = dtypeSize(a.dtype);
+  auto *pa = static_cast<const char *>(a.raw()), *pb = static_cast<const char *>(b.raw());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(pa + i * w, pb + i * w, w) != 0)
+      return "element " + std::to_string(i) + ": " + elementText(a, i) + " vs " + elementText(b, i);
+  return "";
+}
+
+} // namespace
+
+std::string compareBits(const RunOutputs &a, const RunOutputs &b) {
+  if (a.printed.size() != b.printed.size() || a.results.size() != b.results.size())
+    return "the runs have different numbers of outputs";
+  for (size_t i = 0; i < a.printed.size(); ++i) {
+    auto &x = a.printed[i], &y = b.printed[i];
+    std::string what = "print #" + std::to_string(i + 1);
+    if (x.isLine != y.isLine)
+      return what + ": differs";
+    std::string d = x.isLine ? (x.line == y.line ? "" : "`" + x.line + "` vs `" + y.line + "`")
+                             : tensorBits(x.value, y.value);
+    if (!d.empty())
+      return what + (x.isLine ? "" : " \"" + x.label + "\"") + ": " + d;
+  }
+  for (size_t i = 0; i < a.results.size(); ++i)
+    if (auto d = tensorBits(a.results[i], b.results[i]); !d.empty())
+      return "result " + std::to_string(i) + " of main: " + d;
+  return "";
 }
 
 } // namespace dt

@@ -17,8 +17,8 @@
 // it, and the checker judges it on the mesh it will run on.
 #pragma once
 
-#include "ir/IR.h"
 #include "frontend/Compilation.h"
+#include "ir/IR.h"
 #include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 
@@ -85,5 +85,26 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
 std::string formatChecks(const std::vector<OutputCheck> &checks);
 
 bool allPass(const std::vector<OutputCheck> &checks);
+
+/// The outputs of one distributed run (no reference run): every printed
+/// value and the values `main` returns, as gathered global values.
+struct RunOutputs {
+  bool compiled = false;
+  std::string diagnostics;
+  std::vector<PrintedValue> printed;
+  std::vector<HostTensor> results;
+};
+
+/// Compiles `text` (with `overrides` applied) through the SPMD pipeline with
+/// `options` and runs `main` on the executor (the deterministic-mode check of
+/// the `diff` tests compares such runs on several meshes bit for bit).
+RunOutputs runDistributed(const std::string &path, std::string text,
+                          const std::vector<MeshOverride> &overrides,
+                          const CompileOptions &options = {}, bool jit = true);
+
+/// "" when `a` and `b` hold the same outputs bit for bit (dtype, shape and
+/// every byte of every value; printed lines as text), else the first
+/// difference (which output, which element, both values).
+std::string compareBits(const RunOutputs &a, const RunOutputs &b);
 
 } // namespace dt

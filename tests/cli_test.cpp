@@ -29,13 +29,14 @@ ProcResult dtc(std::vector<std::string> args) {
 
 // Every flag with a valid value (empty: a switch).
 const std::map<std::string, std::string> kFlagValue = {
-    {"ranks", "1"},      {"backend", "cpu"},
-    {"components", ""},  {"visualize", ""},
-    {"reference", ""},   {"stats", ""},
-    {"no-jit", ""},      {"no-fusion", ""},
-    {"no-reuse", ""},    {"print-after", "build"},
-    {"time-passes", ""}, {"mesh", "m=[1]"},
-    {"x", "dt"},         {"ranks-per-node", "4"},
+    {"ranks", "1"},        {"backend", "cpu"},
+    {"components", ""},    {"visualize", ""},
+    {"reference", ""},     {"stats", ""},
+    {"no-jit", ""},        {"no-fusion", ""},
+    {"no-reuse", ""},      {"print-after", "build"},
+    {"time-passes", ""},   {"mesh", "m=[1]"},
+    {"x", "dt"},           {"ranks-per-node", "4"},
+    {"deterministic", ""},
 };
 
 struct Cmd {
@@ -47,11 +48,12 @@ const std::vector<Cmd> kCommands = {
     {{"check"}, {"print-after", "time-passes", "x"}},
     {{"run"},
      {"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit", "no-fusion",
-      "no-reuse", "print-after", "time-passes", "x", "ranks-per-node"}},
-    {{"explain"}, {"print-after", "time-passes", "x", "ranks-per-node"}},
+      "no-reuse", "print-after", "time-passes", "x", "ranks-per-node", "deterministic"}},
+    {{"explain"}, {"print-after", "time-passes", "x", "ranks-per-node", "deterministic"}},
     {{"verify"}, {"mesh", "ranks"}},
     {{"emit", "build"},
-     {"backend", "no-fusion", "print-after", "time-passes", "x", "ranks-per-node"}},
+     {"backend", "no-fusion", "print-after", "time-passes", "x", "ranks-per-node",
+      "deterministic"}},
 };
 
 std::vector<std::string> with(const Cmd &c, std::vector<std::string> more) {
@@ -230,4 +232,38 @@ TEST_CASE("cli: a second run loads its kernels from the disk cache") {
   CHECK(contains(off.err, "0 loaded from the kernel cache"));
   std::filesystem::remove_all(dir);
   std::filesystem::remove(prog);
+}
+
+TEST_CASE("cli: run --deterministic prints the same text on 1, 3 and 4 ranks") {
+  // Printed floats are round-trip exact, so equal text is equal bits. 37 and
+  // 7 split unevenly over 3 and 4 ranks; the sum, the matmul and the mean
+  // reduce dims sharded on `x`.
+  auto program = [](int n) {
+    return "mesh m = [x = " + std::to_string(n) +
+           "]\n"
+           "let a : f32[7, 37] @ m[_, x] = randn(seed=1)\n"
+           "let b : f32[37, 5] @ m[x, _] = randn(seed=2)\n"
+           "print(relayout(sum(exp(a), dim=1), m[_]))\n"
+           "print(relayout(a @ b, m[_, _]))\n"
+           "let c : f64[37, 7] @ m[x, _] = randn(seed=3)\n"
+           "print(relayout(mean(c * c, dim=0), m[_]))\n";
+  };
+  auto run = [&](int n, bool det) {
+    std::string path = "/tmp/dt-cli-det-" + std::to_string(::getpid()) + ".dt";
+    {
+      std::ofstream f(path);
+      f << program(n);
+    }
+    std::vector<std::string> args = {"run", path};
+    if (det)
+      args.push_back("--deterministic");
+    ProcResult r = dtc(args);
+    std::filesystem::remove(path);
+    CHECK(r.exitCode == 0);
+    return r.out;
+  };
+  std::string one = run(1, true);
+  CHECK(contains(one, "["));
+  CHECK(run(3, true) == one);
+  CHECK(run(4, true) == one);
 }

@@ -5,6 +5,14 @@
 // with even, uneven and empty blocks against the reference evaluator.
 // With `--fuzz N --seed S` it also checks N random programs
 // (tests/SpmdProgramGen.h) and prints the seed and text of any failure.
+//
+// With `--bitexact` it instead runs every program (and the random ones) on
+// meshes of 1, 2, 4, 2x2 and 3x2 devices (exactConfig) and compares every
+// printed value and result with the one-device run bit for bit; with
+// `--deterministic` in deterministic mode (CompileOptions::deterministic),
+// `--no-jit` on the reference kernels. `--expect-differences` inverts the
+// verdict: it passes when some program's bits do depend on the mesh (default
+// mode), which shows that the bit-exact check can fail.
 #include "SpmdProgramGen.h"
 
 #include "frontend/Compilation.h"
@@ -15,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,22 +89,128 @@ int checkFile(const std::string &path, const std::string &shownAs, bool quiet, i
   return failures;
 }
 
+/// Mesh sizes of the bit-exactness check: 1, 2, 4, 2x2 and 3x2 devices.
+std::vector<int64_t> exactConfig(size_t axes, int i) {
+  static const std::vector<std::vector<int64_t>> one = {{1}, {2}, {4}, {3}, {6}};
+  static const std::vector<std::vector<int64_t>> two = {{1, 1}, {2, 1}, {1, 4}, {2, 2}, {3, 2}};
+  static const std::vector<std::vector<int64_t>> three = {
+      {1, 1, 1}, {2, 1, 1}, {1, 2, 2}, {2, 2, 1}, {3, 2, 1}};
+  std::vector<int64_t> r = axes == 1 ? one[i] : axes == 2 ? two[i] : three[i];
+  r.resize(axes, 1);
+  return r;
+}
+
+/// `--bitexact`: runs `path` on every mesh of exactConfig and compares every
+/// output bit for bit with the run on one device. Returns the failures.
+int checkBits(const std::string &path, bool deterministic, bool jit, int &skips) {
+  std::string text;
+  {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  CompileOptions opts;
+  opts.deterministic = deterministic;
+  Compilation probe(pipelineCompileOptions());
+  if (!probe.compileFile(path)) {
+    std::cout << "FAIL " << path << ": does not compile\n" << probe.diags.renderAll();
+    return 1;
+  }
+  RunOutputs base;
+  std::string baseWhat;
+  int failures = 0;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<MeshOverride> ov;
+    for (auto &m : probe.module.meshes)
+      ov.push_back({m->name, exactConfig(m->axes.size(), i)});
+    std::string what = path + " " + configStr(ov);
+    try {
+      RunOutputs r = runDistributed(path, text, ov, opts, jit);
+      if (!r.compiled) {
+        std::string first = r.diagnostics.substr(0, r.diagnostics.find('\n'));
+        std::cout << "skip " << what << ": not valid on this mesh: " << first << "\n";
+        ++skips;
+        continue;
+      }
+      if (!base.compiled) {
+        base = std::move(r);
+        baseWhat = what;
+        std::cout << "base " << what << "\n";
+        continue;
+      }
+      std::string d = compareBits(base, r);
+      if (!d.empty()) {
+        std::cout << "FAIL " << what << " differs from " << baseWhat << ": " << d << "\n";
+        ++failures;
+      } else {
+        std::cout << "ok   " << what << " (bit-identical)\n";
+      }
+    } catch (const std::exception &e) {
+      std::cout << "FAIL " << what << ": " << e.what() << "\n";
+      ++failures;
+    }
+  }
+  return failures;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::vector<std::string> files;
   int fuzz = 0;
   uint64_t seed = 1;
+  bool bitexact = false, deterministic = false, expectDiff = false, jit = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--fuzz" && i + 1 < argc)
       fuzz = std::atoi(argv[++i]);
+    else if (a == "--bitexact")
+      bitexact = true;
+    else if (a == "--no-jit")
+      jit = false;
+    else if (a == "--deterministic")
+      deterministic = true;
+    else if (a == "--expect-differences")
+      expectDiff = true;
     else if (a == "--seed" && i + 1 < argc)
       seed = std::strtoull(argv[++i], nullptr, 10);
     else
       files.push_back(a);
   }
   int failures = 0, checked = 0, skips = 0;
+  if (bitexact) {
+    int differing = 0;
+    for (auto &f : files) {
+      int bad = checkBits(f, deterministic, jit, skips);
+      failures += bad;
+      differing += bad ? 1 : 0;
+    }
+    std::string tmp = "dt_diff_bits_" + std::to_string(seed) + ".dt";
+    for (int k = 0; k < fuzz; ++k) {
+      uint64_t s = seed + (uint64_t)k;
+      std::string text = generateSpmdProgram(s);
+      {
+        std::ofstream out(tmp);
+        out << text;
+      }
+      int bad = checkBits(tmp, deterministic, jit, skips);
+      if (bad)
+        std::cout << "--- program (reproduce: dt_diff --bitexact --fuzz 1 --seed " << s << ")\n"
+                  << text;
+      failures += bad;
+      differing += bad ? 1 : 0;
+    }
+    if (fuzz)
+      std::remove(tmp.c_str());
+    size_t programs = files.size() + (size_t)fuzz;
+    // --expect-differences: the check must be able to fail, so default mode
+    // has to show at least one program whose bits depend on the mesh.
+    bool ok = expectDiff ? differing > 0 : failures == 0;
+    std::cout << (ok ? "PASS" : "FAIL") << ": " << programs << " programs x 5 meshes, " << differing
+              << " programs differ across meshes, " << skips << " skipped\n";
+    return ok ? 0 : 1;
+  }
   for (auto &f : files) {
     failures += checkFile(f, f, false, skips);
     ++checked;

@@ -21,7 +21,7 @@ const Flag kFlags[] = {
     {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
     {"progress", nullptr, false},    {"ranks-per-process", "K", false},
-    {"ranks-per-node", "R", false},
+    {"ranks-per-node", "R", false},  {"deterministic", nullptr, false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -71,10 +71,13 @@ const std::vector<Command> &commands() {
        "`mpirun -np 2 dtensorc run f.dt --ranks-per-process 4` runs an 8-rank mesh.\n"
        "--progress draws, when stderr is a terminal, one line for each top-level `for`\n"
        "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
-       "when stderr is not a terminal it writes nothing.",
+       "when stderr is not a terminal it writes nothing.\n"
+       "--deterministic: bit-identical results on any mesh and layout (every reduction\n"
+       "over a sharded dim computed whole in one fixed order; docs/language.md,\n"
+       "\"Deterministic mode\").",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
                       "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process",
-                      "ranks-per-node"}),
+                      "ranks-per-node", "deterministic"}),
        {}},
       {"explain",
        "dtensorc explain FILE",
@@ -85,8 +88,9 @@ const std::vector<Command> &commands() {
        "ranks per node): world rank w is on node w / R. A collective whose groups hold\n"
        "ranks on two nodes is marked `(crosses nodes)`, a last line totals that traffic,\n"
        "and the planner costs it 8x, keeping traffic inside nodes where it can (run and\n"
-       "emit take the flag too, so they run the plan explain shows).",
-       withPassFlags({"ranks-per-node"}),
+       "emit take the flag too, so they run the plan explain shows).\n"
+       "--deterministic shows the program of deterministic mode.",
+       withPassFlags({"ranks-per-node", "deterministic"}),
        {}},
       {"verify",
        "dtensorc verify FILE",
@@ -114,7 +118,7 @@ const std::vector<Command> &commands() {
        "`-x ir` reads FILE as IR text (the `build` output) and runs the steps after\n"
        "build on it. --print-after=STEP (also for run, check, explain) prints a step's\n"
        "output to stderr; --time-passes times every step, the front end included.",
-       withPassFlags({"backend", "no-fusion", "ranks-per-node"}),
+       withPassFlags({"backend", "no-fusion", "ranks-per-node", "deterministic"}),
        {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan",
         "codegen"}},
       {"repl",
@@ -126,8 +130,8 @@ const std::vector<Command> &commands() {
        "`:explain EXPR`, `:mesh`, `:load FILE`, `:reset`, `:help`, `:quit`. On a terminal\n"
        "lines are edited with libedit and kept in a history file\n"
        "($XDG_STATE_HOME/dtensor/history); from a pipe the lines run one by one without\n"
-       "prompts, and the exit status is 1 if any input failed.",
-       {"backend"},
+       "prompts, and the exit status is 1 if any input failed. --deterministic as for run.",
+       {"backend", "deterministic"},
        {},
        true},
   };

@@ -197,6 +197,7 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
   so.exec.ranks = opts.world;
   so.keepValues = true;
   so.kernelCache = opts.kernelCache;
+  so.compile.deterministic = opts.deterministic;
   impl_->s = std::make_unique<dt::Session>(so);
   // The host's folders first, then the installed stdlib, then the defaults.
   std::vector<std::string> paths = opts.importPaths;

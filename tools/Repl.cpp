@@ -71,6 +71,7 @@ void Repl::reset() {
   so.keepValues = true;
   so.exec.interrupt = opts_.interrupt;
   so.kernelCache = opts_.kernelCache;
+  so.compile.deterministic = opts_.deterministic;
   s_ = std::make_unique<Session>(so);
 }
 

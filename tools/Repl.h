@@ -32,6 +32,8 @@ struct ReplOptions {
   const std::atomic<bool> *interrupt = nullptr;
   /// The CPU JIT's on-disk kernel cache folder (SessionOptions::kernelCache).
   std::string kernelCache;
+  /// Deterministic mode (CompileOptions::deterministic).
+  bool deterministic = false;
 };
 
 class Repl {

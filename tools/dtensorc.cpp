@@ -154,6 +154,7 @@ int main(int argc, char **argv) {
   so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
   so.pipeline.topology.ranksPerNode = perNode;
   so.reference = a.flags.count("reference") > 0;
+  so.compile.deterministic = a.flags.count("deterministic") > 0;
   so.backend = backend;
   so.faultTimeout = faultTimeout;
   so.ranksPerProcess = perProcess;
@@ -173,6 +174,7 @@ int main(int argc, char **argv) {
       ReplOptions ro;
       ro.backend = backend;
       ro.kernelCache = dtcli::kernelCacheDir();
+      ro.deterministic = so.compile.deterministic;
       return runRepl(ro, a.file, isatty(0), banner);
     }
     if (a.cmd == "verify") {

@@ -143,6 +143,9 @@ struct Options {
   /// `dtensorc` keeps them in ~/.cache/dtensor/kernels), so a host program's
   /// second start compiles nothing; empty: none.
   std::string kernelCache;
+  /// Deterministic mode (`dtensorc run --deterministic`, docs/language.md):
+  /// every value bit-identical on any mesh and layout of the program.
+  bool deterministic = false;
 };
 
 /// One program: a compiler, a runtime and the values of its top-level names.

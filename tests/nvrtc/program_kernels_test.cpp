@@ -6,13 +6,13 @@
 // that do not compile (the fail_* golden tests) are skipped; NVRTC needs no
 // GPU, so this runs in CI.
 #include "codegen/CudaEmitter.h"
+#include "codegen/CudaLoader.h"
 #include "codegen/FusedKernel.h"
 #include "codegen/KernelIR.h"
 #include "codegen/Nvrtc.h"
 #include "frontend/Compilation.h"
 #include "passes/Fusion.h"
 #include "passes/Pipeline.h"
-#include "codegen/CudaLoader.h"
 
 #include <iostream>
 #include <set>
@@ -50,23 +50,32 @@ int main(int argc, char **argv) {
     for (auto &f : s.module.functions) {
       if (!isFusedKernel(f))
         continue;
-      Kernel k = buildFusedKernel(f).kernel;
-      uint64_t h = kernelHash(k);
-      if (!seen.insert(h).second)
-        continue;
-      ++kernels;
-      CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
-      for (const char *arch : {"sm_80", "sm_90"}) {
-        NvrtcRequest req;
-        req.source = src.source;
-        req.arch = arch;
-        req.warningsAsErrors = true;
-        NvrtcResult r = nvrtc.compile(req);
-        if (!r.ok) {
-          ++failures;
-          std::cout << "FAIL " << argv[i] << " " << f.name << " (" << arch << "):\n"
-                    << r.log << "\n--- kernel IR ---\n"
-                    << printKernel(k) << "\n";
+      Kernel k0 = buildFusedKernel(f).kernel;
+      // A reduction also in deterministic mode (one thread per output,
+      // sequential over the reduced dims: CudaEmitter's deterministic path).
+      std::vector<Kernel> variants{k0};
+      if (k0.reduce != KReduce::None) {
+        variants.push_back(k0);
+        variants.back().deterministic = true;
+      }
+      for (const Kernel &k : variants) {
+        uint64_t h = kernelHash(k);
+        if (!seen.insert(h).second)
+          continue;
+        ++kernels;
+        CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
+        for (const char *arch : {"sm_80", "sm_90"}) {
+          NvrtcRequest req;
+          req.source = src.source;
+          req.arch = arch;
+          req.warningsAsErrors = true;
+          NvrtcResult r = nvrtc.compile(req);
+          if (!r.ok) {
+            ++failures;
+            std::cout << "FAIL " << argv[i] << " " << f.name << " (" << arch << "):\n"
+                      << r.log << "\n--- kernel IR ---\n"
+                      << printKernel(k) << "\n";
+          }
         }
       }
     }

@@ -65,7 +65,7 @@ bool IRBuilder::checkGenericSignature(const ast::FnDecl &d, const std::string &q
       ok = false;
     }
     if (t.layout && t.layout->mesh != "*") {
-      auto &e = diags().error(DiagId::EllipsisLayout, t.layout->loc, {what, t.layout->mesh + "[...]"});
+      auto &e = diags().error(DiagId::EllipsisLayout, t.layout->loc, {what});
       e.hint = "write `@ *`: the function is instantiated with the caller's placements, "
                "batch dims included";
       ok = false;
@@ -149,7 +149,8 @@ bool IRBuilder::bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
         want += (d ? ", " : "") + spec.dims[d];
       auto &d = diags().error(DiagId::BatchRank, loc,
                               {std::to_string(i + 1), fi.qualified, want + "]",
-                               std::to_string(fixed), at.str()});
+                               std::to_string(fixed) + (fixed == 1 ? " dim" : " dims"),
+                               at.str()});
       note(d);
       return false;
     }

@@ -68,6 +68,8 @@ bool IRBuilder::checkGenericSignature(const ast::FnDecl &d, const std::string &q
       auto &e = diags().error(DiagId::EllipsisLayout, t.layout->loc, {what});
       e.hint = "write `@ *`: the function is instantiated with the caller's placements, "
                "batch dims included";
+      if (t.layout->loc.known() && t.layout->loc.endCol > t.layout->loc.col)
+        e.fixes = {FixIt{t.layout->loc, "*"}};
       ok = false;
     }
   };

@@ -206,9 +206,10 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
       return EV::bad();
   Inferred inf = inferTypes(op, types, attrs, given);
   if (!inf.ok()) {
-    reportTypeError(*inf.error, loc, exprs, types, [&](const std::vector<TensorType> &ts) {
-      return inferTypes(op, ts, attrs, given);
-    });
+    reportTypeError(
+        *inf.error, loc, exprs, types,
+        [&](const std::vector<TensorType> &ts) { return inferTypes(op, ts, attrs, given); },
+        opInfo(op).cls == OpClass::Effect);
     return EV::bad();
   }
   // Results may be larger than every operand (broadcast, einsum outer products).
@@ -304,9 +305,9 @@ EV IRBuilder::expr(const ast::Expr &e) {
       return a;
     }
     Op op = e.op == "-" ? Op::Neg : Op::Not;
-    if (EV r; lift({a}, e.loc, [&](const std::vector<EV> &x) {
-          return emit(op, x, {e.args[0].get()}, e.loc);
-        }, r))
+    if (EV r; lift(
+            {a}, e.loc,
+            [&](const std::vector<EV> &x) { return emit(op, x, {e.args[0].get()}, e.loc); }, r))
       return r;
     return emit(op, {a}, {e.args[0].get()}, e.loc);
   }
@@ -365,9 +366,13 @@ EV IRBuilder::binary(const ast::Expr &e) {
     diags().error<DiagId::UnknownOperator>(e.loc, e.op);
     return EV::bad();
   }
-  if (EV r; it->second != Op::MatMul && lift({a, b}, e.loc, [&](const std::vector<EV> &x) {
-        return emit(it->second, x, {e.args[0].get(), e.args[1].get()}, e.loc);
-      }, r))
+  if (EV r; it->second != Op::MatMul &&
+            lift(
+                {a, b}, e.loc,
+                [&](const std::vector<EV> &x) {
+                  return emit(it->second, x, {e.args[0].get(), e.args[1].get()}, e.loc);
+                },
+                r))
     return r;
   return emit(it->second, {a, b}, {e.args[0].get(), e.args[1].get()}, e.loc);
 }

@@ -392,7 +392,8 @@ public:
   void reportTypeError(const TypeError &err, SrcLoc loc,
                        const std::vector<const ast::Expr *> &exprs,
                        const std::vector<TensorType> &types,
-                       const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks);
+                       const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks,
+                       bool atOperand = false);
 
   /// When one of `candidates` is close to `wrong`, sets the hint "did you
   /// mean `...`?" with the fix-it that corrects `wrong` inside `span`.

@@ -23,8 +23,8 @@ static size_t editDistance(const std::string &a, const std::string &b) {
     d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -387,14 +387,13 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   return t;
 }
 
-std::nullopt_t IRBuilder::torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh,
-                                      int rank) {
+std::nullopt_t IRBuilder::torchLayout(const ast::LayoutSpec &spec, const MeshRef &mesh, int rank) {
   // PyTorch lists one placement per MESH axis, in mesh order; dtensor's
   // placement form names the axes. Spell the same layout both ways.
   auto &d = diags().error(DiagId::TorchPlacements, spec.loc, {spec.mesh});
   if (spec.entries.size() != mesh->axes.size()) {
-    d.hint = "write one `axis: placement` per mesh axis: `" + spec.mesh + "{" +
-             mesh->axes[0].name + ": shard(0)}`";
+    d.hint = "write one `axis: placement` per mesh axis: `" + spec.mesh + "{" + mesh->axes[0].name +
+             ": shard(0)}`";
     return std::nullopt;
   }
   std::string written;
@@ -507,13 +506,21 @@ bool IRBuilder::conversionHint(Diagnostic &d, const ast::Expr *e, const TensorTy
 void IRBuilder::reportTypeError(
     const TypeError &err, SrcLoc loc, const std::vector<const ast::Expr *> &exprs,
     const std::vector<TensorType> &types,
-    const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks) {
-  auto &d = diags().error(err.id, loc, err.args);
+    const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks, bool atOperand) {
   // Name the operands by their source text where we have it.
   bool named = !exprs.empty() && exprs.size() == types.size();
+  // `atOperand` (the items of `print` and `save`): point at the operand the
+  // error is about and name only it.
+  const bool oneItem = atOperand && named && err.operand >= 0 && err.operand < (int)exprs.size() &&
+                       exprs[err.operand];
+  SrcLoc at = loc;
+  if (oneItem)
+    at = exprs[err.operand]->full.known() ? exprs[err.operand]->full : exprs[err.operand]->loc;
+  auto &d = diags().error(err.id, at, err.args);
   if (named) {
     for (size_t i = 0; i < types.size(); ++i)
-      d.notes.push_back("`" + exprText(exprs[i]) + "` is `" + types[i].str() + "`");
+      if (!oneItem || (int)i == err.operand)
+        d.notes.push_back("`" + exprText(exprs[i]) + "` is `" + types[i].str() + "`");
     for (auto &n : err.notes)
       if (n.rfind("operand ", 0) != 0 && n.rfind("host operand ", 0) != 0 &&
           n.rfind("distributed operand ", 0) != 0)
@@ -654,8 +661,8 @@ void IRBuilder::matmulShapeHint(
   const TensorType &a = types[0], &b = types[1];
   if (a.rank() >= 1 && b.rank() >= 2)
     d.notes.push_back("`a @ b` needs the last dim of `a` (" + a.shape.back().str() +
-                      ") to equal the second-to-last dim of `b` (" +
-                      b.shape[b.rank() - 2].str() + ")");
+                      ") to equal the second-to-last dim of `b` (" + b.shape[b.rank() - 2].str() +
+                      ")");
   // Transposing one 2-D operand is the usual fix; offer it when it type-checks.
   for (int i : {1, 0}) {
     if (types[i].rank() != 2)

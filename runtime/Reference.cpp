@@ -3,6 +3,8 @@
 // every op to its kernel in RefKernels.h.
 #include "runtime/Reference.h"
 
+#include "runtime/Executor.h"
+
 #include "runtime/CheckpointIO.h"
 #include "runtime/TensorIO.h"
 
@@ -59,7 +61,8 @@ struct ReferenceEvaluator::Frame {
   }
 };
 
-ReferenceEvaluator::ReferenceEvaluator(const Module &m, std::ostream &out) : m_(m), out_(out) {}
+ReferenceEvaluator::ReferenceEvaluator(const Module &m, std::ostream &out, LoopProgress *progress)
+    : m_(m), out_(out), progress_(progress) {}
 
 std::vector<HostTensor> ReferenceEvaluator::run(const std::string &fn,
                                                 const std::vector<HostTensor> &args) {
@@ -215,6 +218,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     std::vector<const HostTensor *> vals;
     for (size_t k = 0; k < in.operands.size(); ++k)
       vals.push_back(&opnd(k));
+    if (progress_)
+      progress_->clear();
     out_ << formatPrintLine(in.attrs, vals) << "\n";
     return {};
   }
@@ -300,7 +305,21 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     std::vector<HostTensor> cur;
     for (size_t i = skip; i < in.operands.size(); ++i)
       cur.push_back(opnd(i));
-    for (uint64_t k = 0, n = forTripCount(lo, hi, step); k < n; ++k) {
+    const uint64_t n = forTripCount(lo, hi, step);
+    // Only the outermost loops of the entry function report progress.
+    LoopProgress *progress = depth == 0 && loopNest_ == 0 ? progress_ : nullptr;
+    struct Nest {
+      int &n;
+      LoopProgress *p;
+      ~Nest() {
+        --n;
+        if (p)
+          p->end();
+      }
+    } nest{++loopNest_, progress};
+    if (progress)
+      progress->begin(in.loc, n);
+    for (uint64_t k = 0; k < n; ++k) {
       int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
       iv.data<int64_t>()[0] = i;
@@ -313,6 +332,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
                             std::to_string(next.size()) + " values for " +
                             std::to_string(cur.size()) + " loop-carried values");
       cur = std::move(next);
+      if (progress)
+        progress->step(k + 1);
     }
     return cur;
   }

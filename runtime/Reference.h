@@ -24,9 +24,14 @@
 
 namespace dt {
 
+class LoopProgress;
+
 class ReferenceEvaluator {
 public:
-  ReferenceEvaluator(const Module &m, std::ostream &out);
+  /// `progress` (may be null): told about the entry function's top-level
+  /// `for` loops, as the executor tells it (`dtensorc run --reference
+  /// --progress`).
+  ReferenceEvaluator(const Module &m, std::ostream &out, LoopProgress *progress = nullptr);
 
   /// Runs function `fn` on global argument values and returns its results.
   /// Throws RuntimeFault for bad arguments or data-dependent faults (index out
@@ -45,6 +50,8 @@ private:
 
   const Module &m_;
   std::ostream &out_;
+  LoopProgress *progress_;
+  int loopNest_ = 0; ///< `for` loops of the entry function being run
 };
 
 } // namespace dt

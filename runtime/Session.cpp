@@ -345,7 +345,7 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   std::vector<HostTensor> results;
   try {
     if (opts_.reference) {
-      ReferenceEvaluator ev(prog->module(), out);
+      ReferenceEvaluator ev(prog->module(), out, opts_.exec.progress);
       results = ev.run(prog->entry(), args);
     } else {
       Executor ex(*prog, backend(), out, opts_.exec);

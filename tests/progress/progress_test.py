@@ -2,7 +2,8 @@
 """`dtensorc run --progress`: with stderr not a terminal it writes nothing at
 all (stdout unchanged); in a pseudo-terminal it draws `for at line N: i/N`
 lines with carriage returns and erases the line (ESC [K) before the program's
-own output and at the end.
+own output and at the end. The same under `--reference` (the single-device
+reference evaluator reports its loops the same way).
 
 usage: progress_test.py DTENSORC
 """
@@ -17,17 +18,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "loop.dt")
 
 
-def piped():
-    r = subprocess.run([DTENSORC, "run", "--progress", PROG], capture_output=True, timeout=120)
+def piped(extra):
+    r = subprocess.run([DTENSORC, "run", "--progress", PROG] + extra, capture_output=True,
+                       timeout=120)
     assert r.returncode == 0, r
     assert r.stdout == b"done true\n", r.stdout
     assert r.stderr == b"", "--progress wrote to a non-terminal stderr: %r" % r.stderr
 
 
-def terminal():
+def terminal(extra):
     pid, fd = pty.fork()
     if pid == 0:
-        os.execv(DTENSORC, [DTENSORC, "run", "--progress", PROG])
+        os.execv(DTENSORC, [DTENSORC, "run", "--progress", PROG] + extra)
     out = b""
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -50,6 +52,7 @@ def terminal():
     assert text.rstrip("\r\n").endswith("done true"), repr(text)
 
 
-piped()
-terminal()
+for extra in ([], ["--reference"]):
+    piped(extra)
+    terminal(extra)
 print("PASS")

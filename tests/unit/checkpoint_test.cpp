@@ -120,6 +120,34 @@ TEST_CASE("crc32c: the standard check value, incremental, hardware = table") {
         one = crc32c(one, &buf[off + i], 1);
       CHECK(crc32c(0, &buf[off], n) == one);
     }
+  // The interleaved hardware path (lanes of 8 KiB and 256 B, 3 at a time):
+  // lengths around every lane boundary, split at any point, against a
+  // byte-at-a-time CRC of the same bytes.
+  std::vector<unsigned char> big(3 * 8192 * 2 + 3 * 256 * 3 + 50);
+  uint64_t x = 88172645463325252ull;
+  for (auto &b : big) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = (unsigned char)x;
+  }
+  std::vector<uint32_t> prefix(big.size() + 1); // prefix[n]: byte-at-a-time CRC of n bytes
+  for (size_t i = 0; i < big.size(); ++i)
+    prefix[i + 1] = crc32c(prefix[i], &big[i], 1);
+  for (size_t n : {size_t(767), size_t(768), size_t(769), size_t(3 * 8192 - 1), size_t(3 * 8192),
+                   size_t(3 * 8192 + 1), size_t(3 * 8192 + 768 + 7), big.size()})
+    for (size_t off : {size_t(0), size_t(1), size_t(5)}) {
+      if (n + off > big.size())
+        continue;
+      CAPTURE(n);
+      CAPTURE(off);
+      uint32_t ref = 0;
+      for (size_t i = 0; i < n; ++i)
+        ref = crc32c(ref, &big[off + i], 1);
+      CHECK(crc32c(0, &big[off], n) == ref);
+      if (off == 0) {
+        CHECK(crc32c(0, big.data(), n) == prefix[n]);
+        CHECK(crc32c(crc32c(0, big.data(), n / 3), &big[n / 3], n - n / 3) == prefix[n]);
+      }
+    }
 }
 
 TEST_CASE("checkpoint index: writes and reads back every field") {

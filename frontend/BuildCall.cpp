@@ -20,6 +20,39 @@ bool onlyLayoutDiffers(const TensorType &a, const TensorType &b) {
   return a.shape == b.shape && a.dtype == b.dtype && !a.isHost() && !b.isHost();
 }
 
+/// The compact size text (`H*E`, `(N+1)*2`) of an expression made of names,
+/// integers, `+ - * /` and parentheses, as a type's dims are written; whether
+/// a name in it is a size symbol of the function being built.
+bool IRBuilder::sizeText(const ast::Expr &e, std::string &out, bool &usesSymbol) {
+  switch (e.kind) {
+  case ast::Expr::Number:
+    if (!e.isInt)
+      return false;
+    out += std::to_string(e.intValue);
+    return true;
+  case ast::Expr::Name:
+    if (e.text.find('.') != std::string::npos || e.text == "...")
+      return false;
+    usesSymbol |= symbols_ && symbols_->count(e.text);
+    out += e.text;
+    return true;
+  case ast::Expr::Binary: {
+    if (e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/")
+      return false;
+    out += "(";
+    if (!sizeText(*e.args[0], out, usesSymbol))
+      return false;
+    out += e.op;
+    if (!sizeText(*e.args[1], out, usesSymbol))
+      return false;
+    out += ")";
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
 /// Reads an integer list `[0, 1]` or a single integer literal.
 static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out) {
   if (x.kind == ast::Expr::List) {
@@ -194,6 +227,30 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     const ast::Expr *p = kwarg(e, "perm");
     if (!p && e.args.size() > 1)
       p = ex(1);
+    const ast::Expr *d0 = kwarg(e, "dim0"), *d1 = kwarg(e, "dim1");
+    if (d0 || d1) {
+      // `transpose(x, dim0=-2, dim1=-1)` swaps two dims (torch.transpose),
+      // negative counting from the end: the same call for any rank.
+      std::vector<int64_t> ds;
+      if (!d0 || !d1 || p) {
+        diags().error<DiagId::TransposeDims>(e.loc);
+        return EV::bad();
+      }
+      if (!intList(*this, *d0, ds) || !intList(*this, *d1, ds))
+        return EV::bad();
+      for (auto &v : ds) {
+        int64_t orig = v;
+        if (v < 0)
+          v += r;
+        if (ds.size() != 2 || v < 0 || v >= r) {
+          diags().error(DiagId::BadDim, e.loc, {std::to_string(orig), std::to_string(r)});
+          return EV::bad();
+        }
+      }
+      for (int i = 0; i < r; ++i)
+        a.ints.push_back(i == ds[0] ? ds[1] : i == ds[1] ? ds[0] : i);
+      return emit(Op::Transpose, {x}, {ex(0)}, e.loc, a);
+    }
     if (p) {
       if (!intList(*this, *p, a.ints))
         return EV::bad();
@@ -218,8 +275,29 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     }
     Shape shape;
     for (auto &c : s->args) {
+      if (c->kind == ast::Expr::Name && c->text == "...") {
+        // The batch dims of a rank-generic function: `reshape(m, [..., 1])`.
+        if (!batch_) {
+          diags().error(DiagId::EllipsisHere, c->loc, {}).hint =
+              "`...` in a shape names the batch dims of a function's `x: f32[..., D] @ *` "
+              "parameters; write the sizes out here";
+          return EV::bad();
+        }
+        shape.insert(shape.end(), batch_->begin(), batch_->end());
+        continue;
+      }
       if (c->kind == ast::Expr::Name && symbols_ && symbols_->count(c->text)) {
         shape.push_back(symbols_->at(c->text));
+        continue;
+      }
+      // Size arithmetic on size symbols (`[..., H * E]`) is a size, as in a type.
+      std::string text;
+      bool usesSymbol = false;
+      if (symbols_ && sizeText(*c, text, usesSymbol) && usesSymbol) {
+        auto d = sizeOf(text, symbols_, c->loc);
+        if (!d)
+          return EV::bad();
+        shape.push_back(*d);
         continue;
       }
       EV v = expr(*c);
@@ -268,7 +346,7 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     EV x = arg(0);
     if (!x.single())
       return x.poison ? x : EV::bad();
-    auto dt = e.args[1]->kind == ast::Expr::Name ? parseDType(e.args[1]->text) : std::nullopt;
+    auto dt = e.args[1]->kind == ast::Expr::Name ? dtypeNamed(e.args[1]->text) : std::nullopt;
     if (!dt) {
       diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))}).hint =
           "element types are `f32`, `f64`, `bf16`, `f16`, `i32`, `i64` and `bool`";
@@ -352,6 +430,37 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
           p = Placement::replicate();
     return emit(Op::Fill, {}, {}, e.loc, a, {t});
   }
+  if (name == "arange_like") {
+    // The index along `dim` of every element of `x`: `x`'s shape and
+    // placements (a partial one replicated), i64. Masks in generic code
+    // (`arange_like(s, dim=-1) > arange_like(s, dim=-2)`: causal).
+    if (!nargs(1, 1))
+      return EV::bad();
+    EV x = arg(0);
+    if (!x.single())
+      return x.poison ? x : EV::bad();
+    TensorType t = typeOf(x.ids[0]);
+    std::vector<int64_t> ds;
+    const ast::Expr *d = kwarg(e, "dim");
+    if (!d) {
+      diags().error<DiagId::NeedsDimArg>(e.loc, name);
+      return EV::bad();
+    }
+    if (!intList(*this, *d, ds))
+      return EV::bad();
+    int64_t v = ds[0] < 0 ? ds[0] + t.rank() : ds[0];
+    if (ds.size() != 1 || v < 0 || v >= t.rank()) {
+      diags().error(DiagId::BadDim, e.loc, {std::to_string(ds[0]), std::to_string(t.rank())});
+      return EV::bad();
+    }
+    t.dtype = DType::I64;
+    for (auto &pl : t.placements)
+      if (pl.isPartial())
+        pl = Placement::replicate();
+    Attrs a;
+    a.ints = {v};
+    return emit(Op::Iota, {}, {}, e.loc, a, {t});
+  }
   if (name == "ones" || name == "zeros" || name == "full" || name == "randn" || name == "rand" ||
       name == "arange") {
     diags().error(DiagId::NeedsType, e.loc, {name + "()"}).hint =
@@ -412,6 +521,7 @@ std::vector<std::string> IRBuilder::functionNames() const {
                                           "cast",
                                           "zeros_like",
                                           "ones_like",
+                                          "arange_like",
                                           "full_like",
                                           "grad",
                                           "value_and_grad",

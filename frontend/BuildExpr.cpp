@@ -251,6 +251,11 @@ EV IRBuilder::expr(const ast::Expr &e) {
     return v;
   }
   case K::Name: {
+    if (e.text == "...") { // only a shape entry: reshape(x, [..., 1])
+      diags().error(DiagId::EllipsisHere, e.loc, {}).hint =
+          "`...` is a shape entry (`reshape(m, [..., 1])`) or a dim of a parameter type";
+      return EV::bad();
+    }
     Binding *b = lookup(e.text);
     if (!b && reportField(e))
       return EV::bad();

@@ -33,7 +33,23 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     ~HideConsts() { flag = saved; }
   } hide{hideConsts_, hideConsts_};
   hideConsts_ = fi.qualified.find('.') != std::string::npos;
-  // Bind size symbols and check every argument against its parameter.
+  // Bind the `...` batch dims and dtype parameters (`T[..., D]`), then size
+  // symbols, and check every argument against its parameter.
+  std::optional<Shape> batch;
+  std::map<std::string, DType> dtypes;
+  if (!bindGenerics(fi, params, argTypes, argExprs, loc, batch, dtypes))
+    return "";
+  struct GenericScope {
+    IRBuilder &b;
+    const Shape *batch;
+    const std::map<std::string, DType> *dtypes;
+    ~GenericScope() {
+      b.batch_ = batch;
+      b.dtypeParams_ = dtypes;
+    }
+  } genericScope{*this, batch_, dtypeParams_};
+  batch_ = batch ? &*batch : nullptr;
+  dtypeParams_ = &dtypes;
   std::map<std::string, Dim> symbols;
   bool symbolic = false;
   for (size_t i = 0; i < argTypes.size(); ++i) {
@@ -49,7 +65,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
                         std::to_string(params[i].loc.line));
       return d;
     };
-    if (spec.dims.size() != at.shape.size()) {
+    bool ranked = std::count(spec.dims.begin(), spec.dims.end(), "...") > 0;
+    if (!ranked && spec.dims.size() != at.shape.size()) {
       mismatch(spec.dtype + "[" + std::to_string(spec.dims.size()) + " dims]");
       return "";
     }
@@ -57,13 +74,14 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       // A bare name binds a size symbol; numbers, `let` constants and size
       // arithmetic (`2*N`) are checked against the argument below.
       const std::string &s = spec.dims[d];
+      int ad = argDim(spec, d, at.rank());
       bool name = std::all_of(s.begin(), s.end(),
                               [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
-      if (!name || std::isdigit((unsigned char)s[0]) || constNamed(s))
+      if (ad < 0 || !name || std::isdigit((unsigned char)s[0]) || constNamed(s))
         continue;
-      auto [it, fresh] = symbols.emplace(s, at.shape[d]);
-      if (!fresh && it->second != at.shape[d]) {
-        diags().error(DiagId::SymbolConflict, loc, {s, it->second.str(), at.shape[d].str()});
+      auto [it, fresh] = symbols.emplace(s, at.shape[ad]);
+      if (!fresh && it->second != at.shape[ad]) {
+        diags().error(DiagId::SymbolConflict, loc, {s, it->second.str(), at.shape[ad].str()});
         return "";
       }
     }
@@ -92,14 +110,16 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     auto pt = resolveType(spec, &symbols);
     if (!pt)
       return "";
-    for (size_t d = 0; d < spec.dims.size(); ++d)
-      if (pt->shape[d] != at.shape[d]) {
-        std::string want = spec.dims[d] == pt->shape[d].str()
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      int ad = argDim(spec, d, at.rank());
+      if (ad >= 0 && pt->shape[ad] != at.shape[ad]) {
+        std::string want = spec.dims[d] == pt->shape[ad].str()
                                ? spec.dims[d]
-                               : spec.dims[d] + " = " + pt->shape[d].str();
-        mismatch(spec.dtype + "[..., " + want + " at dim " + std::to_string(d) + "]");
+                               : spec.dims[d] + " = " + pt->shape[ad].str();
+        mismatch(spec.dtype + "[..., " + want + " at dim " + std::to_string(ad) + "]");
         return "";
       }
+    }
     if (pt->dtype != at.dtype) {
       mismatch(pt->str());
       return "";

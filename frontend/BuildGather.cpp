@@ -64,7 +64,7 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
     }
     DType dt = DType::F32;
     if (const ast::Expr *dk = kwarg(e, "dtype")) {
-      auto d = dk->kind == ast::Expr::Name ? parseDType(dk->text) : std::nullopt;
+      auto d = dk->kind == ast::Expr::Name ? dtypeNamed(dk->text) : std::nullopt;
       if (!d) {
         diags().error(DiagId::UnknownDType, dk->loc, {exprText(dk)});
         return EV::bad();

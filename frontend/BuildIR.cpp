@@ -415,7 +415,11 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   for (auto &r : d.results)
     if (r.layout && r.layout->mesh == "*")
       fi.generic = true;
+  // `...` dims and dtype parameters are bound per call too.
+  fi.broken = !checkGenericSignature(d, q, fi.generic);
   FnInfo &stored = st_.functions[q] = fi;
+  if (stored.broken)
+    return;
   if (stored.generic)
     return; // checked at each instantiation
   // Check the body once, symbolically, where it is defined.

@@ -264,6 +264,27 @@ public:
   /// A dotted name that is not bound: a missing field of a struct value.
   bool reportField(const ast::Expr &e);
 
+  // ---- rank- and dtype-generic signatures (BuildGeneric.cpp)
+  /// Checks where `d` (qualified `q`) is defined that its `...` dims and
+  /// dtype parameters (`T[..., D]`) can be bound; sets `generic` when it has
+  /// any (then it is checked per call). False after reporting an error.
+  bool checkGenericSignature(const ast::FnDecl &d, const std::string &q, bool &generic);
+  /// Binds the `...` batch dims (`batch`, unset when no parameter has `...`)
+  /// and the dtype parameters of a call from its arguments; reports a rank
+  /// too small for a `...` type and conflicting bindings.
+  bool bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
+                    const std::vector<TensorType> &argTypes,
+                    const std::vector<const ast::Expr *> &argExprs, SrcLoc loc,
+                    std::optional<Shape> &batch, std::map<std::string, DType> &dtypes);
+  /// The argument dim that dim `d` of `spec` names for an argument with
+  /// `rank` dims (dims after a `...` shift by its length), or -1 for `...`.
+  static int argDim(const ast::TypeSpec &spec, size_t d, int rank);
+  /// The compact size text (`(H*E)`) of `e` when it is size arithmetic on
+  /// names and integers; `usesSymbol` is set when a name is a size symbol.
+  bool sizeText(const ast::Expr &e, std::string &out, bool &usesSymbol);
+  /// The element type `name` names here: a bound dtype parameter or a dtype.
+  std::optional<DType> dtypeNamed(const std::string &name) const;
+
   // ---- expressions (BuildExpr.cpp)
   EV expr(const ast::Expr &e);
   EV binary(const ast::Expr &e);
@@ -413,6 +434,10 @@ public:
   std::vector<std::map<std::string, Binding>> scopes_;
   /// Size symbols of the function being built (generic check or instance).
   const std::map<std::string, Dim> *symbols_ = nullptr;
+  /// The `...` batch dims of the instance being built (null: none bound, so
+  /// `...` is an error) and its dtype parameters (`T` of `T[..., D]`).
+  const Shape *batch_ = nullptr;
+  const std::map<std::string, DType> *dtypeParams_ = nullptr;
   /// Set while building a function body: declared results and what `return` saw.
   std::vector<TensorType> *expectedResults_ = nullptr;
   std::vector<bool> *expectedAny_ = nullptr; ///< per result: written `@ *`

@@ -216,7 +216,7 @@ std::optional<Dim> IRBuilder::sizeOf(const std::string &text,
 
 std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
                                                  const std::map<std::string, Dim> *symbols) {
-  auto dt = parseDType(spec.dtype);
+  auto dt = dtypeNamed(spec.dtype);
   if (!dt) {
     auto &d = diags().error(DiagId::UnknownDType, spec.loc, {spec.dtype});
     if (!didYouMean(d, spec.dtype, {"f32", "f64", "i32", "i64", "bool"}, spec.loc))
@@ -226,6 +226,16 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
   Shape shape;
   for (size_t i = 0; i < spec.dims.size(); ++i) {
     SrcLoc l = i < spec.dimLocs.size() ? spec.dimLocs[i] : spec.loc;
+    if (spec.dims[i] == "...") {
+      if (!batch_) {
+        diags().error(DiagId::EllipsisHere, l, {}).hint =
+            "write the dims out, or make this a parameter of a function with `@ *` layouts: "
+            "`fn f(x: f32[..., D] @ *)`";
+        return std::nullopt;
+      }
+      shape.insert(shape.end(), batch_->begin(), batch_->end());
+      continue;
+    }
     auto d = sizeOf(spec.dims[i], symbols, l);
     if (!d)
       return std::nullopt;

@@ -60,6 +60,7 @@ enum class TokKind {
   Colon,
   Dot,
   DotDot,
+  Ellipsis, ///< `...`: the batch dims of a rank-generic type
   Arrow,
   Assign,
   Plus,

@@ -18,7 +18,7 @@ static const T::token_kind_type kTokens[] = {
     T::TOK_VAR,    T::TOK_FN,       T::TOK_FOR,        T::TOK_IN,      T::TOK_RETURN,
     T::TOK_PRINT,  T::TOK_IMPORT,   T::TOK_TRUE,       T::TOK_FALSE,   T::TOK_LPAREN,
     T::TOK_RPAREN, T::TOK_LBRACKET, T::TOK_RBRACKET,   T::TOK_LBRACE,  T::TOK_RBRACE,
-    T::TOK_COMMA,  T::TOK_COLON,    T::TOK_DOT,        T::TOK_DOTDOT,  T::TOK_ARROW,
+    T::TOK_COMMA,  T::TOK_COLON,    T::TOK_DOT,        T::TOK_DOTDOT,  T::TOK_ELLIPSIS, T::TOK_ARROW,
     T::TOK_ASSIGN, T::TOK_PLUS,     T::TOK_MINUS,      T::TOK_STAR,    T::TOK_SLASH,
     T::TOK_AT,     T::TOK_POW,      T::TOK_EQ,         T::TOK_NE,      T::TOK_LT,
     T::TOK_LE,     T::TOK_GT,       T::TOK_GE,         T::TOK_ANDAND,  T::TOK_OROR,
@@ -44,7 +44,8 @@ BisonParser::symbol_type yylex(ParseContext &ctx) {
 /// Tokens that can start an expression; when they are all expected the
 /// message says "an expression" instead of listing them.
 static const char *const kExprStarts[] = {"integer",    "number", "`true`", "`false`", "string",
-                                          "identifier", "`[`",    "`(`",    "`-`",     "`!`"};
+                                          "identifier", "`[`",    "`(`",    "`-`",     "`!`",
+                                          "`...`"};
 /// Tokens that can start a statement (beyond expressions).
 static const char *const kStmtStarts[] = {"`mesh`",   "`let`",   "`var`",    "`fn`", "`for`",
                                           "`return`", "`print`", "`import`", "`struct`",

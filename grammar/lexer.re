@@ -18,7 +18,7 @@ const char *tokKindName(TokKind k) {
       "`mesh`", "`devices`", "`let`", "`var`", "`fn`", "`for`", "`in`", "`return`", "`print`",
       "`import`", "`true`", "`false`",
       "`(`", "`)`", "`[`", "`]`", "`{`", "`}`",
-      "`,`", "`:`", "`.`", "`..`", "`->`", "`=`",
+      "`,`", "`:`", "`.`", "`..`", "`...`", "`->`", "`=`",
       "`+`", "`-`", "`*`", "`/`", "`@`", "`**`",
       "`==`", "`!=`", "`<`", "`<=`", "`>`", "`>=`", "`&&`", "`||`", "`!`",
       "`%`", "`//`", "`struct`", "`if`", "`else`", "`while`", "`{`"};
@@ -194,6 +194,7 @@ Token Lexer::scan() {
       ";"  { return done(TokKind::Semi); }
       "."  { return done(TokKind::Dot); }
       ".." { return done(TokKind::DotDot); }
+      "..." { return done(TokKind::Ellipsis); }
       "->" { return done(TokKind::Arrow); }
       "="  { return done(TokKind::Assign); }
       "+"  { return done(TokKind::Plus); }

@@ -671,6 +671,62 @@ TEST_CASE("grad check: stdlib nn functions (f32)") {
       {{kMesh1, {"m[_, _]", "m[_]", "m[_, _]"}}, {kMesh22, {"m[_, y]", "m[x]", "m[x, y]"}}}));
 }
 
+TEST_CASE("grad check: the rank-generic stdlib on 3-D and 4-D activations") {
+  auto f32Case = [](std::string name, std::vector<Param> ps, std::string body,
+                    std::vector<int64_t> wrt, std::vector<Config> cfs) {
+    Case c{std::move(name), std::move(ps), std::move(body), std::move(wrt), std::move(cfs)};
+    c.prelude = "import nn\n";
+    c.result = "f32";
+    c.h = 1e-2;
+    c.tol = 2e-2;
+    c.layoutTol = 1e-4;
+    return c;
+  };
+  auto run = [](const Case &c) { check(c); };
+  // batch dims sharded (3 over 2: uneven), the feature dim whole
+  run(f32Case("nn.layer_norm, nn.softmax, nn.gelu on [B, S, D]",
+              {{"x", "f32[3, 2, 5]"}, {"gm", "f32[5]"}, {"bt", "f32[5]"}, {"c", "f32[3, 2, 5]"}},
+              "  let n = nn.layer_norm(x, gm, bt)\n"
+              "  return sum(nn.softmax(n) * c) + sum(nn.gelu(n) * c * c)",
+              {0, 1, 2},
+              {{kMesh1, {"m[_, _, _]", "m[_]", "m[_]", "m[_, _, _]"}},
+               {kMesh22, {"m[x, y, _]", "m[_]", "m[_]", "m[x, y, _]"}}}));
+  run(f32Case("nn.linear, nn.cross_entropy on [B, S, D], batch sharded",
+              {{"x", "f32[3, 2, 4]"}, {"w", "f32[4, 5]"}, {"b", "f32[5]"}, {"t", "f32[3, 2, 5]"}},
+              "  return relayout(nn.cross_entropy(nn.linear(x, w, b), t * t), m[])", {0, 1, 2},
+              {{kMesh1, {"m[_, _, _]", "m[_, _]", "m[_]", "m[_, _, _]"}},
+               {kMesh22, {"m[x, y, _]", "m[_, _]", "m[_]", "m[x, y, _]"}}}));
+  // [B, H, S, E]: batch over x, heads over y
+  run(f32Case("nn.attention_causal, nn.attention_masked on [B, H, S, E]",
+              {{"q", "f32[2, 2, 4, 3]"},
+               {"k", "f32[2, 2, 4, 3]"},
+               {"v", "f32[2, 2, 4, 3]"},
+               {"mk", "f32[4, 4]"},
+               {"c", "f32[2, 2, 4, 3]"}},
+              "  return sum(nn.attention_causal(q, k, v) * c) + "
+              "sum(nn.attention_masked(q, k, v, mk) * c * c)",
+              {0, 1, 2},
+              {{kMesh1, {"m[_, _, _, _]", "m[_, _, _, _]", "m[_, _, _, _]", "m[_, _]",
+                         "m[_, _, _, _]"}},
+               {kMesh22, {"m[x, y, _, _]", "m[x, y, _, _]", "m[x, y, _, _]", "m[_, _]",
+                          "m[x, y, _, _]"}}}));
+  // multi-head causal self-attention, heads sharded over y: partial(sum)
+  run(f32Case("nn.causal_self_attention, heads sharded",
+              {{"x", "f32[2, 4, 4]"},
+               {"wq", "f32[4, 2, 3]"},
+               {"wk", "f32[4, 2, 3]"},
+               {"wv", "f32[4, 2, 3]"},
+               {"wo", "f32[2, 3, 4]"},
+               {"c", "f32[2, 4, 4]"}},
+              "  let a = nn.causal_self_attention(x, wq, wk, wv, wo)\n"
+              "  return relayout(sum(a * c), m[])",
+              {0, 1, 2, 3, 4},
+              {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]",
+                         "m[_, _, _]"}},
+               {kMesh22, {"m[x, _, _]", "m[_, y, _]", "m[_, y, _]", "m[_, y, _]", "m[y, _, _]",
+                          "m[x, _, _]"}}}));
+}
+
 TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and layout") {
   // Not differentiable at a tie, so no finite differences: the gradient must
   // be 1 / (number of tied extremes) on each of them (JAX, PyTorch's amax),

@@ -69,6 +69,8 @@ TEST_CASE("lexer: keywords, names, operators") {
   CHECK(kinds("== != <= >= < > && || ! -> .. . : ; , + - * /") ==
         "== != <= >= < > && || ! -> .. . : ; , + - * / NL END");
   CHECK(kinds("lets _x f32 nn.linear") == "lets _x f32 nn . linear NL END");
+  // `...` (a rank-generic batch) is one token; `..` and `.` stay theirs.
+  CHECK(kinds("f32[..., D] 0..n a.b ... .") == "f32 [ ... , D ] 0 .. n a . b ... . NL END");
 }
 
 TEST_CASE("lexer: numbers") {

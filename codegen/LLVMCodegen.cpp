@@ -117,7 +117,9 @@ private:
   Value *i64(int64_t v) { return b_.getInt64((uint64_t)v); }
 
   void loadParams(Value *buffers, Value *params);
-  void loop(Value *n, const std::function<void(Value *)> &body);
+  /// `interleave` > 1: asks the loop vectorizer for that many independent
+  /// vectors per iteration (llvm.loop.interleave.count).
+  void loop(Value *n, const std::function<void(Value *)> &body, int interleave = 0);
   void emitLevel(int level, const Offs &off, Value *gl);
   void emitRowReduce(const Offs &off, Value *gl);
   void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
@@ -223,7 +225,7 @@ void Lowering::loadParams(Value *buffers, Value *params) {
   }
 }
 
-void Lowering::loop(Value *n, const std::function<void(Value *)> &body) {
+void Lowering::loop(Value *n, const std::function<void(Value *)> &body, int interleave) {
   IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
   AllocaInst *iv = eb.CreateAlloca(b_.getInt64Ty(), nullptr, "iv");
   b_.CreateStore(i64(0), iv);
@@ -237,7 +239,15 @@ void Lowering::loop(Value *n, const std::function<void(Value *)> &body) {
   b_.SetInsertPoint(bodyBB);
   body(i);
   b_.CreateStore(b_.CreateAdd(i, i64(1), "", true, true), iv);
-  b_.CreateBr(head);
+  BranchInst *latch = b_.CreateBr(head);
+  if (interleave > 1) {
+    Metadata *count[] = {MDString::get(ctx_, "llvm.loop.interleave.count"),
+                         ConstantAsMetadata::get(b_.getInt32(interleave))};
+    Metadata *ops[] = {nullptr, MDNode::get(ctx_, count)};
+    MDNode *md = MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    latch->setMetadata(LLVMContext::MD_loop, md);
+  }
   b_.SetInsertPoint(exit);
 }
 
@@ -454,21 +464,28 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
 }
 
 void Lowering::emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl) {
-  loop(shape_[d], [&](Value *i) {
-    Offs o2(off);
-    for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
-      if (modes[bf] == Mode::Contig)
-        o2[bf] = b_.CreateAdd(off[bf], i, "", false, true);
-      else if (modes[bf] == Mode::Strided)
-        o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false,
-                              true);
-    }
-    Value *g2 = gl;
-    if (gl)
-      g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
-    idx_[d] = i;
-    emitPoint(o2, g2);
-  });
+  // A long chain of dependent ops per point is latency-bound: several
+  // independent vectors per iteration keep the FP units busy (the cost
+  // model picks 1 for long bodies). Reductions keep the vectorizer's choice.
+  const int interleave = k_.reduce == KReduce::None && k_.nodes.size() >= 24 ? 4 : 0;
+  loop(
+      shape_[d],
+      [&](Value *i) {
+        Offs o2(off);
+        for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
+          if (modes[bf] == Mode::Contig)
+            o2[bf] = b_.CreateAdd(off[bf], i, "", false, true);
+          else if (modes[bf] == Mode::Strided)
+            o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "",
+                                  false, true);
+        }
+        Value *g2 = gl;
+        if (gl)
+          g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+        idx_[d] = i;
+        emitPoint(o2, g2);
+      },
+      interleave);
 }
 
 void Lowering::emitPoint(const Offs &off, Value *glin) {
@@ -612,8 +629,7 @@ Value *Lowering::widenBits(Value *h, DType t) {
       b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(m, f32), ConstantFP::get(f32, 0x1p-24)), i32),
       sign);
   Value *special = b_.CreateOr(b_.CreateOr(sign, c(0x7f800000)), mHigh);
-  Value *normal =
-      b_.CreateOr(b_.CreateOr(sign, b_.CreateShl(b_.CreateAdd(e, c(112)), 23)), mHigh);
+  Value *normal = b_.CreateOr(b_.CreateOr(sign, b_.CreateShl(b_.CreateAdd(e, c(112)), 23)), mHigh);
   Value *r = b_.CreateSelect(b_.CreateICmpEQ(e, c(0)), sub,
                              b_.CreateSelect(b_.CreateICmpEQ(e, c(31)), special, normal));
   return b_.CreateBitCast(r, f32);
@@ -628,8 +644,8 @@ Value *Lowering::narrowBits(Value *f, DType t) {
     Value *top = b_.CreateLShr(u, 16);
     Value *nan = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(top, c(0x7f)), c(0)),
                                  b_.CreateOr(top, c(0x40)), top);
-    Value *rne = b_.CreateLShr(
-        b_.CreateAdd(b_.CreateAdd(u, c(0x7fff)), b_.CreateAnd(top, c(1))), 16);
+    Value *rne =
+        b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, c(0x7fff)), b_.CreateAnd(top, c(1))), 16);
     return b_.CreateTrunc(b_.CreateSelect(isNan, nan, rne), b_.getInt16Ty());
   }
   Value *sign = b_.CreateAnd(b_.CreateLShr(u, 16), c(0x8000));

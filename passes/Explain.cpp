@@ -10,9 +10,11 @@ namespace dt {
 
 namespace {
 
+bool communicates(Op op) { return op != Op::LocalSlice && op != Op::LocalPartial; }
+
 class Walker {
 public:
-  explicit Walker(const Module &m) : m_(m) {}
+  Walker(const Module &m, const Topology &topo) : m_(m), topo_(topo) {}
 
   void function(const Function &f, int64_t times, int depth) {
     if (depth > 64)
@@ -41,6 +43,7 @@ private:
                        0,
                        times};
         e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes) : 0;
+        e.crossNode = communicates(in.op) && topo_.crosses(*e.from.mesh, e.axes);
         index_[key] = entries.size();
         entries.push_back(std::move(e));
       } else if ((in.op == Op::If || in.op == Op::While || (in.op == Op::For && in.attrs.flag)) &&
@@ -65,10 +68,9 @@ private:
   }
 
   const Module &m_;
+  const Topology &topo_;
   std::map<std::tuple<std::string, const Inst *>, size_t> index_;
 };
-
-bool communicates(Op op) { return op != Op::LocalSlice && op != Op::LocalPartial; }
 
 std::string trim(const std::string &s) {
   size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t\r\n");
@@ -77,18 +79,23 @@ std::string trim(const std::string &s) {
 
 } // namespace
 
-std::vector<ExplainEntry> collectCollectives(const Module &m, const std::string &entry) {
-  Walker w(m);
+std::vector<ExplainEntry> collectCollectives(const Module &m, const std::string &entry,
+                                             const Topology &topology) {
+  Topology topo = topology;
+  if (topo.multiNode() && topo.worldIds.empty())
+    topo.worldIds = programDeviceIds(m);
+  Walker w(m, topo);
   if (const Function *f = m.find(entry))
     w.function(*f, 1, 0);
   return std::move(w.entries);
 }
 
-std::string explainModule(const Module &m, const SourceManager &sources, const std::string &entry) {
-  auto entries = collectCollectives(m, entry);
+std::string explainModule(const Module &m, const SourceManager &sources, const std::string &entry,
+                          const Topology &topo) {
+  auto entries = collectCollectives(m, entry, topo);
   std::string out;
   std::string lastHead;
-  int64_t total = 0, steps = 0, comm = 0;
+  int64_t total = 0, steps = 0, comm = 0, crossSteps = 0, crossBytes = 0;
   for (auto &e : entries) {
     std::string head = e.function == entry ? "" : "in @" + e.function + ", ";
     if (e.loc.known()) {
@@ -110,7 +117,13 @@ std::string explainModule(const Module &m, const SourceManager &sources, const s
            " B per rank";
     if (e.count != 1)
       out += " x " + std::to_string(e.count);
-    out += communicates(e.op) ? "\n" : " (local, no communication)\n";
+    out += !communicates(e.op) ? " (local, no communication)\n"
+           : e.crossNode       ? " (crosses nodes)\n"
+                               : "\n";
+    if (e.crossNode) {
+      crossSteps += e.count;
+      crossBytes += e.bytes * e.count;
+    }
     total += e.bytes * e.count;
     steps += e.count;
     comm += communicates(e.op) ? e.count : 0;
@@ -119,6 +132,10 @@ std::string explainModule(const Module &m, const SourceManager &sources, const s
     out += "no collectives: every statement runs on local blocks\n";
   out += "total: " + std::to_string(steps) + " collective steps (" + std::to_string(comm) +
          " communicating), " + std::to_string(total) + " B per rank\n";
+  if (topo.multiNode())
+    out += "across nodes (" + std::to_string(topo.ranksPerNode) +
+           " ranks per node): " + std::to_string(crossSteps) + " collective steps, " +
+           std::to_string(crossBytes) + " B per rank\n";
   return out;
 }
 

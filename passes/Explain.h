@@ -9,8 +9,9 @@
 // Needs: a module after the `spmd` pipeline step. Pure: reads the module only.
 #pragma once
 
-#include "support/Diagnostics.h"
 #include "ir/IR.h"
+#include "ir/Topology.h"
+#include "support/Diagnostics.h"
 
 #include <cstdint>
 #include <string>
@@ -25,17 +26,21 @@ struct ExplainEntry {
   Op op;
   std::vector<int64_t> axes;
   TensorType from, to;
-  int64_t bytes = 0; ///< per execution, busiest rank
-  int64_t count = 0; ///< executions per run of main
+  int64_t bytes = 0;      ///< per execution, busiest rank
+  int64_t count = 0;      ///< executions per run of main
+  bool crossNode = false; ///< its groups hold ranks on two nodes (ir/Topology.h)
 };
 
 /// Every collective step reachable from `entry`, in first-execution order;
 /// the same step reached again (loops, repeated calls) increments its count.
-std::vector<ExplainEntry> collectCollectives(const Module &m, const std::string &entry = "main");
+std::vector<ExplainEntry> collectCollectives(const Module &m, const std::string &entry = "main",
+                                             const Topology &topo = {});
 
 /// The report text: per statement `line L: <source line>`, one indented line
 /// per step, then `total: N collectives (M communicating), B bytes per rank`.
+/// With a multi-node `topo`, a step whose groups cross nodes ends in
+/// `(crosses nodes)` and a last line totals the cross-node traffic.
 std::string explainModule(const Module &m, const SourceManager &sources,
-                          const std::string &entry = "main");
+                          const std::string &entry = "main", const Topology &topo = {});
 
 } // namespace dt

@@ -45,8 +45,11 @@
 namespace dt {
 
 /// Non-source ops per kernel at most: long chains split into several kernels,
-/// which keeps each LLVM compile short (and the identical chunks hit the JIT cache).
-constexpr int kMaxFusedOps = 64;
+/// which keeps each LLVM compile short (and the identical chunks hit the JIT
+/// cache). 128 holds a 100-op loop body in one kernel (one pass over memory
+/// instead of two; the LLVM lowering interleaves long bodies, so the longer
+/// kernel is not latency-bound).
+constexpr int kMaxFusedOps = 128;
 
 /// Results of one kernel beyond its root's (multi-output fusion).
 constexpr int kMaxExtraOutputs = 7;

@@ -147,7 +147,7 @@ struct PipelineRun {
       return p;
     p->spmd_ = true;
     if (!step(Step::Spmd, [&] {
-          lowerToSpmd(m);
+          lowerToSpmd(m, opts.topology);
           return true;
         }))
       return p;

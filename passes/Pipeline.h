@@ -27,6 +27,7 @@
 
 #include "codegen/FusedKernel.h"
 #include "frontend/Compilation.h"
+#include "ir/Topology.h"
 #include "passes/MemoryPlan.h"
 
 #include <memory>
@@ -64,6 +65,9 @@ struct PipelineOptions {
   /// LLVM IR (null: unoptimized LLVM IR).
   CodeTarget target = CodeTarget::Llvm;
   CpuJIT *jit = nullptr;
+  /// Which ranks share a node (SPMD lowering keeps traffic inside nodes where
+  /// it can; ir/Topology.h). Default: one node.
+  Topology topology;
 };
 
 /// A kernel of the program: the kernel function's name and its kernel IR.

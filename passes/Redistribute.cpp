@@ -3,8 +3,8 @@
 // ir/Collectives.h accepts.
 #include "passes/Redistribute.h"
 
-#include "support/Diagnostics.h"
 #include "ir/Collectives.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <map>
@@ -142,7 +142,7 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
 
 } // namespace
 
-RedistPlan planRedistribution(const TensorType &from, const TensorType &to) {
+RedistPlan planRedistribution(const TensorType &from, const TensorType &to, const Topology &topo) {
   if (from.isHost() || to.isHost() || !(*from.mesh == *to.mesh) || from.dtype != to.dtype ||
       from.shape != to.shape)
     throw InternalError("redistribution planner: cannot move `" + from.str() + "` to `" + to.str() +
@@ -198,7 +198,9 @@ RedistPlan planRedistribution(const TensorType &from, const TensorType &to) {
       if (!checkCollective(step.op, cur, step.to, step.axes).empty())
         continue;
       step.bytes = collectiveBytes(step.op, cur, step.to, step.axes);
-      Cost c{std::get<0>(cost) + step.bytes, std::get<1>(cost) + (communicates(step.op) ? 1 : 0),
+      step.crossNode = communicates(step.op) && topo.crosses(*from.mesh, step.axes);
+      int64_t weighted = step.crossNode ? step.bytes * topo.crossNodeCost : step.bytes;
+      Cost c{std::get<0>(cost) + weighted, std::get<1>(cost) + (communicates(step.op) ? 1 : 0),
              std::get<2>(cost) + 1};
       auto it = best.find(nk);
       if (it != best.end() && !(c < it->second))

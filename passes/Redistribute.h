@@ -16,13 +16,15 @@
 // the torch.chunk tiling check, so a dim whose set of sharding axes changes
 // unevenly is gathered over its joint group and sliced again, never treated
 // as nested chunks. The cost of a step is collectiveBytes() of its
-// intermediate types (bytes received by the busiest rank); ties go to fewer
+// intermediate types (bytes received by the busiest rank), times the
+// topology's cross-node cost when its groups span nodes; ties go to fewer
 // communicating steps, then fewer steps, then a fixed order, so plans are
 // deterministic. Example: partial(sum) on x + shard(0) on y -> replicate
 // all-reduces on x first (on half the data), then all-gathers on y.
 #pragma once
 
 #include "ir/IR.h"
+#include "ir/Topology.h"
 
 #include <string>
 #include <vector>
@@ -35,7 +37,8 @@ struct RedistStep {
   Op op;
   std::vector<int64_t> axes;
   TensorType to;
-  int64_t bytes = 0; ///< bytes received by the busiest rank
+  int64_t bytes = 0;      ///< bytes received by the busiest rank
+  bool crossNode = false; ///< some group of the step holds ranks on two nodes
 };
 
 struct RedistPlan {
@@ -43,9 +46,14 @@ struct RedistPlan {
   int64_t bytes = 0;             ///< sum of the steps' bytes
 };
 
-/// The cheapest plan from `from` to `to`. Throws InternalError when the types
+/// The cheapest plan from `from` to `to`. With a multi-node `topo`, a step
+/// whose groups cross nodes costs `topo.crossNodeCost` times its bytes, so
+/// the planner moves data inside nodes first (e.g. partial on an intra- and
+/// an inter-node axis: reduce-scatter inside, all-reduce across on the
+/// smaller shard, all-gather inside). Throws InternalError when the types
 /// differ in mesh, dtype or shape, or the shape is not concrete.
-RedistPlan planRedistribution(const TensorType &from, const TensorType &to);
+RedistPlan planRedistribution(const TensorType &from, const TensorType &to,
+                              const Topology &topo = {});
 
 /// `all_gather over y: m{x: replicate, y: shard(0)} -> m{x: replicate, y: replicate}, 8 B`
 std::string describeStep(const TensorType &from, const RedistStep &step);

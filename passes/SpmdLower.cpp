@@ -12,7 +12,7 @@ namespace {
 
 class Lowerer {
 public:
-  explicit Lowerer(Function &f) : f_(f) {}
+  Lowerer(Function &f, const Topology &topo) : f_(f), topo_(topo) {}
 
   int run() {
     block(f_.body);
@@ -30,7 +30,7 @@ private:
   /// holds the moved data (src itself when nothing moves).
   int emitMove(int src, const TensorType &to, int result, SrcLoc loc, std::vector<Inst> &out) {
     TensorType from = f_.type(src);
-    RedistPlan plan = planRedistribution(from, to);
+    RedistPlan plan = planRedistribution(from, to, topo_);
     int cur = src;
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const RedistStep &st = plan.steps[i];
@@ -55,8 +55,8 @@ private:
       return false;
     int64_t ranks = 1;
     for (size_t a = 0; a < t.placements.size(); ++a)
-      if (t.placements[a].isPartial() && (t.placements[a].op == ReduceOp::Sum ||
-                                          t.placements[a].op == ReduceOp::Avg))
+      if (t.placements[a].isPartial() &&
+          (t.placements[a].op == ReduceOp::Sum || t.placements[a].op == ReduceOp::Avg))
         ranks *= t.mesh->axes[a].size;
     return ranks > 1;
   }
@@ -170,16 +170,20 @@ private:
   std::map<int, Known> constFactor_; ///< float constants by value id
 
   Function &f_;
+  const Topology &topo_;
   std::map<int, int> rename_;
   int inserted_ = 0;
 };
 
 } // namespace
 
-int lowerToSpmd(Module &m) {
+int lowerToSpmd(Module &m, const Topology &topology) {
+  Topology topo = topology;
+  if (topo.multiNode() && topo.worldIds.empty())
+    topo.worldIds = programDeviceIds(m);
   int n = 0;
   for (auto &f : m.functions)
-    n += Lowerer(f).run();
+    n += Lowerer(f, topo).run();
   return n;
 }
 

@@ -26,11 +26,13 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "ir/Topology.h"
 
 namespace dt {
 
 /// Lowers every function of `m` in place; returns the number of collective
-/// steps inserted.
-int lowerToSpmd(Module &m);
+/// steps inserted. `topo`: which ranks share a node (the planner keeps
+/// traffic inside nodes where it can; ir/Topology.h).
+int lowerToSpmd(Module &m, const Topology &topo = {});
 
 } // namespace dt

@@ -205,6 +205,9 @@ struct BackendOptions {
   /// Multi-process backends: a rank that waits this long in a collective
   /// ends the job with a report (runtime/FaultWatch.h).
   double faultTimeout = 60;
+  /// The mpi backend: world ranks each process hosts as threads
+  /// (`--ranks-per-process K`, runtime/HybridComm.h); 1 = one per process.
+  int ranksPerProcess = 1;
   /// The program's source files, for fault reports that name a source line.
   const SourceManager *sources = nullptr;
 };

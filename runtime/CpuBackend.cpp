@@ -238,18 +238,12 @@ private:
 
 } // namespace
 
-namespace {
-
-/// CPUs this process may run on: its affinity mask (a container or taskset
-/// may allow fewer than the machine has), else hardware_concurrency.
 int usableCores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
     return CPU_COUNT(&set);
   return (int)std::max(1u, std::thread::hardware_concurrency());
 }
-
-} // namespace
 
 CpuBackend::CpuBackend(CpuJIT *optimizing, CpuJIT *quick)
     : jit_(optimizing, quick), cores_(usableCores()) {}

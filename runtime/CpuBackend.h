@@ -91,6 +91,10 @@ private:
   std::deque<CpuKernel> kernels_; ///< the handles' targets (stable addresses)
 };
 
+/// CPUs this process may run on: its affinity mask (a container or taskset
+/// may allow fewer than the machine has), else hardware_concurrency.
+int usableCores();
+
 /// Ranks as threads of this process.
 class CpuBackend : public Backend {
 public:

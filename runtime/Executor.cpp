@@ -3,6 +3,8 @@
 // 0 through the world communicator.
 #include "runtime/Executor.h"
 
+#include "ir/Topology.h"
+
 #include "ir/Printer.h"
 #include "passes/Fusion.h"
 #include "runtime/CheckpointIO.h"
@@ -774,16 +776,7 @@ Executor::Executor(const Module &m, std::ostream &out, ExecOptions opts)
 
 Executor::~Executor() = default;
 
-std::vector<int64_t> Executor::worldIds(const Module &m) {
-  std::vector<int64_t> ids;
-  for (auto &mesh : m.meshes)
-    ids.insert(ids.end(), mesh->devices.begin(), mesh->devices.end());
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (ids.empty())
-    ids.push_back(0); // no mesh: one rank runs the host program
-  return ids;
-}
+std::vector<int64_t> Executor::worldIds(const Module &m) { return programDeviceIds(m); }
 
 int Executor::requiredRanks(const Module &m) { return (int)worldIds(m).size(); }
 

@@ -5,6 +5,7 @@
 #include "runtime/Backend.h"
 #include "support/Diagnostics.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -129,6 +130,27 @@ FaultWatch::~FaultWatch() {
 
 FaultWatch *FaultWatch::current() { return gWatch.load(); }
 
+void FaultWatch::putProcess(Line &l, int p) const {
+  if (perProcess_ == 1) {
+    l.put("rank ");
+    l.put((long long)p);
+    return;
+  }
+  l.put("process ");
+  l.put((long long)p);
+  l.put(" (ranks ");
+  l.put((long long)p * perProcess_);
+  l.put("-");
+  l.put((long long)p * perProcess_ + perProcess_ - 1);
+  l.put(")");
+}
+
+std::string FaultWatch::processName(int p) const {
+  Line l;
+  putProcess(l, p);
+  return std::string(l.buf, l.n);
+}
+
 void FaultWatch::putWhere(Line &l) const {
   const char *coll = collective_.load(std::memory_order_relaxed);
   const Device *dev = device_.load();
@@ -166,8 +188,7 @@ bool FaultWatch::putFailedPeer(Line &l, const int *members, size_t count, bool s
     PeerState s = peerState(peers_[r].pid);
     if (s == PeerState::Running || (s == PeerState::Stopped && !stoppedToo))
       continue;
-    l.put("rank ");
-    l.put((long long)r);
+    putProcess(l, r);
     l.put(" (pid ");
     l.put((long long)peers_[r].pid);
     l.put(s == PeerState::Gone ? ") exited" : ") is stopped");
@@ -184,6 +205,80 @@ std::string FaultWatch::failedPeer(const std::vector<int> *members, bool stopped
   return std::string(l.buf, l.n);
 }
 
+void FaultWatch::enter(const char *collective) {
+  collective_.store(collective, std::memory_order_relaxed);
+  if (!sites_ || rank_ < 0 || (size_t)rank_ >= siteCount_)
+    return;
+  Line l;
+  putWhere(l);
+  std::lock_guard<std::mutex> lk(publishMu_);
+  SiteSlot &s = sites_[rank_];
+  s.seq.fetch_add(1, std::memory_order_acq_rel); // odd: being written
+  std::memcpy(s.text, l.buf, std::min(l.n + 1, sizeof(s.text) - 1));
+  s.text[sizeof(s.text) - 1] = 0;
+  s.seq.fetch_add(1, std::memory_order_release);
+}
+
+void FaultWatch::leave() {
+  collective_.store(nullptr, std::memory_order_relaxed);
+  if (!sites_ || rank_ < 0 || (size_t)rank_ >= siteCount_)
+    return;
+  std::lock_guard<std::mutex> lk(publishMu_);
+  SiteSlot &s = sites_[rank_];
+  s.seq.fetch_add(1, std::memory_order_acq_rel);
+  s.text[0] = 0;
+  s.seq.fetch_add(1, std::memory_order_release);
+}
+
+std::string FaultWatch::peerSites(const std::vector<int> *members, bool *differ) const {
+  if (differ)
+    *differ = false;
+  if (!sites_)
+    return "";
+  auto read = [&](int r) {
+    const SiteSlot &s = sites_[r];
+    char text[sizeof(s.text)];
+    for (int tries = 0; tries < 100; ++tries) {
+      uint32_t a = s.seq.load(std::memory_order_acquire);
+      if (a & 1)
+        continue;
+      std::memcpy(text, s.text, sizeof(text));
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (s.seq.load(std::memory_order_relaxed) == a) {
+        text[sizeof(text) - 1] = 0;
+        return std::string(text);
+      }
+    }
+    return std::string("(changing)");
+  };
+  const std::string mine = (size_t)rank_ < siteCount_ ? read(rank_) : "";
+  std::string out;
+  int listed = 0, more = 0;
+  size_t total = members ? members->size() : peers_.size();
+  for (size_t i = 0; i < total; ++i) {
+    int r = members ? (*members)[i] : (int)i;
+    if (r == rank_ || r < 0 || (size_t)r >= peers_.size() || (size_t)r >= siteCount_ ||
+        !peers_[r].sameNode)
+      continue;
+    std::string site = read(r);
+    bool elsewhere = site != mine;
+    if (differ && elsewhere)
+      *differ = true;
+    if (!elsewhere)
+      continue; // waits where this rank waits: nothing to tell
+    if (listed == 4) {
+      ++more;
+      continue;
+    }
+    out += (out.empty() ? "" : ", ") + processName(r) +
+           (site.empty() ? " is outside any collective (computing, or stuck)" : " waits " + site);
+    ++listed;
+  }
+  if (more)
+    out += " and " + std::to_string(more) + " more";
+  return out;
+}
+
 std::string FaultWatch::where() const {
   Line l;
   putWhere(l);
@@ -193,8 +288,8 @@ std::string FaultWatch::where() const {
 void FaultWatch::fail(const std::string &what) {
   if (!failing_.exchange(true)) {
     Line l;
-    l.put("dtensorc: rank ");
-    l.put((long long)rank_);
+    l.put("dtensorc: ");
+    putProcess(l, rank_);
     l.put(": ");
     l.put(what.c_str());
     l.put("\n");
@@ -210,8 +305,8 @@ void faultSignal(int sig) {
   int saved = errno;
   if (w && !w->failing_.exchange(true)) {
     FaultWatch::Line l;
-    l.put("dtensorc: rank ");
-    l.put((long long)w->rank_);
+    l.put("dtensorc: ");
+    w->putProcess(l, w->rank_);
     if (sig == SIGTERM) {
       l.put(": stopped by the launcher ");
       w->putWhere(l);

@@ -7,8 +7,11 @@
 //    (MpiComm.cpp), and every 100 ms asks the FaultWatch about its peers:
 //    a peer process on this node that exited is reported at once; when the
 //    wait passes the fault timeout (`--fault-timeout`, default 60 s) the
-//    report names a peer that is stopped (SIGSTOP, a debugger), or says that
-//    every process on this node is alive (a deadlock, a rank on another node).
+//    report names a peer that is stopped (SIGSTOP, a debugger), or, when
+//    every process on this node is alive, where the others wait (each
+//    process publishes its collective and source line in a node-shared
+//    table while it waits): ranks waiting in different collectives (a
+//    deadlock) or outside any are named; else a rank on another node.
 //    Reporting writes one line on stderr and aborts the job (MPI_Abort): the
 //    launcher then stops every process, the stopped one included.
 //  * A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) writes
@@ -29,6 +32,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +57,12 @@ public:
   FaultWatch &operator=(const FaultWatch &) = delete;
 
   int rank() const { return rank_; }
+  /// World ranks each process hosts (`dtensorc run --ranks-per-process K`):
+  /// reports then name a process and its ranks ("process 1 (ranks 2-3)")
+  /// instead of "rank 1". Process p hosts ranks p*K .. p*K+K-1.
+  void setRanksPerProcess(int k) { perProcess_ = k < 1 ? 1 : k; }
+  /// "rank 3", or "process 1 (ranks 2-3)" (the name of process `p`).
+  std::string processName(int p) const;
   double timeout() const { return timeout_; }
   void setTimeout(double seconds) { timeout_ = seconds; }
   /// World rank -> process, from the start-up exchange.
@@ -64,9 +75,32 @@ public:
   void setAbort(void (*abortJob)(int code)) { abort_ = abortJob; }
 
   /// The collective this rank waits in (a Communicator method name, static
-  /// storage), or null between collectives.
-  void enter(const char *collective) { collective_.store(collective, std::memory_order_relaxed); }
-  void leave() { collective_.store(nullptr, std::memory_order_relaxed); }
+  /// storage), or null between collectives. enter() also publishes where()
+  /// in this process's slot of the node's site table (below); the waits call
+  /// it only once a collective did not complete at once.
+  void enter(const char *collective);
+  void leave();
+
+  /// Where each process of this node waits: one slot per world process in
+  /// shared memory that MpiWorld maps at start-up, holding where() while the
+  /// process waits in a collective (empty otherwise; a seqlock). A timeout
+  /// report reads the other processes' slots, so a deadlock — ranks waiting
+  /// in different collectives — names the rank and the collective it waits
+  /// in instead of "no answer".
+  struct SiteSlot {
+    std::atomic<uint32_t> seq;
+    char text[244];
+  };
+  void setSiteTable(SiteSlot *table, size_t count) {
+    sites_ = table;
+    siteCount_ = count;
+  }
+  bool hasSiteTable() const { return sites_ != nullptr; }
+  /// The other processes of this node among `members` (all when null) and
+  /// where they wait: "rank 1 waits in barrier ..., rank 2 is outside any
+  /// collective"; `differ`: some process waits elsewhere than this one or is
+  /// outside any collective. Empty when there is no table or no such peer.
+  std::string peerSites(const std::vector<int> *members, bool *differ) const;
 
   /// The first peer among world ranks `members` (all when null) that exited,
   /// or also one that is stopped: "rank 1 (pid 42) exited"; empty when none.
@@ -92,10 +126,12 @@ public:
     void put(long long v);
   };
   void putWhere(Line &l) const;
+  void putProcess(Line &l, int p) const;
   bool putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const;
 
 private:
   int rank_;
+  int perProcess_ = 1;
   double timeout_;
   std::vector<PeerProcess> peers_;
   const SourceManager *sources_ = nullptr;
@@ -103,6 +139,9 @@ private:
   std::atomic<const char *> collective_{nullptr};
   void (*abort_)(int) = nullptr;
   std::atomic<bool> failing_{false};
+  SiteSlot *sites_ = nullptr;
+  size_t siteCount_ = 0;
+  std::mutex publishMu_; ///< hybrid runs: several leader threads publish
   friend void faultSignal(int sig);
 };
 

@@ -15,6 +15,7 @@ struct Launch {
   Kind kind = Kind::None;
   int rank = 0;         ///< this process's rank in the job
   int size = 1;         ///< processes in the job (0: unknown)
+  int localSize = 0;    ///< processes of the job on this node (0: unknown)
   std::string launcher; ///< "mpirun", "srun", "mpiexec", "torchrun"
 };
 

@@ -1,7 +1,9 @@
 // This file implements the mpi backend (see MpiBackend.h).
 #include "runtime/MpiBackend.h"
 
+#include "runtime/HybridComm.h"
 #include "runtime/MpiComm.h"
+#include "runtime/ThreadComm.h"
 #include "support/Errors.h"
 
 #include <iostream>
@@ -22,6 +24,19 @@ private:
   MpiWorld &world_;
 };
 
+/// One of this process's ranks in a hybrid run, with hybrid communicators.
+class HybridDevice final : public CpuDevice {
+public:
+  HybridDevice(HybridWorld &w, int worldRank) : CpuDevice(worldRank), world_(w) {}
+  Communicator &world() override { return world_.world(rank()); }
+  Communicator &group(const std::vector<int> &members) override {
+    return world_.group(rank(), members);
+  }
+
+private:
+  HybridWorld &world_;
+};
+
 /// An identity of this process's binary: its size (two builds of dtensorc
 /// differ in size) and the layout of the values ranks exchange.
 int64_t binaryId() {
@@ -32,11 +47,14 @@ int64_t binaryId() {
 
 } // namespace
 
-MpiBackend::MpiBackend(const BackendOptions &opts) : jit_(opts.cpuJit, opts.quickJit) {
+MpiBackend::MpiBackend(const BackendOptions &opts)
+    : jit_(opts.cpuJit, opts.quickJit), perProcess_(std::max(1, opts.ranksPerProcess)),
+      cores_(usableCores()) {
   if (!MpiWorld::available())
     throw RuntimeFault("--backend mpi: this dtensorc was built without MPI (install Open MPI's "
                        "development files and rebuild)");
-  world_ = std::make_unique<MpiWorld>(opts.argc, opts.argv);
+  world_ = std::make_unique<MpiWorld>(opts.argc, opts.argv, perProcess_ > 1);
+  world_->watch().setRanksPerProcess(perProcess_);
   world_->watch().setTimeout(opts.faultTimeout);
   world_->watch().setSources(opts.sources);
   world_->watch().installSignalHandlers();
@@ -44,7 +62,7 @@ MpiBackend::MpiBackend(const BackendOptions &opts) : jit_(opts.cpuJit, opts.quic
 
 MpiBackend::~MpiBackend() = default;
 
-bool MpiBackend::hosts(int r) const { return r == world_->rank(); }
+bool MpiBackend::hosts(int r) const { return r / perProcess_ == world_->rank(); }
 
 void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) {
   const int n = world_->size(), me = world_->rank();
@@ -78,18 +96,33 @@ void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) 
                   ": start every process with the same dtensorc and program");
     }
   }
-  if (n != ranks) {
-    agreedFault("--backend mpi: the program's meshes need " + std::to_string(ranks) +
-                " ranks, but this job has " + std::to_string(n) +
-                " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)");
-  }
+  if ((int64_t)n * perProcess_ != ranks)
+    agreedFault(sizeMismatch(ranks));
+}
+
+std::string MpiBackend::sizeMismatch(int ranks) const {
+  const int n = world_->size();
+  if (perProcess_ == 1)
+    return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
+           " ranks, but this job has " + std::to_string(n) +
+           " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)";
+  std::string how = ranks % perProcess_ == 0
+                        ? "start it with `mpirun -np " + std::to_string(ranks / perProcess_) +
+                              " ... --ranks-per-process " + std::to_string(perProcess_) + "`"
+                        : std::to_string(ranks) + " is not a multiple of " +
+                              std::to_string(perProcess_) +
+                              ": pick a --ranks-per-process that "
+                              "divides it";
+  return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
+         " ranks, but this job has " + std::to_string(n) + " processes of " +
+         std::to_string(perProcess_) + " ranks (" + how + ")";
 }
 
 void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
-  if (world_->size() != ranks)
-    throw RuntimeFault("--backend mpi: the program's meshes need " + std::to_string(ranks) +
-                       " ranks, but this job has " + std::to_string(world_->size()) +
-                       " processes (start it with `mpirun -np " + std::to_string(ranks) + " ...`)");
+  if ((int64_t)world_->size() * perProcess_ != ranks)
+    throw RuntimeFault(sizeMismatch(ranks));
+  if (perProcess_ > 1)
+    return runThreads(body);
   MpiDevice dev(*world_);
   FaultWatch &watch = world_->watch();
   watch.setDevice(&dev);
@@ -116,6 +149,48 @@ void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
   if (internal)
     throw InternalError(msg);
   throw RuntimeFault(msg);
+}
+
+void MpiBackend::runThreads(const std::function<void(Device &)> &body) {
+  if (!threads_) {
+    threads_ = std::make_unique<ThreadWorld>(perProcess_);
+    threads_->setRankBase(world_->rank() * perProcess_);
+    hybrid_ = std::make_unique<HybridWorld>(*world_, *threads_, perProcess_);
+  }
+  FaultWatch &watch = world_->watch();
+  std::string failure;
+  try {
+    threads_->run([&](int t) {
+      HybridDevice dev(*hybrid_, world_->rank() * perProcess_ + t);
+      dev.setBlasThreads(cores_ / perProcess_);
+      // Reports name where the process's first rank is.
+      if (t == 0)
+        watch.setDevice(&dev);
+      try {
+        body(dev);
+      } catch (const std::exception &e) {
+        // The process's other ranks wake through the ThreadWorld, but the
+        // other processes may wait for this one in MPI: end the job now.
+        if (world_->size() > 1) {
+          std::cout.flush();
+          watch.fail("error: rank " + std::to_string(dev.rank()) + " failed: " + e.what());
+        }
+        if (t == 0)
+          watch.setDevice(nullptr);
+        throw;
+      }
+      if (t == 0)
+        watch.setDevice(nullptr);
+    });
+  } catch (const std::exception &e) {
+    failure = e.what(); // "rank R failed: ..." (world rank, ThreadWorld::setRankBase)
+  }
+  if (failure.empty())
+    return;
+  // A failed thread may leave groups mid-collective: start afresh next time.
+  hybrid_.reset();
+  threads_.reset();
+  throw RuntimeFault(failure);
 }
 
 } // namespace dt

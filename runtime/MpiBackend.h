@@ -17,15 +17,24 @@
 // program) reports it and aborts the job (MPI_Abort), so the others never
 // wait on it; a rank that crashes or is stopped is reported by its peers.
 // Without an MPI build, constructing it throws one line saying so.
+//
+// `--ranks-per-process K` (BackendOptions::ranksPerProcess): each process
+// hosts K consecutive world ranks as threads (process p: ranks p*K ..
+// p*K+K-1), talking through shared memory inside the process and MPI between
+// processes (runtime/HybridComm.h); reports then name processes with their
+// ranks.
 #pragma once
 
 #include "runtime/CpuBackend.h"
 
 #include <memory>
+#include <string>
 
 namespace dt {
 
 class MpiWorld;
+class ThreadWorld;
+class HybridWorld;
 
 class MpiBackend : public Backend {
 public:
@@ -41,8 +50,16 @@ public:
   void agree(int ranks, const std::function<uint64_t()> &fingerprint) override;
 
 private:
+  /// K > 1: this process's ranks as threads over hybrid communicators.
+  void runThreads(const std::function<void(Device &)> &body);
+  /// The error for a job whose processes x ranks-per-process is not `ranks`.
+  std::string sizeMismatch(int ranks) const;
   std::unique_ptr<MpiWorld> world_;
   CpuKernelCompiler jit_;
+  int perProcess_ = 1;
+  int cores_ = 1;
+  std::unique_ptr<ThreadWorld> threads_;
+  std::unique_ptr<HybridWorld> hybrid_;
 };
 
 } // namespace dt

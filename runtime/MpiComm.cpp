@@ -9,8 +9,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sched.h>
 #include <string>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifdef DT_HAVE_MPI
@@ -149,7 +151,7 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
     if (now < next)
       continue;
     next = now + std::chrono::milliseconds(100);
-    std::string me = "rank " + std::to_string(w->rank());
+    std::string me = w->processName(w->rank());
     std::string peer = w->failedPeer(&h.members, false);
     if (!peer.empty())
       w->fail(peer + " while " + me + " waited " + w->where());
@@ -158,12 +160,19 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
       peer = w->failedPeer(&h.members, true);
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", w->timeout());
-      w->fail((peer.empty() ? std::string("no answer") : peer) + ": " + me + " waited " + secs +
-              " s " + w->where() +
-              (peer.empty() ? " (every process of its group on this node is alive: a deadlock, a "
-                              "rank on another node that stopped, or one computing longer than "
-                              "--fault-timeout)"
-                            : ""));
+      std::string waitedLine = me + " waited " + secs + " s " + w->where();
+      if (!peer.empty())
+        w->fail(peer + ": " + waitedLine);
+      // Every process of this node is alive: say where the others wait.
+      bool differ = false;
+      std::string sites = w->peerSites(nullptr, &differ);
+      if (differ)
+        w->fail("no answer: " + waitedLine + "; the ranks wait in different places (a deadlock, " +
+                "or a rank computing longer than --fault-timeout): " + sites);
+      w->fail("no answer: " + waitedLine + " (every process of its group on this node is alive" +
+              (w->hasSiteTable() ? " and waits there too" : "") +
+              ": a deadlock, a rank on another node that stopped, or one computing longer than "
+              "--fault-timeout)");
     }
   }
   if (w)
@@ -314,7 +323,7 @@ void MpiComm::barrier() {
 
 bool MpiWorld::available() { return true; }
 
-MpiWorld::MpiWorld(int *argc, char ***argv) {
+MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -322,8 +331,25 @@ MpiWorld::MpiWorld(int *argc, char ***argv) {
     throw RuntimeFault("MpiWorld: MPI was already finalized in this process");
   if (!initialized) {
     int provided = 0;
-    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check(
+        MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided),
+        "MPI_Init_thread");
     initializedHere_ = true;
+  }
+  if (threads) {
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE)
+      throw RuntimeFault("--ranks-per-process: this MPI library does not support "
+                         "MPI_THREAD_MULTIPLE (several ranks per process need it; run one rank "
+                         "per process)");
+  }
+  {
+    void *ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+    if (found && ub && *(int *)ub > 0)
+      tagUpperBound_ = *(int *)ub;
   }
   // Report errors as RuntimeFault instead of aborting the job; split communicators inherit it.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -353,9 +379,58 @@ MpiWorld::MpiWorld(int *argc, char ***argv) {
   }
   watch_->setPeers(std::move(peers));
   wh.watch = watch_.get();
+  mapSiteTable(node);
+}
+
+void MpiWorld::mapSiteTable(uint64_t node) {
+  // The lowest world rank of this node creates the table, every process of
+  // the node maps it, then the creator unlinks the name (nothing is left
+  // behind, even after a crash). Any failure leaves the reports without it.
+  int leader = rank_;
+  std::vector<int64_t> nodes(size_);
+  int64_t mine = (int64_t)node;
+  MPI_Allgather(&mine, 1, MPI_INT64_T, nodes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int r = 0; r < size_; ++r)
+    if (nodes[r] == mine) {
+      leader = r;
+      break;
+    }
+  int leaderPid = rank_ == leader ? (int)getpid() : 0;
+  std::vector<int> pids(size_);
+  MPI_Allgather(&leaderPid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const std::string name = "/dtensor-sites-" + std::to_string(pids[leader]);
+  const size_t bytes = sizeof(FaultWatch::SiteSlot) * (size_t)size_;
+  int fd = -1;
+  if (rank_ == leader) {
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_ != leader)
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd >= 0) {
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED) {
+      sites_ = p;
+      sitesBytes_ = bytes;
+      watch_->setSiteTable(static_cast<FaultWatch::SiteSlot *>(p), (size_t)size_);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_ == leader)
+    shm_unlink(name.c_str());
 }
 
 MpiWorld::~MpiWorld() {
+  if (watch_)
+    watch_->setSiteTable(nullptr, 0);
+  if (sites_)
+    munmap(sites_, sitesBytes_);
+  processGroups_.clear();
   partitions_.clear();
   groups_.clear();
   world_.reset();
@@ -402,6 +477,40 @@ Communicator *MpiWorld::create(const std::vector<int> &members) {
   return slot.get();
 }
 
+Communicator &MpiWorld::processGroup(const std::vector<int> &label,
+                                     const std::vector<int> &processes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = processGroups_.find(label);
+    if (it != processGroups_.end())
+      return *it->second;
+  }
+  // Created outside the lock: it waits for the other processes, whose
+  // threads may first need this process to create another group. The tag
+  // (from the label: every process computes the same one) keeps creations
+  // that run at once in several threads apart.
+  uint64_t hash = 1469598103934665603ull;
+  for (int m : label)
+    hash = (hash ^ (uint32_t)m) * 1099511628211ull;
+  int tag = (int)(hash % ((uint64_t)tagUpperBound_ + 1));
+  MPI_Group worldGroup, g;
+  check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
+  check(MPI_Group_incl(worldGroup, (int)processes.size(), processes.data(), &g), "MPI_Group_incl");
+  auto h = std::make_unique<MpiComm::Handle>();
+  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
+  MPI_Group_free(&g);
+  MPI_Group_free(&worldGroup);
+  check(rc, "MPI_Comm_create_group");
+  h->owned = true;
+  h->watch = watch_.get();
+  h->members = processes;
+  auto comm = std::make_unique<MpiComm>(std::move(h));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto &slot = processGroups_[label];
+  slot = std::move(comm);
+  return *slot;
+}
+
 #else // !DT_HAVE_MPI
 
 struct MpiComm::Handle {};
@@ -429,7 +538,10 @@ void MpiComm::allToAllV(const void *, const std::vector<int64_t> &, void *,
 void MpiComm::broadcast(void *, int64_t, DType, int) { noMpi(); }
 void MpiComm::barrier() { noMpi(); }
 bool MpiWorld::available() { return false; }
-MpiWorld::MpiWorld(int *, char ***) { noMpi(); }
+MpiWorld::MpiWorld(int *, char ***, bool) { noMpi(); }
+Communicator &MpiWorld::processGroup(const std::vector<int> &, const std::vector<int> &) {
+  noMpi();
+}
 MpiWorld::~MpiWorld() = default;
 Communicator *MpiWorld::split(int, int, const std::vector<int> &) { noMpi(); }
 Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }

@@ -32,6 +32,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace dt {
@@ -70,7 +71,10 @@ private:
 class MpiWorld {
 public:
   /// argc/argv may be null (MPI does not need them with Open MPI's launcher).
-  explicit MpiWorld(int *argc = nullptr, char ***argv = nullptr);
+  /// `threads`: several threads of this process will call MPI at once (the
+  /// hybrid backend, runtime/HybridComm.h): MPI_THREAD_MULTIPLE is required,
+  /// and a library without it is a RuntimeFault saying so.
+  explicit MpiWorld(int *argc = nullptr, char ***argv = nullptr, bool threads = false);
   ~MpiWorld();
   MpiWorld(const MpiWorld &) = delete;
   MpiWorld &operator=(const MpiWorld &) = delete;
@@ -92,11 +96,25 @@ public:
   /// Splits the world into the disjoint groups of `groups` (every rank passes the same list; ranks
   /// in no group take part and get nullptr). Collective over the world the first time; cached.
   Communicator *partition(const std::vector<std::vector<int>> &groups);
+  /// A communicator over the processes `processes` (process ranks, in that
+  /// order) for the group named `label` (the hybrid group's world ranks):
+  /// distinct labels get distinct communicators even when they span the same
+  /// processes, because each is driven by its own thread. Collective over
+  /// those processes the first time (one thread per process asks for a
+  /// label); thread-safe; cached.
+  Communicator &processGroup(const std::vector<int> &label, const std::vector<int> &processes);
 
 private:
   Communicator *split(int color, int key, const std::vector<int> &label);
   Communicator *create(const std::vector<int> &members);
+  /// Maps the node's table of where each process waits (FaultWatch::SiteSlot).
+  void mapSiteTable(uint64_t node);
   bool initializedHere_ = false;
+  void *sites_ = nullptr; ///< the mapped site table (null: none)
+  size_t sitesBytes_ = 0;
+  int tagUpperBound_ = 32767; ///< MPI_TAG_UB (at least 32767 by the standard)
+  std::mutex mu_;             ///< guards processGroups_ (threads of the hybrid backend)
+  std::map<std::vector<int>, std::unique_ptr<MpiComm>> processGroups_;
   int rank_ = 0, size_ = 1;
   std::unique_ptr<FaultWatch> watch_;
   std::unique_ptr<MpiComm> world_;

@@ -209,6 +209,7 @@ Backend &Session::backend() {
     bo.cpuJit = &jit();
     bo.quickJit = &quickJit();
     bo.faultTimeout = opts_.faultTimeout;
+    bo.ranksPerProcess = opts_.ranksPerProcess;
     bo.sources = &c_->sources;
     backend_ = makeBackend(opts_.backend, bo);
   }

@@ -47,6 +47,9 @@ struct SessionOptions {
   /// Multi-process backends: seconds a rank waits in a collective before the
   /// job ends with a report (runtime/FaultWatch.h).
   double faultTimeout = 60;
+  /// The mpi backend: world ranks each process hosts as threads
+  /// (BackendOptions::ranksPerProcess).
+  int ranksPerProcess = 1;
   /// Run on the single-device reference evaluator (global IR) instead.
   bool reference = false;
   /// Keep the values of top-level names for later chunks (the REPL, the

@@ -157,6 +157,7 @@ struct ThreadWorld::Impl {
   bool running = false;
   int failedRank = -1;
   std::string failure;
+  int rankBase = 0; ///< added to rank numbers in messages (setRankBase)
 
   // The rank pool: ranks 1..n-1 are worker threads started by the first run() and kept until
   // the world is destroyed; rank 0 runs on the caller's thread. A run publishes `task`, bumps
@@ -305,7 +306,8 @@ void ThreadComm::phase(bool abortable) {
         throw RankAborted();
       int gone = g.departed.load();
       throw RuntimeFault("collective on group " + g.str() + " can never complete: world rank " +
-                         std::to_string(gone) + " returned from its program without calling it");
+                         std::to_string(gone + w_.rankBase) +
+                         " returned from its program without calling it");
     }
   }
   while (!done())
@@ -588,6 +590,7 @@ void ThreadWorld::Impl::workerLoop(int rank) {
 int ThreadWorld::size() const { return impl_->n; }
 
 void ThreadWorld::setSpinLimit(int iterations) { impl_->spinLimit = std::max(0, iterations); }
+void ThreadWorld::setRankBase(int base) { impl_->rankBase = base; }
 
 Communicator &ThreadWorld::group(int worldRank, const std::vector<int> &members) {
   std::vector<int> sorted = members;
@@ -670,7 +673,8 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
   std::lock_guard<std::mutex> lk(w.mu);
   w.running = false;
   if (w.failedRank >= 0)
-    throw RuntimeFault("rank " + std::to_string(w.failedRank) + " failed: " + w.failure);
+    throw RuntimeFault("rank " + std::to_string(w.failedRank + w.rankBase) +
+                       " failed: " + w.failure);
 }
 
 } // namespace dt

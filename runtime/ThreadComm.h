@@ -72,6 +72,9 @@ public:
   /// Spin iterations before a waiting rank sleeps (default: chosen from the number of ranks
   /// and hardware threads). For benchmarks and tuning.
   void setSpinLimit(int iterations);
+  /// The world rank of thread rank 0, when this world is one process's share
+  /// of a larger one (runtime/HybridComm.h): messages then name world ranks.
+  void setRankBase(int base);
 
   struct Impl; ///< shared state of the world (public only for the .cpp's helper classes)
 

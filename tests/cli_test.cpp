@@ -35,7 +35,7 @@ const std::map<std::string, std::string> kFlagValue = {
     {"no-jit", ""},      {"no-fusion", ""},
     {"no-reuse", ""},    {"print-after", "build"},
     {"time-passes", ""}, {"mesh", "m=[1]"},
-    {"x", "dt"},
+    {"x", "dt"},         {"ranks-per-node", "4"},
 };
 
 struct Cmd {
@@ -47,10 +47,11 @@ const std::vector<Cmd> kCommands = {
     {{"check"}, {"print-after", "time-passes", "x"}},
     {{"run"},
      {"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit", "no-fusion",
-      "no-reuse", "print-after", "time-passes", "x"}},
-    {{"explain"}, {"print-after", "time-passes", "x"}},
+      "no-reuse", "print-after", "time-passes", "x", "ranks-per-node"}},
+    {{"explain"}, {"print-after", "time-passes", "x", "ranks-per-node"}},
     {{"verify"}, {"mesh", "ranks"}},
-    {{"emit", "build"}, {"backend", "no-fusion", "print-after", "time-passes", "x"}},
+    {{"emit", "build"},
+     {"backend", "no-fusion", "print-after", "time-passes", "x", "ranks-per-node"}},
 };
 
 std::vector<std::string> with(const Cmd &c, std::vector<std::string> more) {

@@ -20,7 +20,8 @@ const Flag kFlags[] = {
     {"no-reuse", nullptr, false},    {"print-after", "STEP", false},
     {"time-passes", nullptr, false}, {"mesh", "NAME=[a,b]", true},
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
-    {"progress", nullptr, false},
+    {"progress", nullptr, false},    {"ranks-per-process", "K", false},
+    {"ranks-per-node", "R", false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -65,18 +66,27 @@ const std::vector<Command> &commands() {
        "prints; a rank that waits in a collective longer than --fault-timeout (default\n"
        "60 s, env DTENSOR_FAULT_TIMEOUT), or whose peer exits or crashes, ends the job\n"
        "with one line naming the rank, the collective and the source line.\n"
+       "--ranks-per-process K (with `mpi`): each process hosts K consecutive ranks as\n"
+       "threads (shared memory inside a process, MPI between processes), so\n"
+       "`mpirun -np 2 dtensorc run f.dt --ranks-per-process 4` runs an 8-rank mesh.\n"
        "--progress draws, when stderr is a terminal, one line for each top-level `for`\n"
        "loop (iteration i/N, elapsed time, iterations per second), erased when it ends;\n"
        "when stderr is not a terminal it writes nothing.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
-                      "no-fusion", "no-reuse", "fault-timeout", "progress"}),
+                      "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process",
+                      "ranks-per-node"}),
        {}},
       {"explain",
        "dtensorc explain FILE",
        "Prints, per statement, each collective the program runs (also inside called and\n"
        "gradient functions and loops): its mesh axes, from -> to layouts and the bytes\n"
-       "the busiest rank receives; then the totals.",
-       withPassFlags({}),
+       "the busiest rank receives; then the totals.\n"
+       "--ranks-per-node R (or env DTENSOR_RANKS_PER_NODE; under mpirun, the launcher's\n"
+       "ranks per node): world rank w is on node w / R. A collective whose groups hold\n"
+       "ranks on two nodes is marked `(crosses nodes)`, a last line totals that traffic,\n"
+       "and the planner costs it 8x, keeping traffic inside nodes where it can (run and\n"
+       "emit take the flag too, so they run the plan explain shows).",
+       withPassFlags({"ranks-per-node"}),
        {}},
       {"verify",
        "dtensorc verify FILE",
@@ -104,7 +114,7 @@ const std::vector<Command> &commands() {
        "`-x ir` reads FILE as IR text (the `build` output) and runs the steps after\n"
        "build on it. --print-after=STEP (also for run, check, explain) prints a step's\n"
        "output to stderr; --time-passes times every step, the front end included.",
-       withPassFlags({"backend", "no-fusion"}),
+       withPassFlags({"backend", "no-fusion", "ranks-per-node"}),
        {"parse", "build", "flatten", "autodiff", "spmd", "fusion", "kernels", "memplan",
         "codegen"}},
       {"repl",

@@ -101,6 +101,34 @@ int main(int argc, char **argv) {
   }
   if (!(faultTimeout > 0 && faultTimeout <= 1e6))
     return usage("--fault-timeout needs a number of seconds (a positive number, as 60 or 2.5)");
+  int perProcess = 1;
+  if (a.flags.count("ranks-per-process")) {
+    const std::string &text = a.flags["ranks-per-process"];
+    char *end = nullptr;
+    long k = std::strtol(text.c_str(), &end, 10);
+    perProcess = end && *end == 0 && !text.empty() && k > 0 && k <= 4096 ? (int)k : 0;
+    if (perProcess < 1)
+      return usage("--ranks-per-process needs a positive number of ranks (as 2 or 8)");
+    if (backend != "mpi")
+      return usage("--ranks-per-process needs the mpi backend (under mpirun, the default); "
+                   "without mpirun every rank is already a thread of one process");
+  }
+  // Which ranks share a node: the flag, the environment, else the launcher
+  // (processes on this node x ranks per process; ir/Topology.h).
+  int64_t perNode = 0;
+  std::string perNodeText = a.flags.count("ranks-per-node") ? a.flags["ranks-per-node"]
+                            : std::getenv("DTENSOR_RANKS_PER_NODE")
+                                ? std::getenv("DTENSOR_RANKS_PER_NODE")
+                                : "";
+  if (!perNodeText.empty()) {
+    char *end = nullptr;
+    long long r = std::strtoll(perNodeText.c_str(), &end, 10);
+    perNode = end && *end == 0 && r > 0 && r <= (1 << 30) ? r : 0;
+    if (perNode < 1)
+      return usage("--ranks-per-node needs a positive number of ranks (as 8)");
+  } else if (underMpi && launch.localSize > 0 && launch.localSize < launch.size) {
+    perNode = (int64_t)launch.localSize * perProcess;
+  }
   std::vector<MeshOverride> overrides;
   for (auto &text : a.meshes) {
     MeshOverride o;
@@ -124,9 +152,11 @@ int main(int argc, char **argv) {
   so.pipeline.timePasses = a.flags.count("time-passes") > 0;
   so.pipeline.fusion = !a.flags.count("no-fusion");
   so.pipeline.target = backend == "cuda" ? CodeTarget::Cuda : CodeTarget::Llvm;
+  so.pipeline.topology.ranksPerNode = perNode;
   so.reference = a.flags.count("reference") > 0;
   so.backend = backend;
   so.faultTimeout = faultTimeout;
+  so.ranksPerProcess = perProcess;
   so.keepValues = false; // one run: every value is freed after its last use
   so.kernelCache = dtcli::kernelCacheDir();
   so.exec.ranks = ranks;
@@ -186,7 +216,8 @@ int main(int argc, char **argv) {
         return failed();
       std::cerr << diags.renderAll();
       if (a.cmd == "explain")
-        std::cout << explainModule(prog->module(), s.compilation().sources);
+        std::cout << explainModule(prog->module(), s.compilation().sources, "main",
+                                   so.pipeline.topology);
       else
         std::cout << printStep(*prog, *emitStep);
       return 0;

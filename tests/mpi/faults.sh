@@ -5,7 +5,12 @@
 # exit non-zero, print the one line naming the failed rank, the collective
 # and the source line, and leave no process behind.
 #
-# usage: faults.sh DTENSORC MPIRUN CASE   (CASE: kill segv stop program mesh)
+# The h* cases run 2 processes of 2 thread ranks each (--ranks-per-process 2,
+# a 4-rank mesh) and kill or stop process 1: the report names processes with
+# their ranks.
+#
+# usage: faults.sh DTENSORC MPIRUN CASE
+#   (CASE: kill segv stop program mesh hkill hsegv hstop)
 set -u
 dtensorc=$1 mpirun=$2 case=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -84,6 +89,29 @@ kill | segv | stop)
     fail "no line from rank 0 naming rank 1, the collective and the source line"
   if [ "$case" = segv ]; then
     grep -E "dtensorc: rank 1: crashed \(SIGSEGV\)" "$tmp/out" || fail "rank 1 did not report its crash"
+  fi
+  ;;
+hkill | hsegv | hstop)
+  sig=$(echo "${case#h}" | tr a-z A-Z)
+  sed -i 's/mesh m = \[x = 2\]/mesh m = [x = 4]/' "$prog"
+  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3 --ranks-per-process 2
+  for _ in $(seq 200); do
+    grep -q '^0$' "$tmp/out" && break
+    sleep 0.1
+  done
+  grep -q '^0$' "$tmp/out" || fail "the first print did not stream"
+  pid=$(rank_pid 1) || fail "no process 1"
+  sleep 0.3
+  t0=$SECONDS
+  kill -"$sig" "$pid"
+  finish
+  elapsed=$((SECONDS - t0))
+  [ "$elapsed" -le 15 ] || fail "took ${elapsed}s"
+  grep -E "dtensorc: process 0 \(ranks 0-1\): .*process 1 \(ranks 2-3\) \(pid $pid\) (exited|is stopped).*long_loop.dt:[0-9]+:[0-9]+|dtensorc: process 0 \(ranks 0-1\): .*long_loop.dt:[0-9]+:[0-9]+.*process 1 \(ranks 2-3\) \(pid $pid\) (exited|is stopped)" "$tmp/out" ||
+    fail "no line from process 0 naming process 1 and its ranks, the collective and the source line"
+  if [ "$case" = hsegv ]; then
+    grep -E "dtensorc: process 1 \(ranks 2-3\): crashed \(SIGSEGV\)" "$tmp/out" ||
+      fail "process 1 did not report its crash"
   fi
   ;;
 program | mesh)

@@ -5,12 +5,23 @@
 // partition that leaves a rank out. Each rank counts its own failures; the
 // exit status is 0 when no rank failed (an MPI_Allreduce of the counts),
 // 77 (ctest SKIP) when dtensor was built without MPI.
-#include "support/Diagnostics.h"
+//
+// `dt_mpi_comm_test --hybrid K` checks the hybrid communicators instead
+// (runtime/HybridComm.h): each process hosts K ranks as threads, and every
+// collective runs on the world, on the world in reverse and interleaved
+// orders, and on groups that mix several ranks of one process with ranks of
+// others (strided "columns").
+#include "runtime/CpuBackend.h"
+#include "runtime/HybridComm.h"
 #include "runtime/MpiComm.h"
+#include "runtime/ThreadComm.h"
+#include "support/Diagnostics.h"
 #include "support/LowPrecision.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,7 +30,7 @@ using namespace dt;
 
 namespace {
 
-int failures = 0;
+std::atomic<int> failures{0};
 
 void fail(int rank, const std::string &what) {
   if (failures++ < 10)
@@ -132,7 +143,7 @@ bool near(DType dt, double a, double b) {
 }
 
 // bf16/f16: the values are small integers, so every combine is exact.
-const DType kDTypes[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
+const DType kDTypes[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                          DType::Bool, DType::BF16, DType::F16};
 const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
 
@@ -239,6 +250,78 @@ void checkAll(Communicator &c, const std::string &name) {
   }
 }
 
+/// A rank whose program says where it is (Device::at), with MPI's communicators.
+class SiteDevice final : public CpuDevice {
+public:
+  explicit SiteDevice(MpiWorld &w) : CpuDevice(w.rank()), w_(w) {}
+  Communicator &world() override { return w_.world(); }
+  Communicator &group(const std::vector<int> &members) override { return w_.group(members); }
+
+private:
+  MpiWorld &w_;
+};
+
+/// A deadlock on 3 ranks: ranks 0 and 2 all-reduce on the world (line 7)
+/// while rank 1 all-reduces on the group {1, 2} (line 9), which rank 2 never
+/// joins. The timeout report must name where the other ranks wait
+/// (FaultWatch::peerSites) instead of "no answer".
+int deadlockMain(int argc, char **argv) {
+  MpiWorld world(&argc, &argv);
+  world.watch().setTimeout(2);
+  SiteDevice dev(world);
+  world.watch().setDevice(&dev);
+  Inst onWorld, onGroup;
+  onWorld.op = onGroup.op = Op::AllReduce;
+  onWorld.loc.line = 7, onGroup.loc.line = 9;
+  onWorld.loc.col = onGroup.loc.col = 3;
+  int v = 1;
+  Communicator *pair = world.rank() > 0 ? &world.group({1, 2}) : nullptr;
+  if (world.rank() == 1) {
+    dev.at(&onGroup);
+    pair->allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+  } else {
+    dev.at(&onWorld);
+    world.world().allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+  }
+  std::printf("mpi_comm_test --deadlock: the collectives completed\n");
+  return 1;
+}
+
+/// The hybrid communicators: K thread ranks in each process.
+int hybridMain(int argc, char **argv, int k) {
+  MpiWorld world(&argc, &argv, /*threads=*/true);
+  ThreadWorld threads(k);
+  threads.setRankBase(world.rank() * k);
+  HybridWorld hybrid(world, threads, k);
+  const int w = hybrid.size();
+  std::vector<std::vector<int>> groups;
+  std::vector<int> all, reversed, interleaved;
+  for (int r = 0; r < w; ++r)
+    all.push_back(r), reversed.push_back(w - 1 - r);
+  for (int i = 0; i < w; ++i)
+    interleaved.push_back(i % 2 ? i / 2 : w - 1 - i / 2);
+  threads.run([&](int t) {
+    const int me = world.rank() * k + t;
+    checkAll(hybrid.world(me), "hybrid world");
+    checkAll(hybrid.group(me, reversed), "hybrid reversed");
+    checkAll(hybrid.group(me, interleaved), "hybrid interleaved");
+    for (int stride : {2, 3}) {
+      std::vector<int> col;
+      for (int j = me % stride; j < w; j += stride)
+        col.push_back(j);
+      checkAll(hybrid.group(me, col), "hybrid stride " + std::to_string(stride));
+    }
+    if (&hybrid.world(me) != &hybrid.group(me, all))
+      fail(me, "hybrid group() not cached");
+  });
+  int local = failures, total = 0;
+  world.world().allReduce(&local, &total, 1, DType::I32, ReduceOp::Sum);
+  if (world.rank() == 0)
+    std::printf("mpi_comm_test --hybrid %d: %d processes, %d ranks, %s (%d failures)\n", k,
+                world.size(), w, total ? "FAILED" : "passed", total);
+  return total ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -247,6 +330,10 @@ int main(int argc, char **argv) {
     return 77;
   }
   try {
+    if (argc == 2 && std::string(argv[1]) == "--deadlock")
+      return deadlockMain(argc, argv);
+    if (argc == 3 && std::string(argv[1]) == "--hybrid")
+      return hybridMain(argc, argv, std::atoi(argv[2]));
     MpiWorld world(&argc, &argv);
     const int me = world.rank(), n = world.size();
     checkAll(world.world(), "world");

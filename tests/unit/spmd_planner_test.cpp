@@ -159,3 +159,80 @@ TEST_CASE("planner: every pair of layouts has a valid plan") {
     }
   }
 }
+
+TEST_CASE("topology: which mesh axes cross nodes") {
+  auto m = mesh2(2, 4); // device ids 0..7 row-major: x is the outer axis
+  Topology one;
+  CHECK(!one.crosses(*m, {0}));
+  Topology t;
+  t.ranksPerNode = 4;
+  CHECK(t.crosses(*m, {0}));
+  CHECK(!t.crosses(*m, {1}));
+  CHECK(t.crosses(*m, {0, 1}));
+  CHECK(!t.crosses(*m, {}));
+  // Two ranks per node: half of each y group is on another node.
+  t.ranksPerNode = 2;
+  CHECK(t.crosses(*m, {1}));
+  // Eight per node: one node, nothing crosses.
+  t.ranksPerNode = 8;
+  CHECK(!t.crosses(*m, {0, 1}));
+  // Device ids permuted (`devices [0, 4, 1, 5, 2, 6, 3, 7]`): each x group
+  // ({0, 2}, {4, 6}, ...) is inside a node, each y group ({0, 4, 1, 5})
+  // spans both.
+  auto p = std::make_shared<Mesh>(*m);
+  p->devices = {0, 4, 1, 5, 2, 6, 3, 7};
+  t.ranksPerNode = 4;
+  t.worldIds = {0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(!t.crosses(*p, {0}));
+  CHECK(t.crosses(*p, {1}));
+  // Sparse ids: world ranks are the sorted distinct ids, so ids 10 and
+  // 1000000 are ranks 0 and 1, on one node at two ranks per node.
+  auto s = std::make_shared<Mesh>();
+  s->name = "s";
+  s->axes = {{"z", 2}};
+  s->devices = {10, 1000000};
+  Topology ts;
+  ts.ranksPerNode = 2;
+  ts.worldIds = {10, 1000000};
+  CHECK(!ts.crosses(*s, {0}));
+  ts.ranksPerNode = 1;
+  CHECK(ts.crosses(*s, {0}));
+}
+
+TEST_CASE("planner: cross-node steps cost more, so traffic stays inside nodes") {
+  auto m = mesh2(2, 4); // x across 2 nodes of 4 ranks, y inside each node
+  Topology t;
+  t.ranksPerNode = 4;
+  // partial on both -> replicate: one joint all-reduce on one node; on two,
+  // reduce-scatter inside, all-reduce across on a quarter, gather inside.
+  auto a = tt(m, {64, 16}, {P(), P()}), b = tt(m, {64, 16}, {R, R});
+  CHECK(steps(planRedistribution(a, b), *m) == "all_reduce(x, y)");
+  RedistPlan p = planRedistribution(a, b, t);
+  CHECK(steps(p, *m) == "reduce_scattery all_reducex all_gathery");
+  checkChain(a, b, p);
+  REQUIRE(p.steps.size() == 3);
+  CHECK(!p.steps[0].crossNode);
+  CHECK(p.steps[1].crossNode);
+  CHECK(!p.steps[2].crossNode);
+  CHECK(p.steps[1].bytes < planRedistribution(a, b).bytes / 2);
+  // Nothing to gain: a cross-node gather stays one step.
+  auto g = tt(m, {64, 16}, {S(0), R});
+  RedistPlan pg = planRedistribution(g, tt(m, {64, 16}, {R, R}), t);
+  CHECK(steps(pg, *m) == "all_gatherx");
+  CHECK(pg.steps[0].crossNode);
+  // Every pair of layouts still has a valid plan under the topology.
+  std::vector<Placement> choices = {R, S(0), S(1), P()};
+  for (auto dims : std::vector<std::vector<int64_t>>{{7, 5}, {0, 3}, {8, 4}})
+    for (auto &a0 : choices)
+      for (auto &a1 : choices)
+        for (auto &b0 : choices)
+          for (auto &b1 : choices) {
+            auto x = tt(m, dims, {a0, a1}), y = tt(m, dims, {b0, b1});
+            INFO(x.str() << " -> " << y.str());
+            RedistPlan q = planRedistribution(x, y, t);
+            checkChain(x, y, q);
+            for (auto &st : q.steps)
+              CHECK(st.crossNode == (st.op != Op::LocalSlice && st.op != Op::LocalPartial &&
+                                     t.crosses(*m, st.axes)));
+          }
+}

@@ -297,7 +297,13 @@ bool TensorType::sameLayout(const TensorType &o) const {
     return false;
   if (mesh && !(*mesh == *o.mesh))
     return false;
-  return placements == o.placements;
+  if (placements == o.placements)
+    return true;
+  // the same groups in the same order, however they are numbered
+  auto a = placements, b = o.placements;
+  canonicalizeShardOrder(a);
+  canonicalizeShardOrder(b);
+  return a == b;
 }
 
 bool TensorType::operator==(const TensorType &o) const {

@@ -142,7 +142,12 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
 
 } // namespace
 
-RedistPlan planRedistribution(const TensorType &from, const TensorType &to, const Topology &topo) {
+RedistPlan planRedistribution(const TensorType &fromIn, const TensorType &toIn,
+                              const Topology &topo) {
+  // The search compares placements by their canonical group numbering.
+  TensorType from = fromIn, to = toIn;
+  canonicalizeShardOrder(from.placements);
+  canonicalizeShardOrder(to.placements);
   if (from.isHost() || to.isHost() || !(*from.mesh == *to.mesh) || from.dtype != to.dtype ||
       from.shape != to.shape)
     throw InternalError("redistribution planner: cannot move `" + from.str() + "` to `" + to.str() +

@@ -109,6 +109,7 @@ TEST_CASE("layout order: IR text round trip and the verifier") {
   int a = b.emit(Op::Fill, {}, xy, floats({1}));
   int c = b.emit(Op::AllToAll, {a}, yx, ints({0, 1}));
   b.emit(Op::Exp, {c}, yx);
+  b.ret({});
   CHECK(verifyModuleText(mod, {false}) == "");
   std::string text = printModule(mod);
   CHECK(text.find("m{x: shard(0, order=1), y: shard(0, order=0)}") != std::string::npos);

@@ -28,7 +28,8 @@ std::string key(const std::vector<Placement> &ps) {
 /// target's group. Tiling (checkCollective) decides which of them are steps.
 std::vector<std::vector<Placement>> orderVariants(const std::vector<Placement> &ps,
                                                   const std::vector<int64_t> &axes, int d,
-                                                  const std::vector<Placement> &target) {
+                                                  const std::vector<Placement> &target,
+                                                  bool ordered) {
   std::vector<std::vector<Placement>> out;
   auto push = [&](std::vector<Placement> v) {
     canonicalizeShardOrder(v);
@@ -49,9 +50,13 @@ std::vector<std::vector<Placement>> orderVariants(const std::vector<Placement> &
     tgt[a].order = target[a].order;
   }
   push(mesh);
-  push(append);
-  if (inTarget)
-    push(tgt);
+  // Other orders only when the move involves one: a mesh-order transition
+  // keeps the plans (and costs) it always had.
+  if (ordered) {
+    push(append);
+    if (inTarget)
+      push(tgt);
+  }
   return out;
 }
 
@@ -88,7 +93,8 @@ int settledAxes(const TensorType &from, const TensorType &to) {
 /// unsettled axes with one common placement, to every placement that a step
 /// can produce.
 std::vector<RedistStep> candidates(const TensorType &t, const std::vector<ReduceOp> &targetOps,
-                                   int settled, const std::vector<Placement> &target) {
+                                   int settled, const std::vector<Placement> &target,
+                                   bool ordered) {
   std::vector<RedistStep> out;
   int n = (int)t.placements.size();
   for (int mask = 1; mask < (1 << n); ++mask) {
@@ -110,7 +116,7 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
         ps[a] = q;
       std::vector<std::vector<Placement>> variants{ps};
       if (q.isShard())
-        variants = orderVariants(ps, axes, q.dim, target);
+        variants = orderVariants(ps, axes, q.dim, target, ordered);
       else
         canonicalizeShardOrder(variants[0]);
       for (auto &v : variants) {
@@ -163,6 +169,9 @@ RedistPlan planRedistribution(const TensorType &fromIn, const TensorType &toIn,
       targetOps.push_back(p.op);
 
   const int settledMask = settledAxes(from, to);
+  bool ordered = false;
+  for (int d = 0; d < from.rank(); ++d)
+    ordered |= !from.meshOrdered(d) || !to.meshOrdered(d);
   const std::string goal = key(to.placements);
   std::vector<Node> settled;
   std::map<std::string, Cost> best;
@@ -196,7 +205,7 @@ RedistPlan planRedistribution(const TensorType &fromIn, const TensorType &toIn,
     }
     TensorType cur = from;
     cur.placements = node.placements;
-    for (auto &step : candidates(cur, targetOps, settledMask, to.placements)) {
+    for (auto &step : candidates(cur, targetOps, settledMask, to.placements, ordered)) {
       std::string nk = key(step.to.placements);
       if (done[nk])
         continue;

@@ -338,6 +338,8 @@ EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled
     return cutBuiltin(name, e);
   if (name == "gather" || name == "one_hot")
     return gatherBuiltin(name, e);
+  if (name == "to_local" || name == "from_local")
+    return localBuiltin(name, e);
   if (name == "dropout" || name == "topk")
     return samplingBuiltin(name, e);
   if (name == "cast") {
@@ -486,6 +488,8 @@ std::vector<std::string> IRBuilder::functionNames() const {
   static const char *const kBuiltins[] = {"relayout",
                                           "distribute",
                                           "to_host",
+                                          "to_local",
+                                          "from_local",
                                           "ones",
                                           "zeros",
                                           "full",

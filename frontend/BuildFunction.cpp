@@ -370,6 +370,7 @@ IRBuilder::findArgumentFix(FnInfo &fi, const std::vector<TensorType> &argTypes, 
         t.placements[k] = o == 0 ? Placement::replicate() : Placement::shard(o - 1);
         changed += !(t.placements[k] == a.placements[k]);
       }
+      canonicalizeShardOrder(t.placements);
       if (!changed)
         continue;
       // Cost per changed axis, in the planner's order of bytes moved:

@@ -15,7 +15,7 @@ TensorType insertDim(TensorType t, int64_t at, Dim size) {
   t.shape.insert(t.shape.begin() + at, size);
   for (auto &p : t.placements)
     if (p.isShard() && p.dim >= at)
-      p = Placement::shard(p.dim + 1);
+      p.dim += 1; // keeps its place in a multi-axis group
   return t;
 }
 
@@ -172,7 +172,7 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
   TensorType io = insertDim(it2, d + 1, xt.shape[d]);
   for (size_t q = 0; q < xt.placements.size(); ++q)
     if (xt.placements[q].isShard() && xt.placements[q].dim == d)
-      io.placements[q] = Placement::shard(d + 1);
+      io.placements[q] = Placement::shard(d + 1, xt.placements[q].order);
   Attrs ad;
   ad.ints = {d + 1};
   EV iota = emit(Op::Iota, {}, {}, e.loc, ad, {io});

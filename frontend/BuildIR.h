@@ -312,6 +312,8 @@ public:
   EV gatherBuiltin(const std::string &name, const ast::Expr &e);
   /// `dropout(x, p, seed=s)` and `topk(x, 1, dim=d)` (BuildSampling.cpp).
   EV samplingBuiltin(const std::string &name, const ast::Expr &e);
+  /// `to_local(x)` and `from_local(blocks..., layout)` (BuildLocal.cpp).
+  EV localBuiltin(const std::string &name, const ast::Expr &e);
   /// `concat`, `stack`, `split`, `chunk`, `pad`.
   EV cutBuiltin(const std::string &name, const ast::Expr &e);
   /// `xs` (same dtype, rank and sizes but along `d`) joined along `d`; the

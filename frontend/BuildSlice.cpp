@@ -18,11 +18,7 @@ namespace slice {
 
 /// The mesh axes that shard dim `d` of `t`.
 std::vector<int> axesSharding(const TensorType &t, int64_t d) {
-  std::vector<int> axes;
-  for (size_t a = 0; a < t.placements.size(); ++a)
-    if (t.placements[a].isShard() && t.placements[a].dim == d)
-      axes.push_back((int)a);
-  return axes;
+  return t.axesShardingDim((int)d); // major first: reshard keeps the group's order
 }
 
 EV relayoutTo(IRBuilder &b, const EV &x, const TensorType &to, const ast::Expr *ex, SrcLoc loc) {
@@ -47,8 +43,9 @@ EV reshard(IRBuilder &b, const EV &x, int64_t d, const std::vector<int> &axes, c
   if (x.poison || axes.empty())
     return x;
   TensorType t = b.typeOf(x.ids[0]);
-  for (int a : axes)
-    t.placements[a] = Placement::shard(d);
+  for (size_t k = 0; k < axes.size(); ++k) // `axes` major first
+    t.placements[axes[k]] = Placement::shard(d, (int)k);
+  canonicalizeShardOrder(t.placements);
   return relayoutTo(b, x, t, ex, loc);
 }
 

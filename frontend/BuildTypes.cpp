@@ -7,6 +7,7 @@
 #include "support/Checked.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -300,6 +301,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   int rank = (int)shape.size();
   if (spec.placementForm) {
     std::vector<bool> seen(mesh->axes.size(), false);
+    std::vector<int64_t> orderOf(mesh->axes.size(), -1);
+    std::vector<const ast::LayoutEntry *> entryOf(mesh->axes.size(), nullptr);
     for (auto &e : spec.entries) {
       int a = mesh->axisIndex(e.axis);
       if (a < 0) {
@@ -318,12 +321,15 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
       if (kind == "replicate") {
         t.placements[a] = Placement::replicate();
       } else if (kind == "shard") {
-        if (e.dim < 0 || e.dim >= rank) {
+        int64_t d = e.dim < 0 ? e.dim + rank : e.dim; // `shard(-1)`: the last dim
+        if (d < 0 || d >= rank) {
           diags().error(DiagId::ShardDimOutOfRange, e.loc,
                         {std::to_string(e.dim), std::to_string(rank)});
           return std::nullopt;
         }
-        t.placements[a] = Placement::shard((int)e.dim);
+        t.placements[a] = Placement::shard((int)d);
+        orderOf[a] = e.order;
+        entryOf[a] = &e;
       } else if (kind == "partial") {
         auto op = parseReduceOp(e.reduce);
         if (!op) {
@@ -336,7 +342,41 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
         return std::nullopt;
       }
     }
-    // Multi-axis shards of one dim flatten in mesh order, so any order is fine here.
+    // The axes sharding one dim split it in mesh order unless every one of
+    // them says `order=k` (0 = major), numbering them 0..k-1.
+    for (int d = 0; d < rank; ++d) {
+      auto group = t.axesShardingDim(d);
+      size_t given = 0;
+      std::vector<bool> used(group.size(), false);
+      bool ok = true;
+      for (int a : group)
+        if (orderOf[a] >= 0) {
+          ++given;
+          if (orderOf[a] >= (int64_t)group.size() || used[orderOf[a]])
+            ok = false;
+          else
+            used[orderOf[a]] = true;
+        }
+      if (given == 0)
+        continue;
+      if (!ok || given != group.size()) {
+        const ast::LayoutEntry *at = entryOf[group[0]];
+        for (int a : group)
+          if (orderOf[a] >= 0)
+            at = entryOf[a];
+        std::string names;
+        for (size_t k = 0; k < group.size(); ++k)
+          names += (k ? ", " : "") + mesh->axes[group[k]].name;
+        auto &dg = diags().error(DiagId::MultiAxisOrder, at->loc,
+                                 {std::to_string(d), names, std::to_string(group.size() - 1)});
+        dg.hint = "write `order=k` on every axis sharding the dim, 0 for the major one, or "
+                  "none of them for mesh order";
+        return std::nullopt;
+      }
+      for (int a : group)
+        t.placements[a].order = (int)orderOf[a];
+    }
+    canonicalizeShardOrder(t.placements);
     return t;
   }
   // dims-mapping form: one entry per tensor dim
@@ -352,9 +392,22 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   std::vector<int> usedBy(mesh->axes.size(), -1);
   for (int dim = 0; dim < rank; ++dim) {
     const auto &e = spec.entries[dim];
-    int prev = -1;
+    int pos = 0; // the axes of a group are listed major first: `(y, x)` is y-major
     for (auto &axis : e.axes) {
       int a = mesh->axisIndex(axis);
+      if (!axis.empty() && (axis[0] == '-' || std::isdigit((unsigned char)axis[0]))) {
+        // seed 003's integer dims mapping: the mesh axis index, -1 unsharded
+        int64_t idx = std::strtoll(axis.c_str(), nullptr, 10);
+        if (idx == -1 && e.axes.size() == 1)
+          break;
+        if (idx < 0 || idx >= (int64_t)mesh->axes.size()) {
+          auto &d = diags().error(DiagId::MeshAxisIndex, e.loc,
+                                  {axis, mesh->name, std::to_string(mesh->axes.size() - 1)});
+          d.hint = "mesh `" + mesh->str() + "`";
+          return std::nullopt;
+        }
+        a = (int)idx;
+      }
       if (a < 0) {
         auto &d = diags().error(DiagId::UnknownMeshAxis, e.loc, {mesh->name, axis});
         if (!didYouMean(d, axis, axisNames(*mesh), e.loc))
@@ -367,23 +420,11 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
         d.hint = "shard one of the dims on another axis, or replicate it with `_`";
         return std::nullopt;
       }
-      if (a < prev) {
-        std::string written, ordered;
-        std::vector<std::string> sorted = e.axes;
-        std::sort(sorted.begin(), sorted.end(),
-                  [&](auto &x, auto &y) { return mesh->axisIndex(x) < mesh->axisIndex(y); });
-        for (size_t i = 0; i < e.axes.size(); ++i) {
-          written += (i ? ", " : "") + e.axes[i];
-          ordered += (i ? ", " : "") + sorted[i];
-        }
-        diags().error(DiagId::MultiAxisOrder, e.loc, {"(" + written + ")", "(" + ordered + ")"});
-        return std::nullopt;
-      }
-      prev = a;
       usedBy[a] = dim;
-      t.placements[a] = Placement::shard(dim);
+      t.placements[a] = Placement::shard(dim, pos++);
     }
   }
+  canonicalizeShardOrder(t.placements);
   return t;
 }
 
@@ -671,7 +712,7 @@ void IRBuilder::matmulShapeHint(
     std::swap(t.shape[0], t.shape[1]);
     for (auto &p : t.placements)
       if (p.isShard())
-        p = Placement::shard(1 - p.dim);
+        p.dim = 1 - p.dim;
     std::vector<TensorType> ts = types;
     ts[i] = t;
     if (!typeChecks(ts).ok())

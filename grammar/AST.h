@@ -23,7 +23,9 @@ struct LayoutEntry {
   std::string kind; ///< replicate | shard | partial
   int64_t dim = 0;
   std::string reduce = "sum";
-  // dims-mapping form
+  int64_t order = -1; ///< `shard(d, order=k)`; -1 when not written
+  // dims-mapping form: axis names, major first; an integer entry (seed 003's
+  // `m[1, 0, -1]`) keeps its decimal text (`1`, `-1`), which no name spells
   std::vector<std::string> axes;
   /// A PyTorch-style `Shard(0)` / `Replicate()` in a dims mapping (an error
   /// the IR builder reports with the dtensor spelling); kind/dim/reduce set.

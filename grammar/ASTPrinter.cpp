@@ -69,7 +69,8 @@ private:
       if (l.placementForm) {
         out += e.axis + ": " + e.kind;
         if (e.kind == "shard")
-          out += "(" + std::to_string(e.dim) + ")";
+          out += "(" + std::to_string(e.dim) +
+                 (e.order >= 0 ? ", order=" + std::to_string(e.order) : "") + ")";
         if (e.kind == "partial")
           out += "(" + e.reduce + ")";
       } else if (e.axes.empty()) {

@@ -201,13 +201,30 @@ ExprPtr Builder::group(std::vector<ExprPtr> items, const Span &s) {
 static std::optional<ast::LayoutEntry> layoutEntryOf(const Expr &x) {
   ast::LayoutEntry le;
   le.loc = x.full.line ? x.full : x.loc;
+  // an integer (seed 003's dims mapping `m[1, 0, -1]`) as its decimal text
+  auto index = [](const Expr &a) -> std::optional<std::string> {
+    if (a.kind == Expr::Number && a.isInt)
+      return std::to_string(a.intValue);
+    if (a.kind == Expr::Unary && a.op == "-" && a.args.size() == 1 &&
+        a.args[0]->kind == Expr::Number && a.args[0]->isInt)
+      return "-" + std::to_string(a.args[0]->intValue);
+    return std::nullopt;
+  };
   if (x.kind == Expr::Name && x.text.find('.') == std::string::npos) {
     if (x.text != "_")
       le.axes.push_back(x.text);
     return le;
   }
+  if (auto i = index(x)) {
+    le.axes.push_back(*i);
+    return le;
+  }
   if (x.kind == Expr::Group) {
     for (auto &a : x.args) {
+      if (auto i = index(*a)) {
+        le.axes.push_back(*i);
+        continue;
+      }
       if (a->kind != Expr::Name || a->text == "_" || a->text.find('.') != std::string::npos)
         return std::nullopt;
       le.axes.push_back(a->text);
@@ -339,6 +356,17 @@ ast::LayoutEntry Builder::dimEntry(NameList axes, const Span &s) {
     else
       e.axes.push_back(axes.names[i]);
   }
+  return e;
+}
+
+ast::LayoutEntry Builder::shardOrder(ast::LayoutEntry e, const std::string &kw,
+                                     const std::string &k, const Span &kwLoc) {
+  if (kw != "order")
+    syntaxError(kwLoc, "expected `order=` in `shard(dim, order=k)`, found `" + kw + "`");
+  else if (e.kind != "shard")
+    syntaxError(kwLoc, "`order=` applies to `shard(dim, order=k)` only");
+  else
+    e.order = toInt(k, kwLoc);
   return e;
 }
 

@@ -81,6 +81,9 @@ public:
   ast::LayoutEntry dimEntry(NameList axes, const Span &s);
   /// PyTorch-style entry `Shard(0)`, `Replicate()`, `Partial(sum)` in a
   /// dims-mapping list (marked `torch`; the IR builder reports it).
+  /// `shard(d, order=k)`: `kw` must be `order`.
+  ast::LayoutEntry shardOrder(ast::LayoutEntry e, const std::string &kw, const std::string &k,
+                              const Span &kwLoc);
   ast::LayoutEntry torchEntry(const std::string &kind, const std::string &arg, bool argIsInt,
                               const Span &s);
   /// Placement entry `axis: kind` or `axis: kind(arg)`; `arg` empty if absent.

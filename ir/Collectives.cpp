@@ -213,9 +213,12 @@ std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[i] < 0 || axes[i] >= (int64_t)mesh.axes.size() || (i && axes[i] <= axes[i - 1]))
       return "`" + name + "` axes must be ascending mesh axis indices";
+  // An axis outside the step keeps its placement; its position in a
+  // multi-axis group may change with the group's other members (the tiling
+  // check below decides whether the blocks still line up).
   for (size_t a = 0; a < mesh.axes.size(); ++a)
     if (std::find(axes.begin(), axes.end(), (int64_t)a) == axes.end() &&
-        src.placements[a] != dst.placements[a])
+        !src.placements[a].sameKind(dst.placements[a]))
       return "`" + name + "` changes the placement of axis `" + mesh.axes[a].name +
              "`, which it does not run over";
   using K = Placement::Kind;
@@ -245,12 +248,14 @@ std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
   const Placement &s0 = src.placements[axes[0]], &d0 = dst.placements[axes[0]];
   for (auto a : axes) {
     const Placement &s = src.placements[a], &d = dst.placements[a];
-    if (s.kind != from || d.kind != to || s != s0 || d != d0)
+    if (s.kind != from || d.kind != to || !s.sameKind(s0) || !d.sameKind(d0))
       return "`" + name + "` over " + axesName(mesh, axes) + " cannot take `" + src.layoutStr() +
              "` to `" + dst.layoutStr() + "`";
   }
-  if (op == Op::AllToAll && s0.dim == d0.dim)
-    return "`all_to_all` must move the shard to another dim";
+  // all_to_all within one dim reorders a multi-axis group (x-major to
+  // y-major): every rank's new block comes from other ranks' old ones.
+  if (op == Op::AllToAll && s0.dim == d0.dim && src.axesShardingDim(s0.dim) == dst.axesShardingDim(d0.dim))
+    return "`all_to_all` must move the shard to another dim or reorder its axes";
   if (!isConcrete(src.shape))
     return "";
   return checkTiling(op, src, dst, axes);

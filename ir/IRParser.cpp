@@ -92,8 +92,18 @@ private:
       int64_t d = integer();
       if (d < 0 || d > 1 << 20)
         fail("shard dim out of range");
+      int64_t order = 0;
+      if (accept(',')) {
+        std::string kw = ident("`order`");
+        if (kw != "order")
+          fail("expected `order=` in `shard(dim, order=k)`");
+        expect('=');
+        order = integer();
+        if (order < 0 || order > 1 << 20)
+          fail("shard order out of range");
+      }
       expect(')');
-      return Placement::shard((int)d);
+      return Placement::shard((int)d, (int)order);
     }
     if (k == "partial") {
       expect('(');
@@ -157,6 +167,9 @@ private:
     for (size_t i = 0; i < seen.size(); ++i)
       if (!seen[i])
         fail("layout does not name mesh axis `" + t.mesh->axes[i].name + "`");
+    // `order=` is printed on a group only when it differs from mesh order;
+    // orders given on some members only rank them as written
+    canonicalizeShardOrder(t.placements);
     return t;
   }
 

@@ -5,6 +5,7 @@
 #include "ir/Collectives.h"
 
 #include <algorithm>
+#include <map>
 
 namespace dt {
 
@@ -98,6 +99,7 @@ TypeError err(DiagId id, std::vector<std::string> args) {
 /// `t` with axis `a` replaced by `p`.
 TensorType withAxis(TensorType t, int a, Placement p) {
   t.placements[a] = p;
+  canonicalizeShardOrder(t.placements);
   return t;
 }
 
@@ -236,8 +238,9 @@ TensorType matchLayout(const IndexSignature &sig, const std::vector<TensorType> 
       continue;
     int d = sig.dimOf(j, sig.operands[owner][p.dim]);
     if (d >= 0)
-      t.placements[a] = Placement::shard(d);
+      t.placements[a] = Placement::shard(d, p.order);
   }
+  canonicalizeShardOrder(t.placements);
   return t;
 }
 
@@ -435,6 +438,63 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
     }
     }
   }
+  // A dim split by several axes: every operand carrying its factor must split
+  // it in the same axis order (their blocks line up only then), and a kept
+  // factor's result dim takes that order.
+  {
+    std::map<int, std::pair<std::vector<int>, int>> order; // factor -> (axes, operand)
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].isHost())
+        continue;
+      for (int d = 0; d < ops[i].rank(); ++d) {
+        auto ax = ops[i].axesShardingDim(d);
+        int f = sig.operands[i][d];
+        if (ax.size() < 2 || f < 0)
+          continue;
+        auto it = order.find(f);
+        if (it == order.end()) {
+          order[f] = {ax, (int)i};
+          continue;
+        }
+        if (it->second.first == ax)
+          continue;
+        auto names = [&](const std::vector<int> &v) {
+          std::string s;
+          for (size_t k = 0; k < v.size(); ++k)
+            s += (k ? ", " : "") + mesh.axes[v[k]].name;
+          return "(" + s + ")";
+        };
+        auto e = err(contract && sig.roles[f] == FactorRole::Summed ? DiagId::ContractionMismatch
+                                                                    : DiagId::ShardingMismatch,
+                     contract && sig.roles[f] == FactorRole::Summed
+                         ? std::vector<std::string>{displayName(op), mesh.axes[ax[0]].name}
+                         : std::vector<std::string>{mesh.axes[ax[0]].name});
+        e.notes.push_back("operand " + std::to_string(it->second.second) + " splits dim " +
+                          std::to_string(ops[it->second.second].rank() > 0
+                                             ? sig.dimOf(it->second.second, f)
+                                             : 0) +
+                          " over " + names(it->second.first) + " (first axis major), operand " +
+                          std::to_string(i) + " over " + names(ax));
+        TensorType s = ops[i];
+        const auto &want = it->second.first;
+        for (size_t k = 0; k < want.size(); ++k)
+          s.placements[want[k]].order = (int)k;
+        e.operand = (int)i;
+        e.suggest = s;
+        return fail(e);
+      }
+    }
+    for (int d = 0; d < r.rank(); ++d) {
+      auto it = order.find(sig.result[d]);
+      if (it == order.end())
+        continue;
+      const auto &want = it->second.first;
+      for (size_t k = 0; k < want.size(); ++k)
+        if (r.placements[want[k]].isShard() && r.placements[want[k]].dim == d)
+          r.placements[want[k]].order = (int)k;
+    }
+    canonicalizeShardOrder(r.placements);
+  }
   // reshape: a sharded compound dim must split evenly on both sides
   if (op == Op::Reshape) {
     for (int d = 0; d < r.rank(); ++d) {
@@ -631,6 +691,8 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   Inferred r = derivePlacements(op, *sig, ops, base);
   if (op == Op::Broadcast && r.ok() && !given.empty())
     shardBroadcastDims(r.results[0], ops[0], givenType());
+  for (auto &t : r.results)
+    canonicalizeShardOrder(t.placements);
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include "support/Checked.h"
 
+#include <algorithm>
 #include <climits>
 
 #include <cassert>
@@ -205,12 +206,53 @@ bool TensorType::hasPartial() const {
   return false;
 }
 
-std::vector<int> TensorType::axesShardingDim(int d) const {
+namespace {
+std::vector<int> shardGroup(const std::vector<Placement> &ps, int d) {
   std::vector<int> r;
-  for (size_t i = 0; i < placements.size(); ++i)
-    if (placements[i].isShard() && placements[i].dim == d)
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].isShard() && ps[i].dim == d)
       r.push_back((int)i);
+  std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return ps[a].order < ps[b].order; });
   return r;
+}
+} // namespace
+
+std::vector<int> TensorType::axesShardingDim(int d) const { return shardGroup(placements, d); }
+
+bool TensorType::meshOrdered(int d) const {
+  auto ax = axesShardingDim(d);
+  return std::is_sorted(ax.begin(), ax.end());
+}
+
+void canonicalizeShardOrder(std::vector<Placement> &ps) {
+  std::vector<Placement> out = ps;
+  for (auto &p : out)
+    p.order = 0;
+  for (auto &p : ps)
+    if (p.isShard()) {
+      auto g = shardGroup(ps, p.dim);
+      for (size_t i = 0; i < g.size(); ++i)
+        out[g[i]].order = (int)i;
+    }
+  ps = std::move(out);
+}
+
+bool isCanonicalShardOrder(const std::vector<Placement> &ps) {
+  auto c = ps;
+  canonicalizeShardOrder(c);
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (c[i].order != ps[i].order)
+      return false;
+  return true;
+}
+
+std::string TensorType::placementStr(size_t a) const {
+  const Placement &p = placements[a];
+  if (!p.isShard() || meshOrdered(p.dim))
+    return p.str();
+  auto ax = axesShardingDim(p.dim);
+  int pos = (int)(std::find(ax.begin(), ax.end(), (int)a) - ax.begin());
+  return "shard(" + std::to_string(p.dim) + ", order=" + std::to_string(pos) + ")";
 }
 
 std::string TensorType::layoutStr() const {
@@ -218,7 +260,7 @@ std::string TensorType::layoutStr() const {
     return "";
   std::string r = mesh->name + "{";
   for (size_t i = 0; i < placements.size(); ++i)
-    r += (i ? ", " : "") + mesh->axes[i].name + ": " + placements[i].str();
+    r += (i ? ", " : "") + mesh->axes[i].name + ": " + placementStr(i);
   return r + "}";
 }
 
@@ -255,7 +297,13 @@ bool TensorType::sameLayout(const TensorType &o) const {
     return false;
   if (mesh && !(*mesh == *o.mesh))
     return false;
-  return placements == o.placements;
+  if (placements == o.placements)
+    return true;
+  // the same groups in the same order, however they are numbered
+  auto a = placements, b = o.placements;
+  canonicalizeShardOrder(a);
+  canonicalizeShardOrder(b);
+  return a == b;
 }
 
 bool TensorType::operator==(const TensorType &o) const {

@@ -13,8 +13,11 @@
 //      Partial(op)- every rank holds a same-shaped partial value; the true value
 //                   is `op` over the ranks of the axis.
 //  * Several mesh axes may shard the same tensor dim; they then split it as one
-//    flattened axis in mesh-axis order (first axis major), like GSPMD tiles.
-//    The dims-mapping notation `(x, y)` must therefore list axes in mesh order.
+//    flattened axis in the group's order (first axis major), like GSPMD tiles
+//    and XLA's `('model', 'data')`. The order is part of the type: each Shard
+//    placement carries its position in the group (`order`, 0 = major); the
+//    default (every order 0) is mesh-axis order. `(y, x)` and `(x, y)` are
+//    different layouts of the same dim.
 //  * A TensorType with no mesh is a host (local) value; mixing host and
 //    distributed values needs an explicit conversion.
 #pragma once
@@ -96,18 +99,27 @@ struct Placement {
   enum Kind { Replicate, Shard, Partial } kind = Replicate;
   int dim = 0;                 ///< tensor dim for Shard
   ReduceOp op = ReduceOp::Sum; ///< reduction for Partial
+  /// For Shard: this axis's position among the axes sharding `dim` (0 =
+  /// major). Ties (the default 0 everywhere) fall back to mesh-axis order;
+  /// canonical types number every group 0..k-1 (canonicalizeShardOrder), so
+  /// comparing placements axis by axis also compares the group's order.
+  int order = 0;
 
   static Placement replicate() { return {}; }
-  static Placement shard(int d) { return {Shard, d, ReduceOp::Sum}; }
-  static Placement partial(ReduceOp o = ReduceOp::Sum) { return {Partial, 0, o}; }
+  static Placement shard(int d, int order = 0) { return {Shard, d, ReduceOp::Sum, order}; }
+  static Placement partial(ReduceOp o = ReduceOp::Sum) { return {Partial, 0, o, 0}; }
   bool isShard() const { return kind == Shard; }
   bool isPartial() const { return kind == Partial; }
   bool isReplicate() const { return kind == Replicate; }
   bool operator==(const Placement &o) const {
-    return kind == o.kind && (kind != Shard || dim == o.dim) && (kind != Partial || op == o.op);
+    return sameKind(o) && (kind != Shard || order == o.order);
   }
   bool operator!=(const Placement &o) const { return !(*this == o); }
-  std::string str() const; ///< `replicate`, `shard(1)`, `partial(sum)`
+  /// Equal but for the position in a multi-axis group.
+  bool sameKind(const Placement &o) const {
+    return kind == o.kind && (kind != Shard || dim == o.dim) && (kind != Partial || op == o.op);
+  }
+  std::string str() const; ///< `replicate`, `shard(1)`, `partial(sum)` (no order)
 };
 
 /// The full type of a value. `mesh == nullptr` means a host value (then
@@ -121,11 +133,18 @@ struct TensorType {
   bool isHost() const { return mesh == nullptr; }
   int rank() const { return (int)shape.size(); }
   bool hasPartial() const;
-  /// Mesh axes (in mesh order) that shard tensor dim `d`.
+  /// Mesh axes that shard tensor dim `d`, major first (by `order`, ties in
+  /// mesh order). This order is the one every block computation follows.
   std::vector<int> axesShardingDim(int d) const;
+  /// True when the axes sharding dim `d` split it in mesh-axis order (the
+  /// default, printed without `order=`).
+  bool meshOrdered(int d) const;
   /// Canonical text: `f32[2, 3] @ m{x: shard(1), y: replicate}`; both source
   /// notations print this way. Host values print as `f32[2, 3]`.
   std::string str() const;
+  /// The placement of mesh axis `a` as the placement form writes it:
+  /// `shard(0, order=1)` in a group that is not in mesh order.
+  std::string placementStr(size_t a) const;
   /// Just the layout part: `m{x: shard(1), y: replicate}` (empty for host).
   std::string layoutStr() const;
   /// The dims-mapping spelling `m[_, x]` when no axis is Partial, else "".
@@ -135,6 +154,12 @@ struct TensorType {
   bool operator!=(const TensorType &o) const { return !(*this == o); }
 };
 
+/// Renumbers the `order` of every multi-axis group to 0..k-1 in its current
+/// effective order (and 0 on a single-axis shard and on non-shards).
+void canonicalizeShardOrder(std::vector<Placement> &ps);
+/// True when `ps` is already canonical (what the verifier demands).
+bool isCanonicalShardOrder(const std::vector<Placement> &ps);
+
 /// Fully replicated layout on `mesh` (or host when mesh is null).
 TensorType replicatedType(DType dt, Shape shape, MeshRef mesh);
 
@@ -143,7 +168,10 @@ TensorType replicatedType(DType dt, Shape shape, MeshRef mesh);
 std::pair<int64_t, int64_t> chunkRange(int64_t n, int64_t k, int64_t i);
 
 /// The local (per-rank) shape and global offset of `rank`'s block of a tensor
-/// of type `t` (concrete shape). Partial and Replicate axes do not split.
+/// of type `t` (concrete shape). Partial and Replicate axes do not split; a
+/// dim sharded by several axes is split over them flattened in the group's
+/// order (axesShardingDim: first axis major). The one place that says which
+/// block a rank holds: collectives, kernels, files and checkpoints use it.
 struct LocalBlock {
   std::vector<int64_t> offset;
   std::vector<int64_t> shape;

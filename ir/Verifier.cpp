@@ -69,6 +69,8 @@ private:
       if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
         err(what + " `" + ts + "`: `shard(" + std::to_string(p.dim) +
             ")` names a dim of a tensor with " + std::to_string(t.rank()) + " dims");
+    if (!isCanonicalShardOrder(t.placements))
+      err(what + " `" + ts + "` numbers the axes of a multi-axis shard other than 0..k-1");
   }
 
   void define(int id, const std::string &what) {

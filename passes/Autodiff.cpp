@@ -517,10 +517,13 @@ public:
         else if (p.isShard() && p.dim >= dim && p.dim < dim + idsRank)
           base.placements[a] = Placement::partial(ReduceOp::Sum);
         else if (p.isShard())
-          base.placements[a] = Placement::shard(p.dim < dim ? p.dim : p.dim - idsRank + 1);
+          base.placements[a] =
+              Placement::shard(p.dim < dim ? p.dim : p.dim - idsRank + 1, p.order);
         else
           base.placements[a] = Placement::replicate();
       }
+    if (base.mesh)
+      canonicalizeShardOrder(base.placements);
     int zeros = bw_.fill(0, base);
     accumulate(xv, bw_.op(Op::IndexAdd, {zeros, ids, g}, in.attrs));
   }

@@ -18,8 +18,46 @@ namespace {
 std::string key(const std::vector<Placement> &ps) {
   std::string k;
   for (auto &p : ps)
-    k += p.str() + ";";
+    k += p.str() + (p.isShard() ? "#" + std::to_string(p.order) : "") + ";";
   return k;
+}
+
+/// The placements after a step that made `axes` shard dim `d`, in each order
+/// the group of `d` can take: mesh order, the old members first with the new
+/// ones after them, and the target's order when every member is in the
+/// target's group. Tiling (checkCollective) decides which of them are steps.
+std::vector<std::vector<Placement>> orderVariants(const std::vector<Placement> &ps,
+                                                  const std::vector<int64_t> &axes, int d,
+                                                  const std::vector<Placement> &target,
+                                                  bool ordered) {
+  std::vector<std::vector<Placement>> out;
+  auto push = [&](std::vector<Placement> v) {
+    canonicalizeShardOrder(v);
+    if (std::find(out.begin(), out.end(), v) == out.end())
+      out.push_back(std::move(v));
+  };
+  auto isNew = [&](size_t a) {
+    return std::find(axes.begin(), axes.end(), (int64_t)a) != axes.end();
+  };
+  std::vector<Placement> mesh = ps, append = ps, tgt = ps;
+  bool inTarget = true;
+  for (size_t a = 0; a < ps.size(); ++a) {
+    if (!ps[a].isShard() || ps[a].dim != d)
+      continue;
+    mesh[a].order = (int)a;
+    append[a].order = isNew(a) ? 1000 + (int)a : ps[a].order;
+    inTarget &= target[a].isShard() && target[a].dim == d;
+    tgt[a].order = target[a].order;
+  }
+  push(mesh);
+  // Other orders only when the move involves one: a mesh-order transition
+  // keeps the plans (and costs) it always had.
+  if (ordered) {
+    push(append);
+    if (inTarget)
+      push(tgt);
+  }
+  return out;
 }
 
 /// Search cost: bytes, then communicating steps, then steps.
@@ -55,7 +93,8 @@ int settledAxes(const TensorType &from, const TensorType &to) {
 /// unsettled axes with one common placement, to every placement that a step
 /// can produce.
 std::vector<RedistStep> candidates(const TensorType &t, const std::vector<ReduceOp> &targetOps,
-                                   int settled) {
+                                   int settled, const std::vector<Placement> &target,
+                                   bool ordered) {
   std::vector<RedistStep> out;
   int n = (int)t.placements.size();
   for (int mask = 1; mask < (1 << n); ++mask) {
@@ -68,14 +107,25 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
     const Placement &p = t.placements[axes[0]];
     bool same = true;
     for (auto a : axes)
-      same &= t.placements[a] == p;
+      same &= t.placements[a].sameKind(p);
     if (!same)
       continue;
     auto add = [&](Op op, Placement q) {
-      RedistStep s{op, axes, t, 0};
+      std::vector<Placement> ps = t.placements;
       for (auto a : axes)
-        s.to.placements[a] = q;
-      out.push_back(std::move(s));
+        ps[a] = q;
+      std::vector<std::vector<Placement>> variants{ps};
+      if (q.isShard())
+        variants = orderVariants(ps, axes, q.dim, target, ordered);
+      else
+        canonicalizeShardOrder(variants[0]);
+      for (auto &v : variants) {
+        if (v == t.placements)
+          continue;
+        RedistStep s{op, axes, t, 0};
+        s.to.placements = v;
+        out.push_back(std::move(s));
+      }
     };
     if (p.isPartial()) {
       add(Op::AllReduce, Placement::replicate());
@@ -83,9 +133,9 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
         add(Op::ReduceScatter, Placement::shard(d));
     } else if (p.isShard()) {
       add(Op::AllGather, Placement::replicate());
+      // to another dim, or (the same dim) a reorder of a multi-axis group
       for (int d = 0; d < t.rank(); ++d)
-        if (d != p.dim)
-          add(Op::AllToAll, Placement::shard(d));
+        add(Op::AllToAll, Placement::shard(d));
     } else {
       for (int d = 0; d < t.rank(); ++d)
         add(Op::LocalSlice, Placement::shard(d));
@@ -98,7 +148,12 @@ std::vector<RedistStep> candidates(const TensorType &t, const std::vector<Reduce
 
 } // namespace
 
-RedistPlan planRedistribution(const TensorType &from, const TensorType &to, const Topology &topo) {
+RedistPlan planRedistribution(const TensorType &fromIn, const TensorType &toIn,
+                              const Topology &topo) {
+  // The search compares placements by their canonical group numbering.
+  TensorType from = fromIn, to = toIn;
+  canonicalizeShardOrder(from.placements);
+  canonicalizeShardOrder(to.placements);
   if (from.isHost() || to.isHost() || !(*from.mesh == *to.mesh) || from.dtype != to.dtype ||
       from.shape != to.shape)
     throw InternalError("redistribution planner: cannot move `" + from.str() + "` to `" + to.str() +
@@ -114,6 +169,9 @@ RedistPlan planRedistribution(const TensorType &from, const TensorType &to, cons
       targetOps.push_back(p.op);
 
   const int settledMask = settledAxes(from, to);
+  bool ordered = false;
+  for (int d = 0; d < from.rank(); ++d)
+    ordered |= !from.meshOrdered(d) || !to.meshOrdered(d);
   const std::string goal = key(to.placements);
   std::vector<Node> settled;
   std::map<std::string, Cost> best;
@@ -147,7 +205,7 @@ RedistPlan planRedistribution(const TensorType &from, const TensorType &to, cons
     }
     TensorType cur = from;
     cur.placements = node.placements;
-    for (auto &step : candidates(cur, targetOps, settledMask)) {
+    for (auto &step : candidates(cur, targetOps, settledMask, to.placements, ordered)) {
       std::string nk = key(step.to.placements);
       if (done[nk])
         continue;

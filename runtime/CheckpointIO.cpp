@@ -42,8 +42,8 @@ CheckpointPlan planCheckpoint(const Inst &in, const std::vector<TensorType> &typ
         ct.meshShape.push_back(a.size);
       }
       ct.meshDevices = t.mesh->devices;
-      for (auto &p : t.placements)
-        ct.placements.push_back(p.str());
+      for (size_t a = 0; a < t.placements.size(); ++a)
+        ct.placements.push_back(t.placementStr(a));
       for (int64_t mr = 0; mr < t.mesh->size(); ++mr) {
         auto c = t.mesh->coords(mr);
         bool writer = true;

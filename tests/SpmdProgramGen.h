@@ -9,6 +9,7 @@
 // and tests/unit/spmd_fuzz_test.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -23,6 +24,9 @@ struct GType {
   std::string dtype; ///< f32, f64, i32, i64
   std::vector<int64_t> shape;
   std::vector<int> pl; ///< one per mesh axis
+  /// Per mesh axis: its place in the group of axes sharding the same dim
+  /// (ties in mesh order; empty: every group in mesh order).
+  std::vector<int> ord;
 };
 
 class ProgramGen {
@@ -50,7 +54,35 @@ private:
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool coin(int pct = 50) { return pick(1, 100) <= pct; }
 
+  /// The axes sharding dim `d`, major first.
+  static std::vector<int> group(const GType &t, int d) {
+    std::vector<int> g;
+    for (size_t a = 0; a < t.pl.size(); ++a)
+      if (t.pl[a] == d)
+        g.push_back((int)a);
+    auto key = [&](int a) { return t.ord.empty() ? 0 : t.ord[a]; };
+    std::stable_sort(g.begin(), g.end(), [&](int a, int b) { return key(a) < key(b); });
+    return g;
+  }
+
+  /// The placement form (`order=` on a group not in mesh order) or, every
+  /// third time for a layout with no partial axis, seed 003's integer dims
+  /// mapping `m[(1, 0), -1]`, so both notations meet every layout.
   std::string layoutStr(const GType &t) const {
+    bool partial = false;
+    for (int p : t.pl)
+      partial |= p < kRep;
+    if (!partial && ++notation_ % 3 == 0) {
+      std::string r = "m[";
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        auto g = group(t, (int)d);
+        std::string e = g.empty() ? "-1" : "";
+        for (size_t i = 0; i < g.size(); ++i)
+          e += (i ? ", " : "") + std::to_string(g[i]);
+        r += (d ? ", " : "") + (g.size() > 1 ? "(" + e + ")" : e);
+      }
+      return r + "]";
+    }
     std::string r = "m{";
     for (size_t a = 0; a < t.pl.size(); ++a) {
       int p = t.pl[a];
@@ -59,9 +91,28 @@ private:
                       : p == kMax ? "partial(max)"
                       : p == kMin ? "partial(min)"
                                   : "shard(" + std::to_string(p) + ")";
+      if (p >= 0) {
+        auto g = group(t, p);
+        if (!std::is_sorted(g.begin(), g.end()))
+          s = "shard(" + std::to_string(p) + ", order=" +
+              std::to_string(std::find(g.begin(), g.end(), (int)a) - g.begin()) + ")";
+      }
       r += (a ? ", " : "") + axisNames_[a] + ": " + s;
     }
     return r + "}";
+  }
+
+  /// Gives each multi-axis group of `t` a random order (half the time).
+  void drawOrder(GType &t) {
+    t.ord.assign(t.pl.size(), 0);
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      auto g = group(t, (int)d);
+      if (g.size() < 2 || coin())
+        continue;
+      std::shuffle(g.begin(), g.end(), rng_);
+      for (size_t i = 0; i < g.size(); ++i)
+        t.ord[g[i]] = (int)i;
+    }
   }
   std::string typeStr(const GType &t) const {
     std::string r = t.dtype + "[";
@@ -89,7 +140,8 @@ private:
   }
 
   int source(std::string dtype, std::vector<int64_t> shape) {
-    GType t{dtype, shape, randomLayout((int)shape.size())};
+    GType t{dtype, shape, randomLayout((int)shape.size()), {}};
+    drawOrder(t);
     std::string name = fresh();
     std::string init;
     bool ties = !shape.empty() && coin(15); // float iota: equal values along the other dims
@@ -167,9 +219,13 @@ private:
 
   /// `relayout(v, L)` to a random layout (partial targets only for floats and
   /// ints under sum), as a new pool value.
-  int relayoutTo(int v, std::vector<int> pl) {
+  int relayoutTo(int v, std::vector<int> pl, const std::vector<int> *ord = nullptr) {
     GType t = pool_[v].t;
     t.pl = std::move(pl);
+    if (ord)
+      t.ord = *ord;
+    else
+      drawOrder(t);
     return define("relayout(" + pool_[v].name + ", " + layoutStr(t) + ")", t);
   }
 
@@ -177,7 +233,7 @@ private:
   int sameTypeAs(int like) {
     GType t = pool_[like].t; // a copy: source() grows the pool
     int s = source(t.dtype, t.shape);
-    return relayoutTo(s, t.pl);
+    return relayoutTo(s, t.pl, &t.ord);
   }
 
   void step() {
@@ -400,7 +456,7 @@ private:
       ids += (i ? ", " : "") + std::to_string(pick(0, (int)t.shape[0] - 1));
     ids += "]";
     // The ids' only dim may be sharded on axes that replicate x.
-    GType it{"i32", {n}, {}};
+    GType it{"i32", {n}, {}, {}};
     for (int p : t.pl)
       it.pl.push_back(p == kRep && coin() ? 0 : kRep);
     std::string name = fresh();
@@ -408,8 +464,11 @@ private:
     GType r = t;
     r.shape[0] = n;
     for (size_t a = 0; a < r.pl.size(); ++a)
-      if (it.pl[a] == 0)
+      if (it.pl[a] == 0) {
         r.pl[a] = 0;
+        if (!r.ord.empty())
+          r.ord[a] = 0; // joins dim 0 in mesh order, as the ids are
+      }
     define("index_select(" + pool_[v].name + ", " + name + ")", r);
   }
 
@@ -440,7 +499,7 @@ private:
     if (dtype == "bool")
       return;
     int64_t mm = size(), k = size(), nn = size();
-    GType a{dtype, {mm, k}, {}}, b{dtype, {k, nn}, {}}, r{dtype, {mm, nn}, {}};
+    GType a{dtype, {mm, k}, {}, {}}, b{dtype, {k, nn}, {}, {}}, r{dtype, {mm, nn}, {}, {}};
     for (size_t ax = 0; ax < axisNames_.size(); ++ax) {
       switch (pick(0, 3)) {
       case 0:
@@ -457,8 +516,8 @@ private:
         break;
       }
     }
-    int sa = relayoutTo(source(dtype, a.shape), a.pl);
-    int sb = relayoutTo(source(dtype, b.shape), b.pl);
+    int sa = relayoutTo(source(dtype, a.shape), a.pl, &a.ord);
+    int sb = relayoutTo(source(dtype, b.shape), b.pl, &b.ord);
     int c = define(pool_[sa].name + " @ " + pool_[sb].name, r);
     relayoutTo(c, randomLayout(2));
   }
@@ -485,6 +544,7 @@ private:
   std::vector<Named> pool_;
   std::string out_;
   int counter_ = 0;
+  mutable int notation_ = 0; ///< picks the notation of every third layout
 };
 
 /// A random well-typed program for `seed`.

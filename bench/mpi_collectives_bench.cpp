@@ -151,19 +151,7 @@ int main(int argc, char **argv) {
   double rsB = timeIt(world, iters, [&] {
     MPI_Reduce_scatter(a.data(), b.data(), icounts.data(), MPI_FLOAT, MPI_SUM, comm);
   });
-  double mc = 0;
-  if (w.rank() == 0) {
-    std::vector<double> t;
-    for (int i = 0; i < iters + 2; ++i) {
-      auto t0 = Clock::now();
-      std::memcpy(b.data(), a.data(), (size_t)bytes);
-      if (i >= 2)
-        t.push_back(seconds(t0, Clock::now()));
-      a[i % count] = b[(i * 7) % count];
-    }
-    std::sort(t.begin(), t.end());
-    mc = bytes / t[t.size() / 2] / 1e9;
-  }
+  double mc = w.rank() == 0 ? memcpyBandwidth(iters, bytes, a, b) : 0;
   if (w.rank() == 0) {
     auto row = [&](const char *name, double t, double busFactor) {
       double alg = bytes / t / 1e9;

@@ -500,19 +500,7 @@ private:
     uint64_t n = forTripCount(lo, hi, step);
     checkTrips(n, in);
     // Only the outermost loops of the entry function report progress.
-    LoopProgress *progress =
-        rank_ == 0 && depth == 0 && loopNest_ == 0 ? sh_.opts.progress : nullptr;
-    struct Nest {
-      int &n;
-      LoopProgress *p;
-      ~Nest() {
-        --n;
-        if (p)
-          p->end();
-      }
-    } nest{++loopNest_, progress};
-    if (progress)
-      progress->begin(in.loc, n);
+    LoopReport report(loopNest_, rank_ == 0 && depth == 0 ? sh_.opts.progress : nullptr, in.loc, n);
     for (uint64_t k = 0; k < n; ++k) {
       int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
@@ -527,8 +515,7 @@ private:
           rs_.hold(*arg);
       }
       cur = block(body, fr, depth);
-      if (progress)
-        progress->step(k + 1);
+      report.step(k + 1);
     }
     return cur;
   }

@@ -65,6 +65,34 @@ public:
   virtual void end() = 0;
 };
 
+/// One `for` loop's report to a LoopProgress for the loop's lifetime: only a
+/// loop entered while `nest` is 0 (an outermost loop) reports, and only when
+/// `progress` is set. Shared by the executor and the reference evaluator.
+class LoopReport {
+public:
+  LoopReport(int &nest, LoopProgress *progress, SrcLoc loc, uint64_t trips)
+      : nest_(nest), p_(nest == 0 ? progress : nullptr) {
+    ++nest_;
+    if (p_)
+      p_->begin(loc, trips);
+  }
+  ~LoopReport() {
+    --nest_;
+    if (p_)
+      p_->end();
+  }
+  LoopReport(const LoopReport &) = delete;
+  LoopReport &operator=(const LoopReport &) = delete;
+  void step(uint64_t done) {
+    if (p_)
+      p_->step(done);
+  }
+
+private:
+  int &nest_;
+  LoopProgress *p_;
+};
+
 struct ExecOptions {
   /// World size; 0 = requiredRanks(module). Any other value must equal it.
   int ranks = 0;

@@ -454,26 +454,31 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
   return slot.get();
 }
 
-Communicator *MpiWorld::create(const std::vector<int> &members) {
-  // MPI_Comm_create_group is collective over the members only, so ranks off
-  // a mesh never take part in its groups. The tag separates groups created
-  // concurrently by overlapping member sets.
+/// A communicator over the world ranks `members` (in that order), made by
+/// MPI_Comm_create_group: collective over the members only, so ranks off the
+/// group never take part. `tag` keeps creations that run at once apart.
+std::unique_ptr<MpiComm> MpiWorld::createComm(const std::vector<int> &members, int tag) {
   MPI_Group worldGroup, g;
   check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
   check(MPI_Group_incl(worldGroup, (int)members.size(), members.data(), &g), "MPI_Group_incl");
-  uint32_t tag = 2166136261u;
-  for (int m : members)
-    tag = (tag ^ (uint32_t)m) * 16777619u;
   auto h = std::make_unique<MpiComm::Handle>();
-  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, (int)(tag & 0x7fff), &h->comm);
+  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
   MPI_Group_free(&g);
   MPI_Group_free(&worldGroup);
   check(rc, "MPI_Comm_create_group");
   h->owned = true;
   h->watch = watch_.get();
   h->members = members;
+  return std::make_unique<MpiComm>(std::move(h));
+}
+
+Communicator *MpiWorld::create(const std::vector<int> &members) {
+  // The tag separates groups created concurrently by overlapping member sets.
+  uint32_t tag = 2166136261u;
+  for (int m : members)
+    tag = (tag ^ (uint32_t)m) * 16777619u;
   auto &slot = groups_[members];
-  slot = std::make_unique<MpiComm>(std::move(h));
+  slot = createComm(members, (int)(tag & 0x7fff));
   return slot.get();
 }
 
@@ -492,19 +497,7 @@ Communicator &MpiWorld::processGroup(const std::vector<int> &label,
   uint64_t hash = 1469598103934665603ull;
   for (int m : label)
     hash = (hash ^ (uint32_t)m) * 1099511628211ull;
-  int tag = (int)(hash % ((uint64_t)tagUpperBound_ + 1));
-  MPI_Group worldGroup, g;
-  check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
-  check(MPI_Group_incl(worldGroup, (int)processes.size(), processes.data(), &g), "MPI_Group_incl");
-  auto h = std::make_unique<MpiComm::Handle>();
-  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
-  MPI_Group_free(&g);
-  MPI_Group_free(&worldGroup);
-  check(rc, "MPI_Comm_create_group");
-  h->owned = true;
-  h->watch = watch_.get();
-  h->members = processes;
-  auto comm = std::make_unique<MpiComm>(std::move(h));
+  auto comm = createComm(processes, (int)(hash % ((uint64_t)tagUpperBound_ + 1)));
   std::lock_guard<std::mutex> lk(mu_);
   auto &slot = processGroups_[label];
   slot = std::move(comm);
@@ -545,6 +538,7 @@ Communicator &MpiWorld::processGroup(const std::vector<int> &, const std::vector
 MpiWorld::~MpiWorld() = default;
 Communicator *MpiWorld::split(int, int, const std::vector<int> &) { noMpi(); }
 Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }
+std::unique_ptr<MpiComm> MpiWorld::createComm(const std::vector<int> &, int) { noMpi(); }
 
 #endif // DT_HAVE_MPI
 

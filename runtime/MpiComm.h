@@ -107,6 +107,7 @@ public:
 private:
   Communicator *split(int color, int key, const std::vector<int> &label);
   Communicator *create(const std::vector<int> &members);
+  std::unique_ptr<MpiComm> createComm(const std::vector<int> &members, int tag);
   /// Maps the node's table of where each process waits (FaultWatch::SiteSlot).
   void mapSiteTable(uint64_t node);
   bool initializedHere_ = false;

@@ -315,18 +315,7 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     const uint64_t n = forTripCount(lo, hi, step);
     checkTrips(n, in);
     // Only the outermost loops of the entry function report progress.
-    LoopProgress *progress = depth == 0 && loopNest_ == 0 ? progress_ : nullptr;
-    struct Nest {
-      int &n;
-      LoopProgress *p;
-      ~Nest() {
-        --n;
-        if (p)
-          p->end();
-      }
-    } nest{++loopNest_, progress};
-    if (progress)
-      progress->begin(in.loc, n);
+    LoopReport report(loopNest_, depth == 0 ? progress_ : nullptr, in.loc, n);
     for (uint64_t k = 0; k < n; ++k) {
       int64_t i = (int64_t)((uint64_t)lo + k * (uint64_t)step); // no overflow near the limits
       HostTensor iv(DType::I64, {});
@@ -340,8 +329,7 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
                             std::to_string(next.size()) + " values for " +
                             std::to_string(cur.size()) + " loop-carried values");
       cur = std::move(next);
-      if (progress)
-        progress->step(k + 1);
+      report.step(k + 1);
     }
     return cur;
   }

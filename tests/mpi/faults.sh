@@ -66,25 +66,32 @@ finish() { # waits for the job; checks it failed in time and left nothing
   echo "job ended with exit $rc"
 }
 
-case $case in
-kill | segv | stop)
-  sig=$(echo "$case" | tr a-z A-Z)
-  [ "$case" = kill ] && sig=KILL
-  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3
+# Starts the 2-process job (extra dtensorc arguments in "$@"), waits for its
+# first print, sends $sig to process 1 and waits for the job to end within
+# the bound; sets $pid (process 1's) and $elapsed.
+kill_process_1() {
+  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3 "$@"
   # Wait for the first print (streamed: the loop is running).
   for _ in $(seq 200); do
     grep -q '^0$' "$tmp/out" && break
     sleep 0.1
   done
   grep -q '^0$' "$tmp/out" || fail "the first print did not stream"
-  pid=$(rank_pid 1) || fail "no rank 1"
+  pid=$(rank_pid 1) || fail "no process 1"
   sleep 0.3
-  t0=$SECONDS
+  local t0=$SECONDS
   kill -"$sig" "$pid"
   finish
   elapsed=$((SECONDS - t0))
   # SIGKILL/SIGSEGV are noticed at once; SIGSTOP after the 3 s timeout.
   [ "$elapsed" -le 15 ] || fail "took ${elapsed}s"
+}
+
+case $case in
+kill | segv | stop)
+  sig=$(echo "$case" | tr a-z A-Z)
+  [ "$case" = kill ] && sig=KILL
+  kill_process_1
   grep -E "dtensorc: rank 0: .*rank 1 \(pid $pid\) (exited|is stopped).*(allReduce|broadcast|allGatherV).*long_loop.dt:[0-9]+:[0-9]+|dtensorc: rank 0: .*(allReduce|allGatherV).*long_loop.dt:[0-9]+:[0-9]+.*rank 1 \(pid $pid\) (exited|is stopped)" "$tmp/out" ||
     fail "no line from rank 0 naming rank 1, the collective and the source line"
   if [ "$case" = segv ]; then
@@ -94,19 +101,7 @@ kill | segv | stop)
 hkill | hsegv | hstop)
   sig=$(echo "${case#h}" | tr a-z A-Z)
   sed -i 's/mesh m = \[x = 2\]/mesh m = [x = 4]/' "$prog"
-  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3 --ranks-per-process 2
-  for _ in $(seq 200); do
-    grep -q '^0$' "$tmp/out" && break
-    sleep 0.1
-  done
-  grep -q '^0$' "$tmp/out" || fail "the first print did not stream"
-  pid=$(rank_pid 1) || fail "no process 1"
-  sleep 0.3
-  t0=$SECONDS
-  kill -"$sig" "$pid"
-  finish
-  elapsed=$((SECONDS - t0))
-  [ "$elapsed" -le 15 ] || fail "took ${elapsed}s"
+  kill_process_1 --ranks-per-process 2
   grep -E "dtensorc: process 0 \(ranks 0-1\): .*process 1 \(ranks 2-3\) \(pid $pid\) (exited|is stopped).*long_loop.dt:[0-9]+:[0-9]+|dtensorc: process 0 \(ranks 0-1\): .*long_loop.dt:[0-9]+:[0-9]+.*process 1 \(ranks 2-3\) \(pid $pid\) (exited|is stopped)" "$tmp/out" ||
     fail "no line from process 0 naming process 1 and its ranks, the collective and the source line"
   if [ "$case" = hsegv ]; then

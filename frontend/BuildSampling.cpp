@@ -159,17 +159,22 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     }
     largest = v.ival != 0;
   }
+  // `r` (x with dim d reduced away) back in x's rank, dim d of size 1;
+  // reshape derives the shard placements.
+  auto reshapeKeptDim = [&](EV r) {
+    TensorType kt = typeOf(r.ids[0]);
+    kt.shape = t.shape;
+    kt.shape[d] = Dim::lit(1);
+    for (auto &p : kt.placements)
+      if (p.isShard())
+        p = Placement::replicate();
+    return op(Op::Reshape, {r}, {}, {kt});
+  };
   EV idx = argReduce(largest ? "argmax" : "argmin", e, x, t, d);
   if (idx.poison)
     return idx;
   // The index back in x's rank (dim d of size 1), then a one-hot mask of it.
-  TensorType kt = typeOf(idx.ids[0]);
-  kt.shape = t.shape;
-  kt.shape[d] = Dim::lit(1);
-  for (auto &p : kt.placements)
-    if (p.isShard())
-      p = Placement::replicate(); // reshape derives them
-  EV ik = op(Op::Reshape, {idx}, {}, {kt});
+  EV ik = reshapeKeptDim(idx);
   if (ik.poison)
     return ik;
   // x's placements but along d (argReduce does the same for its maximum).
@@ -189,13 +194,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
   EV v = op(Op::ReduceSum, {picked}, dims);
   if (v.poison)
     return v;
-  TensorType vt = typeOf(v.ids[0]);
-  vt.shape = t.shape;
-  vt.shape[d] = Dim::lit(1);
-  for (auto &p : vt.placements)
-    if (p.isShard())
-      p = Placement::replicate();
-  v = op(Op::Reshape, {v}, {}, {vt});
+  v = reshapeKeptDim(v);
   if (v.poison)
     return v;
   TensorType vf = withoutPartials(typeOf(v.ids[0]));

@@ -70,7 +70,7 @@ static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &
 }
 
 EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,
-                        int64_t dim) {
+                        int64_t dim, EV among) {
   const ast::Expr *ex = e.args[0].get();
   int64_t d = dim >= 0 ? dim : dimArgument(*this, e, name, t.rank());
   if (d < 0)
@@ -87,7 +87,20 @@ EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const
   dims.ints = {d};
   // The extreme value, all-reduced when `d` is sharded, back in `x`'s rank...
   bool isMax = name == "argmax";
-  EV m = emit(isMax ? Op::ReduceMax : Op::ReduceMin, {x}, {ex}, e.loc, dims);
+  EV xr = x;
+  if (!among.ids.empty()) {
+    // Elements outside `among` become the dtype's least extreme value, which
+    // never beats an element inside; the hit mask below excludes them.
+    EV worst;
+    worst.literal = true;
+    worst.isInt = !isFloat(t.dtype);
+    bool i32 = t.dtype == DType::I32;
+    worst.ival = isMax ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX);
+    worst.number = worst.isInt ? (double)worst.ival : isMax ? -INFINITY : INFINITY;
+    EV w = EV::one(materialize(worst, t, e.loc));
+    xr = emit(Op::Select, {among, x, w}, {ex, ex, ex}, e.loc);
+  }
+  EV m = xr.poison ? xr : emit(isMax ? Op::ReduceMax : Op::ReduceMin, {xr}, {ex}, e.loc, dims);
   if (m.poison)
     return m;
   TensorType k = typeOf(m.ids[0]);
@@ -109,6 +122,8 @@ EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const
   if (hit.poison || nan.poison)
     return EV::bad();
   hit = emit(Op::Or, {hit, nan}, {ex, ex}, e.loc);
+  if (!among.ids.empty() && !hit.poison)
+    hit = emit(Op::And, {hit, among}, {ex, ex}, e.loc);
   TensorType it = t;
   it.dtype = DType::I64;
   EV idx = emit(Op::Iota, {}, {}, e.loc, dims, {it});

@@ -95,7 +95,12 @@ std::optional<int64_t> IRBuilder::hostIntConstant(int id) {
 }
 
 int IRBuilder::condition(const ast::Expr &e, const char *what) {
+  // Inside the condition, host scalars and replicated rank-0 values mix:
+  // emit() reads the replicated ones to the host (`if flag && loss > 0`).
+  bool outer = hostCondition_;
+  hostCondition_ = true;
   EV v = expr(e);
+  hostCondition_ = outer;
   if (v.poison)
     return -1;
   if (v.literal) {

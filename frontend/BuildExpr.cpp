@@ -148,6 +148,31 @@ int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
   return id;
 }
 
+void IRBuilder::hostScalarsInCondition(Op op, std::vector<int> &ids, std::vector<TensorType> &types,
+                                        const std::vector<const ast::Expr *> &exprs, SrcLoc loc) {
+  OpClass c = opInfo(op).cls;
+  if (c != OpClass::Elementwise1 && c != OpClass::Elementwise2 && c != OpClass::Elementwise3)
+    return;
+  bool host = false;
+  for (auto &t : types)
+    host |= t.isHost();
+  if (!host)
+    return;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const TensorType t = types[i];
+    if (t.isHost() || t.rank() != 0 || t.hasPartial())
+      continue;
+    // Every rank of the mesh holds the same replica: the host copy is the
+    // value on every rank, so the branch taken is the same everywhere.
+    EV h = emit(Op::ToHost, {EV::one(ids[i])}, {i < exprs.size() ? exprs[i] : nullptr}, loc, {},
+                {replicatedType(t.dtype, {}, nullptr)});
+    if (h.poison)
+      return;
+    ids[i] = h.ids[0];
+    types[i] = typeOf(ids[i]);
+  }
+}
+
 EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                    const std::vector<const ast::Expr *> &exprs, SrcLoc loc, Attrs attrs,
                    std::vector<TensorType> given) {
@@ -204,6 +229,8 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
   for (auto &g : given)
     if (!checkElements(g.shape, loc))
       return EV::bad();
+  if (hostCondition_)
+    hostScalarsInCondition(op, ids, types, exprs, loc);
   Inferred inf = inferTypes(op, types, attrs, given);
   if (!inf.ok()) {
     reportTypeError(

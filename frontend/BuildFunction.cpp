@@ -206,6 +206,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   auto savedExpected = expectedResults_;
   auto savedAny = expectedAny_;
   bool savedReturn = sawReturn_;
+  bool savedCondition = hostCondition_;
+  hostCondition_ = false; // a callee's body is checked as it would be anywhere
   std::string savedPrefix = modulePrefix_;
   size_t diagsBefore = diags().all().size();
   int errorsBefore = diags().errorCount();
@@ -251,6 +253,7 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   expectedResults_ = savedExpected;
   expectedAny_ = savedAny;
   sawReturn_ = savedReturn;
+  hostCondition_ = savedCondition;
   modulePrefix_ = savedPrefix;
   if (diags().errorCount() > errorsBefore) {
     if (!symbolic)

@@ -295,9 +295,11 @@ public:
   bool composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled);
   /// `argmax`/`argmin(x, dim=d)`: i64 global indices; over a sharded dim two
   /// all-reduces (the extreme value, then the first index holding it).
-  /// argmax/argmin along the `dim=` of `e`, or along `dim` when it is >= 0.
+  /// argmax/argmin along the `dim=` of `e`, or along `dim` when it is >= 0;
+  /// with `among` (a bool mask of x's type), only among its true elements
+  /// (topk's later rounds; at least one per reduced slice must be true).
   EV argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,
-               int64_t dim = -1);
+               int64_t dim = -1, EV among = {});
   /// `cumsum(x, dim=d)` along a dim that no mesh axis shards.
   EV cumsum(const ast::Expr &e, EV x, const TensorType &t);
 
@@ -444,6 +446,13 @@ public:
   std::vector<TensorType> *expectedResults_ = nullptr;
   std::vector<bool> *expectedAny_ = nullptr; ///< per result: written `@ *`
   bool sawReturn_ = false;
+  /// Building an `if`/`while` condition: a replicated rank-0 operand that
+  /// meets a host one is read to the host (BuildControl.cpp, condition()).
+  bool hostCondition_ = false;
+  /// In a condition: the replicated rank-0 operands of an elementwise op
+  /// that also has a host operand become host values (to_host).
+  void hostScalarsInCondition(Op op, std::vector<int> &ids, std::vector<TensorType> &types,
+                              const std::vector<const ast::Expr *> &exprs, SrcLoc loc);
   /// Functions whose bodies are being built (a call of one is recursion).
   std::set<std::string> instantiating_;
   std::string modulePrefix_; ///< `nn.` while building an imported module

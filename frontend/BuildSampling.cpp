@@ -6,10 +6,15 @@
 //    every mesh and layout drops the same elements; the gradient is the same
 //    mask times 1 / (1 - p). p = 0 is the identity, p = 1 gives zeros (the
 //    factor is 0; a NaN or inf element stays NaN, as PyTorch's x * mask).
-//  * topk, k = 1: the index is argmax's (the lowest index among ties, a NaN
-//    wins); the value is x at that index, selected by a one-hot mask and
-//    summed over the dim (one all-reduce when a mesh axis shards it), so the
-//    gradient reaches exactly the chosen element.
+//  * topk: k rounds; round r's index is argmax's (argmin's with
+//    largest=false) among the elements the earlier rounds did not pick, so
+//    the values come sorted (descending; ascending with largest=false), ties
+//    give the lower index first and a NaN counts as the most extreme (as
+//    max/argmax). The value is x at that index, selected by a one-hot mask and
+//    summed over the dim (-0.0 fills the rest, so every value is exact), so
+//    the gradient reaches exactly the chosen elements. Over a sharded dim each
+//    round all-reduces one candidate per row three times (extreme, index,
+//    value): k x 3 rows move, never the dim itself.
 #include "frontend/BuildIR.h"
 
 #include <cmath>
@@ -103,14 +108,13 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     EV factor = op(Op::Select, {keep, s, z});
     return op(Op::Mul, {x, factor});
   }
-  // topk(x, k, dim=d): (values, indices), dim d of size k; k = 1.
+  // topk(x, k, dim=d): (values, indices), dim d of size k.
   const ast::Expr *kx = e.args[1].get();
   EV k = expr(*kx);
   if (k.poison)
     return k;
-  if (!k.literal || !k.isInt || k.ival != 1) {
-    diags().error(DiagId::TopkK, kx->loc, {exprText(kx)}).hint =
-        "`topk(x, 1, dim=d)` or `argmax(x, dim=d)`; larger k is not supported yet";
+  if (!k.literal || !k.isInt) {
+    diags().error<DiagId::ExpectedInt>(kx->loc);
     return EV::bad();
   }
   if (t.dtype == DType::Bool) {
@@ -148,6 +152,13 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
       return EV::bad();
     }
   }
+  const int64_t kk = k.ival;
+  if (kk < 1 || (!t.shape[d].isSym() && kk > t.shape[d].value)) {
+    diags()
+        .error(DiagId::TopkK, kx->loc, {exprText(kx), std::to_string(d), t.shape[d].str()})
+        .hint = "k counts the values kept along the dim: at least 1, at most its size";
+    return EV::bad();
+  }
   bool largest = true;
   if (const ast::Expr *lx = kwarg(e, "largest")) {
     EV v = expr(*lx);
@@ -170,40 +181,57 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
         p = Placement::replicate();
     return op(Op::Reshape, {r}, {}, {kt});
   };
-  EV idx = argReduce(largest ? "argmax" : "argmin", e, x, t, d);
-  if (idx.poison)
-    return idx;
-  // The index back in x's rank (dim d of size 1), then a one-hot mask of it.
-  EV ik = reshapeKeptDim(idx);
-  if (ik.poison)
-    return ik;
-  // x's placements but along d (argReduce does the same for its maximum).
-  TensorType same = keptDimType(t, d, DType::I64);
-  if (typeOf(ik.ids[0]) != same)
-    ik = op(Op::Relayout, {ik}, {}, {same});
   TensorType it = t;
   it.dtype = DType::I64;
   Attrs dims;
   dims.ints = {d};
   EV iota = emit(Op::Iota, {}, {}, e.loc, dims, {it});
-  EV hit = op(Op::Eq, {iota, ik});
-  if (hit.poison)
-    return hit;
-  EV zero = EV::one(materialize(number(0), t, e.loc));
-  EV picked = op(Op::Select, {hit, x, zero});
-  EV v = op(Op::ReduceSum, {picked}, dims);
-  if (v.poison)
-    return v;
-  v = reshapeKeptDim(v);
-  if (v.poison)
-    return v;
-  TensorType vf = withoutPartials(typeOf(v.ids[0]));
-  if (vf != typeOf(v.ids[0]))
-    v = op(Op::Relayout, {v}, {}, {vf});
-  if (v.poison)
-    return v;
+  // -0.0: x + -0.0 is x for every float (NaN, inf and -0.0 included).
+  EV zero = EV::one(materialize(number(-0.0), t, e.loc));
+  // x's placements but along d (argReduce does the same for its maximum).
+  TensorType same = keptDimType(t, d, DType::I64);
+  std::vector<EV> vals, idxs;
+  EV left; // the elements no earlier round picked (all in round 0)
+  for (int64_t r = 0; r < kk; ++r) {
+    EV idx = argReduce(largest ? "argmax" : "argmin", e, x, t, d, left);
+    if (idx.poison)
+      return idx;
+    // The index back in x's rank (dim d of size 1), then a one-hot mask of it.
+    EV ik = reshapeKeptDim(idx);
+    if (ik.poison)
+      return ik;
+    if (typeOf(ik.ids[0]) != same)
+      ik = op(Op::Relayout, {ik}, {}, {same});
+    EV hit = op(Op::Eq, {iota, ik});
+    if (hit.poison)
+      return hit;
+    EV picked = op(Op::Select, {hit, x, zero});
+    EV v = op(Op::ReduceSum, {picked}, dims);
+    if (v.poison)
+      return v;
+    v = reshapeKeptDim(v);
+    if (v.poison)
+      return v;
+    TensorType vf = withoutPartials(typeOf(v.ids[0]));
+    if (vf != typeOf(v.ids[0]))
+      v = op(Op::Relayout, {v}, {}, {vf});
+    if (v.poison)
+      return v;
+    vals.push_back(v);
+    idxs.push_back(ik);
+    if (r + 1 < kk) {
+      EV miss = op(Op::Ne, {iota, ik});
+      left = left.ids.empty() ? miss : op(Op::And, {left, miss});
+      if (left.poison)
+        return left;
+    }
+  }
+  std::vector<const ast::Expr *> exs(kk, ex);
+  EV vs = join("topk", vals, exs, d, e.loc), is = join("topk", idxs, exs, d, e.loc);
+  if (vs.poison || is.poison)
+    return EV::bad();
   EV out;
-  out.ids = {v.ids[0], ik.ids[0]};
+  out.ids = {vs.ids[0], is.ids[0]};
   return out;
 }
 

@@ -196,14 +196,55 @@ std::string checkTiling(Op op, const TensorType &src, const TensorType &dst,
 
 } // namespace
 
+int64_t sliceOffset(const Attrs &a) { return a.floats.empty() ? 0 : (int64_t)a.floats[0]; }
+
+Box shiftedBox(const Box &b, int64_t d, int64_t offset) {
+  Box r = b;
+  r.offset[d] -= offset;
+  return r;
+}
+
+namespace {
+
+/// The slice_gather-specific checks (the rest is checkCollective's).
+std::string checkSliceGather(const TensorType &src, const TensorType &dst,
+                             const std::vector<int64_t> &axes, int64_t offset) {
+  const Placement &s0 = src.placements[axes[0]];
+  if (!s0.isShard())
+    return "`slice_gather` needs an operand sharded on its axes";
+  int d = s0.dim;
+  if (src.dtype != dst.dtype || src.rank() != dst.rank())
+    return "`slice_gather` cannot change the dtype or rank";
+  for (int k = 0; k < src.rank(); ++k)
+    if (k != d && !(src.shape[k] == dst.shape[k]))
+      return "`slice_gather` changes only the size of the dim it cuts";
+  std::vector<int> sharding = src.axesShardingDim(d);
+  if (sharding.size() != axes.size())
+    return "`slice_gather` must run over every axis that shards the dim it cuts";
+  for (auto a : axes) {
+    const Placement &s = src.placements[a], &t = dst.placements[a];
+    if (!s.isShard() || s.dim != d || !(t.isReplicate() || (t.isShard() && t.dim == d)))
+      return "`slice_gather` over " + axesName(*src.mesh, axes) + " cannot take `" +
+             src.layoutStr() + "` to `" + dst.layoutStr() + "`";
+  }
+  if (!src.shape[d].isSym() && !dst.shape[d].isSym() &&
+      (offset < 0 || offset + dst.shape[d].value > src.shape[d].value))
+    return "`slice_gather` rows [" + std::to_string(offset) + ", " +
+           std::to_string(offset + dst.shape[d].value) + ") lie outside dim " +
+           std::to_string(d) + " of `" + src.str() + "`";
+  return "";
+}
+
+} // namespace
+
 std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
-                            const std::vector<int64_t> &axes) {
+                            const std::vector<int64_t> &axes, int64_t offset) {
   std::string name = opName(op);
   if (src.isHost() || dst.isHost())
     return "`" + name + "` needs distributed values";
   if (!(*src.mesh == *dst.mesh))
     return "`" + name + "` cannot change the mesh";
-  if (src.dtype != dst.dtype || src.shape != dst.shape)
+  if (op != Op::SliceGather && (src.dtype != dst.dtype || src.shape != dst.shape))
     return "`" + name + "` cannot change the dtype or shape";
   if (axes.empty())
     return "`" + name + "` needs at least one mesh axis";
@@ -221,6 +262,8 @@ std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
         !src.placements[a].sameKind(dst.placements[a]))
       return "`" + name + "` changes the placement of axis `" + mesh.axes[a].name +
              "`, which it does not run over";
+  if (op == Op::SliceGather)
+    return checkSliceGather(src, dst, axes, offset);
   using K = Placement::Kind;
   K from = K::Replicate, to = K::Replicate;
   switch (op) {
@@ -262,7 +305,7 @@ std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
 }
 
 int64_t collectiveBytes(Op op, const TensorType &src, const TensorType &dst,
-                        const std::vector<int64_t> &axes) {
+                        const std::vector<int64_t> &axes, int64_t offset) {
   const Mesh &mesh = *src.mesh;
   int64_t k = 1;
   for (auto a : axes)
@@ -277,6 +320,9 @@ int64_t collectiveBytes(Op op, const TensorType &src, const TensorType &dst,
       break;
     case Op::AllToAll:
       e = n.volume() - intersect(n, o).volume();
+      break;
+    case Op::SliceGather:
+      e = n.volume() - intersect(n, shiftedBox(o, src.placements[axes[0]].dim, offset)).volume();
       break;
     case Op::ReduceScatter:
       e = (k - 1) * n.volume();

@@ -22,6 +22,13 @@
 //   local_partial  replicate -> partial(op): sum keeps the value on group
 //                  coordinate 0 and zeros elsewhere; avg/max/min keep it
 //                  everywhere (exact for every dtype, no scaling)
+//   slice_gather   shard(d) -> replicate or shard(d) of rows [o, o + n) of d
+//                  (o = sliceOffset(attrs), n = the result's size of d):
+//                  the result is a slice, so its shape differs from the
+//                  operand's in d; `axes` are every axis that shards d. Each
+//                  rank receives from each peer only the rows of its new block
+//                  that the peer's old block holds: ranks whose block misses
+//                  the slice send nothing (how `x[2:5]` of a sharded dim moves)
 // Tiling is checked only for concrete shapes (the builder instantiates every
 // function that runs with concrete shapes).
 #pragma once
@@ -34,8 +41,12 @@
 namespace dt {
 
 /// "" when `OP src -> dst over axes` is a valid collective step, else why not.
+/// `offset` is a `slice_gather`'s first row (sliceOffset()); 0 for the others.
 std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
-                            const std::vector<int64_t> &axes);
+                            const std::vector<int64_t> &axes, int64_t offset = 0);
+
+/// The first row of a `slice_gather` (attrs.floats[0]; 0 when absent).
+int64_t sliceOffset(const Attrs &a);
 
 /// Mesh ranks of the joint group of `axes` through mesh rank `meshRank`, in
 /// group order (flattened over `axes` in mesh order, first axis major).
@@ -47,8 +58,10 @@ std::vector<int64_t> axesGroup(const Mesh &mesh, int64_t meshRank,
 /// all_to_all = new block - the part it already holds; reduce_scatter =
 /// (k-1) x new block; all_reduce = 2(k-1)/k x block (ring); local steps 0.
 /// Requires concrete shapes.
+/// slice_gather = the rows of the new block that the rank's own old block
+/// does not hold.
 int64_t collectiveBytes(Op op, const TensorType &src, const TensorType &dst,
-                        const std::vector<int64_t> &axes);
+                        const std::vector<int64_t> &axes, int64_t offset = 0);
 
 /// An axis-aligned box of a tensor (a rank's block): offset and extent per dim.
 struct Box {
@@ -59,6 +72,9 @@ Box blockBox(const TensorType &t, int64_t meshRank);
 /// Intersection (extent 0 in some dim when disjoint).
 Box intersect(const Box &a, const Box &b);
 bool contains(const Box &outer, const Box &inner);
+/// The global box of a `slice_gather` operand's block `b` in the result's
+/// coordinates (dim `d` shifted down by `offset`).
+Box shiftedBox(const Box &b, int64_t d, int64_t offset);
 
 /// Names of the mesh axes for messages: `x`, `(x, y)`.
 std::string axesName(const Mesh &mesh, const std::vector<int64_t> &axes);

@@ -1,6 +1,8 @@
 // This file implements the IR text parser (see IRParser.h).
 #include "ir/IRParser.h"
 
+#include "ir/Collectives.h"
+
 #include "ir/IRTextCursor.h"
 
 #include <cctype>
@@ -402,6 +404,10 @@ private:
       if (opInfo(in.op).cls == OpClass::Collective) {
         keyword("axes");
         a.ints = intList();
+        if (in.op == Op::SliceGather) {
+          keyword("from");
+          a.floats = {(double)integer()};
+        }
       }
       break;
     }

@@ -649,7 +649,7 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
     return out;
   }
   case OpClass::Collective: { // SPMD IR only: one step of a placement change
-    std::string why = checkCollective(op, ops[0], givenType(), attrs.ints);
+    std::string why = checkCollective(op, ops[0], givenType(), attrs.ints, sliceOffset(attrs));
     if (!why.empty())
       return fail(err(DiagId::BadCollective, {why}));
     out.results = {givenType()};

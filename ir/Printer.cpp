@@ -1,6 +1,8 @@
 // This file implements the IR printer (see Printer.h for the text form).
 #include "ir/Printer.h"
 
+#include "ir/Collectives.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -247,6 +249,10 @@ public:
       if (opInfo(in.op).cls == OpClass::Collective) {
         out += " axes " + intList(a.ints);
         rest.ints.clear();
+        if (in.op == Op::SliceGather) {
+          out += " from " + std::to_string(sliceOffset(a));
+          rest.floats.clear();
+        }
       }
       break;
     }

@@ -459,12 +459,22 @@ public:
       so += "m";
     if (b.rank() > 1)
       so += "n";
+    bool stretched = false; // a size-1 batch dim broadcast against the other's
     for (int i = 0; i < total; ++i) {
-      // size-1 broadcast batch dims cannot share a letter
       char c = batch[i];
       int da = (int)sa.find(c), db = (int)sb.find(c);
-      if (da >= 0 && db >= 0 && a.shape[da] != b.shape[db])
-        throw NotDiff{"matmul with broadcast batch dims of size 1"};
+      stretched |= da >= 0 && db >= 0 && a.shape[da] != b.shape[db];
+    }
+    if (stretched) {
+      // Size-1 batch dims cannot share an einsum letter: each cotangent is
+      // the matmul against the broadcast operand, summed back over the batch
+      // dims its operand stretched (numpy's rule, as for elementwise ops).
+      int x = in.operands[0], y = in.operands[1];
+      if (isFloat(a.dtype))
+        accumulate(x, bw_.unbroadcast(bw_.op(Op::MatMul, {g, swapLast(y)}), a.shape));
+      if (isFloat(b.dtype))
+        accumulate(y, bw_.unbroadcast(bw_.op(Op::MatMul, {swapLast(x), g}), b.shape));
+      return;
     }
     einsumBack(sa + "," + sb + "->" + so, in.operands, g);
   }

@@ -42,7 +42,8 @@ private:
                        f.type(in.results.at(0)),
                        0,
                        times};
-        e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes) : 0;
+        e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes, sliceOffset(in.attrs))
+                                               : 0;
         e.crossNode = communicates(in.op) && topo_.crosses(*e.from.mesh, e.axes);
         index_[key] = entries.size();
         entries.push_back(std::move(e));

@@ -2,10 +2,12 @@
 #include "passes/SpmdLower.h"
 
 #include "passes/Redistribute.h"
+#include "passes/SliceGather.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace dt {
 
@@ -17,6 +19,7 @@ public:
       : f_(f), topo_(topo), deterministic_(deterministic) {}
 
   int run() {
+    slices_.scan(f_.body);
     block(f_.body);
     return inserted_;
   }
@@ -157,14 +160,21 @@ private:
   void block(Block &b) {
     std::vector<Inst> out;
     out.reserve(b.insts.size());
-    for (auto &in0 : b.insts) {
-      Inst in = std::move(in0);
+    for (size_t idx = 0; idx < b.insts.size(); ++idx) {
+      if (b.insts[idx].results.size() == 1 && sliced_.count(b.insts[idx].results[0]))
+        continue; // folded into a slice_gather
+      auto slice = matchSliceGather(f_, b, idx, slices_);
+      Inst in = std::move(b.insts[idx]);
       for (auto &o : in.operands)
         o = renamed(o);
       for (auto &r : in.regions)
         block(r);
       switch (in.op) {
       case Op::Relayout: {
+        if (slice) {
+          lowerSlice(in, *slice, out);
+          continue;
+        }
         int got = emitMove(in.operands[0], f_.type(in.results[0]), in.results[0], in.loc, out);
         if (got != in.results[0])
           rename_[in.results[0]] = got;
@@ -213,6 +223,43 @@ private:
     b.insts = std::move(out);
   }
 
+  /// A slice of a sharded dim (passes/SliceGather.h): one `slice_gather` of
+  /// the rows the ids span instead of the relayout's gather of the whole dim;
+  /// the index_select (and the resharding relayout it fuses) are skipped.
+  void lowerSlice(const Inst &rel, const SliceGatherMatch &m, std::vector<Inst> &out) {
+    int64_t span = m.count ? (m.count - 1) * m.step + 1 : 0;
+    TensorType t = f_.type(m.reshard >= 0 ? m.reshard : m.select); // a copy: newValue grows the table
+    t.shape[m.dim] = Dim::lit(span);
+    Inst g;
+    g.op = Op::SliceGather;
+    g.operands = {rel.operands[0]};
+    g.results = {m.reshard >= 0 ? m.reshard : m.step == 1 ? m.select : f_.newValue(t)};
+    g.attrs.ints = m.axes;
+    g.attrs.floats = {(double)m.lo};
+    g.loc = rel.loc;
+    out.push_back(g);
+    ++inserted_;
+    sliced_.insert(m.select);
+    if (m.reshard >= 0)
+      sliced_.insert(m.reshard);
+    if (m.step == 1)
+      return;
+    Inst c; // rows 0, step, 2 step, ... of the span, picked locally
+    c.op = Op::Const;
+    c.results = {f_.newValue(replicatedType(DType::I64, {Dim::lit(m.count)}, t.mesh))};
+    for (int64_t k = 0; k < m.count; ++k)
+      c.attrs.ints.push_back(k * m.step);
+    c.loc = rel.loc;
+    Inst s;
+    s.op = Op::IndexSelect;
+    s.operands = {g.results[0], c.results[0]};
+    s.results = {m.select};
+    s.attrs.ints = {m.dim};
+    s.loc = rel.loc;
+    out.push_back(std::move(c));
+    out.push_back(std::move(s));
+  }
+
   /// Records whether a float constant's values are all finite / all nonzero
   /// (its factor needs no run-time check_factor).
   void noteConstant(const Inst &in) {
@@ -237,6 +284,8 @@ private:
   const Topology &topo_;
   bool deterministic_ = false;
   std::map<int, int> rename_;
+  SliceGatherFacts slices_;
+  std::set<int> sliced_; ///< results of instructions a slice_gather replaced
   int inserted_ = 0;
 };
 

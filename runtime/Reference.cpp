@@ -5,6 +5,8 @@
 
 #include "runtime/Executor.h"
 
+#include "ir/Collectives.h"
+
 #include "runtime/CheckpointIO.h"
 #include "runtime/TensorIO.h"
 
@@ -175,6 +177,14 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
   case OpClass::Reduce:
     return one(ref::reduce(in.op, opnd(0), in.attrs.ints, resType().dtype));
   case OpClass::Collective:
+    if (in.op == Op::SliceGather) { // rows [offset, offset + n) of the dim it cuts
+      int64_t d = fr.type(in.operands[0]).placements[in.attrs.ints.at(0)].dim;
+      int64_t n = fr.dims(resType())[d], lo = sliceOffset(in.attrs);
+      HostTensor ids(DType::I64, {n});
+      for (int64_t i = 0; i < n; ++i)
+        ids.data<int64_t>()[i] = lo + i;
+      return one(ref::indexSelect(opnd(0), ids, d));
+    }
     return one(opnd(0)); // one step of a relayout: the global value does not change
   case OpClass::Effect:
     if (in.op == Op::CheckFactor)

@@ -345,8 +345,9 @@ private:
 
   /// Control flow, loop-seeded randomness, dropout or topk on `v` (not
   /// partial): a `var` updated in a `for` whose body branches on the loop
-  /// variable, its bound a run-time host value; `dropout`; `topk` along a
-  /// random dim, its results relayouted to random layouts.
+  /// variable, its bound a run-time host value; `dropout`; `topk` (k from 1
+  /// to the dim's size) along a random dim, its results relayouted to random
+  /// layouts.
   void controlOrSampling(int v) {
     GType t = pool_[v].t;
     bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
@@ -384,10 +385,11 @@ private:
       if (t.shape[d] == 0)
         return; // no largest element: an error, as argmax's
       std::string a = fresh(), b = fresh();
-      out_ += "let (" + a + ", " + b + ") = topk(" + x + ", 1, dim=" + std::to_string(d) +
-              (coin(25) ? ", largest=false" : "") + ")\n";
+      int64_t k = pick(1, (int)std::min<int64_t>(t.shape[d], 4)); // up to the dim's size
+      out_ += "let (" + a + ", " + b + ") = topk(" + x + ", " + std::to_string(k) +
+              ", dim=" + std::to_string(d) + (coin(25) ? ", largest=false" : "") + ")\n";
       GType vt = t, it = t;
-      vt.shape[d] = it.shape[d] = 1;
+      vt.shape[d] = it.shape[d] = k;
       it.dtype = "i64";
       vt.pl = randomLayout((int)vt.shape.size());
       it.pl = randomLayout((int)it.shape.size());

@@ -317,6 +317,30 @@ TEST_CASE("grad check: matmul 2-D, batched, 1-D") {
          {{kMesh1, {"m[_]", "m[_, _]", "m[_]"}}, {kMesh22, {"m[_]", "m[_, y]", "m[y]"}}}});
 }
 
+TEST_CASE("grad check: matmul with size-1 broadcast batch dims") {
+  // The broadcast operand's gradient is summed over the batch dims it
+  // stretched (back to size 1), with the batch dim of the other sharded,
+  // replicated, or the contraction sharded (partial).
+  check({"matmul [1, M, K] @ [B, K, N]",
+         {{"a", "f64[1, 2, 3]"}, {"b", "f64[5, 3, 2]"}, {"c", "f64[5, 2, 2]"}},
+         "  return sum(matmul(a, b) * c)",
+         {0, 1},
+         {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _, _]"}},
+          {kMesh22, {"m[_, _, _]", "m[x, _, _]", "m[x, _, _]"}},
+          {kMesh22, {"m[_, x, _]", "m[y, _, _]", "m[y, x, _]"}},
+          {kMesh22, {"m[_, _, x]", "m[y, x, _]", "m[y, _, _]"}},
+          {kMesh3, {"m[_, _, _]", "m[x, _, _]", "m[x, _, _]"}}}});
+  check({"matmul [B, M, K] @ [1, K, N] and [2, 1, M, K] @ [3, K, N]",
+         {{"a", "f64[4, 2, 3]"}, {"b", "f64[1, 3, 2]"}, {"p", "f64[2, 1, 2, 3]"},
+          {"q", "f64[3, 3, 2]"}},
+         "  return relayout(sum(matmul(a, b) * matmul(a, b)), m[]) + relayout(sum(matmul(p, q)), "
+         "m[])",
+         {0, 1, 2, 3},
+         {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _, _, _]", "m[_, _, _]"}},
+          {kMesh22, {"m[x, _, _]", "m[_, _, y]", "m[y, _, _, _]", "m[x, _, _]"}},
+          {kMesh3, {"m[x, _, _]", "m[_, _, _]", "m[x, _, _, _]", "m[_, _, _]"}}}});
+}
+
 TEST_CASE("grad check: einsum") {
   check({"einsum ik,kj->ij",
          {{"a", "f64[4, 3]"}, {"b", "f64[3, 5]"}, {"c", "f64[4, 5]"}},
@@ -524,6 +548,18 @@ fn loss(tokens: f32[T, H] @ *, cond: f32[S, H] @ *, ids: i32[T] @ *, w: f32[H, H
 )";
 
 } // namespace
+
+TEST_CASE("grad check: topk with k > 1 (sorted values, gradient scattered to the indices)") {
+  // Random data (no ties); k = 2 along a sharded or unsharded dim, and k =
+  // the dim's size.
+  for (auto [k, dim] : {std::pair{"2", "0"}, {"4", "0"}, {"2", "1"}, {"3", "1"}})
+    check({std::string("topk k ") + k + " dim " + dim,
+           {{"x", "f64[5, 3]"}, {"c", "f64[5, 3]"}},
+           std::string("  let (v, i) = topk(x * c, ") + k + ", dim=" + dim + ")\n  return " +
+               total("v * v * v") + " + " + total("x * c"),
+           {0, 1},
+           matrixConfigs(2)});
+}
 
 TEST_CASE("grad placements: seed 001 modulation, project then index") {
   // tokens and ids sharded on the token axis, cond and weight replicated

@@ -236,3 +236,33 @@ TEST_CASE("planner: cross-node steps cost more, so traffic stays inside nodes") 
                                      t.crosses(*m, st.axes)));
           }
 }
+
+TEST_CASE("slice_gather: checks and bytes of a slice of a sharded dim") {
+  auto m = mesh2(3, 2);
+  // f32[9, 4] sharded over x (3 ranks, rows 0-2, 3-5, 6-8); rows [2, 7).
+  auto a = tt(m, {9, 4}, {S(0), R});
+  auto rep = tt(m, {5, 4}, {R, R}), sh = tt(m, {5, 4}, {S(0), R});
+  CHECK(checkCollective(Op::SliceGather, a, rep, {0}, 2) == "");
+  CHECK(checkCollective(Op::SliceGather, a, sh, {0}, 2) == "");
+  CHECK(checkCollective(Op::SliceGather, a, sh, {0}, 4) == "");
+  CHECK(checkCollective(Op::SliceGather, a, sh, {0}, 5) != ""); // rows [5, 10) lie outside
+  CHECK(checkCollective(Op::SliceGather, a, sh, {0}, -1) != "");
+  CHECK(checkCollective(Op::SliceGather, a, tt(m, {5, 3}, {R, R}), {0}, 2) != ""); // dim 1 changed
+  CHECK(checkCollective(Op::SliceGather, a, tt(m, {5, 4}, {S(1), R}), {0}, 2) != "");
+  CHECK(checkCollective(Op::SliceGather, a, rep, {1}, 2) != ""); // y does not shard dim 0
+  CHECK(checkCollective(Op::SliceGather, tt(m, {9, 4}, {R, R}), rep, {0}, 2) != "");
+  // A dim sharded over (x, y) must be gathered over both.
+  auto xy = tt(m, {9, 4}, {Placement::shard(0, 0), Placement::shard(0, 1)});
+  CHECK(checkCollective(Op::SliceGather, xy, rep, {0}, 2) != "");
+  CHECK(checkCollective(Op::SliceGather, xy, rep, {0, 1}, 2) == "");
+  // Replicated result: every rank receives the 5 rows but those it holds;
+  // rank 0 holds row 2 only, so it receives 4 rows of 4 floats.
+  CHECK(collectiveBytes(Op::SliceGather, a, rep, {0}, 2) == 4 * 4 * 4);
+  // Sharded result (blocks of 2, 2, 1 rows: rows 2-3, 4-5, 6): rank 0 needs
+  // row 3 from rank 1; rank 1 holds rows 4-5; rank 2 holds row 6.
+  CHECK(collectiveBytes(Op::SliceGather, a, sh, {0}, 2) == 1 * 4 * 4);
+  // Rows [0, 2) inside rank 0's block, replicated: ranks 1 and 2 receive 2 rows.
+  CHECK(collectiveBytes(Op::SliceGather, a, tt(m, {2, 4}, {R, R}), {0}, 0) == 2 * 4 * 4);
+  // An empty slice moves nothing.
+  CHECK(collectiveBytes(Op::SliceGather, a, tt(m, {0, 4}, {R, R}), {0}, 3) == 0);
+}

@@ -1,6 +1,7 @@
 // This file implements SPMD lowering (see SpmdLower.h).
 #include "passes/SpmdLower.h"
 
+#include "ir/DeterministicOrder.h"
 #include "passes/Redistribute.h"
 
 #include <algorithm>
@@ -22,6 +23,15 @@ public:
   }
 
 private:
+  /// What follows an op gatherReduced changed: `value` (the op's new
+  /// result) moves to `result`'s type; with treeRanks > 0 it holds each
+  /// rank's subtree node on mesh axis treeAxis (distributeContraction).
+  struct After {
+    int value, result;
+    int treeAxis = -1;
+    int64_t treeRanks = 0;
+  };
+
   int renamed(int id) const {
     auto it = rename_.find(id);
     return it == rename_.end() ? id : it->second;
@@ -102,7 +112,7 @@ private:
   /// `after` once the op is placed) keeps the value on coordinate 0 of the
   /// axes and zeros elsewhere: every partial value is then whole on one rank
   /// and the executor moves it without arithmetic (runtime/CollectiveSteps.h).
-  void gatherReduced(Inst &in, std::vector<Inst> &out, std::vector<std::pair<int, int>> &after) {
+  void gatherReduced(Inst &in, std::vector<Inst> &out, std::vector<After> &after) {
     if (!deterministic_ || !in.regions.empty() || in.op == Op::Call || in.results.empty())
       return;
     std::vector<int64_t> axes;
@@ -121,7 +131,7 @@ private:
         }
       }
     }
-    if (axes.empty())
+    if (axes.empty() || distributeContraction(in, axes, after))
       return;
     for (int &o : in.operands) {
       TensorType t = f_.type(o); // a copy: newValue grows the table
@@ -148,6 +158,77 @@ private:
       after.push_back({nv, r});
       r = nv;
     }
+  }
+
+  /// Deterministic mode, the distributed case of gatherReduced: a 2-D f32 or
+  /// f64 matmul contracting k sharded on one mesh axis, where every rank's
+  /// shard of k is a whole subtree of the fixed contraction order
+  /// (ir/DeterministicOrder.h: shards of 2^j leaves of kDeterministicBlock,
+  /// the last one shorter or empty), runs on the shards: each rank's product
+  /// is its subtree's node, and `all_reduce` marked `tree G` combines the
+  /// first G ranks' nodes in the tree's order (runtime/CollectiveSteps.h),
+  /// which gives the one-device bits without gathering the operands. Other
+  /// shards (uneven chunks off the leaf edges, several axes on k) return
+  /// false: gatherReduced gathers.
+  bool distributeContraction(Inst &in, const std::vector<int64_t> &axes,
+                             std::vector<After> &after) {
+    if (in.op != Op::MatMul || in.operands.size() != 2 || in.results.size() != 1 ||
+        axes.size() != 1)
+      return false;
+    const int x = (int)axes[0];
+    TensorType a = f_.type(in.operands[0]), b = f_.type(in.operands[1]), r = f_.type(in.results[0]);
+    if (a.isHost() || b.isHost() || r.isHost() || a.rank() != 2 || b.rank() != 2 || r.rank() != 2 ||
+        !isConcrete(a.shape) || !isConcrete(r.shape))
+      return false;
+    if ((r.dtype != DType::F32 && r.dtype != DType::F64) || a.dtype != r.dtype ||
+        b.dtype != r.dtype)
+      return false;
+    const int ka = matmulTransposed(in.attrs, 0) ? 0 : 1;
+    const int kb = matmulTransposed(in.attrs, 1) ? 1 : 0;
+    const Placement &pa = a.placements[x], &pb = b.placements[x], &pr = r.placements[x];
+    if (!pa.isShard() || pa.dim != ka || !pb.isShard() || pb.dim != kb || !pr.isPartial() ||
+        pr.op != ReduceOp::Sum || a.axesShardingDim(ka) != std::vector<int>{x} ||
+        b.axesShardingDim(kb) != std::vector<int>{x})
+      return false;
+    const int64_t k = concreteDims(a.shape)[ka], ranks = a.mesh->axes[x].size;
+    const int64_t chunk = chunkRange(k, ranks, 0).second;
+    const int64_t leaves = chunk / kDeterministicBlock;
+    if (ranks < 2 || k == 0 || chunk % kDeterministicBlock || (leaves & (leaves - 1)))
+      return false;
+    int64_t g = 0; // ranks holding leaves: a prefix, each at i * chunk
+    for (int64_t i = 0; i < ranks; ++i) {
+      auto [off, len] = chunkRange(k, ranks, i);
+      if (len == 0)
+        continue;
+      if (off != i * chunk || g != i || (len != chunk && off + len != k))
+        return false;
+      g = i + 1;
+    }
+    int node = f_.newValue(r);
+    after.push_back({node, in.results[0], x, g});
+    in.results[0] = node;
+    return true;
+  }
+
+  /// Emits the steps after an op that gatherReduced changed: `tree` all-reduce
+  /// of the nodes (distributeContraction), then the move to the result's type.
+  void emitAfter(const After &w, SrcLoc loc, std::vector<Inst> &out) {
+    int whole = w.value;
+    if (w.treeRanks > 0) {
+      TensorType rep = f_.type(w.result);
+      rep.placements[w.treeAxis] = Placement::replicate();
+      whole = f_.newValue(rep);
+      Inst s;
+      s.op = Op::AllReduce;
+      s.operands = {w.value};
+      s.results = {whole};
+      s.attrs.ints = {w.treeAxis};
+      s.attrs.str = "tree " + std::to_string(w.treeRanks);
+      s.loc = loc;
+      out.push_back(std::move(s));
+      ++inserted_;
+    }
+    emitMove(whole, f_.type(w.result), w.result, loc, out);
   }
 
   static TensorType replicated(const TensorType &t) {
@@ -203,12 +284,12 @@ private:
       default:
         break;
       }
-      std::vector<std::pair<int, int>> after; // (whole value, partial result)
+      std::vector<After> after;
       gatherReduced(in, out, after);
       SrcLoc loc = in.loc;
       out.push_back(std::move(in));
-      for (auto [whole, result] : after)
-        emitMove(whole, f_.type(result), result, loc, out);
+      for (const After &w : after)
+        emitAfter(w, loc, out);
     }
     b.insts = std::move(out);
   }

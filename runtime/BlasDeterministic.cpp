@@ -91,11 +91,13 @@ DT_AVX void tile(const T *A, int64_t k, const T *Bp, T *C, int64_t n, int64_t w)
   typename V::R c[R][2];
   for (int64_t k0 = 0; k0 < k; k0 += KB) {
     const int64_t k1 = std::min(k0 + KB, k);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
       c[r][0] = c[r][1] = V::zero();
     const T *b = Bp + k0 * W;
     for (int64_t p = k0; p < k1; ++p, b += W) {
       auto b0 = V::load(b), b1 = V::load(b + L);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         auto x = V::bcast(A + r * k + p);
         c[r][0] = V::fma(x, b0, c[r][0]);
@@ -105,17 +107,20 @@ DT_AVX void tile(const T *A, int64_t k, const T *Bp, T *C, int64_t n, int64_t w)
     int h = 0;
     for (; top > 0 && hs[top - 1] == h; ++h) { // left subtree (stack) + right (c)
       --top;
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         c[r][0] = V::add(V::load(st[top][r]), c[r][0]);
         c[r][1] = V::add(V::load(st[top][r] + L), c[r][1]);
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       V::store(st[top][r], c[r][0]);
       V::store(st[top][r] + L, c[r][1]);
     }
     hs[top++] = h;
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) { // fold from the top: st[s] + (the rest)
     c[r][0] = V::load(st[top - 1][r]);
     c[r][1] = V::load(st[top - 1][r] + L);
@@ -192,9 +197,12 @@ template <class T> std::vector<T> packStrips(const T *B, int64_t k, int64_t n, b
 template <class T>
 void transposeInto(const T *src, int64_t rows, int64_t cols, std::vector<T> &dst) {
   dst.resize((size_t)(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      dst[(size_t)(c * rows + r)] = src[r * cols + c];
+  constexpr int64_t t = 32; // tiles that stay in cache on both sides
+  for (int64_t r0 = 0; r0 < rows; r0 += t)
+    for (int64_t c0 = 0; c0 < cols; c0 += t)
+      for (int64_t r = r0; r < std::min(r0 + t, rows); ++r)
+        for (int64_t c = c0; c < std::min(c0 + t, cols); ++c)
+          dst[(size_t)(c * rows + r)] = src[r * cols + c];
 }
 
 /// Runs rows(m0, m1) over [0, m) on up to `threads` threads, in blocks of

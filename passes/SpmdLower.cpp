@@ -227,6 +227,7 @@ private:
       s.loc = loc;
       out.push_back(std::move(s));
       ++inserted_;
+      treeWhole_[w.result] = whole;
     }
     emitMove(whole, f_.type(w.result), w.result, loc, out);
   }
@@ -246,6 +247,11 @@ private:
         block(r);
       switch (in.op) {
       case Op::Relayout: {
+        // A tree all-reduce's result already holds the whole value: move
+        // from there (a local slice or nothing) instead of broadcasting
+        // the partial copy made from it.
+        if (auto t = treeWhole_.find(in.operands[0]); t != treeWhole_.end())
+          in.operands[0] = t->second;
         int got = emitMove(in.operands[0], f_.type(in.results[0]), in.results[0], in.loc, out);
         if (got != in.results[0])
           rename_[in.results[0]] = got;
@@ -318,6 +324,7 @@ private:
   const Topology &topo_;
   bool deterministic_ = false;
   std::map<int, int> rename_;
+  std::map<int, int> treeWhole_; ///< partial result -> its tree all-reduce (emitAfter)
   int inserted_ = 0;
 };
 

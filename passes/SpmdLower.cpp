@@ -131,7 +131,8 @@ private:
         }
       }
     }
-    if (axes.empty() || distributeContraction(in, axes, after))
+    if (axes.empty() || distributeContraction(in, axes, after) ||
+        reshardReduction(in, axes, out, after))
       return;
     for (int &o : in.operands) {
       TensorType t = f_.type(o); // a copy: newValue grows the table
@@ -207,6 +208,49 @@ private:
     int node = f_.newValue(r);
     after.push_back({node, in.results[0], x, g});
     in.results[0] = node;
+    return true;
+  }
+
+  /// Deterministic mode, a reduction (`reduce_sum`, `reduce_max`,
+  /// `reduce_min`) over a dim sharded on one mesh axis, with a kept dim that
+  /// no axis shards and that has at least as many elements as the axis has
+  /// ranks: instead of gathering the operand whole on every rank, an
+  /// `all_to_all` moves the shard to that kept dim, so each rank reduces its
+  /// block of outputs over the whole reduced dims in the one-device order (an
+  /// output's order never depends on the other outputs), without redundant
+  /// work and moving 1/ranks of the data; the result, sharded on the kept
+  /// dim, then gathers (small) and becomes partial as in gatherReduced.
+  bool reshardReduction(Inst &in, const std::vector<int64_t> &axes, std::vector<Inst> &out,
+                        std::vector<After> &after) {
+    if (opInfo(in.op).cls != OpClass::Reduce || in.operands.size() != 1 || in.results.size() != 1 ||
+        axes.size() != 1)
+      return false;
+    const int x = (int)axes[0];
+    TensorType t = f_.type(in.operands[0]), r = f_.type(in.results[0]);
+    if (t.isHost() || r.isHost() || !isConcrete(t.shape) || !t.placements[x].isShard() ||
+        t.axesShardingDim(t.placements[x].dim) != std::vector<int>{x})
+      return false;
+    const std::vector<int64_t> &dims = in.attrs.ints;
+    auto reduced = [&](int d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
+    if (!reduced(t.placements[x].dim))
+      return false;
+    const std::vector<int64_t> shape = concreteDims(t.shape);
+    int keep = -1;
+    for (int d = 0; d < t.rank(); ++d)
+      if (!reduced(d) && t.axesShardingDim(d).empty() && (keep < 0 || shape[d] > shape[keep]))
+        keep = d;
+    if (keep < 0 || shape[keep] < t.mesh->axes[x].size)
+      return false;
+    int keepOut = keep; // its index in the result (reduced dims are dropped)
+    for (int64_t d : dims)
+      keepOut -= d < keep;
+    TensorType moved = t, part = r;
+    moved.placements[x] = Placement::shard(keep);
+    part.placements[x] = Placement::shard(keepOut);
+    in.operands[0] = emitMove(in.operands[0], moved, -1, in.loc, out);
+    int v = f_.newValue(part);
+    after.push_back({v, in.results[0]});
+    in.results[0] = v;
     return true;
   }
 

@@ -79,10 +79,11 @@ template <> struct Vec<double> {
   DT_AVX static R add(R a, R b) { return _mm256_add_pd(a, b); }
 };
 
-/// Rows [i, i + R) of C against one packed strip `Bp` (k x W, W = 2 vectors):
-/// writes the first `w` columns at `C` (row stride n).
+/// Rows [i, i + R) of C from their packed panel `Ap` (k x 6: row r of the
+/// panel's k-th group is a[i + r, k]) and one packed strip `Bp` (k x W, W = 2
+/// vectors): writes the first `w` columns at `C` (row stride n).
 template <class T, int R>
-DT_AVX void tile(const T *A, int64_t k, const T *Bp, T *C, int64_t n, int64_t w) {
+DT_AVX void tile(const T *Ap, int64_t k, const T *Bp, T *C, int64_t n, int64_t w) {
   using V = Vec<T>;
   constexpr int L = V::L, W = 2 * L;
   alignas(32) T st[kMaxDepth][R][W];
@@ -99,7 +100,7 @@ DT_AVX void tile(const T *A, int64_t k, const T *Bp, T *C, int64_t n, int64_t w)
       auto b0 = V::load(b), b1 = V::load(b + L);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        auto x = V::bcast(A + r * k + p);
+        auto x = V::bcast(Ap + p * 6 + r);
         c[r][0] = V::fma(x, b0, c[r][0]);
         c[r][1] = V::fma(x, b1, c[r][1]);
       }
@@ -134,42 +135,63 @@ DT_AVX void tile(const T *A, int64_t k, const T *Bp, T *C, int64_t n, int64_t w)
   }
 }
 
-/// Rows [m0, m1) of C from the packed strips of B (vector path).
+/// Rows [m0, m1) of C (vector path) from A (m x k; stored k x m when `ta`)
+/// and the packed strips of B. A block of rows is packed into panels of 6
+/// rows (k x 6, zero rows past m1), small enough to stay in cache while
+/// every strip of B passes.
 template <class T>
-DT_AVX void vectorRows(const T *A, const T *Bp, T *C, int64_t m0, int64_t m1, int64_t k,
-                       int64_t n) {
+DT_AVX void vectorRows(const T *A, bool ta, int64_t m, const T *Bp, T *C, int64_t m0, int64_t m1,
+                       int64_t k, int64_t n) {
   constexpr int W = 2 * Vec<T>::L;
   const int64_t strips = (n + W - 1) / W;
-  // A block of rows whose slice of A stays in cache while every strip of B
-  // passes (about 256 KiB of A).
   const int64_t mc =
       std::max<int64_t>(6, (int64_t)(256 * 1024 / sizeof(T)) / std::max<int64_t>(k, 1) / 6 * 6);
+  std::vector<T> ap((size_t)(std::min(mc, (m1 - m0 + 5) / 6 * 6) * k));
   for (int64_t ib = m0; ib < m1; ib += mc) {
-    const int64_t ie = std::min(ib + mc, m1);
+    const int64_t ie = std::min(ib + mc, m1), groups = (ie - ib + 5) / 6;
+    for (int64_t g = 0; g < groups; ++g) {
+      T *dst = ap.data() + g * k * 6;
+      for (int r = 0; r < 6; ++r) {
+        const int64_t i = ib + g * 6 + r;
+        if (i >= ie) {
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * 6 + r] = T(0);
+        } else if (ta) {
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * 6 + r] = A[p * m + i];
+        } else {
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * 6 + r] = A[i * k + p];
+        }
+      }
+    }
     for (int64_t s = 0; s < strips; ++s) {
       const T *bp = Bp + s * k * W;
       const int64_t j0 = s * W, w = std::min<int64_t>(W, n - j0);
-      int64_t i = ib;
-      for (; i + 6 <= ie; i += 6)
-        tile<T, 6>(A + i * k, k, bp, C + i * n + j0, n, w);
-      switch (ie - i) {
-      case 5:
-        tile<T, 5>(A + i * k, k, bp, C + i * n + j0, n, w);
-        break;
-      case 4:
-        tile<T, 4>(A + i * k, k, bp, C + i * n + j0, n, w);
-        break;
-      case 3:
-        tile<T, 3>(A + i * k, k, bp, C + i * n + j0, n, w);
-        break;
-      case 2:
-        tile<T, 2>(A + i * k, k, bp, C + i * n + j0, n, w);
-        break;
-      case 1:
-        tile<T, 1>(A + i * k, k, bp, C + i * n + j0, n, w);
-        break;
-      default:
-        break;
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t i = ib + g * 6;
+        const T *a = ap.data() + g * k * 6;
+        T *c = C + i * n + j0;
+        switch (std::min<int64_t>(6, ie - i)) {
+        case 6:
+          tile<T, 6>(a, k, bp, c, n, w);
+          break;
+        case 5:
+          tile<T, 5>(a, k, bp, c, n, w);
+          break;
+        case 4:
+          tile<T, 4>(a, k, bp, c, n, w);
+          break;
+        case 3:
+          tile<T, 3>(a, k, bp, c, n, w);
+          break;
+        case 2:
+          tile<T, 2>(a, k, bp, c, n, w);
+          break;
+        default:
+          tile<T, 1>(a, k, bp, c, n, w);
+          break;
+        }
       }
     }
   }
@@ -229,20 +251,20 @@ void product(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool
     std::fill(C, C + m * n, T(0));
     return;
   }
-  std::vector<T> at, bt;
-  if (ta) { // A is stored k x m
-    transposeInto(A, k, m, at);
-    A = at.data();
-  }
 #ifdef DT_DET_X86
   if (hasAvx2Fma()) {
     std::vector<T> bp = packStrips(B, k, n, tb, 2 * Vec<T>::L);
     const T *P = bp.data();
     splitRows(m, m * n * k, threads,
-              [&](int64_t m0, int64_t m1) { vectorRows(A, P, C, m0, m1, k, n); });
+              [&](int64_t m0, int64_t m1) { vectorRows(A, ta, m, P, C, m0, m1, k, n); });
     return;
   }
 #endif
+  std::vector<T> at, bt;
+  if (ta) { // A is stored k x m
+    transposeInto(A, k, m, at);
+    A = at.data();
+  }
   if (tb) { // B is stored n x k
     transposeInto(B, n, k, bt);
     B = bt.data();

@@ -151,18 +151,15 @@ DT_AVX void vectorRows(const T *A, bool ta, int64_t m, const T *Bp, T *C, int64_
     const int64_t ie = std::min(ib + mc, m1), groups = (ie - ib + 5) / 6;
     for (int64_t g = 0; g < groups; ++g) {
       T *dst = ap.data() + g * k * 6;
-      for (int r = 0; r < 6; ++r) {
-        const int64_t i = ib + g * 6 + r;
-        if (i >= ie) {
+      const int64_t i0 = ib + g * 6, rows = std::min<int64_t>(6, ie - i0);
+      if (ta) { // A stored k x m: six consecutive values per k
+        for (int64_t p = 0; p < k; ++p)
+          for (int r = 0; r < 6; ++r)
+            dst[p * 6 + r] = r < rows ? A[p * m + i0 + r] : T(0);
+      } else {
+        for (int r = 0; r < 6; ++r)
           for (int64_t p = 0; p < k; ++p)
-            dst[p * 6 + r] = T(0);
-        } else if (ta) {
-          for (int64_t p = 0; p < k; ++p)
-            dst[p * 6 + r] = A[p * m + i];
-        } else {
-          for (int64_t p = 0; p < k; ++p)
-            dst[p * 6 + r] = A[i * k + p];
-        }
+            dst[p * 6 + r] = r < rows ? A[(i0 + r) * k + p] : T(0);
       }
     }
     for (int64_t s = 0; s < strips; ++s) {

@@ -4,15 +4,16 @@
 // One f32 tensor of SIZE MiB, 4 ranks (threads, as the cpu backend runs
 // them), rows sharded 4 ways:
 //   raw save   each rank write()s its rows to its own file and fsyncs it
-//   ckpt save  each rank writes its shard (pwrite, CRC-32C per 64 KiB chunk,
-//              fsync), then rank 0 writes the index, fsyncs and swaps the
-//              folder in (the whole atomic save)
+//   ckpt save  each rank writes its shard (64 KiB tiles of 128 rows x 128
+//              columns, a CRC-32C each; pwrite, fsync), then rank 0 writes
+//              the index, fsyncs and swaps the folder in (the whole atomic
+//              save)
 //   raw load   each rank pread()s the bytes of its row block back
 //   ckpt load  each rank reads its row block through the index, every chunk
 //              verified (the same layout as saved)
 //   reshard    each rank reads a column block (every saved block overlaps
-//              it: the load onto another layout), against a raw load of the
-//              same number of bytes
+//              it: the load onto another layout; it reads the tiles of its
+//              columns), against a raw load of the same number of bytes
 // Reported: GiB/s of each and the ratio checkpoint / raw (the target
 // is >= 0.7). Reads come from the page cache for both (written just before).
 //
@@ -123,8 +124,9 @@ int main(int argc, char **argv) {
       b.file = checkpointShardName(r);
       b.start = {r * rowsPer, 0};
       b.shape = {rowsPer, cols};
+      b.tile = checkpointTileShape(b.shape, 4, ix.chunkBytes);
       CheckpointShardWriter w(dir, b.file, ix.chunkBytes);
-      b.crcs = w.write(0, blocks[r].data(), blockBytes);
+      b.crcs = w.write(b, 4, blocks[r].data());
       w.finish();
     });
     ix.tensors["w"] = t;

@@ -64,14 +64,15 @@ CheckpointPlan planCheckpoint(const Inst &in, const std::vector<TensorType> &typ
       pb.tensorBlock = ct.blocks.size();
       pb.writer = w;
       pb.bytes = n * es;
-      pb.firstChunk = plan.chunks;
-      plan.chunks += checkpointChunks(pb.bytes, plan.index.chunkBytes);
       CheckpointBlock cb;
       cb.file = checkpointShardName(w);
       cb.offset = fileEnd[w];
       fileEnd[w] += pb.bytes;
       cb.start = lb.offset;
       cb.shape = lb.shape;
+      cb.tile = checkpointTileShape(cb.shape, es, plan.index.chunkBytes);
+      pb.firstChunk = plan.chunks;
+      plan.chunks += checkpointBlockChecksums(cb, es, plan.index.chunkBytes);
       ct.blocks.push_back(std::move(cb));
       plan.blocks.push_back(pb);
     }
@@ -82,10 +83,12 @@ CheckpointPlan planCheckpoint(const Inst &in, const std::vector<TensorType> &typ
 
 void fillCheckpointChecksums(CheckpointPlan &plan, const std::vector<int64_t> &slots) {
   for (auto &b : plan.blocks) {
-    CheckpointBlock &cb = plan.index.tensors.at(plan.names[b.operand]).blocks.at(b.tensorBlock);
-    size_t n = checkpointChunks(b.bytes, plan.index.chunkBytes);
+    CheckpointTensor &ct = plan.index.tensors.at(plan.names[b.operand]);
+    CheckpointBlock &cb = ct.blocks.at(b.tensorBlock);
+    uint64_t n = checkpointBlockChecksums(cb, (uint64_t)tensorFileElementSize(ct.dtype),
+                                          plan.index.chunkBytes);
     cb.crcs.clear();
-    for (size_t i = 0; i < n; ++i)
+    for (uint64_t i = 0; i < n; ++i)
       cb.crcs.push_back((uint32_t)slots.at(b.firstChunk + i));
   }
 }

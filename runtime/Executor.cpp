@@ -803,7 +803,7 @@ private:
           throw InternalError("executor: rank " + std::to_string(rank_) + " holds " +
                               std::to_string(h.bytes()) + " bytes of `" + plan.names[b.operand] +
                               "`, its checkpoint block has " + std::to_string(b.bytes));
-        auto crcs = w->write(cb.offset, h.raw(), b.bytes);
+        auto crcs = w->write(cb, (uint64_t)dtypeSize(h.dtype), h.raw());
         for (size_t i = 0; i < crcs.size(); ++i)
           slots[b.firstChunk + i] = crcs[i];
       }

@@ -262,7 +262,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
         for (auto &b : plan.blocks) {
           const CheckpointBlock &cb =
               plan.index.tensors.at(plan.names[b.operand]).blocks.at(b.tensorBlock);
-          auto crcs = w.write(cb.offset, opnd(b.operand).raw(), b.bytes);
+          const HostTensor &h = opnd(b.operand);
+          auto crcs = w.write(cb, (uint64_t)dtypeSize(h.dtype), h.raw());
           for (size_t i = 0; i < crcs.size(); ++i)
             slots[b.firstChunk + i] = crcs[i];
         }

@@ -2,6 +2,7 @@
 // Checkpoint.h); the index is in CheckpointIndex.cpp.
 #include "support/Checkpoint.h"
 
+#include "support/CheckpointTiles.h"
 #include "support/Crc32c.h"
 
 #include <algorithm>
@@ -44,15 +45,18 @@ std::string parentOf(const std::string &dir) {
   return parent.empty() ? "." : parent.string();
 }
 
-/// Copies the bytes of one saved block that fall inside the wanted region,
-/// one contiguous run at a time, through a buffer of verified chunks: a
-/// chunk is read (with the chunks after it that the same run needs, up to
-/// kBatch) only when a run first touches it, and checked against its CRC.
-class BlockReader {
+/// Bytes read with one pread (whole tiles or chunks; at least one): small
+/// enough to stay in the core's L2 cache, so the checksum reads cached bytes
+/// and memory sees one read of the file's bytes and one write of the
+/// destination's, as a plain pread into the destination would.
+constexpr uint64_t kBatchBytes = 256u << 10;
+
+/// The shard file of one saved block: opened and checked to hold the block.
+class ShardFile {
 public:
-  BlockReader(const std::string &dir, const std::string &name, const CheckpointBlock &b,
-              uint64_t blockBytes, uint64_t chunkBytes)
-      : name_(name), b_(b), bytes_(blockBytes), chunk_(chunkBytes) {
+  ShardFile(const std::string &dir, const std::string &name, const CheckpointBlock &b,
+            uint64_t blockBytes)
+      : name_(name), b_(b) {
     path_ = dir + "/" + b.file;
     f_.fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (f_.fd < 0)
@@ -61,56 +65,14 @@ public:
     struct stat st;
     if (::fstat(f_.fd, &st) != 0 || !S_ISREG(st.st_mode))
       throw TensorFileError(path_ + ": shard of tensor `" + name + "` is not a regular file");
-    if ((uint64_t)st.st_size < b.offset + bytes_)
+    if ((uint64_t)st.st_size < b.offset + blockBytes)
       throw TensorFileError(path_ + ": shard of tensor `" + name + "` is truncated: it has " +
                             std::to_string(st.st_size) + " bytes, the block needs " +
-                            std::to_string(b.offset + bytes_));
-  }
-
-  /// Copies `n` bytes at byte `at` of the block to `dst`.
-  void copy(uint64_t at, uint64_t n, char *dst) {
-    // Whole chunks go straight into `dst` and are verified there (no second
-    // copy); on a mismatch the caller's buffer is discarded with the error.
-    if (at % chunk_ == 0 && (n >= chunk_ || at + n == bytes_)) {
-      uint64_t end = at + n == bytes_ ? bytes_ : at + n / chunk_ * chunk_;
-      readExact(dst, at, end - at);
-      verify(dst, at / chunk_, checkpointChunks(end, chunk_), at);
-      dst += end - at;
-      n -= end - at;
-      at = end;
-    }
-    while (n > 0) {
-      uint64_t c = at / chunk_;
-      if (c < lo_ || c >= hi_)
-        load(c, checkpointChunks(at + n, chunk_));
-      uint64_t inBuf = at - lo_ * chunk_;
-      uint64_t take = std::min(n, hi_ * chunk_ - at);
-      take = std::min(take, bytes_ - at);
-      std::memcpy(dst, buf_.data() + inBuf, take);
-      dst += take;
-      at += take;
-      n -= take;
-    }
-  }
-
-private:
-  static constexpr uint64_t kBatch = 64; ///< chunks read with one pread (4 MiB)
-
-  void load(uint64_t c, uint64_t needEnd) {
-    lo_ = c;
-    hi_ = std::min({needEnd, c + kBatch, (uint64_t)b_.crcs.size()});
-    uint64_t from = lo_ * chunk_, to = std::min(hi_ * chunk_, bytes_);
-    buf_.resize(to - from);
-    uint64_t c0 = lo_, c1 = hi_;
-    hi_ = lo_ = 0; // nothing is kept unless it verifies
-    readExact(buf_.data(), from, to - from);
-    verify(buf_.data(), c0, c1, from);
-    lo_ = c0;
-    hi_ = c1;
+                            std::to_string(b.offset + blockBytes));
   }
 
   /// Reads bytes [from, from + n) of the block into `dst`.
-  void readExact(char *dst, uint64_t from, uint64_t n) {
+  void read(char *dst, uint64_t from, uint64_t n) {
     uint64_t got = 0;
     while (got < n) {
       ssize_t r = ::pread(f_.fd, dst + got, n - got, (off_t)(b_.offset + from + got));
@@ -123,38 +85,144 @@ private:
         throw TensorFileError(path_ + ": shard of tensor `" + name_ + "` is truncated");
       got += (uint64_t)r;
     }
+    bytesRead += n;
   }
 
-  /// Checks chunks [c0, c1), held at `p` (which starts at byte `from`).
-  void verify(const char *p, uint64_t c0, uint64_t c1, uint64_t from) {
-    for (uint64_t k = c0; k < c1; ++k) {
-      uint64_t s = k * chunk_ - from, e = std::min((k + 1) * chunk_, bytes_) - from;
-      uint32_t crc = crc32c(0, p + s, e - s);
-      if (crc != b_.crcs[k]) {
-        char want[16], have[16];
-        std::snprintf(want, sizeof want, "%08x", b_.crcs[k]);
-        std::snprintf(have, sizeof have, "%08x", crc);
-        throw TensorFileError(path_ + ": checksum mismatch in tensor `" + name_ + "` (bytes " +
-                              std::to_string(b_.offset + from + s) + " to " +
-                              std::to_string(b_.offset + from + e) + " of the file: crc32c " +
-                              have + ", the index says " + want + ")");
-      }
+  /// Checks `n` bytes at `p`, which are bytes [from, from + n) of the block,
+  /// against checksum `k` of the block.
+  void verify(const char *p, uint64_t n, uint64_t k, uint64_t from) const {
+    uint32_t crc = crc32c(0, p, n);
+    if (crc == b_.crcs[k])
+      return;
+    char want[16], have[16];
+    std::snprintf(want, sizeof want, "%08x", b_.crcs[k]);
+    std::snprintf(have, sizeof have, "%08x", crc);
+    throw TensorFileError(path_ + ": checksum mismatch in tensor `" + name_ + "` (bytes " +
+                          std::to_string(b_.offset + from) + " to " +
+                          std::to_string(b_.offset + from + n) + " of the file: crc32c " + have +
+                          ", the index says " + want + ")");
+  }
+
+  uint64_t bytesRead = 0;
+
+private:
+  std::string name_, path_;
+  const CheckpointBlock &b_;
+  Fd f_;
+};
+
+/// A version-1 block (row-major, a checksum a chunk): copies the bytes that
+/// fall inside the wanted region, one contiguous run at a time, through a
+/// buffer of verified chunks. A chunk is read (with the chunks after it that
+/// the same run needs, up to kBatchBytes) when a run first touches it.
+class ChunkReader {
+public:
+  ChunkReader(ShardFile &f, const CheckpointBlock &b, uint64_t blockBytes, uint64_t chunkBytes)
+      : f_(f), b_(b), bytes_(blockBytes), chunk_(chunkBytes) {}
+
+  /// Copies `n` bytes at byte `at` of the block to `dst`.
+  void copy(uint64_t at, uint64_t n, char *dst) {
+    while (n > 0) {
+      uint64_t c = at / chunk_;
+      if (c < lo_ || c >= hi_)
+        load(c, checkpointChunks(at + n, chunk_));
+      uint64_t take = std::min({n, hi_ * chunk_ - at, bytes_ - at});
+      std::memcpy(dst, buf_.data() + (at - lo_ * chunk_), take);
+      dst += take;
+      at += take;
+      n -= take;
     }
   }
 
-  std::string name_, path_;
+private:
+  void load(uint64_t c, uint64_t needEnd) {
+    uint64_t batch = std::max<uint64_t>(1, kBatchBytes / chunk_);
+    uint64_t c1 = std::min({needEnd, c + batch, (uint64_t)b_.crcs.size()});
+    uint64_t from = c * chunk_, to = std::min(c1 * chunk_, bytes_);
+    buf_.resize(to - from);
+    hi_ = lo_ = 0; // nothing is kept unless it verifies
+    f_.read(buf_.data(), from, to - from);
+    for (uint64_t k = c; k < c1; ++k) {
+      uint64_t s = k * chunk_, e = std::min((k + 1) * chunk_, bytes_);
+      f_.verify(buf_.data() + (s - from), e - s, k, s);
+    }
+    lo_ = c;
+    hi_ = c1;
+  }
+
+  ShardFile &f_;
   const CheckpointBlock &b_;
   uint64_t bytes_, chunk_;
-  Fd f_;
   std::vector<char> buf_;
   uint64_t lo_ = 0, hi_ = 0; ///< chunks [lo_, hi_) are in buf_, verified
 };
 
+/// A tiled block: reads the tiles that overlap [lo, hi) (global), batching
+/// tiles that follow each other in the file, verifies each, and copies its
+/// part of the region into `out` (the region at `start` of `shape`).
+void readTiles(ShardFile &f, const CheckpointBlock &b, uint64_t es, const std::vector<int64_t> &lo,
+               const std::vector<int64_t> &hi, const std::vector<int64_t> &start,
+               const std::vector<int64_t> &shape, char *out) {
+  const size_t rank = b.shape.size();
+  TileGrid grid(b.shape, b.tile);
+  std::vector<int64_t> glo(rank), ghi(rank); // the tiles overlapping the region
+  for (size_t d = 0; d < rank; ++d) {
+    glo[d] = (lo[d] - b.start[d]) / b.tile[d];
+    ghi[d] = (hi[d] - b.start[d] - 1) / b.tile[d] + 1;
+  }
+  struct Tile {
+    std::vector<int64_t> g;
+    uint64_t at, bytes; // in the block
+  };
+  std::vector<Tile> tiles;
+  // The grid box of tiles, walked row-major (the order they are stored in).
+  std::vector<int64_t> g = glo;
+  for (bool more = true; more;) {
+    tiles.push_back({g, grid.offset(g) * es, grid.elements(g) * es});
+    more = false;
+    for (size_t d = rank; d-- > 0;) {
+      if (++g[d] < ghi[d]) {
+        more = true;
+        break;
+      }
+      g[d] = glo[d];
+    }
+  }
+  std::vector<char> buf;
+  std::vector<int64_t> t0(rank), text(rank), clo(rank), chi(rank);
+  for (size_t i = 0; i < tiles.size();) {
+    size_t j = i + 1;
+    uint64_t end = tiles[i].at + tiles[i].bytes;
+    while (j < tiles.size() && tiles[j].at == end &&
+           end + tiles[j].bytes - tiles[i].at <= kBatchBytes) {
+      end += tiles[j].bytes;
+      ++j;
+    }
+    buf.resize(end - tiles[i].at);
+    f.read(buf.data(), tiles[i].at, end - tiles[i].at);
+    for (size_t k = i; k < j; ++k) {
+      const Tile &t = tiles[k];
+      const char *p = buf.data() + (t.at - tiles[i].at);
+      f.verify(p, t.bytes, grid.linear(t.g), t.at);
+      for (size_t d = 0; d < rank; ++d) {
+        t0[d] = b.start[d] + t.g[d] * b.tile[d];
+        text[d] = grid.extent(t.g, d);
+        clo[d] = std::max(t0[d], lo[d]);
+        chi[d] = std::min(t0[d] + text[d], hi[d]);
+      }
+      forEachRun(clo, chi, t0, text, start, shape, [&](uint64_t s, uint64_t o, uint64_t n) {
+        std::memcpy(out + o * es, p + s * es, n * es);
+      });
+    }
+    i = j;
+  }
+}
+
 } // namespace
 
-void readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
-                          const std::string &name, const std::vector<int64_t> &start,
-                          const std::vector<int64_t> &shape, void *dst) {
+uint64_t readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
+                              const std::string &name, const std::vector<int64_t> &start,
+                              const std::vector<int64_t> &shape, void *dst) {
   auto it = ix.tensors.find(name);
   if (it == ix.tensors.end())
     throw TensorFileError(checkpointIndexPath(dir) + ": no tensor `" + name + "`");
@@ -170,7 +238,8 @@ void readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
   char *out = static_cast<char *>(dst);
   for (int64_t s : shape)
     if (s == 0)
-      return;
+      return 0;
+  uint64_t bytesRead = 0;
   for (const CheckpointBlock &b : t.blocks) {
     // The overlap of the block and the region; nothing to read if empty.
     std::vector<int64_t> lo(rank), hi(rank);
@@ -185,45 +254,18 @@ void readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
     uint64_t blockBytes = es;
     for (int64_t s : b.shape)
       blockBytes *= (uint64_t)s;
-    BlockReader rd(dir, name, b, blockBytes, ix.chunkBytes);
-    // Row-major strides of the block and of the region, in elements.
-    std::vector<int64_t> bs(rank, 1), rs(rank, 1);
-    for (size_t d = rank; d-- > 1;) {
-      bs[d - 1] = bs[d] * b.shape[d];
-      rs[d - 1] = rs[d] * shape[d];
+    ShardFile f(dir, name, b, blockBytes);
+    if (!b.tile.empty()) {
+      readTiles(f, b, es, lo, hi, start, shape, out);
+    } else {
+      ChunkReader rd(f, b, blockBytes, ix.chunkBytes);
+      forEachRun(lo, hi, b.start, b.shape, start, shape, [&](uint64_t s, uint64_t o, uint64_t n) {
+        rd.copy(s * es, n * es, out + o * es);
+      });
     }
-    // A run: the innermost dims whose overlap spans both the block and the
-    // region whole are contiguous in both, so they merge into one copy.
-    size_t outer = rank; // dims [0, outer) are iterated, [outer, rank) are one run
-    int64_t run = 1;
-    while (outer > 0) {
-      size_t d = outer - 1;
-      run *= hi[d] - lo[d];
-      --outer;
-      if (hi[d] - lo[d] != b.shape[d] || hi[d] - lo[d] != shape[d])
-        break;
-    }
-    std::vector<int64_t> idx(lo.begin(), lo.begin() + (long)outer);
-    for (;;) {
-      int64_t src = 0, dsto = 0;
-      for (size_t d = 0; d < rank; ++d) {
-        int64_t i = d < outer ? idx[d] : lo[d];
-        src += (i - b.start[d]) * bs[d];
-        dsto += (i - start[d]) * rs[d];
-      }
-      rd.copy((uint64_t)src * es, (uint64_t)run * es, out + (uint64_t)dsto * es);
-      bool done = true; // advance the outer index, row-major
-      for (size_t d = outer; d-- > 0;) {
-        if (++idx[d] < hi[d]) {
-          done = false;
-          break;
-        }
-        idx[d] = lo[d];
-      }
-      if (done)
-        break;
-    }
+    bytesRead += f.bytesRead;
   }
+  return bytesRead;
 }
 
 void beginCheckpointSave(const std::string &dir) {
@@ -259,9 +301,7 @@ CheckpointShardWriter::~CheckpointShardWriter() {
     ::close(fd_);
 }
 
-std::vector<uint32_t> CheckpointShardWriter::write(uint64_t offset, const void *data,
-                                                   uint64_t bytes) {
-  auto p = static_cast<const char *>(data);
+void CheckpointShardWriter::put(uint64_t offset, const char *p, uint64_t bytes) {
   uint64_t done = 0;
   while (done < bytes) {
     ssize_t n = ::pwrite(fd_, p + done, bytes - done, (off_t)(offset + done));
@@ -271,9 +311,55 @@ std::vector<uint32_t> CheckpointShardWriter::write(uint64_t offset, const void *
       ioFail(path_, "cannot write shard");
     done += (uint64_t)n;
   }
+}
+
+std::vector<uint32_t> CheckpointShardWriter::write(const CheckpointBlock &b, uint64_t elemSize,
+                                                   const void *data) {
+  auto p = static_cast<const char *>(data);
+  uint64_t bytes = elemSize;
+  for (int64_t s : b.shape)
+    bytes *= (uint64_t)s;
   std::vector<uint32_t> c;
-  for (uint64_t at = 0; at < bytes; at += chunk_)
-    c.push_back(crc32c(0, p + at, std::min(chunk_, bytes - at)));
+  if (b.tile.empty()) {
+    put(b.offset, p, bytes);
+    for (uint64_t at = 0; at < bytes; at += chunk_)
+      c.push_back(crc32c(0, p + at, std::min(chunk_, bytes - at)));
+    return c;
+  }
+  // Tiles in storage order, gathered into a buffer that stays in cache,
+  // checksummed there and written kBatchBytes at a time.
+  const size_t rank = b.shape.size();
+  TileGrid grid(b.shape, b.tile);
+  std::vector<int64_t> g(rank, 0), t0(rank), t1(rank), ext(rank), zero(rank, 0);
+  std::vector<char> buf;
+  uint64_t at = b.offset; // where buf goes in the file
+  for (bool more = bytes > 0; more;) {
+    for (size_t d = 0; d < rank; ++d) {
+      t0[d] = g[d] * b.tile[d];
+      ext[d] = grid.extent(g, d);
+      t1[d] = t0[d] + ext[d];
+    }
+    size_t from = buf.size();
+    buf.resize(from + grid.elements(g) * elemSize);
+    char *q = buf.data() + from;
+    forEachRun(t0, t1, zero, b.shape, t0, ext, [&](uint64_t s, uint64_t o, uint64_t n) {
+      std::memcpy(q + o * elemSize, p + s * elemSize, n * elemSize);
+    });
+    c.push_back(crc32c(0, q, buf.size() - from));
+    more = false;
+    for (size_t d = rank; d-- > 0;) {
+      if (++g[d] < grid.count[d]) {
+        more = true;
+        break;
+      }
+      g[d] = 0;
+    }
+    if (buf.size() >= kBatchBytes || !more) {
+      put(at, buf.data(), buf.size());
+      at += buf.size();
+      buf.clear();
+    }
+  }
   return c;
 }
 

@@ -2,12 +2,20 @@
 // shard file per writing rank (`rank-00003.bin`, its blocks back to back)
 // and `index.json`, which records per tensor its dtype, global shape, the
 // mesh and placements it was saved from, and every block: file, byte offset,
-// global start, shape and a CRC-32C per chunk of `chunk_bytes` bytes.
+// global start, shape, tile shape and a CRC-32C per tile.
+//
+// A block is stored as tiles (version 2): boxes of about `chunk_bytes`
+// bytes, each row-major, in row-major order of the tile grid. The last dim
+// is cut into about 8 column groups, so a load onto a layout that shards any
+// dim (rows, columns, a middle dim) reads the tiles its block overlaps, not
+// every byte of every row: a column block of a row-sharded save reads its own
+// bytes plus at most a tile at each edge. Version 1 (still read) stored a
+// block row-major with a CRC per `chunk_bytes` chunk.
 //
 // Loading reads a region (any block of any layout) from the saved blocks it
-// overlaps, reading only the checksummed chunks that hold bytes of the region
-// and verifying each, so a rank never reads a whole tensor and never returns
-// a byte whose chunk does not match its checksum.
+// overlaps, reading only the checksummed tiles (chunks) that hold bytes of
+// the region and verifying each, so a rank never reads a whole tensor and
+// never returns a byte whose tile does not match its checksum.
 //
 // Saving is atomic: the shards and the index are written into `DIR.tmp`
 // (beside the target), fsynced with the folder, then swapped with `DIR` in
@@ -32,9 +40,12 @@
 
 namespace dt {
 
-/// Bytes per checksummed chunk of a block: the granularity of verified reads
-/// (a region's read rounds out to whole chunks).
+/// Bytes per checksummed tile (chunk) of a block: the granularity of
+/// verified reads (a region's read rounds out to whole tiles).
 constexpr uint64_t kCheckpointChunkBytes = 64u << 10;
+/// Tiles of an index larger than this are rejected (a hostile index must not
+/// make a reader allocate without bound).
+constexpr uint64_t kMaxCheckpointTileBytes = 64u << 20;
 /// index.json files longer than this are rejected.
 constexpr uint64_t kMaxCheckpointIndexBytes = 256u << 20;
 /// Blocks of one tensor (a mesh has at most 4096 devices).
@@ -46,7 +57,13 @@ struct CheckpointBlock {
   uint64_t offset = 0;        ///< byte offset of the block in its file
   std::vector<int64_t> start; ///< global index of the block's first element
   std::vector<int64_t> shape; ///< the block's shape (row-major in the file)
-  std::vector<uint32_t> crcs; ///< CRC-32C of each chunk of the block's bytes
+  /// The tile shape (one entry a dim; every tile but those at the block's
+  /// far edges has it): tiles are stored in row-major order of the tile
+  /// grid, each row-major, one checksum a tile. Empty: the block is stored
+  /// row-major with one checksum a chunk of the index's `chunkBytes`
+  /// (version 1, and every rank-0 block).
+  std::vector<int64_t> tile;
+  std::vector<uint32_t> crcs; ///< CRC-32C of each tile (chunk), in storage order
 };
 
 /// One saved tensor.
@@ -76,6 +93,15 @@ CheckpointIndex readCheckpointIndex(const std::string &dir);
 
 /// Number of checksummed chunks of `bytes` bytes.
 uint64_t checkpointChunks(uint64_t bytes, uint64_t chunkBytes);
+/// The tile shape a block of `shape` with elements of `elemSize` bytes is
+/// saved in: about `tileBytes` bytes, the last dim cut into about 8 groups
+/// of at least 128 bytes, then as many whole rows (and outer dims) as fit.
+/// Empty for a rank-0 block (stored as one chunk).
+std::vector<int64_t> checkpointTileShape(const std::vector<int64_t> &shape, uint64_t elemSize,
+                                         uint64_t tileBytes);
+/// Number of checksums of a block (of `b.shape` and `b.tile`): its tiles,
+/// or its chunks when it has no tile shape.
+uint64_t checkpointBlockChecksums(const CheckpointBlock &b, uint64_t elemSize, uint64_t chunkBytes);
 /// The path of the index and of a shard file of the checkpoint in `dir`.
 std::string checkpointIndexPath(const std::string &dir);
 std::string checkpointShardName(int worldRank);
@@ -84,10 +110,11 @@ std::string checkpointTempDir(const std::string &dir);
 
 /// Reads the region at `start` of shape `shape` of tensor `name` (an entry of
 /// `ix`, read from `dir`) into `dst` (row-major), from the saved blocks it
-/// overlaps, verifying the checksum of every chunk it reads.
-void readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
-                          const std::string &name, const std::vector<int64_t> &start,
-                          const std::vector<int64_t> &shape, void *dst);
+/// overlaps, verifying the checksum of every tile (chunk) it reads. Returns
+/// the number of bytes read from shard files.
+uint64_t readCheckpointRegion(const std::string &dir, const CheckpointIndex &ix,
+                              const std::string &name, const std::vector<int64_t> &start,
+                              const std::vector<int64_t> &shape, void *dst);
 
 /// Save, step 1 (one writer): checks that `dir` is absent or a checkpoint
 /// (never replaces anything else), removes a stale temporary folder, and
@@ -102,12 +129,17 @@ public:
   ~CheckpointShardWriter();
   CheckpointShardWriter(const CheckpointShardWriter &) = delete;
   CheckpointShardWriter &operator=(const CheckpointShardWriter &) = delete;
-  /// Writes `bytes` bytes at `offset`; returns their chunk checksums.
-  std::vector<uint32_t> write(uint64_t offset, const void *data, uint64_t bytes);
+  /// Writes block `b` (its `offset`, `shape` and `tile`; `data` row-major,
+  /// elements of `elemSize` bytes) in its storage order; returns its
+  /// checksums (one a tile, or a chunk when `b.tile` is empty).
+  std::vector<uint32_t> write(const CheckpointBlock &b, uint64_t elemSize, const void *data);
   /// fsyncs and closes the file.
   void finish();
 
 private:
+  /// Writes `bytes` bytes at `offset`.
+  void put(uint64_t offset, const char *p, uint64_t bytes);
+
   std::string path_;
   uint64_t chunk_;
   int fd_ = -1;

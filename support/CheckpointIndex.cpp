@@ -1,6 +1,7 @@
 // This file implements the checkpoint index (see Checkpoint.h): its JSON
 // writer and its hardened reader.
 #include "support/Checkpoint.h"
+#include "support/CheckpointTiles.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +16,9 @@ namespace dt {
 namespace {
 
 constexpr const char *kFormat = "dtensor-checkpoint";
-constexpr int64_t kVersion = 1;
+/// Version 2 stores blocks as tiles (a `tile` per block); version 1 (read
+/// still) stored them row-major with a checksum a chunk.
+constexpr int64_t kVersion = 2;
 
 // --- writer -----------------------------------------------------------------
 
@@ -305,7 +308,7 @@ bool boxesOverlap(const CheckpointBlock &a, const CheckpointBlock &b) {
   return true;
 }
 
-CheckpointTensor tensorOf(const Json &j, const Checker &c, uint64_t chunkBytes) {
+CheckpointTensor tensorOf(const Json &j, const Checker &c, uint64_t chunkBytes, int64_t version) {
   if (j.kind != Json::Obj)
     c.bad("not an object");
   CheckpointTensor t;
@@ -350,10 +353,27 @@ CheckpointTensor tensorOf(const Json &j, const Checker &c, uint64_t chunkBytes) 
     uint64_t bytes = (uint64_t)n * (uint64_t)esize;
     if (b.offset > (uint64_t)INT64_MAX - bytes)
       bc.bad("`offset` + the block's bytes overflows");
+    if (bj.get("tile")) {
+      if (version < 2)
+        bc.bad("a `tile` in a version 1 index");
+      b.tile = bc.ints(bj, "tile", 1, INT64_MAX, kMaxRank);
+      if (b.tile.size() != b.shape.size() || b.tile.empty())
+        bc.bad("`tile` needs one entry per dim of the tensor");
+      uint64_t tileBytes = (uint64_t)esize;
+      for (size_t d = 0; d < b.tile.size(); ++d) {
+        if (b.tile[d] > b.shape[d])
+          bc.bad("the tile is larger than the block in dim " + std::to_string(d));
+        tileBytes *= (uint64_t)b.tile[d]; // <= the block's bytes: no overflow
+      }
+      if (tileBytes > kMaxCheckpointTileBytes)
+        bc.bad("a tile of " + std::to_string(tileBytes) + " bytes (at most " +
+               std::to_string(kMaxCheckpointTileBytes) + ")");
+    }
     std::vector<int64_t> crcs = bc.ints(bj, "crc32c", 0, UINT32_MAX, SIZE_MAX);
-    if ((uint64_t)crcs.size() != checkpointChunks(bytes, chunkBytes))
-      bc.bad("it has " + std::to_string(crcs.size()) + " checksums for " +
-             std::to_string(checkpointChunks(bytes, chunkBytes)) + " chunks");
+    uint64_t want = checkpointBlockChecksums(b, (uint64_t)esize, chunkBytes);
+    if ((uint64_t)crcs.size() != want)
+      bc.bad("it has " + std::to_string(crcs.size()) + " checksums for " + std::to_string(want) +
+             (b.tile.empty() ? " chunks" : " tiles"));
     for (int64_t v : crcs)
       b.crcs.push_back((uint32_t)v);
     covered += n;
@@ -374,6 +394,39 @@ CheckpointTensor tensorOf(const Json &j, const Checker &c, uint64_t chunkBytes) 
 
 uint64_t checkpointChunks(uint64_t bytes, uint64_t chunkBytes) {
   return bytes / chunkBytes + (bytes % chunkBytes != 0);
+}
+
+std::vector<int64_t> checkpointTileShape(const std::vector<int64_t> &shape, uint64_t elemSize,
+                                         uint64_t tileBytes) {
+  if (shape.empty())
+    return {};
+  const size_t rank = shape.size();
+  std::vector<int64_t> tile(rank, 1);
+  int64_t budget = (int64_t)std::max<uint64_t>(1, tileBytes / elemSize); // elements
+  // The last dim in about 8 column groups of at least 128 bytes, so that a
+  // load sharding columns up to 8 ways reads about its own bytes.
+  int64_t cols = std::max<int64_t>(1, shape[rank - 1]);
+  int64_t minRun = (int64_t)std::max<uint64_t>(1, 128 / elemSize);
+  int64_t w = (cols + 7) / 8;
+  w = (w + minRun - 1) / minRun * minRun;
+  w = std::min({w, cols, budget});
+  tile[rank - 1] = w;
+  int64_t rest = budget / w;
+  for (size_t d = rank - 1; d-- > 0 && rest > 1;) {
+    tile[d] = std::min(std::max<int64_t>(1, shape[d]), rest);
+    rest /= tile[d];
+  }
+  return tile;
+}
+
+uint64_t checkpointBlockChecksums(const CheckpointBlock &b, uint64_t elemSize,
+                                  uint64_t chunkBytes) {
+  if (!b.tile.empty())
+    return TileGrid(b.shape, b.tile).tiles();
+  uint64_t bytes = elemSize;
+  for (int64_t s : b.shape)
+    bytes *= (uint64_t)s;
+  return checkpointChunks(bytes, chunkBytes);
 }
 
 std::string checkpointIndexPath(const std::string &dir) { return dir + "/index.json"; }
@@ -408,7 +461,9 @@ std::string writeCheckpointIndex(const CheckpointIndex &ix) {
       const CheckpointBlock &b = t.blocks[k];
       out += std::string(k ? "," : "") + "\n        {\"file\": " + quote(b.file) +
              ", \"offset\": " + std::to_string(b.offset) + ", \"start\": " + list(b.start) +
-             ", \"shape\": " + list(b.shape) + ", \"crc32c\": " + list(b.crcs) + "}";
+             ", \"shape\": " + list(b.shape) +
+             (b.tile.empty() ? "" : ", \"tile\": " + list(b.tile)) +
+             ", \"crc32c\": " + list(b.crcs) + "}";
     }
     out += t.blocks.empty() ? "]\n    }" : "\n      ]\n    }";
   }
@@ -431,8 +486,8 @@ CheckpointIndex parseCheckpointIndex(const std::string &text, const std::string 
   if (c.field(top, "format", Json::Str).s != kFormat)
     c.bad("`format` is not `" + std::string(kFormat) + "`");
   int64_t version = c.field(top, "version", Json::Int).i;
-  if (version != kVersion)
-    c.bad("version " + std::to_string(version) + " (this dtensor reads version " +
+  if (version < 1 || version > kVersion)
+    c.bad("version " + std::to_string(version) + " (this dtensor reads versions 1 to " +
           std::to_string(kVersion) + ")");
   CheckpointIndex ix;
   ix.chunkBytes = (uint64_t)c.integer(top, "chunk_bytes", 1, 1 << 30);
@@ -440,7 +495,7 @@ CheckpointIndex parseCheckpointIndex(const std::string &text, const std::string 
   for (size_t i = 0; i < ts.keys.size(); ++i) {
     const std::string &name = ts.keys[i];
     Checker tc{path, "tensor `" + name + "`"};
-    ix.tensors[name] = tensorOf(ts.a[i], tc, ix.chunkBytes);
+    ix.tensors[name] = tensorOf(ts.a[i], tc, ix.chunkBytes, version);
   }
   return ix;
 }

@@ -45,6 +45,7 @@ private:
         e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes, sliceOffset(in.attrs))
                                                : 0;
         e.crossNode = communicates(in.op) && topo_.crosses(*e.from.mesh, e.axes);
+        e.tree = in.op == Op::AllReduce && in.attrs.str.rfind("tree ", 0) == 0;
         index_[key] = entries.size();
         entries.push_back(std::move(e));
       } else if ((in.op == Op::If || in.op == Op::While || (in.op == Op::For && in.attrs.flag)) &&
@@ -118,6 +119,8 @@ std::string explainModule(const Module &m, const SourceManager &sources, const s
            " B per rank";
     if (e.count != 1)
       out += " x " + std::to_string(e.count);
+    if (e.tree)
+      out += ", the ranks' partial products added in the fixed tree order";
     out += !communicates(e.op) ? " (local, no communication)\n"
            : e.crossNode       ? " (crosses nodes)\n"
                                : "\n";

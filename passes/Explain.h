@@ -29,6 +29,9 @@ struct ExplainEntry {
   int64_t bytes = 0;      ///< per execution, busiest rank
   int64_t count = 0;      ///< executions per run of main
   bool crossNode = false; ///< its groups hold ranks on two nodes (ir/Topology.h)
+  /// `all_reduce` of deterministic mode's distributed contraction: the
+  /// ranks' nodes combined in the fixed tree order (passes/SpmdLower.h)
+  bool tree = false;
 };
 
 /// Every collective step reachable from `entry`, in first-execution order;

@@ -1,6 +1,7 @@
 // This file implements SPMD lowering (see SpmdLower.h).
 #include "passes/SpmdLower.h"
 
+#include "ir/DeterministicOrder.h"
 #include "passes/Redistribute.h"
 #include "passes/SliceGather.h"
 
@@ -25,6 +26,15 @@ public:
   }
 
 private:
+  /// What follows an op gatherReduced changed: `value` (the op's new
+  /// result) moves to `result`'s type; with treeRanks > 0 it holds each
+  /// rank's subtree node on mesh axis treeAxis (distributeContraction).
+  struct After {
+    int value, result;
+    int treeAxis = -1;
+    int64_t treeRanks = 0;
+  };
+
   int renamed(int id) const {
     auto it = rename_.find(id);
     return it == rename_.end() ? id : it->second;
@@ -105,7 +115,7 @@ private:
   /// `after` once the op is placed) keeps the value on coordinate 0 of the
   /// axes and zeros elsewhere: every partial value is then whole on one rank
   /// and the executor moves it without arithmetic (runtime/CollectiveSteps.h).
-  void gatherReduced(Inst &in, std::vector<Inst> &out, std::vector<std::pair<int, int>> &after) {
+  void gatherReduced(Inst &in, std::vector<Inst> &out, std::vector<After> &after) {
     if (!deterministic_ || !in.regions.empty() || in.op == Op::Call || in.results.empty())
       return;
     std::vector<int64_t> axes;
@@ -124,7 +134,8 @@ private:
         }
       }
     }
-    if (axes.empty())
+    if (axes.empty() || distributeContraction(in, axes, after) ||
+        reshardReduction(in, axes, out, after))
       return;
     for (int &o : in.operands) {
       TensorType t = f_.type(o); // a copy: newValue grows the table
@@ -153,6 +164,121 @@ private:
     }
   }
 
+  /// Deterministic mode, the distributed case of gatherReduced: a 2-D f32 or
+  /// f64 matmul contracting k sharded on one mesh axis, where every rank's
+  /// shard of k is a whole subtree of the fixed contraction order
+  /// (ir/DeterministicOrder.h: shards of 2^j leaves of kDeterministicBlock,
+  /// the last one shorter or empty), runs on the shards: each rank's product
+  /// is its subtree's node, and `all_reduce` marked `tree G` combines the
+  /// first G ranks' nodes in the tree's order (runtime/CollectiveSteps.h),
+  /// which gives the one-device bits without gathering the operands. Other
+  /// shards (uneven chunks off the leaf edges, several axes on k) return
+  /// false: gatherReduced gathers.
+  bool distributeContraction(Inst &in, const std::vector<int64_t> &axes,
+                             std::vector<After> &after) {
+    if (in.op != Op::MatMul || in.operands.size() != 2 || in.results.size() != 1 ||
+        axes.size() != 1)
+      return false;
+    const int x = (int)axes[0];
+    TensorType a = f_.type(in.operands[0]), b = f_.type(in.operands[1]), r = f_.type(in.results[0]);
+    if (a.isHost() || b.isHost() || r.isHost() || a.rank() != 2 || b.rank() != 2 || r.rank() != 2 ||
+        !isConcrete(a.shape) || !isConcrete(r.shape))
+      return false;
+    if ((r.dtype != DType::F32 && r.dtype != DType::F64) || a.dtype != r.dtype ||
+        b.dtype != r.dtype)
+      return false;
+    const int ka = matmulTransposed(in.attrs, 0) ? 0 : 1;
+    const int kb = matmulTransposed(in.attrs, 1) ? 1 : 0;
+    const Placement &pa = a.placements[x], &pb = b.placements[x], &pr = r.placements[x];
+    if (!pa.isShard() || pa.dim != ka || !pb.isShard() || pb.dim != kb || !pr.isPartial() ||
+        pr.op != ReduceOp::Sum || a.axesShardingDim(ka) != std::vector<int>{x} ||
+        b.axesShardingDim(kb) != std::vector<int>{x})
+      return false;
+    const int64_t k = concreteDims(a.shape)[ka], ranks = a.mesh->axes[x].size;
+    const int64_t chunk = chunkRange(k, ranks, 0).second;
+    const int64_t leaves = chunk / kDeterministicBlock;
+    if (ranks < 2 || k == 0 || chunk % kDeterministicBlock || (leaves & (leaves - 1)))
+      return false;
+    int64_t g = 0; // ranks holding leaves: a prefix, each at i * chunk
+    for (int64_t i = 0; i < ranks; ++i) {
+      auto [off, len] = chunkRange(k, ranks, i);
+      if (len == 0)
+        continue;
+      if (off != i * chunk || g != i || (len != chunk && off + len != k))
+        return false;
+      g = i + 1;
+    }
+    int node = f_.newValue(r);
+    after.push_back({node, in.results[0], x, g});
+    in.results[0] = node;
+    return true;
+  }
+
+  /// Deterministic mode, a reduction (`reduce_sum`, `reduce_max`,
+  /// `reduce_min`) over a dim sharded on one mesh axis, with a kept dim that
+  /// no axis shards and that has at least as many elements as the axis has
+  /// ranks: instead of gathering the operand whole on every rank, an
+  /// `all_to_all` moves the shard to that kept dim, so each rank reduces its
+  /// block of outputs over the whole reduced dims in the one-device order (an
+  /// output's order never depends on the other outputs), without redundant
+  /// work and moving 1/ranks of the data; the result, sharded on the kept
+  /// dim, then gathers (small) and becomes partial as in gatherReduced.
+  bool reshardReduction(Inst &in, const std::vector<int64_t> &axes, std::vector<Inst> &out,
+                        std::vector<After> &after) {
+    if (opInfo(in.op).cls != OpClass::Reduce || in.operands.size() != 1 || in.results.size() != 1 ||
+        axes.size() != 1)
+      return false;
+    const int x = (int)axes[0];
+    TensorType t = f_.type(in.operands[0]), r = f_.type(in.results[0]);
+    if (t.isHost() || r.isHost() || !isConcrete(t.shape) || !t.placements[x].isShard() ||
+        t.axesShardingDim(t.placements[x].dim) != std::vector<int>{x})
+      return false;
+    const std::vector<int64_t> &dims = in.attrs.ints;
+    auto reduced = [&](int d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
+    if (!reduced(t.placements[x].dim))
+      return false;
+    const std::vector<int64_t> shape = concreteDims(t.shape);
+    int keep = -1;
+    for (int d = 0; d < t.rank(); ++d)
+      if (!reduced(d) && t.axesShardingDim(d).empty() && (keep < 0 || shape[d] > shape[keep]))
+        keep = d;
+    if (keep < 0 || shape[keep] < t.mesh->axes[x].size)
+      return false;
+    int keepOut = keep; // its index in the result (reduced dims are dropped)
+    for (int64_t d : dims)
+      keepOut -= d < keep;
+    TensorType moved = t, part = r;
+    moved.placements[x] = Placement::shard(keep);
+    part.placements[x] = Placement::shard(keepOut);
+    in.operands[0] = emitMove(in.operands[0], moved, -1, in.loc, out);
+    int v = f_.newValue(part);
+    after.push_back({v, in.results[0]});
+    in.results[0] = v;
+    return true;
+  }
+
+  /// Emits the steps after an op that gatherReduced changed: `tree` all-reduce
+  /// of the nodes (distributeContraction), then the move to the result's type.
+  void emitAfter(const After &w, SrcLoc loc, std::vector<Inst> &out) {
+    int whole = w.value;
+    if (w.treeRanks > 0) {
+      TensorType rep = f_.type(w.result);
+      rep.placements[w.treeAxis] = Placement::replicate();
+      whole = f_.newValue(rep);
+      Inst s;
+      s.op = Op::AllReduce;
+      s.operands = {w.value};
+      s.results = {whole};
+      s.attrs.ints = {w.treeAxis};
+      s.attrs.str = "tree " + std::to_string(w.treeRanks);
+      s.loc = loc;
+      out.push_back(std::move(s));
+      ++inserted_;
+      treeWhole_[w.result] = whole;
+    }
+    emitMove(whole, f_.type(w.result), w.result, loc, out);
+  }
+
   static TensorType replicated(const TensorType &t) {
     return replicatedType(t.dtype, t.shape, t.mesh);
   }
@@ -175,6 +301,11 @@ private:
           lowerSlice(in, *slice, out);
           continue;
         }
+        // A tree all-reduce's result already holds the whole value: move
+        // from there (a local slice or nothing) instead of broadcasting
+        // the partial copy made from it.
+        if (auto t = treeWhole_.find(in.operands[0]); t != treeWhole_.end())
+          in.operands[0] = t->second;
         int got = emitMove(in.operands[0], f_.type(in.results[0]), in.results[0], in.loc, out);
         if (got != in.results[0])
           rename_[in.results[0]] = got;
@@ -213,12 +344,12 @@ private:
       default:
         break;
       }
-      std::vector<std::pair<int, int>> after; // (whole value, partial result)
+      std::vector<After> after;
       gatherReduced(in, out, after);
       SrcLoc loc = in.loc;
       out.push_back(std::move(in));
-      for (auto [whole, result] : after)
-        emitMove(whole, f_.type(result), result, loc, out);
+      for (const After &w : after)
+        emitAfter(w, loc, out);
     }
     b.insts = std::move(out);
   }
@@ -285,7 +416,8 @@ private:
   bool deterministic_ = false;
   std::map<int, int> rename_;
   SliceGatherFacts slices_;
-  std::set<int> sliced_; ///< results of instructions a slice_gather replaced
+  std::set<int> sliced_;         ///< results of instructions a slice_gather replaced
+  std::map<int, int> treeWhole_; ///< partial result -> its tree all-reduce (emitAfter)
   int inserted_ = 0;
 };
 

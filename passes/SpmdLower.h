@@ -33,9 +33,13 @@ namespace dt {
 /// Lowers every function of `m` in place; returns the number of collective
 /// steps inserted. `topo`: which ranks share a node (the planner keeps
 /// traffic inside nodes where it can; ir/Topology.h). With `m.deterministic`,
-/// an op that reduces or contracts a dim sharded on some mesh axes gets its
-/// operands gathered on those axes and its (whole) result moved back to the
-/// partial type with `local_partial` (docs/language.md, "Deterministic mode").
+/// an op that reduces or contracts a dim sharded on some mesh axes computes
+/// every output in the one-device order (docs/language.md, "Deterministic
+/// mode"): a matmul whose k shards are whole subtrees of the fixed leaf tree
+/// runs on the shards and an `all_reduce` marked `tree G` adds the ranks'
+/// nodes in tree order; a reduction moves its shard to a kept dim; any other
+/// op gets its operands gathered on those axes. The (whole) result moves
+/// back to the partial type with `local_partial`.
 int lowerToSpmd(Module &m, const Topology &topo = {});
 
 } // namespace dt

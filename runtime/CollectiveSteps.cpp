@@ -1,8 +1,10 @@
 // This file implements the per-rank collective steps (see CollectiveSteps.h).
 #include "runtime/CollectiveSteps.h"
 
-#include "support/Diagnostics.h"
+#include "runtime/BlasDeterministic.h"
+
 #include "ir/Collectives.h"
+#include "support/Diagnostics.h"
 
 namespace dt {
 
@@ -48,6 +50,30 @@ bool concatenates(const std::vector<Box> &parts, const Box &box) {
     next += p.shape[0];
   }
   return next == box.offset[0] + box.shape[0];
+}
+
+/// Deterministic mode's distributed contraction (passes/SpmdLower.cpp,
+/// distributeContraction): the group's first `g` members each hold the node
+/// of their subtree of the fixed contraction order; every member gathers the
+/// nodes and combines them in the tree's order (runtime/BlasDeterministic.h),
+/// so all get the one-device bits. Members past `g` hold no leaves.
+HostTensor treeAllReduce(Device &dev, Communicator &comm, const HostTensor &block, int64_t g,
+                         size_t members) {
+  const int64_t count = block.numel(), es = dtypeSize(block.dtype);
+  if (block.dtype != DType::F32 && block.dtype != DType::F64)
+    throw InternalError("executor: `all_reduce` in tree order of a " +
+                        std::string(dtypeName(block.dtype)) + " value");
+  if (g < 1 || g > (int64_t)members)
+    throw InternalError("executor: `all_reduce` in tree order over " + std::to_string(g) + " of " +
+                        std::to_string(members) + " ranks");
+  HostTensor all = dev.empty(block.dtype, {(int64_t)members * count});
+  comm.allGatherV(block.raw(), all.raw(), std::vector<int64_t>(members, count), block.dtype);
+  HostTensor nodes = dev.toHost(all), whole(block.dtype, block.shape);
+  std::vector<const void *> parts;
+  for (int64_t q = 0; q < g; ++q)
+    parts.push_back(static_cast<const char *>(nodes.raw()) + q * count * es);
+  deterministicTree(block.dtype == DType::F64, parts, whole.raw(), count);
+  return dev.fromHost(whole);
 }
 
 } // namespace
@@ -101,6 +127,8 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
   }
   case Op::AllReduce: {
     Communicator &comm = dev.group(members);
+    if (deterministic && in.attrs.str.rfind("tree ", 0) == 0)
+      return treeAllReduce(dev, comm, block, std::stoll(in.attrs.str.substr(5)), members.size());
     if (deterministic) { // the value is whole on the group's first member
       if (me == 0)
         dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),

@@ -22,7 +22,10 @@ namespace dt {
 /// In deterministic mode (Module::deterministic) a partial value is whole on
 /// coordinate 0 of its partial axes (SPMD lowering made it so), so
 /// `all_reduce` broadcasts that block and `reduce_scatter` broadcasts it and
-/// keeps this rank's block: no arithmetic, no order to depend on.
+/// keeps this rank's block: no arithmetic, no order to depend on. The one
+/// exception, `all_reduce` marked `tree G` (SPMD lowering's distributed
+/// contraction), combines the first G members' subtree nodes in the fixed
+/// tree order of runtime/BlasDeterministic.h, the same on every member.
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
                              const std::vector<int64_t> &worldIds, bool deterministic = false);

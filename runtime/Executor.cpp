@@ -7,6 +7,7 @@
 
 #include "ir/Printer.h"
 #include "passes/Fusion.h"
+#include "runtime/Blas.h"
 #include "runtime/CheckpointIO.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/CpuBackend.h"
@@ -277,6 +278,26 @@ private:
     return localOp(in, args, types, LocalPlace{meshRank(rt), sh_.referenceOnly});
   }
 
+  /// Deterministic mode's matmul: the device's (matmulDeterministic), and
+  /// for f32 and f64 on any device and with --no-jit the order of
+  /// runtime/BlasDeterministic.h on the host, since SPMD lowering may
+  /// combine ranks' subtree nodes of that order (distributeContraction) and
+  /// every run of the program must then compute it. nullopt: the reference
+  /// kernel (other dtypes).
+  std::optional<HostTensor> deterministicProduct(const Inst &in, const HostTensor &a,
+                                                 const HostTensor &b, DType out, LocalPlace place) {
+    const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
+    if (!place.referenceOnly)
+      if (auto c = dev_.matmulDeterministic(a, b, out, ta, tb))
+        return c;
+    if ((out != DType::F32 && out != DType::F64) || a.dtype != out || b.dtype != out ||
+        a.rank() < 1 || b.rank() < 1)
+      return std::nullopt;
+    HostTensor c;
+    gemm(dev_.toHost(a), dev_.toHost(b), c, ta, tb, 1, true);
+    return dev_.fromHost(c);
+  }
+
   /// A local op on the Device: BLAS, a data-movement primitive, a view
   /// (reshape) or the fallback (fused elementwise work never gets here: it
   /// is a kernel call).
@@ -284,6 +305,9 @@ private:
                             const std::vector<TensorType> &types, LocalPlace place) {
     size_t n = args.size();
     bool oneDim = in.attrs.ints.size() == 1;
+    if (sh_.m.deterministic && in.op == Op::MatMul && n == 2 && types.size() == 1)
+      if (auto c = deterministicProduct(in, *args[0], *args[1], types[0].dtype, place))
+        return {std::move(*c)};
     if (!place.referenceOnly && types.size() == 1) {
       switch (in.op) {
       case Op::MatMul:

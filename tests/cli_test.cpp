@@ -234,6 +234,44 @@ TEST_CASE("cli: a second run loads its kernels from the disk cache") {
   std::filesystem::remove(prog);
 }
 
+TEST_CASE("cli: explain --deterministic: tree all-reduce on leaf edges, all_to_all for a "
+          "reduction, gathers otherwise") {
+  // k = 256 on 2 ranks: shards of 128 = 2 leaves of 64, a subtree: the
+  // product runs on the shards. k = 200: 100 per rank, off the leaf edges:
+  // gathered. The sum over the sharded rows moves the shard to the columns.
+  std::string path = "/tmp/dt-cli-det-explain-" + std::to_string(::getpid()) + ".dt";
+  {
+    std::ofstream f(path);
+    f << "mesh m = [x = 2]\n"
+         "let a : f32[8, 256] @ m[_, x] = randn(seed=1)\n"
+         "let b : f32[256, 4] @ m[x, _] = randn(seed=2)\n"
+         "print(relayout(a @ b, m[_, _]))\n"
+         "let c : f32[8, 200] @ m[_, x] = randn(seed=3)\n"
+         "let d : f32[200, 4] @ m[x, _] = randn(seed=4)\n"
+         "print(relayout(c @ d, m[_, _]))\n"
+         "let e : f32[64, 16] @ m[x, _] = randn(seed=5)\n"
+         "print(relayout(sum(e, dim=0), m[_]))\n";
+  }
+  ProcResult det = dtc({"explain", path, "--deterministic"});
+  ProcResult def = dtc({"explain", path});
+  std::filesystem::remove(path);
+  CHECK(det.exitCode == 0);
+  auto line = [&](const std::string &text, int n) {
+    std::string from = "line " + std::to_string(n) + ":";
+    size_t at = text.find(from);
+    if (at == std::string::npos)
+      return std::string();
+    size_t end = text.find("\nline ", at + 1);
+    return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  CHECK(contains(line(det.out, 4), "added in the fixed tree order"));
+  CHECK_FALSE(contains(line(det.out, 4), "all_gather"));
+  CHECK(contains(line(det.out, 7), "all_gather"));
+  CHECK_FALSE(contains(line(det.out, 7), "tree order"));
+  CHECK(contains(line(det.out, 9), "all_to_all"));
+  CHECK_FALSE(contains(def.out, "tree order"));
+}
+
 TEST_CASE("cli: run --deterministic prints the same text on 1, 3 and 4 ranks") {
   // Printed floats are round-trip exact, so equal text is equal bits. 37 and
   // 7 split unevenly over 3 and 4 ranks; the sum, the matmul and the mean

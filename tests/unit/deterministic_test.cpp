@@ -19,6 +19,24 @@ using namespace dt;
 
 namespace {
 
+/// Row `a` (k contiguous values) times column `b` (stride n) over the leaves
+/// [l0, l1) of k (the last may be short): the tree of the leaves' fma chains,
+/// written as the recursion of BlasDeterministic.h.
+template <class T> T definition(const T *a, const T *b, int64_t n, int64_t l0, int64_t l1) {
+  const int64_t kb = kDeterministicBlock;
+  if (l1 - l0 <= kb) {
+    T acc = 0;
+    for (int64_t p = l0; p < l1; ++p)
+      acc = std::fma(a[p], b[p * n], acc);
+    return acc;
+  }
+  int64_t leaves = (l1 - l0 + kb - 1) / kb, h = 1;
+  while (h * 2 < leaves)
+    h *= 2;
+  T left = definition(a, b, n, l0, l0 + h * kb), right = definition(a, b, n, l0 + h * kb, l1);
+  return left + right;
+}
+
 template <class T> void checkProduct(int64_t m, int64_t k, int64_t n, std::mt19937_64 &rng) {
   const bool f64 = std::is_same_v<T, double>;
   std::normal_distribution<double> nd;
@@ -27,14 +45,11 @@ template <class T> void checkProduct(int64_t m, int64_t k, int64_t n, std::mt199
     x = (T)nd(rng);
   for (auto &x : B)
     x = (T)nd(rng);
-  // The definition: one fma chain over k from 0.
+  // The definition (BlasDeterministic.h): leaves of 64 k indices, each one
+  // fma chain from 0, combined by the fixed tree.
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      T acc = 0;
-      for (int64_t p = 0; p < k; ++p)
-        acc = std::fma(A[i * k + p], B[p * n + j], acc);
-      ref[i * n + j] = acc;
-    }
+    for (int64_t j = 0; j < n; ++j)
+      ref[i * n + j] = definition(A.data() + i * k, B.data() + j, n, 0, k);
   deterministicMatrix(f64, A.data(), B.data(), C.data(), m, k, n, false, false);
   INFO("m=" << m << " k=" << k << " n=" << n << (f64 ? " f64" : " f32"));
   CHECK(std::memcmp(C.data(), ref.data(), C.size() * sizeof(T)) == 0);
@@ -103,6 +118,90 @@ TEST_CASE("deterministic matmul: threads split the rows without changing a bit")
   deterministicMatrix(false, A.data(), B.data(), C1.data(), m, k, n, false, false, 1);
   deterministicMatrix(false, A.data(), B.data(), C3.data(), m, k, n, false, false, 3);
   CHECK(std::memcmp(C1.data(), C3.data(), C1.size() * sizeof(float)) == 0);
+}
+
+/// The product computed by `parts` ranks that each hold a chunk of k of
+/// `chunk` indices (the last ones shorter or absent), combined by
+/// deterministicTree: the distributed contraction of SPMD lowering.
+template <class T>
+std::vector<T> byChunks(const std::vector<T> &A, const std::vector<T> &B, int64_t m, int64_t k,
+                        int64_t n, int64_t chunk) {
+  const bool f64 = std::is_same_v<T, double>;
+  std::vector<std::vector<T>> nodes;
+  for (int64_t k0 = 0; k0 < k; k0 += chunk) {
+    int64_t kc = std::min(chunk, k - k0);
+    std::vector<T> As(m * kc), Bs(kc * n), Cs(m * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < kc; ++p)
+        As[i * kc + p] = A[i * k + k0 + p];
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        Bs[p * n + j] = B[(k0 + p) * n + j];
+    deterministicMatrix(f64, As.data(), Bs.data(), Cs.data(), m, kc, n, false, false);
+    nodes.push_back(std::move(Cs));
+  }
+  std::vector<const void *> ps;
+  for (auto &c : nodes)
+    ps.push_back(c.data());
+  std::vector<T> out(m * n);
+  deterministicTree(f64, ps, out.data(), m * n);
+  return out;
+}
+
+template <class T> void checkChunks(std::mt19937_64 &rng, bool specials) {
+  const bool f64 = std::is_same_v<T, double>;
+  const int64_t kb = kDeterministicBlock;
+  std::normal_distribution<double> nd;
+  const int64_t m = 7, n = 19;
+  // k = 8 leaves split 1, 2, 4 or 8 ways; 5 leaves in chunks of 2 (the last
+  // rank holds one) and of 4; 3 leaves and a short last leaf in chunks of 2.
+  struct Split {
+    int64_t k, chunk;
+  } splits[] = {{8 * kb, 8 * kb}, {8 * kb, 4 * kb}, {8 * kb, 2 * kb}, {8 * kb, kb},
+                {5 * kb, 2 * kb}, {5 * kb, 4 * kb}, {2 * kb + 9, 2 * kb}, {2 * kb + 9, kb}};
+  for (auto [k, chunk] : splits) {
+    std::vector<T> A(m * k), B(k * n), whole(m * n);
+    for (auto &x : A)
+      x = (T)nd(rng);
+    for (auto &x : B)
+      x = (T)nd(rng);
+    if (specials) { // inf, -inf and NaN in a few rows and columns, in different chunks
+      A[0 * k + 3] = INFINITY;
+      A[1 * k + k - 1] = -INFINITY;
+      B[(k / 2) * n + 4] = NAN;
+      A[2 * k + kb + 1] = INFINITY;
+      A[2 * k + k - 2] = -INFINITY; // inf - inf: NaN from two chunks
+    }
+    deterministicMatrix(f64, A.data(), B.data(), whole.data(), m, k, n, false, false);
+    std::vector<T> parts = byChunks(A, B, m, k, n, chunk);
+    INFO("k=" << k << " chunk=" << chunk << (f64 ? " f64" : " f32"));
+    CHECK(std::memcmp(parts.data(), whole.data(), whole.size() * sizeof(T)) == 0);
+  }
+}
+
+TEST_CASE("deterministic matmul: k chunks on subtree edges, combined by the tree, give the "
+          "whole product's bits") {
+  std::mt19937_64 rng(11);
+  checkChunks<float>(rng, false);
+  checkChunks<double>(rng, false);
+  checkChunks<float>(rng, true);
+  checkChunks<double>(rng, true);
+}
+
+TEST_CASE("deterministic matmul: a chunk off the subtree edges would change bits") {
+  // The reason SPMD lowering gathers operands instead when a shard does not
+  // start on a subtree edge: chunks of 3 leaves are not subtrees of the tree.
+  std::mt19937_64 rng(13);
+  std::normal_distribution<float> nd;
+  const int64_t m = 16, n = 16, k = 6 * kDeterministicBlock;
+  std::vector<float> A(m * k), B(k * n), whole(m * n);
+  for (auto &x : A)
+    x = nd(rng) * 1000;
+  for (auto &x : B)
+    x = nd(rng);
+  deterministicMatrix(false, A.data(), B.data(), whole.data(), m, k, n, false, false);
+  std::vector<float> off = byChunks(A, B, m, k, n, 3 * kDeterministicBlock);
+  CHECK(std::memcmp(off.data(), whole.data(), whole.size() * sizeof(float)) != 0);
 }
 
 TEST_CASE("deterministic kernels: the flag is part of the kernel text and hash") {

@@ -21,11 +21,10 @@ struct KOpInfo {
   int arity;
 };
 const KOpInfo kKOpInfos[] = {
-#define DT_KOP_INFO(E, name, arity) {name, arity},
-    DT_KERNEL_NODES(DT_KOP_INFO)
-#undef DT_KOP_INFO
+#define KOP(E, name, arity) {name, arity},
+#include "codegen/KernelOps.def"
 };
-constexpr int kNumKOps = sizeof(kKOpInfos) / sizeof(kKOpInfos[0]);
+static_assert(sizeof(kKOpInfos) / sizeof(kKOpInfos[0]) == kNumKOps);
 
 bool isNumeric(DType t) { return t != DType::Bool; }
 } // namespace
@@ -49,14 +48,15 @@ std::optional<KOp> kopFromOp(Op op) {
     return KOp::Random;
   case Op::Iota:
     return KOp::Iota;
+    // Elementwise ops are kernel nodes of the same enum name (KernelOps.def).
+#define KOP(E, name, arity)                                                                        \
+  case Op::E:                                                                                      \
+    return KOp::E;
+#define DT_KOP_ELEMENTWISE_ONLY
+#include "codegen/KernelOps.def"
   default:
-    break;
-  }
-  // Elementwise ops share their text names with kernel nodes.
-  OpClass c = opInfo(op).cls;
-  if (c != OpClass::Elementwise1 && c != OpClass::Elementwise2 && c != OpClass::Elementwise3)
     return std::nullopt;
-  return parseKOp(opName(op));
+  }
 }
 
 bool isCompare(KOp op) { return op >= KOp::Eq && op <= KOp::Ge; }

@@ -3,7 +3,8 @@
 // described. SPMD lowering produces it; it is lowered twice, to LLVM IR for the
 // CPU (codegen/LLVMCodegen) and to CUDA C++ for NVRTC. Nothing about a
 // kernel's meaning may live only in one lowering: this header is the contract,
-// `interpretKernel` is its executable oracle.
+// `interpretKernel` is its executable oracle (its arithmetic is
+// codegen/ScalarOps.h, which the reference evaluator shares).
 //
 // A Kernel iterates over an R-dimensional iteration space (R >= 0; sizes are
 // run-time values, never part of the kernel). For every point `idx` it
@@ -125,52 +126,17 @@
 
 namespace dt {
 
-/// The kernel IR's node list, once: X(Enum, "text", arity).
-#define DT_KERNEL_NODES(X)                                                                         \
-  X(Load, "load", 0)                                                                               \
-  X(Const, "const", 0)                                                                             \
-  X(Random, "random", 0)                                                                           \
-  X(Iota, "iota", 0)                                                                               \
-  X(Neg, "neg", 1)                                                                                 \
-  X(Exp, "exp", 1)                                                                                 \
-  X(Log, "log", 1)                                                                                 \
-  X(Sqrt, "sqrt", 1)                                                                               \
-  X(Rsqrt, "rsqrt", 1)                                                                             \
-  X(Tanh, "tanh", 1)                                                                               \
-  X(Sigmoid, "sigmoid", 1)                                                                         \
-  X(Relu, "relu", 1)                                                                               \
-  X(Abs, "abs", 1)                                                                                 \
-  X(Sin, "sin", 1)                                                                                 \
-  X(Cos, "cos", 1)                                                                                 \
-  X(Erf, "erf", 1)                                                                                 \
-  X(Log1p, "log1p", 1)                                                                             \
-  X(Expm1, "expm1", 1)                                                                             \
-  X(Not, "not", 1)                                                                                 \
-  X(Cast, "cast", 1)                                                                               \
-  X(Add, "add", 2)                                                                                 \
-  X(Sub, "sub", 2)                                                                                 \
-  X(Mul, "mul", 2)                                                                                 \
-  X(Div, "div", 2)                                                                                 \
-  X(Pow, "pow", 2)                                                                                 \
-  X(Maximum, "maximum", 2)                                                                         \
-  X(Minimum, "minimum", 2)                                                                         \
-  X(Mod, "mod", 2)                                                                                 \
-  X(FloorDiv, "floordiv", 2)                                                                       \
-  X(Eq, "eq", 2)                                                                                   \
-  X(Ne, "ne", 2)                                                                                   \
-  X(Lt, "lt", 2)                                                                                   \
-  X(Le, "le", 2)                                                                                   \
-  X(Gt, "gt", 2)                                                                                   \
-  X(Ge, "ge", 2)                                                                                   \
-  X(And, "and", 2)                                                                                 \
-  X(Or, "or", 2)                                                                                   \
-  X(Select, "select", 3)
-
+/// The kernel IR's node list, generated from ir/Ops.def (codegen/KernelOps.def):
+/// load, const, random, iota, then every elementwise op of the global IR.
 enum class KOp {
-#define DT_KOP_ENUM(E, name, arity) E,
-  DT_KERNEL_NODES(DT_KOP_ENUM)
-#undef DT_KOP_ENUM
+#define KOP(E, name, arity) E,
+#include "codegen/KernelOps.def"
 };
+/// Number of kernel node kinds; KOp values are 0..kNumKOps-1.
+constexpr int kNumKOps = 0
+#define KOP(E, name, arity) +1
+#include "codegen/KernelOps.def"
+    ;
 
 const char *kopName(KOp op);
 int kopArity(KOp op);

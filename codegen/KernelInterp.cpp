@@ -4,7 +4,7 @@
 // obviously right over being fast: one element at a time, every node evaluated
 // in its own dtype, reductions in row-major order of the reduced dims.
 #include "codegen/KernelIR.h"
-#include "codegen/FloorMod.h"
+#include "codegen/ScalarOps.h"
 
 #include "support/Diagnostics.h"
 #include "support/LowPrecision.h"
@@ -42,9 +42,6 @@ double roundLow(DType t, double v) {
   return t == DType::BF16 ? bf16ToFloat(doubleToBf16(v)) : halfToFloat(doubleToHalf(v));
 }
 
-/// bf16/f16 compute in f32: the dtype their arithmetic is done in.
-DType computeType(DType t) { return isLowPrecision(t) ? DType::F32 : t; }
-
 Sc castSc(Sc v, DType from, DType to) {
   Sc r;
   if (isFloat(from)) {
@@ -71,166 +68,59 @@ Sc castSc(Sc v, DType from, DType to) {
   return r;
 }
 
-int64_t intPow(DType t, int64_t b, int64_t e) {
-  if (e < 0) {
-    if (b == 1)
-      return 1;
-    if (b == -1)
-      return (e & 1) ? -1 : 1;
-    return 0;
-  }
-  uint64_t r = 1, x = (uint64_t)b;
-  for (uint64_t n = (uint64_t)e; n; n >>= 1) {
-    if (n & 1)
-      r *= x;
-    x *= x;
-  }
-  return wrap(t, r);
-}
-
-// Float maximum/minimum as the reference evaluator (runtime/RefKernels.cpp).
-double fmaximum(double a, double b) {
-  return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
-}
-double fminimum(double a, double b) {
-  return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
-}
-
-/// Transcendental `op` on a float of dtype `t`, through the same libm entry
-/// points the LLVM lowering calls.
-double mathF(KOp op, DType t, double x) {
-  if (computeType(t) == DType::F32) {
-    float v = (float)x;
-    switch (op) {
-    case KOp::Exp:
-      return ::expf(v);
-    case KOp::Log:
-      return ::logf(v);
-    case KOp::Sqrt:
-      return ::sqrtf(v);
-    case KOp::Rsqrt:
-      return 1.0f / ::sqrtf(v);
-    case KOp::Tanh:
-      return ::tanhf(v);
-    case KOp::Sigmoid:
-      return 1.0f / (1.0f + ::expf(-v));
-    case KOp::Sin:
-      return ::sinf(v);
-    case KOp::Cos:
-      return ::cosf(v);
-    case KOp::Erf:
-      return ::erff(v);
-    case KOp::Log1p:
-      return ::log1pf(v);
-    case KOp::Expm1:
-      return ::expm1f(v);
-    default:
-      break;
-    }
-  } else {
-    switch (op) {
-    case KOp::Exp:
-      return ::exp(x);
-    case KOp::Log:
-      return ::log(x);
-    case KOp::Sqrt:
-      return ::sqrt(x);
-    case KOp::Rsqrt:
-      return 1.0 / ::sqrt(x);
-    case KOp::Tanh:
-      return ::tanh(x);
-    case KOp::Sigmoid:
-      return 1.0 / (1.0 + ::exp(-x));
-    case KOp::Sin:
-      return ::sin(x);
-    case KOp::Cos:
-      return ::cos(x);
-    case KOp::Erf:
-      return ::erf(x);
-    case KOp::Log1p:
-      return ::log1p(x);
-    case KOp::Expm1:
-      return ::expm1(x);
-    default:
-      break;
-    }
-  }
-  throw InternalError("interpretKernel: not a transcendental op");
-}
-
-/// Binary float op in dtype t (f32 ops are computed as f32).
-double binF(KOp op, DType t, double a, double b) {
-  bool f32 = computeType(t) == DType::F32;
-  float x = (float)a, y = (float)b;
-  switch (op) {
-  case KOp::Add:
-    return f32 ? (double)(x + y) : a + b;
-  case KOp::Sub:
-    return f32 ? (double)(x - y) : a - b;
-  case KOp::Mul:
-    return f32 ? (double)(x * y) : a * b;
-  case KOp::Div:
-    return f32 ? (double)(x / y) : a / b;
-  case KOp::Pow:
-    return f32 ? (double)::powf(x, y) : ::pow(a, b);
-  case KOp::Maximum:
-    return fmaximum(a, b);
-  case KOp::Minimum:
-    return fminimum(a, b);
-  case KOp::Mod:
-    return f32 ? (double)modF(x, y) : modF(a, b);
-  case KOp::FloorDiv:
-    return f32 ? (double)floorDivF(x, y) : floorDivF(a, b);
-  default:
-    throw InternalError("interpretKernel: not a float binary op");
+/// Calls f(T{}) with T the C++ type dtype `t` computes in (ScalarOps.h):
+/// bf16/f16 compute in f32.
+template <class F> void withComputeType(DType t, F &&f) {
+  switch (t) {
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16:
+    f(float{});
+    return;
+  case DType::F64:
+    f(double{});
+    return;
+  case DType::I32:
+    f(int32_t{});
+    return;
+  case DType::I64:
+    f(int64_t{});
+    return;
+  case DType::Bool:
+    f(uint8_t{});
+    return;
   }
 }
 
-int64_t binI(KOp op, DType t, int64_t a, int64_t b) {
-  uint64_t x = (uint64_t)a, y = (uint64_t)b;
-  switch (op) {
-  case KOp::Add:
-    return wrap(t, x + y);
-  case KOp::Sub:
-    return wrap(t, x - y);
-  case KOp::Mul:
-    return wrap(t, x * y);
-  case KOp::Div:
-    if (b == 0)
-      return 0;
-    if (b == -1)
-      return wrap(t, 0 - x);
-    return a / b;
-  case KOp::Pow:
-    return intPow(t, a, b);
-  case KOp::Maximum:
-    return a > b ? a : b;
-  case KOp::Minimum:
-    return a < b ? a : b;
-  case KOp::Mod:
-    return t == DType::I32 ? modI<int32_t>((int32_t)a, (int32_t)b) : modI(a, b);
-  case KOp::FloorDiv:
-    return t == DType::I32 ? floorDivI<int32_t>((int32_t)a, (int32_t)b) : floorDivI(a, b);
-  default:
-    throw InternalError("interpretKernel: not an int binary op");
-  }
+/// A scalar as a T (f32 values are exact floats, i32 values fit).
+template <class T> T asT(const Sc &v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return (T)v.f;
+  else
+    return (T)v.i;
+}
+template <class T> Sc fromT(T v) {
+  Sc r;
+  if constexpr (std::is_floating_point_v<T>)
+    r.f = v;
+  else
+    r.i = (int64_t)v;
+  return r;
 }
 
-template <class T> bool compare(KOp op, T a, T b) {
-  switch (op) {
-  case KOp::Eq:
-    return a == b;
-  case KOp::Ne:
-    return a != b;
-  case KOp::Lt:
-    return a < b;
-  case KOp::Le:
-    return a <= b;
-  case KOp::Gt:
-    return a > b;
-  default:
-    return a >= b;
-  }
+/// Arithmetic node `op` on operands of dtype `at`, through ScalarOps.h.
+Sc scalarNode(KOp op, DType at, const Sc &a, const Sc &b) {
+  Sc r;
+  withComputeType(at, [&](auto z) {
+    using T = decltype(z);
+    if (kopArity(op) == 1)
+      r = fromT(scalarUnary<T>(op, asT<T>(a)));
+    else if (isPredicate(op))
+      r.i = scalarPredicate<T>(op, asT<T>(a), asT<T>(b));
+    else
+      r = fromT(scalarBinary<T>(op, asT<T>(a), asT<T>(b)));
+  });
+  return r;
 }
 
 Sc loadSc(DType t, const void *base, int64_t off) {
@@ -330,45 +220,11 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
     case KOp::Cast:
       r = castSc(A(0), AT(0), n.dtype);
       break;
-    case KOp::Not:
-      r.i = !A(0).i;
-      break;
-    case KOp::Neg:
-      if (isFloat(n.dtype))
-        r.f = -A(0).f;
-      else
-        r.i = wrap(n.dtype, 0 - (uint64_t)A(0).i);
-      break;
-    case KOp::Abs:
-      if (isFloat(n.dtype))
-        r.f = std::fabs(A(0).f);
-      else
-        r.i = A(0).i < 0 ? wrap(n.dtype, 0 - (uint64_t)A(0).i) : A(0).i;
-      break;
-    case KOp::Relu:
-      if (isFloat(n.dtype))
-        r.f = fmaximum(A(0).f, 0.0);
-      else
-        r.i = A(0).i > 0 ? A(0).i : 0;
-      break;
     case KOp::Select:
       r = A(0).i ? A(1) : A(2);
       break;
-    case KOp::And:
-      r.i = A(0).i & A(1).i;
-      break;
-    case KOp::Or:
-      r.i = A(0).i | A(1).i;
-      break;
-    default:
-      if (isTranscendental(n.op))
-        r.f = mathF(n.op, n.dtype, A(0).f);
-      else if (isCompare(n.op))
-        r.i = isFloat(AT(0)) ? compare(n.op, A(0).f, A(1).f) : compare(n.op, A(0).i, A(1).i);
-      else if (isFloat(n.dtype))
-        r.f = binF(n.op, n.dtype, A(0).f, A(1).f);
-      else
-        r.i = binI(n.op, n.dtype, A(0).i, A(1).i);
+    default: // arithmetic: the shared scalar meaning
+      r = scalarNode(n.op, AT(0), A(0), n.args[1] >= 0 ? A(1) : Sc{});
     }
     if (isLowPrecision(n.dtype)) // computed in f32, rounded once to the storage type
       r.f = roundLow(n.dtype, r.f);
@@ -397,10 +253,10 @@ void accumulate(KReduce op, DType t, Sc &acc, const Sc &v) {
     if (op == KReduce::Sum)
       acc.f += v.f;
     else
-      acc.f = op == KReduce::Max ? fmaximum(acc.f, v.f) : fminimum(acc.f, v.f);
+      acc.f = scalarBinary<double>(op == KReduce::Max ? KOp::Maximum : KOp::Minimum, acc.f, v.f);
   } else {
     KOp bop = op == KReduce::Sum ? KOp::Add : op == KReduce::Max ? KOp::Maximum : KOp::Minimum;
-    acc.i = binI(bop, t, acc.i, v.i);
+    acc = scalarNode(bop, t, acc, v);
   }
 }
 

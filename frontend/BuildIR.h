@@ -289,7 +289,22 @@ public:
   EV expr(const ast::Expr &e);
   EV binary(const ast::Expr &e);
   EV call(const ast::Expr &e);
+  /// A builtin call, dispatched through the builtin table (Builtins.h);
+  /// `handled` is false when `name` is no builtin.
   EV builtin(const std::string &name, const ast::Expr &e, bool &handled);
+  /// True when `e` has lo..hi positional arguments, else an `ArgCount` error.
+  bool builtinArgs(const std::string &name, const ast::Expr &e, size_t lo, size_t hi);
+  // Single-op builtins (BuildBuiltin.cpp), called by the table.
+  EV reduceBuiltin(const std::string &name, const ast::Expr &e);
+  EV einsumBuiltin(const std::string &name, const ast::Expr &e);
+  EV transposeBuiltin(const std::string &name, const ast::Expr &e);
+  EV reshapeBuiltin(const std::string &name, const ast::Expr &e);
+  EV indexBuiltin(const std::string &name, const ast::Expr &e);
+  EV castBuiltin(const std::string &name, const ast::Expr &e);
+  EV relayoutBuiltin(const std::string &name, const ast::Expr &e);
+  EV toHostBuiltin(const std::string &name, const ast::Expr &e);
+  EV fillLikeBuiltin(const std::string &name, const ast::Expr &e);
+  EV arangeLikeBuiltin(const std::string &name, const ast::Expr &e);
   /// Builtins written as other ops (`gelu`, `softplus`, `clamp`, `square`,
   /// `isnan`, `isfinite`): false when `name` is none of them.
   bool composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled);

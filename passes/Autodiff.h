@@ -51,4 +51,13 @@ bool expandGradients(Module &m, DiagEngine &diags);
 bool gradientTypes(const Module &m, const std::string &fn, const std::vector<int64_t> &wrt,
                    bool withValue, DiagEngine &diags, SrcLoc loc, std::vector<TensorType> &out);
 
+/// How autodiff treats an op of the global IR (the backward table of
+/// passes/AutodiffRules.cpp): a backward rule; no gradient by definition
+/// (comparisons, logic, `//`, sources); or none, for ops that never reach it
+/// (control flow is flattened first, effects have no results, collectives
+/// exist only after SPMD lowering), which a gradient reports as not
+/// differentiable.
+enum class BackwardKind { None, Rule, NoGradient };
+BackwardKind backwardKind(Op op);
+
 } // namespace dt

@@ -6,7 +6,6 @@
 #include "support/Diagnostics.h"
 #include "support/Random.h"
 #include "runtime/RefKernelsUtil.h"
-#include "codegen/FloorMod.h"
 
 #include <cmath>
 #include <limits>
@@ -63,172 +62,21 @@ HostTensor cast(const HostTensor &x, DType to) {
 
 namespace {
 
-template <class T> T unaryOp(Op op, T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-    case Op::Neg:
-      return -v;
-    case Op::Exp:
-      return std::exp(v);
-    case Op::Log:
-      return std::log(v);
-    case Op::Sqrt:
-      return std::sqrt(v);
-    case Op::Rsqrt:
-      return T(1) / std::sqrt(v);
-    case Op::Tanh:
-      return std::tanh(v);
-    case Op::Sigmoid:
-      return T(1) / (T(1) + std::exp(-v));
-    case Op::Relu:
-      return v < T(0) ? T(0) : v;
-    case Op::Abs:
-      return std::fabs(v);
-    case Op::Sin:
-      return std::sin(v);
-    case Op::Cos:
-      return std::cos(v);
-    case Op::Erf:
-      return std::erf(v);
-    case Op::Log1p:
-      return std::log1p(v);
-    case Op::Expm1:
-      return std::expm1(v);
-    case Op::Not:
-      return v == T(0) ? T(1) : T(0);
-    default:
-      break;
-    }
-  } else {
-    switch (op) {
-    case Op::Neg:
-      return wrapSub<T>(T(0), v);
-    case Op::Abs:
-      return isNegative(v) ? wrapSub<T>(T(0), v) : v;
-    case Op::Relu:
-      return isNegative(v) ? T(0) : v;
-    case Op::Not:
-      return v == 0 ? T(1) : T(0);
-    default:
-      // Transcendental ops on integers: compute in double, convert back.
-      return convert<T>(unaryOp<double>(op, (double)v));
-    }
-  }
-  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not unary");
+/// The kernel node of elementwise op `op`: its scalar meaning is
+/// codegen/ScalarOps.h, shared with the kernel interpreter.
+KOp scalarOp(Op op) {
+  std::optional<KOp> k = kopFromOp(op);
+  if (!k || kopArity(*k) == 0)
+    throw InternalError(std::string("reference evaluator: `") + opName(op) +
+                        "` is not elementwise");
+  return *k;
 }
 
-template <class T> T powInt(T b, T e) {
-  if constexpr (std::is_signed_v<T>)
-    if (e < 0)
-      return b == 1 ? T(1) : b == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
-  T r = 1;
-  while (e) {
-    if (e & 1)
-      r = wrapMul(r, b);
-    b = wrapMul(b, b);
-    e >>= 1;
-  }
-  return r;
-}
-
-template <class T> T arith(Op op, T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-    case Op::Add:
-      return a + b;
-    case Op::Sub:
-      return a - b;
-    case Op::Mul:
-      return a * b;
-    case Op::Div:
-      return a / b;
-    case Op::Pow:
-      return std::pow(a, b);
-    case Op::Maximum:
-      return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
-    case Op::Minimum:
-      return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
-    case Op::Mod:
-      return modF(a, b);
-    case Op::FloorDiv:
-      return floorDivF(a, b);
-    default:
-      break;
-    }
-  } else {
-    switch (op) {
-    case Op::Add:
-      return wrapAdd(a, b);
-    case Op::Sub:
-      return wrapSub(a, b);
-    case Op::Mul:
-      return wrapMul(a, b);
-    case Op::Div:
-      if (b == 0)
-        return 0;
-      if constexpr (std::is_signed_v<T>)
-        if (b == -1)
-          return wrapSub<T>(T(0), a); // avoids INT_MIN / -1 overflow
-      return a / b;
-    case Op::Pow:
-      return powInt(a, b);
-    case Op::Maximum:
-      return a < b ? b : a;
-    case Op::Minimum:
-      return b < a ? b : a;
-    case Op::Mod:
-      if constexpr (std::is_signed_v<T>)
-        return modI(a, b);
-      break;
-    case Op::FloorDiv:
-      if constexpr (std::is_signed_v<T>)
-        return floorDivI(a, b);
-      break;
-    default:
-      break;
-    }
-  }
-  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not arithmetic");
-}
-
-template <class T> bool compare(Op op, T a, T b) {
-  switch (op) {
-  case Op::Eq:
-    return a == b;
-  case Op::Ne:
-    return a != b;
-  case Op::Lt:
-    return a < b;
-  case Op::Le:
-    return a <= b;
-  case Op::Gt:
-    return a > b;
-  case Op::Ge:
-    return a >= b;
-  case Op::And:
-    return a != T(0) && b != T(0);
-  case Op::Or:
-    return a != T(0) || b != T(0);
-  default:
-    break;
-  }
-  throw InternalError(std::string("reference evaluator: `") + opName(op) + "` is not a comparison");
-}
-
-bool isPredicate(Op op) {
-  switch (op) {
-  case Op::Eq:
-  case Op::Ne:
-  case Op::Lt:
-  case Op::Le:
-  case Op::Gt:
-  case Op::Ge:
-  case Op::And:
-  case Op::Or:
-    return true;
-  default:
-    return false;
-  }
+template <class T> T unaryOp(KOp op, T v) {
+  if constexpr (!std::is_floating_point_v<T>)
+    if (isTranscendental(op)) // on integers: computed in double, converted back
+      return convert<T>(scalarUnary<double>(op, (double)v));
+  return scalarUnary<T>(op, v);
 }
 
 } // namespace
@@ -250,12 +98,13 @@ HostTensor unary(Op op, const HostTensor &x0, DType out) {
   HostTensor x = x0.dtype == DType::Bool && op != Op::Not ? cast(x0, DType::I32) : x0;
   HostTensor r(x.dtype, x.shape);
   int64_t n = x.numel();
+  KOp k = scalarOp(op);
   dispatchNum(x.dtype, [&](auto t) {
     using T = decltype(t);
     const T *src = x.data<T>();
     T *dst = r.data<T>();
     for (int64_t i = 0; i < n; ++i)
-      dst[i] = unaryOp<T>(op, src[i]);
+      dst[i] = unaryOp<T>(k, src[i]);
   });
   return cast(r, out);
 }
@@ -263,23 +112,24 @@ HostTensor unary(Op op, const HostTensor &x0, DType out) {
 HostTensor binary(Op op, const HostTensor &a0, const HostTensor &b0, DType out) {
   if (isLowPrecision(a0.dtype) || isLowPrecision(b0.dtype))
     return binary(op, widen(a0), widen(b0), out);
+  KOp k = scalarOp(op);
+  bool pred = isPredicate(k);
   DType ct = a0.dtype;
-  if (ct == DType::Bool && !isPredicate(op))
+  if (ct == DType::Bool && !pred)
     ct = DType::I32;
   HostTensor a = cast(a0, ct), b = cast(b0, ct);
   Dims shape = broadcastShapes({a.shape, b.shape});
-  bool pred = isPredicate(op);
   HostTensor r(pred ? DType::Bool : ct, shape);
   Dims sa = broadcastStrides(a.shape, shape), sb = broadcastStrides(b.shape, shape);
   dispatchNum(ct, [&](auto t) {
     using T = decltype(t);
     const T *pa = a.data<T>(), *pb = b.data<T>();
-    int64_t k = 0;
+    int64_t i = 0;
     forEachIndex(shape, {&sa, &sb}, [&](const int64_t *off) {
       if (pred)
-        r.data<uint8_t>()[k++] = compare<T>(op, pa[off[0]], pb[off[1]]);
+        r.data<uint8_t>()[i++] = scalarPredicate<T>(k, pa[off[0]], pb[off[1]]);
       else
-        r.data<T>()[k++] = arith<T>(op, pa[off[0]], pb[off[1]]);
+        r.data<T>()[i++] = scalarBinary<T>(k, pa[off[0]], pb[off[1]]);
     });
   });
   return cast(r, out);
@@ -344,9 +194,9 @@ HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims,
       Acc v = (Acc)src[off[0]];
       Acc &a = acc[off[1]];
       if (op == Op::ReduceSum)
-        a = arith<Acc>(Op::Add, a, v);
+        a = scalarBinary<Acc>(KOp::Add, a, v);
       else
-        a = arith<Acc>(op == Op::ReduceMax ? Op::Maximum : Op::Minimum, a, v);
+        a = scalarBinary<Acc>(op == Op::ReduceMax ? KOp::Maximum : KOp::Minimum, a, v);
     });
     T *dst = r.data<T>();
     for (int64_t i = 0; i < on; ++i)

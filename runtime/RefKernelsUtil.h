@@ -1,10 +1,12 @@
 // This file implements the small templates shared by the reference kernels:
-// dtype dispatch, the value conversions of `cast`, wrapping integer arithmetic
-// and an odometer over a shape that tracks several strided offsets at once.
-// Internal to runtime/RefKernels*.cpp.
+// dtype dispatch, the value conversions of `cast` and an odometer over a
+// shape that tracks several strided offsets at once. Internal to
+// runtime/RefKernels*.cpp. Wrapping integer arithmetic and the scalar ops
+// come from codegen/ScalarOps.h.
 #pragma once
 
 #include "runtime/HostTensor.h"
+#include "codegen/ScalarOps.h"
 #include "support/Diagnostics.h"
 #include "support/LowPrecision.h"
 
@@ -89,25 +91,6 @@ template <class D, class S> D convert(S v) {
 
 /// `x` as f32 when it is bf16/f16 (exact), else `x` itself.
 HostTensor widen(const HostTensor &x);
-
-template <class T> T wrapAdd(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return (T)(U)((U)a + (U)b);
-}
-template <class T> T wrapSub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return (T)(U)((U)a - (U)b);
-}
-template <class T> T wrapMul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return (T)(U)((U)a * (U)b);
-}
-template <class T> bool isNegative(T v) {
-  if constexpr (std::is_signed_v<T>)
-    return v < 0;
-  else
-    return false;
-}
 
 /// Strides (in elements) to read a tensor of shape `in` broadcast to `out`:
 /// right-aligned, 0 for stretched and missing leading dims.

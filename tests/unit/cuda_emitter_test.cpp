@@ -25,9 +25,10 @@ Kernel unaryKernel(DType t) {
   k.name = std::string("unary_") + dtypeName(t);
   k.rank = 2;
   int x = k.load(k.addInput(t));
-  for (KOp op : {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt,
-                 KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not,
-                 KOp::Erf, KOp::Log1p, KOp::Expm1}) {
+  for (int i = 0; i < kNumKOps; ++i) { // every unary node of KernelOps.def
+    KOp op = (KOp)i;
+    if (kopArity(op) != 1 || op == KOp::Cast)
+      continue;
     bool ok = op == KOp::Not         ? t == DType::Bool
               : isTranscendental(op) ? isFloat(t)
                                      : t != DType::Bool;
@@ -43,15 +44,18 @@ Kernel binaryKernel(DType t) {
   k.name = std::string("binary_") + dtypeName(t);
   k.rank = 2;
   int a = k.load(k.addInput(t)), b = k.load(k.addInput(t));
-  for (KOp op : {KOp::Add, KOp::Sub, KOp::Mul, KOp::Div, KOp::Pow, KOp::Maximum, KOp::Minimum,
-                 KOp::Mod, KOp::FloorDiv})
-    if (t != DType::Bool)
-      k.store(k.addOutput(t), k.binary(op, a, b));
-  for (KOp op : {KOp::Eq, KOp::Ne, KOp::Lt, KOp::Le, KOp::Gt, KOp::Ge})
-    k.store(k.addOutput(DType::Bool), k.binary(op, a, b));
-  if (t == DType::Bool)
-    for (KOp op : {KOp::And, KOp::Or})
+  for (int i = 0; i < kNumKOps; ++i) { // every binary node of KernelOps.def
+    KOp op = (KOp)i;
+    if (kopArity(op) != 2)
+      continue;
+    if (isCompare(op))
       k.store(k.addOutput(DType::Bool), k.binary(op, a, b));
+    else if (op == KOp::And || op == KOp::Or) {
+      if (t == DType::Bool)
+        k.store(k.addOutput(DType::Bool), k.binary(op, a, b));
+    } else if (t != DType::Bool)
+      k.store(k.addOutput(t), k.binary(op, a, b));
+  }
   return k;
 }
 

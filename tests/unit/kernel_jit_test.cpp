@@ -30,7 +30,7 @@ TEST_CASE("kernel jit: every op on every dtype over corner-case values") {
   const DType all[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
   int tested = 0;
-  for (int opi = 0; opi <= (int)KOp::Select; ++opi) {
+  for (int opi = 0; opi < kNumKOps; ++opi) {
     KOp op = (KOp)opi;
     if (op == KOp::Load || op == KOp::Const || op == KOp::Random || op == KOp::Iota)
       continue;

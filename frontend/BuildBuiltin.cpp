@@ -1,0 +1,377 @@
+// This file implements the builders of the IR builder's single-op builtins
+// (reductions, einsum, transpose, reshape, index_select/index_add, cast,
+// relayout/distribute, to_host, the `*_like` sources). The builtin table
+// (Builtins.cpp) dispatches to them after checking their arity.
+#include "frontend/BuildIR.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dt {
+
+/// Reads an integer list `[0, 1]` or a single integer literal.
+static bool intList(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out) {
+  if (x.kind == ast::Expr::List) {
+    for (auto &c : x.args) {
+      EV v = b.expr(*c);
+      if (v.poison)
+        return false;
+      if (!v.literal || !v.isInt) {
+        b.diags().error<DiagId::ExpectedInt>(c->loc);
+        return false;
+      }
+      int64_t i;
+      if (!b.literalInt(v, c->loc, i))
+        return false;
+      out.push_back(i);
+    }
+    return true;
+  }
+  EV v = b.expr(x);
+  if (v.poison)
+    return false;
+  if (!v.literal || !v.isInt) {
+    b.diags().error<DiagId::ExpectedIntList>(x.loc);
+    return false;
+  }
+  int64_t i;
+  if (!b.literalInt(v, x.loc, i))
+    return false;
+  out.push_back(i);
+  return true;
+}
+
+/// `sum`, `mean`, `max`, `min`: reductions over `dim=` (every dim by default).
+EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (x.poison)
+    return x;
+  if (!x.single()) {
+    diags().error<DiagId::NeedsTensor>(e.loc, name);
+    return EV::bad();
+  }
+  const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
+  std::vector<int64_t> dims;
+  const ast::Expr *d = kwarg(e, "dim");
+  if (!d)
+    d = kwarg(e, "dims");
+  if (!d && e.args.size() > 1)
+    d = ex(1);
+  if (d) {
+    if (!intList(*this, *d, dims))
+      return EV::bad();
+  } else {
+    for (int i = 0; i < t.rank(); ++i)
+      dims.push_back(i);
+  }
+  for (auto &v : dims) {
+    if (v < 0)
+      v += t.rank();
+    if (v < 0 || v >= t.rank()) {
+      diags().error(DiagId::BadDim, e.loc, {std::to_string(v), std::to_string(t.rank())});
+      return EV::bad();
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  Attrs a;
+  a.ints = dims;
+  Op op = name == "max" ? Op::ReduceMax : name == "min" ? Op::ReduceMin : Op::ReduceSum;
+  EV r = emit(op, {x}, {ex(0)}, e.loc, a);
+  if (name != "mean" || r.poison)
+    return r;
+  double n = 1;
+  for (auto v : dims)
+    n *= t.shape[v].isSym() ? 1 : (double)t.shape[v].value;
+  if (!isFloat(t.dtype)) {
+    diags().error(DiagId::FloatOnly, e.loc, {"mean", t.str()});
+    return EV::bad();
+  }
+  EV scale;
+  scale.literal = true;
+  scale.number = 1.0 / n;
+  return emit(Op::Mul, {r, scale}, {ex(0), nullptr}, e.loc);
+}
+
+/// `einsum("ik,kj->ij", a, b)`.
+EV IRBuilder::einsumBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  if (e.args.size() < 2 || e.args[0]->kind != ast::Expr::String) {
+    diags().error<DiagId::EinsumArgs>(e.loc);
+    return EV::bad();
+  }
+  if (!builtinArgs(name, e, 2, 3))
+    return EV::bad();
+  Attrs a;
+  a.str = e.args[0]->text;
+  std::vector<EV> ops;
+  std::vector<const ast::Expr *> exs;
+  for (size_t i = 1; i < e.args.size(); ++i) {
+    ops.push_back(arg(i));
+    exs.push_back(ex(i));
+  }
+  if (ops.size() == 1) {
+    // one-operand einsum: a transpose and/or reduction, written as data
+    diags().error<DiagId::EinsumOneOperand>(e.loc);
+    return EV::bad();
+  }
+  return emit(Op::Einsum, ops, exs, e.loc, a);
+}
+
+/// `transpose(x[, perm])` and `transpose(x, dim0=, dim1=)`.
+EV IRBuilder::transposeBuiltin(const std::string &, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  int r = typeOf(x.ids[0]).rank();
+  Attrs a;
+  const ast::Expr *p = kwarg(e, "perm");
+  if (!p && e.args.size() > 1)
+    p = ex(1);
+  const ast::Expr *d0 = kwarg(e, "dim0"), *d1 = kwarg(e, "dim1");
+  if (d0 || d1) {
+    // `transpose(x, dim0=-2, dim1=-1)` swaps two dims (torch.transpose),
+    // negative counting from the end: the same call for any rank.
+    std::vector<int64_t> ds;
+    if (!d0 || !d1 || p) {
+      diags().error<DiagId::TransposeDims>(e.loc);
+      return EV::bad();
+    }
+    if (!intList(*this, *d0, ds) || !intList(*this, *d1, ds))
+      return EV::bad();
+    for (auto &v : ds) {
+      int64_t orig = v;
+      if (v < 0)
+        v += r;
+      if (ds.size() != 2 || v < 0 || v >= r) {
+        diags().error(DiagId::BadDim, e.loc, {std::to_string(orig), std::to_string(r)});
+        return EV::bad();
+      }
+    }
+    for (int i = 0; i < r; ++i)
+      a.ints.push_back(i == ds[0] ? ds[1] : i == ds[1] ? ds[0] : i);
+    return emit(Op::Transpose, {x}, {ex(0)}, e.loc, a);
+  }
+  if (p) {
+    if (!intList(*this, *p, a.ints))
+      return EV::bad();
+  } else {
+    for (int i = r - 1; i >= 0; --i)
+      a.ints.push_back(i);
+  }
+  return emit(Op::Transpose, {x}, {ex(0)}, e.loc, a);
+}
+
+/// `reshape(x, shape)` and `broadcast_to(x, shape)`; `...` is the batch dims.
+EV IRBuilder::reshapeBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  const ast::Expr *s = kwarg(e, "shape");
+  if (!s && e.args.size() > 1)
+    s = ex(1);
+  if (!s || s->kind != ast::Expr::List) {
+    diags().error<DiagId::NeedsShapeList>(e.loc, name);
+    return EV::bad();
+  }
+  Shape shape;
+  for (auto &c : s->args) {
+    if (c->kind == ast::Expr::Name && c->text == "...") {
+      // The batch dims of a rank-generic function: `reshape(m, [..., 1])`.
+      if (!batch_) {
+        diags().error(DiagId::EllipsisHere, c->loc, {}).hint =
+            "`...` in a shape names the batch dims of a function's `x: f32[..., D] @ *` "
+            "parameters; write the sizes out here";
+        return EV::bad();
+      }
+      shape.insert(shape.end(), batch_->begin(), batch_->end());
+      continue;
+    }
+    if (c->kind == ast::Expr::Name && symbols_ && symbols_->count(c->text)) {
+      shape.push_back(symbols_->at(c->text));
+      continue;
+    }
+    // Size arithmetic on size symbols (`[..., H * E]`) is a size, as in a type.
+    std::string text;
+    bool usesSymbol = false;
+    if (symbols_ && sizeText(*c, text, usesSymbol) && usesSymbol) {
+      auto d = sizeOf(text, symbols_, c->loc);
+      if (!d)
+        return EV::bad();
+      shape.push_back(*d);
+      continue;
+    }
+    EV v = expr(*c);
+    if (v.poison)
+      return v;
+    if (!v.literal || !v.isInt || v.ival < 0) {
+      diags().error<DiagId::BadShapeEntry>(c->loc);
+      return EV::bad();
+    }
+    int64_t size;
+    if (!literalInt(v, c->loc, size))
+      return EV::bad();
+    shape.push_back(Dim::lit(size));
+  }
+  TensorType g = typeOf(x.ids[0]);
+  g.shape = shape;
+  return emit(name == "reshape" ? Op::Reshape : Op::Broadcast, {x}, {ex(0)}, e.loc, {}, {g});
+}
+
+/// `index_select(x, ids[, dim])` and `index_add(base, ids, src[, dim])`.
+EV IRBuilder::indexBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  bool sel = name == "index_select";
+  Attrs a;
+  const ast::Expr *d = kwarg(e, "dim");
+  if (!d && e.args.size() > (sel ? 2u : 3u))
+    d = ex(sel ? 2 : 3);
+  a.ints = {0};
+  if (d) {
+    a.ints.clear();
+    if (!intList(*this, *d, a.ints))
+      return EV::bad();
+  }
+  if (sel)
+    return emit(Op::IndexSelect, {arg(0), arg(1)}, {ex(0), ex(1)}, e.loc, a);
+  return emit(Op::IndexAdd, {arg(0), arg(1), arg(2)}, {ex(0), ex(1), ex(2)}, e.loc, a);
+}
+
+/// `cast(x, dtype)`.
+EV IRBuilder::castBuiltin(const std::string &, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  auto dt = e.args[1]->kind == ast::Expr::Name ? dtypeNamed(e.args[1]->text) : std::nullopt;
+  if (!dt) {
+    diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))}).hint =
+        "element types are `f32`, `f64`, `bf16`, `f16`, `i32`, `i64` and `bool`";
+    return EV::bad();
+  }
+  TensorType g = typeOf(x.ids[0]);
+  g.dtype = *dt;
+  return emit(Op::Cast, {x}, {ex(0)}, e.loc, {}, {g});
+}
+
+/// `relayout(x, layout)` and `distribute(x, layout)`.
+EV IRBuilder::relayoutBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (name == "relayout" && x.hasStruct())
+    return relayoutStruct(x, e);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  const ast::Expr &l = *e.args[1];
+  const ast::LayoutSpec *spec = l.kind == ast::Expr::Layout      ? l.layout.get()
+                                : l.kind == ast::Expr::Subscript ? subscriptLayout(l)
+                                                                 : nullptr;
+  if (!spec) {
+    if (l.kind == ast::Expr::Subscript && l.args[0]->kind == ast::Expr::Name &&
+        st_.meshes.count(l.args[0]->text))
+      diags().error<DiagId::BadLayoutEntry>(l.loc);
+    else
+      diags().error<DiagId::NeedsLayoutArg>(l.loc, name);
+    return EV::bad();
+  }
+  const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
+  auto target = applyLayout(*spec, t.dtype, t.shape);
+  if (!target)
+    return EV::bad();
+  if (name == "relayout" && !t.isHost() && !(*t.mesh == *target->mesh)) {
+    auto &d = diags().error(DiagId::RelayoutMesh, e.loc, {t.mesh->name, target->mesh->name});
+    fixHint(d, &e, conversionText(ex(0), t, *target));
+    d.notes.push_back("`to_host` and `distribute` move a value between meshes, through the host");
+    return EV::bad();
+  }
+  return emit(name == "relayout" ? Op::Relayout : Op::Distribute, {x}, {ex(0)}, e.loc, {},
+              {*target});
+}
+
+/// `to_host(x)`.
+EV IRBuilder::toHostBuiltin(const std::string &, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  auto ex = [&](size_t i) { return e.args[i].get(); };
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  TensorType g = typeOf(x.ids[0]);
+  g.mesh = nullptr;
+  g.placements.clear();
+  return emit(Op::ToHost, {x}, {ex(0)}, e.loc, {}, {g});
+}
+
+/// `zeros_like`, `ones_like`, `full_like(x, v)`.
+EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  TensorType t = typeOf(x.ids[0]);
+  EV v;
+  v.literal = v.isInt = true;
+  v.ival = name == "ones_like";
+  v.number = (double)v.ival;
+  if (name == "full_like") {
+    v = arg(1);
+    if (v.poison)
+      return v;
+    if (!v.literal) {
+      diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
+      return EV::bad();
+    }
+    if (!literalFits(v, t, e.args[1]->loc))
+      return EV::bad();
+  }
+  Attrs a = constAttrs(v, t.dtype);
+  // A partial value's zeros are partial too; ones would not be (sum of ones).
+  if (name != "zeros_like")
+    for (auto &p : t.placements)
+      if (p.isPartial())
+        p = Placement::replicate();
+  return emit(Op::Fill, {}, {}, e.loc, a, {t});
+}
+
+/// `arange_like(x, dim=d)`.
+EV IRBuilder::arangeLikeBuiltin(const std::string &name, const ast::Expr &e) {
+  auto arg = [&](size_t i) { return expr(*e.args[i]); };
+  // The index along `dim` of every element of `x`: `x`'s shape and
+  // placements (a partial one replicated), i64. Masks in generic code
+  // (`arange_like(s, dim=-1) > arange_like(s, dim=-2)`: causal).
+  EV x = arg(0);
+  if (!x.single())
+    return x.poison ? x : EV::bad();
+  TensorType t = typeOf(x.ids[0]);
+  std::vector<int64_t> ds;
+  const ast::Expr *d = kwarg(e, "dim");
+  if (!d) {
+    diags().error<DiagId::NeedsDimArg>(e.loc, name);
+    return EV::bad();
+  }
+  if (!intList(*this, *d, ds))
+    return EV::bad();
+  int64_t v = ds[0] < 0 ? ds[0] + t.rank() : ds[0];
+  if (ds.size() != 1 || v < 0 || v >= t.rank()) {
+    diags().error(DiagId::BadDim, e.loc, {std::to_string(ds[0]), std::to_string(t.rank())});
+    return EV::bad();
+  }
+  t.dtype = DType::I64;
+  for (auto &pl : t.placements)
+    if (pl.isPartial())
+      pl = Placement::replicate();
+  Attrs a;
+  a.ints = {v};
+  return emit(Op::Iota, {}, {}, e.loc, a, {t});
+}
+
+} // namespace dt

@@ -161,6 +161,11 @@ Module everyOpModule() {
   Attrs line = strAttr("stepacc", {-1, 4, 0, 3});
   line.flag = true; // print("step", acc): a line of items
   b.emit(Op::Print, {acc}, nullptr, line);
+  // Last, so that the value numbers the canonical-line test reads stay put.
+  Attrs sg = ints({0}); // rows [1, 3) of dim 0, sharded on x: replicated
+  sg.floats = {1};
+  b.emit(Op::SliceGather, {fl},
+         ty(DType::F32, {2, 3}, m, {Placement::replicate(), Placement::replicate()}), sg);
   b.ret({});
   return mod;
 }
@@ -226,7 +231,9 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find("  } : f32[2, 3]\n") != std::string::npos);
   CHECK(text.find("  print %") != std::string::npos);
   CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n") != std::string::npos);
-  CHECK(text.find("  print %73 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  return\n}\n") !=
+  CHECK(text.find("  print %73 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  %78 = slice_gather "
+                  "%2 axes [0] "
+                  "from 1 : f32[2, 3] @ m{x: replicate, y: replicate}\n  return\n}\n") !=
         std::string::npos);
   CHECK(text.find(":picked = if %69 {\n") != std::string::npos);
   CHECK(text.find(":looped = while %69, %71 {\n    ^(%72:v: f32[2, 3]):\n    yield %69, %72\n") !=

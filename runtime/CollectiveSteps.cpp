@@ -181,41 +181,26 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                                       src.placements[axes[0]].op);
     return out;
   }
-  case Op::AllToAll: {
-    auto olds = peersOld();
-    auto news = peersNew();
-    std::vector<Box> sendBoxes, recvBoxes;
-    std::vector<int64_t> sendCounts, recvCounts;
-    for (size_t q = 0; q < meshGroup.size(); ++q) {
-      sendBoxes.push_back(intersect(oldB, news[q]));
-      recvBoxes.push_back(intersect(olds[q], newB));
-      sendCounts.push_back(sendBoxes.back().volume());
-      recvCounts.push_back(recvBoxes.back().volume());
-    }
-    HostTensor send = dev.empty(dt, {totalCount(sendCounts)});
-    HostTensor recv = dev.empty(dt, {totalCount(recvCounts)});
-    auto so = countOffsets(sendCounts), ro = countOffsets(recvCounts);
-    for (size_t q = 0; q < sendBoxes.size(); ++q)
-      if (sendCounts[q])
-        pack(dev, block, oldB, sendBoxes[q], static_cast<char *>(send.raw()) + so[q] * es);
-    dev.group(members).allToAllV(send.raw(), sendCounts, recv.raw(), recvCounts, dt);
-    for (size_t q = 0; q < recvBoxes.size(); ++q)
-      if (recvCounts[q])
-        unpack(dev, static_cast<const char *>(recv.raw()) + ro[q] * es, recvBoxes[q], out, newB);
-    return out;
-  }
+  case Op::AllToAll:
   case Op::SliceGather: {
-    // all_to_all's exchange with the old blocks seen in the slice's rows:
-    // a peer whose block misses my new block sends nothing.
-    const int64_t d = src.placements[axes[0]].dim, lo = sliceOffset(in.attrs);
+    // Each rank sends every peer the part of its old block that lies in the
+    // peer's new block. slice_gather is the same exchange with the old
+    // blocks seen in the slice's rows: a peer whose block misses my new block
+    // sends nothing.
     auto olds = peersOld();
     auto news = peersNew();
-    Box mine = shiftedBox(oldB, d, lo);
+    Box mine = oldB;
+    if (in.op == Op::SliceGather) {
+      const int64_t d = src.placements[axes[0]].dim, lo = sliceOffset(in.attrs);
+      mine = shiftedBox(oldB, d, lo);
+      for (Box &b : olds)
+        b = shiftedBox(b, d, lo);
+    }
     std::vector<Box> sendBoxes, recvBoxes;
     std::vector<int64_t> sendCounts, recvCounts;
     for (size_t q = 0; q < meshGroup.size(); ++q) {
       sendBoxes.push_back(intersect(mine, news[q]));
-      recvBoxes.push_back(intersect(shiftedBox(olds[q], d, lo), newB));
+      recvBoxes.push_back(intersect(olds[q], newB));
       sendCounts.push_back(sendBoxes.back().volume());
       recvCounts.push_back(recvBoxes.back().volume());
     }

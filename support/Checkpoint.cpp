@@ -177,17 +177,9 @@ void readTiles(ShardFile &f, const CheckpointBlock &b, uint64_t es, const std::v
   std::vector<Tile> tiles;
   // The grid box of tiles, walked row-major (the order they are stored in).
   std::vector<int64_t> g = glo;
-  for (bool more = true; more;) {
+  do
     tiles.push_back({g, grid.offset(g) * es, grid.elements(g) * es});
-    more = false;
-    for (size_t d = rank; d-- > 0;) {
-      if (++g[d] < ghi[d]) {
-        more = true;
-        break;
-      }
-      g[d] = glo[d];
-    }
-  }
+  while (nextIndex(g, glo, ghi));
   std::vector<char> buf;
   std::vector<int64_t> t0(rank), text(rank), clo(rank), chi(rank);
   for (size_t i = 0; i < tiles.size();) {
@@ -346,14 +338,7 @@ std::vector<uint32_t> CheckpointShardWriter::write(const CheckpointBlock &b, uin
       std::memcpy(q + o * elemSize, p + s * elemSize, n * elemSize);
     });
     c.push_back(crc32c(0, q, buf.size() - from));
-    more = false;
-    for (size_t d = rank; d-- > 0;) {
-      if (++g[d] < grid.count[d]) {
-        more = true;
-        break;
-      }
-      g[d] = 0;
-    }
+    more = nextIndex(g, zero, grid.count);
     if (buf.size() >= kBatchBytes || !more) {
       put(at, buf.data(), buf.size());
       at += buf.size();

@@ -60,6 +60,19 @@ struct TileGrid {
   }
 };
 
+/// Advances `idx` (its dims, the first idx.size() of the box) to the next
+/// index of the box [lo, hi) in row-major order; false, with `idx` back at
+/// `lo`, after the last.
+inline bool nextIndex(std::vector<int64_t> &idx, const std::vector<int64_t> &lo,
+                      const std::vector<int64_t> &hi) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < hi[d])
+      return true;
+    idx[d] = lo[d];
+  }
+  return false;
+}
+
 /// Calls `run(srcElem, dstElem, elems)` for each contiguous run of the box
 /// [lo, hi) (in global coordinates), where the source is a row-major array
 /// of shape `ss` whose first element is at global `s0`, and the destination
@@ -93,15 +106,8 @@ void forEachRun(const std::vector<int64_t> &lo, const std::vector<int64_t> &hi,
       t += (i - d0[d]) * dst[d];
     }
     run((uint64_t)s, (uint64_t)t, (uint64_t)len);
-    size_t d = outer; // advance the outer index, row-major; done after the last
-    for (;;) {
-      if (d == 0)
-        return;
-      --d;
-      if (++idx[d] < hi[d])
-        break;
-      idx[d] = lo[d];
-    }
+    if (!nextIndex(idx, lo, hi))
+      return;
   }
 }
 

@@ -7,18 +7,45 @@
 
 #include "codegen/CpuJIT.h"
 #include "codegen/KernelIR.h"
+#include "support/Errors.h"
 #include "support/LowPrecision.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace dt::ktest {
+
+/// The one-node kernel of `op` on dtype `t` (`out = op(in0, ...)`; a cast
+/// casts to `castTo`), or nullopt when the op is not defined on `t`.
+inline std::optional<Kernel> oneNode(KOp op, DType t, DType castTo) {
+  Kernel k;
+  k.rank = 1;
+  std::vector<int> args;
+  for (int a = 0; a < kopArity(op); ++a)
+    args.push_back(k.load(k.addInput(a == 0 && op == KOp::Select ? DType::Bool : t)));
+  int r;
+  try {
+    if (op == KOp::Cast)
+      r = k.cast(args[0], castTo);
+    else if (kopArity(op) == 1)
+      r = k.unary(op, args[0]);
+    else if (kopArity(op) == 2)
+      r = k.binary(op, args[0], args[1]);
+    else
+      r = k.select(args[0], args[1], args[2]);
+  } catch (const InternalError &) {
+    return std::nullopt;
+  }
+  k.store(k.addOutput(k.nodes[r].dtype), r);
+  return k;
+}
 
 inline int64_t uni(std::mt19937_64 &r, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(r);
@@ -75,7 +102,7 @@ inline void fillValue(std::mt19937_64 &r, DType t, void *buf, int64_t i, bool co
 
 inline DType anyDType(std::mt19937_64 &r) { return (DType)uni(r, 0, 6); }
 inline DType numDType(std::mt19937_64 &r) {
-  static const DType num[] = {DType::F32, DType::F64, DType::I32,
+  static const DType num[] = {DType::F32, DType::F64,  DType::I32,
                               DType::I64, DType::BF16, DType::F16};
   return num[uni(r, 0, 5)];
 }

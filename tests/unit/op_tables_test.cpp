@@ -36,29 +36,12 @@ std::vector<Op> allOps() {
 const DType kDTypes[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                          DType::Bool, DType::BF16, DType::F16};
 
-/// The one-node kernel of `op` on dtype `t` (`out = op(in0, ...)`), or
-/// nullopt when the op is not defined on `t`.
+/// The one-node kernel of `op` on dtype `t`, named after both (a cast goes
+/// to i32 from f32, else to f32), or nullopt when the op is not defined on `t`.
 std::optional<Kernel> oneNode(KOp op, DType t) {
-  Kernel k;
-  k.name = std::string("op_") + kopName(op) + "_" + dtypeName(t);
-  k.rank = 1;
-  std::vector<int> args;
-  for (int a = 0; a < kopArity(op); ++a)
-    args.push_back(k.load(k.addInput(a == 0 && op == KOp::Select ? DType::Bool : t)));
-  int r;
-  try {
-    if (op == KOp::Cast)
-      r = k.cast(args[0], t == DType::F32 ? DType::I32 : DType::F32);
-    else if (kopArity(op) == 1)
-      r = k.unary(op, args[0]);
-    else if (kopArity(op) == 2)
-      r = k.binary(op, args[0], args[1]);
-    else
-      r = k.select(args[0], args[1], args[2]);
-  } catch (const InternalError &) {
-    return std::nullopt;
-  }
-  k.store(k.addOutput(k.nodes[r].dtype), r);
+  auto k = ktest::oneNode(op, t, t == DType::F32 ? DType::I32 : DType::F32);
+  if (k)
+    k->name = std::string("op_") + kopName(op) + "_" + dtypeName(t);
   return k;
 }
 

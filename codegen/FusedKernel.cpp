@@ -97,6 +97,8 @@ FusedKernel buildFusedKernel(const Function &f) {
       if (in.op == Op::Random)
         x = k.random(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
                      (uint64_t)in.attrs.ints.at(0), rt.dtype);
+      else if (in.op == Op::Iota && rt.dtype == DType::Bool) // iota is numeric: index != 0
+        x = k.cast(k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), DType::I64), rt.dtype);
       else if (in.op == Op::Iota)
         x = k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), rt.dtype);
       else if (constCount(in.attrs, rt.dtype) == 1)

@@ -134,9 +134,12 @@ public:
       multiOut_ = !reduce && isPointwise(root.op);
       extraOutputs_ = 0;
       grow(b, groups.back(), g, it);
-      // On the cpu a lone source gains nothing from a kernel (the reference
-      // source is a fill or the same RNG loop) and would cost a compile.
-      if (!loneSources_ && groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source) {
+      // On the cpu a lone fill or random gains nothing from a kernel (the
+      // reference source is a fill or the same RNG loop) and would cost a
+      // compile; a lone iota is a kernel everywhere (its index loop is
+      // kernel IR's, and nothing else generates it on a device).
+      if (!loneSources_ && groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source &&
+          root.op != Op::Iota) {
         group_[i] = -1;
         groups.pop_back();
       }

@@ -32,10 +32,11 @@
 //  * a reduction root keeps its dtype (no bool) and has the reduced operand's
 //    group feeding only it;
 //  * groups hold at most kMaxFusedOps non-source ops (bounded compile time);
-//  * a source alone is a kernel only with `FusionOptions::loneSources` (the
-//    device backends: a fill on the host would be a copy to the device); on
-//    the cpu a lone source stays on the reference kernels (a kernel would only
-//    cost a compile).
+//  * a fill, const or random alone is a kernel only with
+//    `FusionOptions::loneSources` (the device backends: a fill on the host
+//    would be a copy to the device); on the cpu it stays on the reference
+//    kernels (a kernel would only cost a compile); an iota alone is always a
+//    kernel.
 #pragma once
 
 #include "ir/IR.h"

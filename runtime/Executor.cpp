@@ -308,6 +308,10 @@ private:
     if (sh_.m.deterministic && in.op == Op::MatMul && n == 2 && types.size() == 1)
       if (auto c = deterministicProduct(in, *args[0], *args[1], types[0].dtype, place))
         return {std::move(*c)};
+    if (sh_.kernels && types.size() == 1)
+      if (const KernelTable::OpEntry *oe = sh_.kernels->findOp(in))
+        if (auto r = opKernel(*oe, args, types[0].dtype))
+          return {std::move(*r)};
     if (!place.referenceOnly && types.size() == 1) {
       switch (in.op) {
       case Op::MatMul:
@@ -351,6 +355,81 @@ private:
     ++rs_.stats.fallbackOps[opName(in.op)];
     auto out = dev_.fallbackLocalOp(in, args, types, place);
     return std::vector<Slot>(out.begin(), out.end());
+  }
+
+  /// An op kernel (KernelTable::OpEntry) on the Device: a float einsum
+  /// that is one matmul through the Device's BLAS, else the kernel IR (and
+  /// its `finish` cast). nullopt: neither runs here (the caller falls back).
+  std::optional<HostTensor> opKernel(const KernelTable::OpEntry &e,
+                                     const std::vector<const HostTensor *> &args, DType out) {
+    if (e.blas && args.size() == 2)
+      if (auto c = einsumByMatmul(*e.blas, *args[0], *args[1], out))
+        return c;
+    if (!e.main.handle)
+      return std::nullopt;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<void *> bufs;
+    for (const HostTensor *a : args) {
+      shapes.push_back(a->shape);
+      bufs.push_back(const_cast<void *>(a->raw())); // kernels only read their inputs
+    }
+    OpLaunch l = opKernelLaunch(e.op, shapes);
+    const Kernel &k = e.op.main;
+    HostTensor acc;
+    acc.dtype = k.outputs.at(0);
+    acc.shape = l.outShape;
+    acc.buf = e.op.finish ? dev_.allocateUninit(acc.bytes()) : rs_.acquire(dev_, acc.bytes());
+    bufs.push_back(acc.raw());
+    if (l.iterations > 0 || k.reduce != KReduce::None)
+      dev_.launch(e.main, bufs.data(), l.params.data());
+    ++rs_.stats.kernelCalls;
+    if (!e.op.finish)
+      return acc;
+    HostTensor r;
+    r.dtype = out;
+    r.shape = l.outShape;
+    r.buf = rs_.acquire(dev_, r.bytes());
+    void *fb[2] = {acc.raw(), r.raw()};
+    if (r.numel() > 0)
+      dev_.launch(e.finish, fb, l.finishParams.data());
+    ++rs_.stats.kernelCalls;
+    return r;
+  }
+
+  /// A float einsum as one batched matmul (EinsumMatmulPlan): operands
+  /// permuted where the plan says, viewed as [batch, m, k] and [batch, k, n]
+  /// (or transposed), multiplied by the Device's BLAS, the product viewed
+  /// in the letters' dims and permuted to the output's order. nullopt when
+  /// the Device has no BLAS path for the dtype or a dim is empty.
+  std::optional<HostTensor> einsumByMatmul(const EinsumMatmulPlan &p, const HostTensor &a0,
+                                           const HostTensor &b0, DType out) {
+    if (a0.numel() == 0 || b0.numel() == 0)
+      return std::nullopt;
+    HostTensor a = p.permA.empty() ? a0 : dev_.transpose(a0, p.permA);
+    HostTensor b = p.permB.empty() ? b0 : dev_.transpose(b0, p.permB);
+    auto size = [](const HostTensor &t, int from, int n, std::vector<int64_t> *dims) {
+      int64_t s = 1;
+      for (int i = from; i < from + n; ++i) {
+        s *= t.shape.at(i);
+        if (dims)
+          dims->push_back(t.shape[i]);
+      }
+      return s;
+    };
+    std::vector<int64_t> outShape;
+    int64_t nb = size(a, 0, p.batch, &outShape);
+    int64_t m = size(a, p.batch + (p.transA ? p.k : 0), p.m, &outShape);
+    int64_t k = size(a, p.batch + (p.transA ? 0 : p.m), p.k, nullptr);
+    int64_t n = size(b, p.batch + (p.transB ? 0 : p.k), p.n, &outShape);
+    a.shape = p.transA ? std::vector<int64_t>{nb, k, m} : std::vector<int64_t>{nb, m, k};
+    b.shape = p.transB ? std::vector<int64_t>{nb, n, k} : std::vector<int64_t>{nb, k, n};
+    std::optional<HostTensor> c = dev_.matmul(a, b, out, p.transA, p.transB);
+    if (!c)
+      return std::nullopt;
+    c->shape = outShape;
+    if (!p.permOut.empty())
+      return dev_.transpose(*c, p.permOut);
+    return c;
   }
 
   /// Rank `meshRank`'s block of the global value `global` (on this device)
@@ -911,11 +990,11 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   }
   for (auto &fn : m_.functions)
     stats_.kernels += isFusedKernel(fn);
-  if (opts_.jit && stats_.kernels > 0 && !kernels_) {
+  if (opts_.jit && !kernels_) {
     CompileCounters before = backend_.compileCounters();
     // The program's kernel IR when its `kernels` step ran, else lowered here.
     kernels_ = program_ && program_->last() >= Step::Kernels
-                   ? std::make_unique<KernelTable>(program_->kernels(), backend_)
+                   ? std::make_unique<KernelTable>(program_->kernels(), m_, backend_)
                    : std::make_unique<KernelTable>(m_, backend_);
     CompileCounters after = backend_.compileCounters();
     stats_.compiles += after.compiles - before.compiles;

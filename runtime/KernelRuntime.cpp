@@ -5,6 +5,8 @@
 #include "passes/Fusion.h"
 #include "support/Diagnostics.h"
 
+#include <functional>
+
 namespace dt {
 
 namespace {
@@ -39,9 +41,11 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
     e.reads = outputReads(e.fk.kernel);
     byName_.emplace(f.name, std::move(e));
   }
+  addOpKernels(m, backend);
 }
 
-KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, Backend &backend) {
+KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module &m,
+                         Backend &backend) {
   for (const ProgramKernel &pk : kernels) {
     Entry e;
     e.fk = pk.kernel;
@@ -49,6 +53,53 @@ KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, Backend &bac
     e.native = backend.compile(e.fk.kernel, small);
     e.reads = outputReads(e.fk.kernel);
     byName_.emplace(pk.function, std::move(e));
+  }
+  addOpKernels(m, backend);
+}
+
+void KernelTable::addOpKernels(const Module &m, Backend &backend) {
+  const bool cpuBlas = std::string(backend.name()) == "cpu";
+  for (const Function &f : m.functions) {
+    if (isFusedKernel(f))
+      continue;
+    std::function<void(const Block &)> walk = [&](const Block &b) {
+      for (const Inst &in : b.insts) {
+        for (const Block &r : in.regions)
+          walk(r);
+        if ((in.op != Op::MatMul && in.op != Op::Einsum && in.op != Op::Transpose) ||
+            in.results.size() != 1)
+          continue;
+        std::vector<DType> dts;
+        std::vector<int> ranks;
+        int64_t elements = 0;
+        for (int o : in.operands) {
+          const TensorType &t = f.type(o);
+          dts.push_back(t.dtype);
+          ranks.push_back(t.rank());
+          elements = std::max(elements, isConcrete(t.shape) ? numElements(t.shape) : elements);
+        }
+        const TensorType &rt = f.type(in.results[0]);
+        if (in.op == Op::MatMul && isFloat(rt.dtype))
+          continue; // BLAS (deterministic mode: runtime/BlasDeterministic.h)
+        std::optional<OpKernel> ok = buildOpKernel(in, dts, ranks, rt.dtype);
+        if (!ok)
+          continue;
+        OpEntry e;
+        e.op = std::move(*ok);
+        if (in.op == Op::Einsum && dts.size() == 2 && isFloat(dts[0]) && !m.deterministic)
+          e.blas = einsumMatmulPlan(in.attrs.str, ranks[0], ranks[1]);
+        bool small = std::max(elements, isConcrete(rt.shape) ? numElements(rt.shape) : 0) <=
+                     kQuickElements;
+        e.op.main.deterministic = m.deterministic;
+        if (!e.blas || !cpuBlas) {
+          e.main = backend.compile(e.op.main, small);
+          if (e.op.finish)
+            e.finish = backend.compile(*e.op.finish, small);
+        }
+        byInst_.emplace(&in, std::move(e));
+      }
+    };
+    walk(f.body);
   }
 }
 

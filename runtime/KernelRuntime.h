@@ -28,6 +28,7 @@
 #pragma once
 
 #include "codegen/FusedKernel.h"
+#include "codegen/OpKernels.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Pipeline.h"
 #include "runtime/Backend.h"
@@ -55,16 +56,40 @@ public:
   /// `backend`, as `small` when the kernel's whole iteration space has at most
   /// kQuickElements elements (launch overhead dominates there anyway, so the
   /// cpu backend compiles it at O0: ~5x faster).
+  /// Also compiles the op kernels (codegen/OpKernels.h) of `m`'s other
+  /// functions.
   KernelTable(const Module &m, Backend &backend);
   /// Compiles the kernel IR the pipeline's `kernels` step made (a
-  /// CompiledProgram's kernels(); nothing is lowered again).
-  KernelTable(const std::vector<ProgramKernel> &kernels, Backend &backend);
+  /// CompiledProgram's kernels(); nothing is lowered again), and the op
+  /// kernels of `m` (the program's module).
+  KernelTable(const std::vector<ProgramKernel> &kernels, const Module &m, Backend &backend);
   static constexpr int64_t kQuickElements = 1 << 14;
   /// The kernel `in` calls, or null when `in` is not a kernel call.
   const Entry *find(const Inst &in) const;
 
+  /// A local op that runs as kernel IR outside the fused kernels: an
+  /// `einsum`, a `matmul` BLAS has no dtype for (integers, bool), a
+  /// `transpose`. A float einsum that is one matmul (`blas`) goes to the
+  /// Device's matmul, and to the kernel only where that has no BLAS path
+  /// (`main` is then compiled on every backend but the cpu's, whose BLAS
+  /// takes every float dtype).
+  struct OpEntry {
+    OpKernel op;
+    NativeKernel main, finish; ///< null handles: not compiled
+    std::optional<EinsumMatmulPlan> blas;
+  };
+  /// The op kernel of `in`, or null.
+  const OpEntry *findOp(const Inst &in) const {
+    auto it = byInst_.find(&in);
+    return it == byInst_.end() ? nullptr : &it->second;
+  }
+  /// Op kernels compiled (for the statistics).
+  int64_t opKernels() const { return (int64_t)byInst_.size(); }
+
 private:
+  void addOpKernels(const Module &m, Backend &backend);
   std::unordered_map<std::string, Entry> byName_;
+  std::unordered_map<const Inst *, OpEntry> byInst_;
 };
 
 /// The memory plan (passes/MemoryPlan.h) the executor releases buffers by.
@@ -125,10 +150,13 @@ public:
   void runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *const *args,
                  const unsigned char *dying, size_t n, std::optional<HostTensor> *const *outs);
 
+  /// A buffer of `bytes` for an output its producer writes in full: a
+  /// pooled one when one fits, else a new uninitialised one of `dev`.
+  std::shared_ptr<Buffer> acquire(Device &dev, int64_t bytes);
+
   RankStats stats;
 
 private:
-  std::shared_ptr<Buffer> acquire(Device &dev, int64_t bytes);
   void count(const Buffer *b, int delta);
 
   bool reuse_;

@@ -108,6 +108,15 @@ public:
   /// (a matmul's flags, ir/IR.h matmulTransposed; ignored on a 1-D operand).
   virtual std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out,
                                            bool transA, bool transB) = 0;
+  /// matmul writing the product into `c`, which has the result's dtype and
+  /// shape and a buffer of at least its bytes (a buffer the executor's pool
+  /// hands back: the product then needs no new memory). False when the
+  /// Device cannot (default; the caller then uses matmul()).
+  virtual bool matmulInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
+                          bool transB) {
+    (void)a, (void)b, (void)c, (void)transA, (void)transB;
+    return false;
+  }
   /// matmul for deterministic mode: every element's bits independent of the
   /// operands' other rows and columns (runtime/BlasDeterministic.h), or
   /// nullopt (default): the executor then uses the reference kernel, which is

@@ -140,6 +140,15 @@ std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTenso
   return c;
 }
 
+bool CpuDevice::matmulInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
+                           bool transB) {
+  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype || a.rank() < 1 ||
+      b.rank() < 1)
+    return false;
+  gemm(a, b, c, transA, transB, blasThreads_); // c has the result's shape: gemm writes into it
+  return true;
+}
+
 std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, const HostTensor &b,
                                                          DType out, bool transA, bool transB) {
   if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)

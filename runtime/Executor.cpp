@@ -315,6 +315,9 @@ private:
     if (!place.referenceOnly && types.size() == 1) {
       switch (in.op) {
       case Op::MatMul:
+        if (n == 2 && !sh_.m.deterministic)
+          if (auto c = matmulPooled(in, *args[0], *args[1], types[0].dtype))
+            return {std::move(*c)};
         if (n == 2)
           if (auto c =
                   sh_.m.deterministic
@@ -394,6 +397,27 @@ private:
       dev_.launch(e.finish, fb, l.finishParams.data());
     ++rs_.stats.kernelCalls;
     return r;
+  }
+
+  /// A float matmul into a buffer of the rank's pool when one fits (the
+  /// product of BLAS then takes no new memory, as a kernel output would not).
+  std::optional<HostTensor> matmulPooled(const Inst &in, const HostTensor &a, const HostTensor &b,
+                                         DType out) {
+    const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
+    if (!isFloat(out) || a.dtype != out || b.dtype != out || a.rank() < 1 || b.rank() < 1)
+      return std::nullopt;
+    HostTensor c;
+    c.dtype = out;
+    c.shape = gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1);
+    c.buf = rs_.takePooled(c.bytes());
+    if (!c.buf)
+      return std::nullopt;
+    if (dev_.matmulInto(a, b, c, ta, tb))
+      return c;
+    std::optional<HostTensor> back = std::move(c);
+    rs_.hold(*back); // the pool's buffer goes back to the pool
+    rs_.release(back);
+    return std::nullopt;
   }
 
   /// A float einsum as one batched matmul (EinsumMatmulPlan): operands

@@ -162,17 +162,22 @@ void RankState::release(std::optional<HostTensor> &t) {
   count(b.get(), -1);
 }
 
+std::shared_ptr<Buffer> RankState::takePooled(int64_t bytes) {
+  if (!reuse_ || bytes <= 0)
+    return nullptr;
+  auto it = pool_.lower_bound(bytes);
+  if (it == pool_.end() || it->first > bytes)
+    return nullptr;
+  std::shared_ptr<Buffer> b = std::move(it->second);
+  pool_.erase(it);
+  ++stats.reused;
+  count(b.get(), -1); // the pool's hold; the new value's hold follows
+  return b;
+}
+
 std::shared_ptr<Buffer> RankState::acquire(Device &dev, int64_t bytes) {
-  if (reuse_ && bytes > 0) {
-    auto it = pool_.lower_bound(bytes);
-    if (it != pool_.end() && it->first <= 2 * bytes) {
-      std::shared_ptr<Buffer> b = std::move(it->second);
-      pool_.erase(it);
-      ++stats.reused;
-      count(b.get(), -1); // the pool's hold; the new value's hold follows
-      return b;
-    }
-  }
+  if (auto b = takePooled(bytes))
+    return b;
   return dev.allocateUninit(bytes); // the kernel writes every element
 }
 

@@ -15,8 +15,12 @@
 // argument) is released right after its last use in that block (a use inside a nested region counts
 // as a use by the instruction that owns the region; an unused value dies at
 // its definition). A released buffer that no other value shares goes to the
-// rank's pool, and a later kernel output of equal or smaller byte size (at
-// least half of the buffer) takes it instead of a new allocation. A kernel
+// rank's pool, and a later kernel output (or float matmul product) of
+// exactly its byte size takes it instead of a new allocation. Only an exact
+// fit: a smaller output that took a larger buffer would leave the next output
+// of that larger size to allocate anew while the pool's smaller buffers
+// stay unused (the "at least half" rule this replaced kept mlp_tp's peak at
+// 14028 bytes a rank, exact fits 5496; tests/memory/peak_check.sh). A kernel
 // without a reduction writes its output in place into an input that dies at
 // the call, has exactly the output's local shape and byte size and is not
 // shared: that is what makes `var` updates in place. The accounting counts
@@ -153,6 +157,9 @@ public:
   /// A buffer of `bytes` for an output its producer writes in full: a
   /// pooled one when one fits, else a new uninitialised one of `dev`.
   std::shared_ptr<Buffer> acquire(Device &dev, int64_t bytes);
+  /// A pooled buffer of exactly `bytes`, or null when the pool has none
+  /// (nothing is allocated).
+  std::shared_ptr<Buffer> takePooled(int64_t bytes);
 
   RankStats stats;
 

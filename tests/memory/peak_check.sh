@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Peak memory and host fallbacks of `dtensorc run --stats` (exact and
+# deterministic on the cpu backend). Fails when rank 0's peak bytes of a
+# program exceed its budget (the value when the budget was set: a regression
+# of the memory plan or the buffer pool shows here first), or when a local op
+# that has kernel IR (einsum, matmul, iota, transpose) ran on the host.
+# usage: peak_check.sh DTENSORC SOURCE_DIR
+set -u
+dtc=$1
+src=$2
+fail=0
+while read -r file budget; do
+  out=$("$dtc" run --stats "$src/$file" 2>&1 >/dev/null)
+  peak=$(grep "stats: rank 0:" <<<"$out" | grep -o "peak [0-9]*" | cut -d' ' -f2)
+  if [ -z "$peak" ] || [ "$peak" -gt "$budget" ]; then
+    echo "FAIL $file: rank 0 peak ${peak:-?} bytes, budget $budget"
+    fail=1
+  else
+    echo "ok   $file: rank 0 peak $peak bytes (budget $budget)"
+  fi
+  if grep "host fallback ops:" <<<"$out" | grep -Eq " (einsum|matmul|iota|transpose) "; then
+    echo "FAIL $file: $(grep -m1 -o 'host fallback ops:.*' <<<"$out")"
+    fail=1
+  fi
+done <<'LIST'
+examples/mlp_tp.dt 5496
+examples/fsdp.dt 4968
+examples/transformer_tp.dt 64072
+examples/modulation.dt 2432
+tests/diff/stdlib_nd.dt 7328
+tests/diff/structs_grad.dt 1864
+tests/diff/dtypes.dt 2529
+LIST
+exit $fail

@@ -146,8 +146,9 @@ public:
 
   // --- the rest ----------------------------------------------------------------
   /// A local op with no kernel-IR kernel, no BLAS call and no data-movement
-  /// primitive above (sources that fusion leaves alone, broadcast, einsum,
-  /// non-BLAS matmul, and every op under `--no-jit`; reshape is a view the
+  /// primitive above (sources that fusion leaves alone, file and checkpoint
+  /// loads, `check_factor`, and every op under `--no-jit`: einsum, integer
+  /// matmul and transpose are op kernels, codegen/OpKernels.h; reshape is a view the
   /// executor makes itself). The cpu backend runs it on the reference kernels
   /// (runtime/LocalOps.h); other backends throw RuntimeFault naming the op.
   virtual std::vector<HostTensor> fallbackLocalOp(const Inst &in,

@@ -109,9 +109,14 @@ void checkFactor(const Inst &in, const HostTensor &x) {
   // The common case, every factor fine, in one branch-free pass (this runs
   // every step on a replicated weight, H x H elements).
   auto allFine = [&](auto *p) {
-    bool bad = false;
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      bad |= nonzero ? p[i] == 0 : std::fabs(p[i]) == INFINITY;
+    int bad = 0;
+    int64_t n = x.numel();
+    if (nonzero)
+      for (int64_t i = 0; i < n; ++i)
+        bad |= p[i] == 0;
+    else
+      for (int64_t i = 0; i < n; ++i)
+        bad |= std::fabs(p[i]) == INFINITY;
     return !bad;
   };
   if (x.dtype == DType::F32   ? allFine(x.data<float>())

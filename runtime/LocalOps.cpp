@@ -261,7 +261,9 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     return one(ref::indexAdd(arg(0), arg(1), arg(2), dim0()));
   case Op::CheckFactor:
     checkFactor(in, arg(0));
-    return one(arg(0).clone()); // a copy: the memory plan may reuse the operand's buffer
+    // The operand itself, its buffer shared: a kernel writes in place only
+    // into a buffer no other value holds (use_count, runtime/KernelRuntime).
+    return one(arg(0));
   default:
     break;
   }

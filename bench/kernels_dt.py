@@ -76,8 +76,8 @@ if __name__ == "__main__":
         base = None
         for label, make in ROWS[row]:
             steps = max(1, n * {"mlp_1x1": 1, "tmatmul": 2, "sumgrad": 4, "reduce": 8}[row])
-            first, step, value = (time_program(exe, row, steps, 3) if make is None
-                                  else time_text(exe, make, steps, 3))
+            first, step, value, _ = (time_program(exe, row, steps, 3) if make is None
+                                     else time_text(exe, make, steps, 3))
             line = f"{row:8s} {label:24s} {step * 1e3:9.2f} ms/step  first {first:6.2f} s"
             if row == "reduce" and step > 0:
                 line += f"  {2048 * 2048 * 4 / step / 1e9:6.2f} GB/s read"

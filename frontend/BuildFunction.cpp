@@ -54,7 +54,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   bool symbolic = false;
   for (size_t i = 0; i < argTypes.size(); ++i) {
     const TensorType &at = argTypes[i];
-    symbolic |= std::any_of(at.shape.begin(), at.shape.end(), [](const Dim &d) { return d.isSym(); });
+    symbolic |=
+        std::any_of(at.shape.begin(), at.shape.end(), [](const Dim &d) { return d.isSym(); });
     if (!params[i].spec)
       continue;
     const ast::TypeSpec &spec = *params[i].spec;
@@ -168,16 +169,16 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   }
   // Struct parameters: `p` and its nested structs `p.attn` as Struct bindings.
   for (auto &[pname, def] : sig.structParams) {
-    std::function<void(const std::string &, const StructRef &)> mark =
-        [&](const std::string &n, const StructRef &d) {
-          Binding b;
-          b.kind = Binding::Struct;
-          b.record = d;
-          scope[n] = b;
-          for (auto &fld : d->fields)
-            if (fld.sub)
-              mark(n + "." + fld.name, fld.sub);
-        };
+    std::function<void(const std::string &, const StructRef &)> mark = [&](const std::string &n,
+                                                                           const StructRef &d) {
+      Binding b;
+      b.kind = Binding::Struct;
+      b.record = d;
+      scope[n] = b;
+      for (auto &fld : d->fields)
+        if (fld.sub)
+          mark(n + "." + fld.name, fld.sub);
+    };
     mark(pname, def);
   }
   // Declared results (`@ *` results are taken from the return statement).
@@ -236,8 +237,17 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   instantiating_.erase(fi.qualified);
   fnStack_ = std::move(savedFns);
   blockStack_ = std::move(savedBlocks);
-  if (!sawReturn_ && !decl.results.empty())
-    diags().error(DiagId::MissingReturn, f.loc, {fi.qualified});
+  if (!sawReturn_ && !decl.results.empty()) {
+    // Point at the value the user meant to return when the body ends with
+    // one (`{ a * 2.0 }`), else at the declaration.
+    const ast::Stmt *last = decl.body.empty() ? nullptr : decl.body.back().get();
+    if (last && last->kind == ast::Stmt::ExprStmt && last->value)
+      diags().error(DiagId::MissingReturn, last->loc, {fi.qualified}).hint =
+          "a function returns with `return`: write `return " + exprText(last->value.get()) + "`";
+    else
+      diags().error(DiagId::MissingReturn, decl.loc, {fi.qualified}).hint =
+          "end the body with `return VALUE`";
+  }
   if (decl.results.empty()) {
     Inst ret;
     ret.op = Op::Return;

@@ -122,6 +122,7 @@ struct Param {
 
 struct FnDecl {
   std::string name;
+  SrcLoc loc; ///< the whole declaration
   /// `fn adam[P](p: P, ...)`: type parameters, each bound per call to the
   /// argument's type (a tensor type or a struct); bare names in types.
   std::vector<std::string> typeParams;
@@ -158,17 +159,17 @@ struct Stmt {
   SrcLoc loc;
   std::vector<std::string> names; ///< Let/Var/Assign/For target names
   std::vector<SrcLoc> nameLocs;
-  std::unique_ptr<TypeSpec> type; ///< Let/Var annotation (optional)
-  ExprPtr value;                  ///< Let/Var init, Assign value, ExprStmt, If/While condition
-  std::vector<ExprPtr> values;    ///< Return values, Print items
-  ExprPtr lo, hi;                 ///< For bounds
-  std::vector<StmtPtr> body;      ///< For/If/While body
-  std::vector<StmtPtr> elseBody;  ///< If: the `else` branch (empty without one)
-  bool hasElse = false;           ///< If: an `else` was written
-  std::unique_ptr<MeshDecl> mesh; ///< Mesh
-  std::unique_ptr<FnDecl> fn;     ///< Fn
+  std::unique_ptr<TypeSpec> type;     ///< Let/Var annotation (optional)
+  ExprPtr value;                      ///< Let/Var init, Assign value, ExprStmt, If/While condition
+  std::vector<ExprPtr> values;        ///< Return values, Print items
+  ExprPtr lo, hi;                     ///< For bounds
+  std::vector<StmtPtr> body;          ///< For/If/While body
+  std::vector<StmtPtr> elseBody;      ///< If: the `else` branch (empty without one)
+  bool hasElse = false;               ///< If: an `else` was written
+  std::unique_ptr<MeshDecl> mesh;     ///< Mesh
+  std::unique_ptr<FnDecl> fn;         ///< Fn
   std::unique_ptr<StructDecl> record; ///< Struct
-  std::string module;             ///< Import
+  std::string module;                 ///< Import
 };
 
 struct Program {

@@ -479,6 +479,7 @@ StmtPtr Builder::fn(const std::string &name, NameList typeParams, std::vector<as
   auto st = stmt(Stmt::Fn, s);
   st->fn = std::make_unique<ast::FnDecl>();
   st->fn->name = name;
+  st->fn->loc = st->loc;
   st->fn->typeParams = std::move(typeParams.names);
   st->fn->typeParamLocs = std::move(typeParams.locs);
   st->fn->params = std::move(params);

@@ -29,17 +29,43 @@ struct Folder {
   explicit Folder(Function &fn) : f(fn) {}
   Function &f;
   std::unordered_map<int, const Inst *> def; ///< transpose results -> their transpose
+  std::unordered_map<int, Inst *> matmuls;   ///< matmul results -> their matmul
+  std::unordered_map<int, Inst *> checks;    ///< check_factor results -> their check
   std::unordered_map<int, int> rename;       ///< a cancelled transpose's result -> its source
   std::unordered_map<int, int> uses;
+  std::unordered_map<int, bool> absorbed; ///< transposes now computed by their matmul
   int removed = 0;
 
-  void collect(const Block &b) {
-    for (const Inst &in : b.insts) {
+  void collect(Block &b) {
+    for (Inst &in : b.insts) {
       if (in.op == Op::Transpose && in.operands.size() == 1 && in.results.size() == 1)
         def[in.results[0]] = &in;
-      for (const Block &r : in.regions)
+      if (in.op == Op::MatMul && in.operands.size() == 2 && in.results.size() == 1)
+        matmuls[in.results[0]] = &in;
+      if (in.op == Op::CheckFactor && in.operands.size() == 1 && in.results.size() == 1)
+        checks[in.results[0]] = &in;
+      for (Block &r : in.regions)
         collect(r);
     }
+  }
+
+  /// `check_factor(transpose(x))` feeding only a matmul: the check moves
+  /// onto `x` (it reads every element either way), so the transpose can
+  /// become the matmul's flag. Returns the operand to fold, or -1.
+  int throughCheck(int operand) {
+    auto c = checks.find(operand);
+    if (c == checks.end() || uses[operand] != 1)
+      return -1;
+    Inst &check = *c->second;
+    auto t = def.find(check.operands[0]);
+    if (t == def.end() || !swapsLastTwo(t->second->attrs.ints))
+      return -1;
+    int src = t->second->operands[0];
+    int moved = f.newValue(f.type(src));
+    check.operands[0] = src;
+    check.results[0] = moved;
+    checks.erase(c);
+    return moved;
   }
 
   int resolve(int v) const {
@@ -78,14 +104,41 @@ struct Folder {
           if (it != def.end() && swapsLastTwo(it->second->attrs.ints)) {
             in.operands[i] = it->second->operands[0];
             flags[i] = 1;
+          } else if (int moved = throughCheck(in.operands[i]); moved >= 0) {
+            in.operands[i] = moved;
+            flags[i] = 1;
           }
         }
         if (flags[0] || flags[1])
           in.attrs.ints = flags;
       }
+      if (in.op == Op::Transpose && in.operands.size() == 1 && in.results.size() == 1 &&
+          swapsLastTwo(in.attrs.ints))
+        absorbIntoMatmul(in);
       for (Block &r : in.regions)
         rewrite(r);
     }
+  }
+
+  /// transpose(matmul(a, b)) = matmul(b, a) with both flags flipped, when
+  /// the transpose is the product's only use (autodiff writes
+  /// dW = transpose(X^T @ G) for `x @ transpose(w)`): the matmul computes the
+  /// transpose's result directly and the copy goes.
+  void absorbIntoMatmul(Inst &t) {
+    int prod = t.operands[0];
+    auto m = matmuls.find(prod);
+    if (m == matmuls.end() || uses[prod] != 1)
+      return;
+    Inst &mm = *m->second;
+    if (f.type(mm.operands[0]).rank() < 2 || f.type(mm.operands[1]).rank() < 2)
+      return; // a 1-D operand has no dim to swap
+    int64_t fa = matmulTransposed(mm.attrs, 0), fb = matmulTransposed(mm.attrs, 1);
+    std::swap(mm.operands[0], mm.operands[1]);
+    mm.attrs.ints = {1 - fb, 1 - fa};
+    mm.results[0] = t.results[0];
+    matmuls.erase(m);
+    def.erase(t.results[0]);
+    absorbed[t.results[0]] = true;
   }
 
   void count(const Block &b) {
@@ -105,7 +158,7 @@ struct Folder {
         prune(r);
     for (size_t i = b.insts.size(); i-- > 0;) {
       Inst &in = b.insts[i];
-      if (in.op != Op::Transpose || uses[in.results[0]] != 0)
+      if (in.op != Op::Transpose || (uses[in.results[0]] != 0 && !absorbed.count(in.results[0])))
         continue;
       for (int o : in.operands)
         --uses[o];
@@ -116,7 +169,9 @@ struct Folder {
 
   int run() {
     collect(f.body);
+    count(f.body);
     rewrite(f.body);
+    uses.clear();
     count(f.body);
     prune(f.body);
     return removed;

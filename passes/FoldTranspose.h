@@ -3,7 +3,12 @@
 // matmul's transpose flag (BLAS reads the operand transposed, no copy), and a
 // transpose of a transpose becomes one transpose (none when the two cancel).
 // Autodiff writes dA = g @ B^T and dB = A^T @ g, so every matmul backward had
-// a copied transpose before this pass.
+// a copied transpose before this pass. Two more forms fold:
+//  * transpose(a @ b), when the product has no other use, is b @ a with
+//    both flags flipped (the gradient of `w` in `x @ transpose(w)`);
+//  * check_factor(transpose(x)) feeding only a matmul (SPMD lowering's guard
+//    on a partial(sum) times a replicated factor) checks `x` instead, so the
+//    transpose becomes the flag.
 //
 // Representation: `matmul` with attrs ints [ta, tb] (0/1 each; empty = no
 // transposes) is matmul(ta ? swapLast(a) : a, tb ? swapLast(b) : b), where

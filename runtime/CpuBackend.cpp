@@ -76,15 +76,23 @@ private:
   bool stop_ = false;
 };
 
-CpuDevice::CpuDevice(int rank) : Device(rank) {}
+CpuDevice::CpuDevice(int rank) : Device(rank), cache_(BufferCache::make()) {}
 CpuDevice::~CpuDevice() = default;
 
 std::shared_ptr<Buffer> CpuDevice::allocate(int64_t bytes) {
-  return std::make_shared<Buffer>((size_t)bytes);
+  return cache_->get((size_t)bytes, /*zero=*/true);
 }
 
 std::shared_ptr<Buffer> CpuDevice::allocateUninit(int64_t bytes) {
-  return std::make_shared<Buffer>((size_t)bytes, /*zeroFill=*/false);
+  return cache_->get((size_t)bytes, /*zero=*/false);
+}
+
+HostTensor CpuDevice::uninit(DType dt, const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.dtype = dt;
+  t.shape = shape;
+  t.buf = cache_->get((size_t)t.bytes(), false); // host memory, even in a subclass
+  return t;
 }
 
 /// Iteration points from which a launch is split across the rank's threads
@@ -135,7 +143,8 @@ std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTenso
   // OpenBLAS multiplies f32 and f64; other dtypes keep the reference kernel.
   if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
     return std::nullopt;
-  HostTensor c;
+  // BLAS writes every element (beta = 0): the result needs no zero-fill.
+  HostTensor c = uninit(out, gemmShape(a.shape, b.shape, transA, transB));
   gemm(a, b, c, transA, transB, blasThreads_);
   return c;
 }
@@ -166,17 +175,78 @@ void CpuDevice::copyRegion(const void *src, const std::vector<int64_t> &srcShape
   dt::copyRegion(src, srcShape, srcStart, dst, dstShape, dstStart, extent, esize);
 }
 
+namespace {
+
+/// dst[j][i] = src[i][j] for an r x c matrix of T, in 32 x 32 tiles (both
+/// sides stay in cache; a row-by-row copy strides the whole of dst).
+template <class T> void transposeTiles(const T *src, T *dst, int64_t r, int64_t c) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < r; i0 += kTile)
+    for (int64_t j0 = 0; j0 < c; j0 += kTile) {
+      int64_t i1 = std::min(r, i0 + kTile), j1 = std::min(c, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          dst[j * r + i] = src[i * c + j];
+    }
+}
+
+/// True when `perm` swaps the last two dims and keeps the others.
+bool swapsLastTwo(const std::vector<int64_t> &perm) {
+  size_t n = perm.size();
+  if (n < 2 || perm[n - 2] != (int64_t)n - 1 || perm[n - 1] != (int64_t)n - 2)
+    return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (perm[i] != (int64_t)i)
+      return false;
+  return true;
+}
+
+} // namespace
+
 HostTensor CpuDevice::transpose(const HostTensor &a, const std::vector<int64_t> &perm) {
-  return ref::transpose(a, perm);
+  size_t es = (size_t)dtypeSize(a.dtype);
+  if (!swapsLastTwo(perm) || (es != 1 && es != 2 && es != 4 && es != 8))
+    return ref::transpose(a, perm);
+  std::vector<int64_t> shape = a.shape;
+  int n = a.rank();
+  int64_t r = shape[n - 2], c = shape[n - 1], batch = a.numel() / std::max<int64_t>(r * c, 1);
+  std::swap(shape[n - 2], shape[n - 1]);
+  HostTensor out = uninit(a.dtype, shape);
+  if (r * c == 0)
+    return out;
+  auto run = [&](auto t) {
+    using T = decltype(t);
+    for (int64_t b = 0; b < batch; ++b)
+      transposeTiles(static_cast<const T *>(a.raw()) + b * r * c,
+                     static_cast<T *>(out.raw()) + b * r * c, r, c);
+  };
+  switch (es) {
+  case 1:
+    run(uint8_t{});
+    break;
+  case 2:
+    run(uint16_t{});
+    break;
+  case 4:
+    run(uint32_t{});
+    break;
+  default:
+    run(uint64_t{});
+  }
+  return out;
 }
 
 HostTensor CpuDevice::gather(const HostTensor &src, const HostTensor &ids, int64_t dim) {
-  return ref::indexSelect(src, ids, dim);
+  HostTensor out = uninit(src.dtype, ref::indexSelectShape(src, ids, dim));
+  ref::indexSelectInto(src, ids, dim, out);
+  return out;
 }
 
 HostTensor CpuDevice::scatterAdd(const HostTensor &base, const HostTensor &ids,
                                  const HostTensor &src, int64_t dim) {
-  return ref::indexAdd(base, ids, src, dim);
+  HostTensor out = uninit(base.dtype, base.shape);
+  ref::indexAddInto(base, ids, src, dim, out);
+  return out;
 }
 
 std::vector<HostTensor> CpuDevice::fallbackLocalOp(const Inst &in,

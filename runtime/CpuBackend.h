@@ -15,6 +15,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/BufferCache.h"
 
 #include <deque>
 #include <memory>
@@ -71,7 +72,14 @@ public:
                                           const std::vector<TensorType> &resultTypes,
                                           LocalPlace place) override;
 
+  /// Freed buffers kept for reuse (runtime/BufferCache.h).
+  const BufferCache &bufferCache() const { return *cache_; }
+
 private:
+  /// A tensor of `dt` and `shape` from the buffer cache, contents unset.
+  HostTensor uninit(DType dt, const std::vector<int64_t> &shape);
+
+  std::shared_ptr<BufferCache> cache_;
   int blasThreads_ = 1;
   /// Threads that share a large kernel's iteration space with this rank's
   /// own (blasThreads_ - 1 of them), made on the first such launch.

@@ -26,9 +26,13 @@ public:
   }
 
   std::shared_ptr<Buffer> allocate(int64_t bytes) override {
-    int64_t n = std::max<int64_t>(bytes, 1);
-    void *p = ctx_.alloc(n, stream_);
-    ctx_.zero(p, n, stream_);
+    auto b = allocateUninit(bytes);
+    ctx_.zero(b->data(), std::max<int64_t>(bytes, 1), stream_);
+    return b;
+  }
+  /// A kernel's or gemm's output, written in full: no zero-fill launch.
+  std::shared_ptr<Buffer> allocateUninit(int64_t bytes) override {
+    void *p = ctx_.alloc(std::max<int64_t>(bytes, 1), stream_);
     CudaContext *ctx = &ctx_;
     return std::make_shared<Buffer>(p, (size_t)bytes, Where::Device,
                                     [ctx](void *q) { ctx->free(q); });
@@ -55,16 +59,8 @@ public:
     ctx_.launch(*static_cast<const CudaKernel *>(k.handle), bufs, params, stream_);
   }
 
-  std::optional<HostTensor> matmul(const HostTensor &a0, const HostTensor &b0, DType out,
-                                   bool transA, bool transB) override {
-    // Transpose flags: the operand is transposed on the device first (the cpu
-    // backend passes them to BLAS; folding is a cpu pipeline step).
-    auto swapped = [&](const HostTensor &x, bool t) {
-      if (!t || x.rank() < 2)
-        return x;
-      return transpose(x, ref::lastTwoSwapped(x.rank()));
-    };
-    HostTensor a = swapped(a0, transA), b = swapped(b0, transB);
+  std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
+                                   bool transB) override {
     // cuBLAS: f32/f64/bf16/f16, 1-D or 2-D operands, or equal batch dims on both.
     if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
@@ -75,10 +71,14 @@ public:
              : a.dtype == DType::F16  ? GemmType::F16
                                       : GemmType::F32;
     int ra = a.rank(), rb = b.rank();
-    g.m = ra == 1 ? 1 : a.shape[ra - 2];
-    g.k = a.shape[ra - 1];
-    g.n = rb == 1 ? 1 : b.shape[rb - 1];
-    int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - 2];
+    // Transpose flags go to cuBLAS (a flag on a 1-D operand means nothing):
+    // a transposed operand is stored with its last two dims swapped.
+    g.transA = transA && ra >= 2;
+    g.transB = transB && rb >= 2;
+    g.m = ra == 1 ? 1 : a.shape[ra - (g.transA ? 1 : 2)];
+    g.k = a.shape[ra - (g.transA ? 2 : 1)];
+    g.n = rb == 1 ? 1 : b.shape[rb - (g.transB ? 2 : 1)];
+    int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - (g.transB ? 1 : 2)];
     if (kb != g.k)
       return std::nullopt; // the fallback reports the mismatch
     std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - std::min(ra, 2)),
@@ -88,7 +88,11 @@ public:
     std::vector<int64_t> batch = batchA.empty() ? batchB : batchA;
     for (auto d : batch)
       g.batch *= d;
-    HostTensor c = empty(out, gemmShape(a.shape, b.shape));
+    // cuBLAS writes every element (beta = 0); an empty k is zeros.
+    HostTensor c;
+    c.dtype = out;
+    c.shape = gemmShape(a.shape, b.shape, g.transA, g.transB);
+    c.buf = g.k > 0 ? allocateUninit(c.bytes()) : allocate(c.bytes());
     g.strideA = batchA.empty() ? 0 : g.m * g.k;
     g.strideB = batchB.empty() ? 0 : g.k * g.n;
     g.strideC = g.m * g.n;

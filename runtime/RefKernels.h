@@ -49,7 +49,15 @@ HostTensor reshape(const HostTensor &x, const Dims &shape);
 HostTensor broadcastTo(const HostTensor &x, const Dims &shape);
 /// out = x[:dim] + ids.shape + x[dim+1:]; ids i32/i64, range-checked.
 HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim);
+/// The shape indexSelect(x, ids, dim) returns.
+std::vector<int64_t> indexSelectShape(const HostTensor &x, const HostTensor &ids, int64_t dim);
+/// indexSelect into `out`, a tensor of x's dtype and indexSelectShape (the
+/// cpu device passes one from its buffer cache).
+void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, HostTensor &out);
 /// base with src's slices added at rows ids along dim (adjoint of indexSelect).
+/// indexAddInto writes it into `out` (base's dtype and shape; may be base).
+void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTensor &src, int64_t dim,
+                  HostTensor &out);
 HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                     int64_t dim);
 

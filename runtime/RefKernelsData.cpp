@@ -26,6 +26,13 @@ HostTensor gather(const HostTensor &x, const Dims &shape, const Dims &strides) {
   return r;
 }
 
+/// d[i] += v[i]: the rows of index_add never overlap their source, and
+/// saying so lets the compiler vectorize the loop.
+template <class T> void addRow(T *__restrict d, const T *__restrict v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    d[i] += v[i];
+}
+
 /// Reads index `j` of an i32/i64 id tensor.
 int64_t idAt(const HostTensor &ids, int64_t j) {
   return ids.dtype == DType::I32 ? ids.data<int32_t>()[j] : ids.data<int64_t>()[j];
@@ -267,18 +274,23 @@ HostTensor broadcastTo(const HostTensor &x, const Dims &shape) {
   return gather(x, shape, broadcastStrides(x.shape, shape));
 }
 
-HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim) {
-  checkIds("index_select", ids);
+std::vector<int64_t> indexSelectShape(const HostTensor &x, const HostTensor &ids, int64_t dim) {
   checkDim("index_select", dim, x.rank());
+  Dims shape(x.shape.begin(), x.shape.begin() + dim);
+  shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
+  shape.insert(shape.end(), x.shape.begin() + dim + 1, x.shape.end());
+  return shape;
+}
+
+void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, HostTensor &r) {
+  checkIds("index_select", ids);
+  if (r.dtype != x.dtype || r.shape != indexSelectShape(x, ids, dim))
+    throw InternalError("reference evaluator: `index_select` output of the wrong type");
   int64_t outer = 1, inner = 1, n = x.shape[dim], nid = ids.numel();
   for (int64_t d = 0; d < dim; ++d)
     outer *= x.shape[d];
   for (int64_t d = dim + 1; d < x.rank(); ++d)
     inner *= x.shape[d];
-  Dims shape(x.shape.begin(), x.shape.begin() + dim);
-  shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
-  shape.insert(shape.end(), x.shape.begin() + dim + 1, x.shape.end());
-  HostTensor r(x.dtype, shape);
   size_t es = (size_t)dtypeSize(x.dtype);
   const char *src = (const char *)x.raw();
   char *dst = (char *)r.raw();
@@ -288,13 +300,20 @@ HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim) 
       std::memcpy(dst + ((o * nid + j) * inner) * es, src + ((o * n + id) * inner) * es,
                   (size_t)inner * es);
   }
+}
+
+HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim) {
+  HostTensor r(x.dtype, indexSelectShape(x, ids, dim));
+  indexSelectInto(x, ids, dim, r);
   return r;
 }
 
-HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,
-                    int64_t dim) {
+void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,
+                  int64_t dim, HostTensor &r) {
   checkIds("index_add", ids);
   checkDim("index_add", dim, base.rank());
+  if (r.dtype != base.dtype || r.shape != base.shape)
+    throw InternalError("reference evaluator: `index_add` output of the wrong type");
   int64_t outer = 1, inner = 1, n = base.shape[dim], nid = ids.numel();
   for (int64_t d = 0; d < dim; ++d)
     outer *= base.shape[d];
@@ -304,10 +323,15 @@ HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTen
     throw InternalError("reference evaluator: `index_add` source of shape " + dimsStr(src0.shape) +
                         " does not match base " + dimsStr(base.shape) + " and ids " +
                         dimsStr(ids.shape));
-  if (isLowPrecision(base.dtype))
-    return cast(indexAdd(widen(base), ids, widen(src0), dim), base.dtype);
-  HostTensor r = base.clone();
-  HostTensor src = cast(src0, base.dtype);
+  if (isLowPrecision(base.dtype)) {
+    HostTensor wide = widen(base);
+    indexAddInto(wide, ids, widen(src0), dim, wide);
+    r.buf = cast(wide, base.dtype).buf;
+    return;
+  }
+  if (r.raw() != base.raw() && r.bytes())
+    std::memcpy(r.raw(), base.raw(), (size_t)r.bytes());
+  HostTensor src = src0.dtype == base.dtype ? src0 : cast(src0, base.dtype);
   for (int64_t j = 0; j < nid; ++j)
     checkedId("index_add", ids, j, dim, n);
   dispatchNum(base.dtype, [&](auto t) {
@@ -316,19 +340,26 @@ HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTen
     const T *s = src.data<T>();
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < nid; ++j) {
-        int64_t id = idAt(ids, j);
-        for (int64_t i = 0; i < inner; ++i) {
-          T &d = dst[(o * n + id) * inner + i];
-          T v = s[(o * nid + j) * inner + i];
-          if constexpr (std::is_same_v<T, uint8_t>)
-            d = (d || v) ? 1 : 0;
-          else if constexpr (std::is_floating_point_v<T>)
-            d += v;
-          else
-            d = wrapAdd(d, v);
+        T *d = dst + (o * n + idAt(ids, j)) * inner;
+        const T *v = s + (o * nid + j) * inner;
+        // One row at a time, in element order (the same sums on every path).
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          for (int64_t i = 0; i < inner; ++i)
+            d[i] = (d[i] || v[i]) ? 1 : 0;
+        } else if constexpr (std::is_floating_point_v<T>) {
+          addRow(d, v, inner);
+        } else {
+          for (int64_t i = 0; i < inner; ++i)
+            d[i] = wrapAdd(d[i], v[i]);
         }
       }
   });
+}
+
+HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,
+                    int64_t dim) {
+  HostTensor r(base.dtype, base.shape);
+  indexAddInto(base, ids, src0, dim, r);
   return r;
 }
 

@@ -68,9 +68,65 @@ Module reachableModule(const Module &m, const std::string &entry) {
 
 } // namespace
 
-struct Session::Pending {
+/// Everything a chunk can add to the program: `main`'s statements, the
+/// top-level names, meshes, functions and their instances, structs, imports.
+/// A chunk that fails (to compile, or at run time) is taken back to it, so a
+/// corrected input can define the same names again.
+struct Session::Mark {
+  size_t mainInsts = 0;
   std::map<std::string, Binding> globals;
+  std::map<std::string, MeshRef> meshes;
+  std::map<std::string, FnInfo> functions;
+  std::set<std::string> imported;
+  std::map<std::string, StructRef> structs;
+  std::set<std::string> checkpointsSaved;
+  size_t nFunctions = 0, nMeshes = 0, nPrograms = 0;
 };
+
+struct Session::Pending {
+  Mark mark; ///< the program before the first chunk not yet run
+};
+
+Session::Mark Session::mark() const {
+  const Compilation::BuilderState &st = *c_->builderState;
+  Mark m;
+  const Function *main = c_->module.find("main");
+  m.mainInsts = main ? main->body.insts.size() : 0;
+  m.globals = st.globals;
+  m.meshes = st.meshes;
+  m.functions = st.functions;
+  m.imported = st.imported;
+  m.structs = st.structs;
+  m.checkpointsSaved = st.checkpointsSaved;
+  m.nFunctions = c_->module.functions.size();
+  m.nMeshes = c_->module.meshes.size();
+  m.nPrograms = st.programs.size();
+  return m;
+}
+
+void Session::rollback(Mark &&m) {
+  if (Function *main = c_->module.find("main")) {
+    if (m.mainInsts > 0 && m.mainInsts <= main->body.insts.size())
+      truncateMain(m.mainInsts - 1); // keeps everything up to the old `return`
+    else
+      main->body.insts.clear();
+  }
+  Compilation::BuilderState &st = *c_->builderState;
+  st.globals = std::move(m.globals);
+  st.meshes = std::move(m.meshes);
+  st.functions = std::move(m.functions);
+  st.imported = std::move(m.imported);
+  st.structs = std::move(m.structs);
+  st.checkpointsSaved = std::move(m.checkpointsSaved);
+  auto &fns = c_->module.functions;
+  for (size_t i = fns.size(); i > m.nFunctions; --i)
+    if (fns[i - 1].name != "main") // `main` is kept (emptied above)
+      fns.erase(fns.begin() + (long)(i - 1));
+  if (c_->module.meshes.size() > m.nMeshes)
+    c_->module.meshes.resize(m.nMeshes);
+  if (st.programs.size() > m.nPrograms)
+    st.programs.resize(m.nPrograms);
+}
 
 Session::Session() : Session(SessionOptions{}) {}
 
@@ -113,9 +169,7 @@ void Session::truncateMain(size_t keep) {
 }
 
 bool Session::compile(const std::string &path, const std::string &text, bool irInput) {
-  Function *main = c_->module.find("main");
-  size_t before = main ? main->body.insts.size() : 0;
-  auto globals = c_->builderState->globals;
+  Mark before = mark();
   if (runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, irInput)) {
     if (irInput) {
       ranUpTo_ = 0;
@@ -124,63 +178,30 @@ bool Session::compile(const std::string &path, const std::string &text, bool irI
       pending_.reset();
     } else if (!pending_) {
       pending_ = std::make_unique<Pending>();
-      pending_->globals = std::move(globals);
+      pending_->mark = std::move(before);
     }
     return true;
   }
   // A chunk with errors leaves the program as it was (the REPL goes on).
-  if (!irInput && (main = c_->module.find("main"))) {
-    if (before > 0 && before <= main->body.insts.size())
-      truncateMain(before - 1); // keeps everything up to the old `return`
-    else
-      main->body.insts.clear();
-    c_->builderState->globals = std::move(globals);
-  }
+  if (!irInput)
+    rollback(std::move(before));
   return false;
 }
 
 bool Session::tryCompile(const std::string &path, const std::string &text,
                          const std::function<void()> &inspect) {
-  Function *main = c_->module.find("main");
-  size_t before = main ? main->body.insts.size() : 0;
-  // Everything a chunk can add: names, meshes, functions and their
-  // instances, imports.
-  Compilation::BuilderState &st = *c_->builderState;
-  auto globals = st.globals;
-  auto meshes = st.meshes;
-  auto functions = st.functions;
-  auto imported = st.imported;
-  size_t nFunctions = c_->module.functions.size(), nMeshes = c_->module.meshes.size();
-  size_t nPrograms = st.programs.size();
+  Mark before = mark();
   bool ok = runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, false);
   if (ok && inspect)
     inspect();
-  if ((main = c_->module.find("main"))) {
-    if (before > 0 && before <= main->body.insts.size())
-      truncateMain(before - 1);
-    else
-      main->body.insts.clear();
-  }
-  st.globals = std::move(globals);
-  st.meshes = std::move(meshes);
-  st.functions = std::move(functions);
-  st.imported = std::move(imported);
-  auto &fns = c_->module.functions;
-  for (size_t i = fns.size(); i > nFunctions; --i)
-    if (fns[i - 1].name != "main") // `main` is kept (emptied above)
-      fns.erase(fns.begin() + (long)(i - 1));
-  if (c_->module.meshes.size() > nMeshes)
-    c_->module.meshes.resize(nMeshes);
-  if (st.programs.size() > nPrograms)
-    st.programs.resize(nPrograms);
+  rollback(std::move(before));
   return ok;
 }
 
 void Session::discardPending() {
   if (!pending_)
     return;
-  truncateMain(ranUpTo_);
-  c_->builderState->globals = std::move(pending_->globals);
+  rollback(std::move(pending_->mark));
   pending_.reset();
 }
 
@@ -337,8 +358,13 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   if (opts_.backend == "cuda")
     po.target = CodeTarget::Cuda; // kernels for every source: nothing staged on the host
   auto prog = program(po, log);
-  if (!prog)
+  if (!prog) {
+    // Errors after `build` (lowering, planning): the chunk is dropped as a
+    // chunk with build errors is, so the next input does not meet them again.
+    if (opts_.keepValues)
+      discardPending();
     return false;
+  }
   std::vector<HostTensor> args;
   for (int v : params_)
     args.push_back(values_.at(v));

@@ -142,6 +142,10 @@ private:
   Module chunkModule();
   /// Cuts `main` back to its first `keep` statements (and its `return`).
   void truncateMain(size_t keep);
+  /// What the program holds now, and taking it back there (Session.cpp).
+  struct Mark;
+  Mark mark() const;
+  void rollback(Mark &&m);
 
   /// A compiled instance for call(): its program and an executor that keeps
   /// its compiled kernels between calls.

@@ -1,7 +1,7 @@
 // This file implements the random program generator of the differential
-// tests: well-typed random .dt programs (random mesh, shapes, dtypes,
-// layouts, ops and relayouts, including partial values, uneven and
-// size-0 blocks) whose every intermediate is printed through a relayout to a
+// tests: well-typed random .dt programs (random mesh, shapes, dtypes —
+// bf16 and f16 included — layouts, ops and relayouts, including partial
+// values, uneven and size-0 blocks) whose every intermediate is printed through a relayout to a
 // random layout. The generator tracks each value's type with the placement
 // rule of DESIGN.md, so a program it writes that the checker rejects is a
 // bug too. Deterministic in the seed (std::mt19937_64), so a failure is
@@ -21,7 +21,7 @@ namespace dt::gen {
 constexpr int kRep = -1, kSum = -2, kMax = -3, kMin = -4;
 
 struct GType {
-  std::string dtype; ///< f32, f64, i32, i64
+  std::string dtype; ///< f32, f64, bf16, f16, i32, i64, bool
   std::vector<int64_t> shape;
   std::vector<int> pl; ///< one per mesh axis
   /// Per mesh axis: its place in the group of axes sharding the same dim
@@ -51,6 +51,16 @@ public:
   }
 
 private:
+  static bool isFloat(const std::string &d) {
+    return d == "f32" || d == "f64" || d == "bf16" || d == "f16";
+  }
+  /// bf16/f16: storage types whose values are compared with a loose
+  /// tolerance (one rounding, runtime/Verify.cpp). A sum of them rounds each
+  /// rank's partial block, which differs from one device by more than one
+  /// rounding, so sums and matmuls of them run in f32 between casts (as a
+  /// model accumulates), and a cast never widens one into a tighter type.
+  static bool isLowp(const std::string &d) { return d == "bf16" || d == "f16"; }
+
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool coin(int pct = 50) { return pick(1, 100) <= pct; }
 
@@ -94,8 +104,8 @@ private:
       if (p >= 0) {
         auto g = group(t, p);
         if (!std::is_sorted(g.begin(), g.end()))
-          s = "shard(" + std::to_string(p) + ", order=" +
-              std::to_string(std::find(g.begin(), g.end(), (int)a) - g.begin()) + ")";
+          s = "shard(" + std::to_string(p) +
+              ", order=" + std::to_string(std::find(g.begin(), g.end(), (int)a) - g.begin()) + ")";
       }
       r += (a ? ", " : "") + axisNames_[a] + ": " + s;
     }
@@ -145,17 +155,17 @@ private:
     std::string name = fresh();
     std::string init;
     bool ties = !shape.empty() && coin(15); // float iota: equal values along the other dims
-    if ((dtype == "f32" || dtype == "f64") && !ties)
+    if (isFloat(dtype) && !ties)
       init = coin() ? "randn(seed=" + std::to_string(pick(1, 999)) + ")"
                     : "rand(seed=" + std::to_string(pick(1, 999)) + ")";
     else
       init =
           "arange(dim=" + std::to_string(shape.empty() ? 0 : pick(0, (int)shape.size() - 1)) + ")";
     if (shape.empty())
-      init = dtype[0] == 'f' ? "full(1.5)" : "full(3)";
+      init = isFloat(dtype) ? "full(1.5)" : "full(3)";
     out_ += "let " + name + " : " + typeStr(t) + " = " + init + "\n";
     pool_.push_back({name, t});
-    if ((dtype == "f32" || dtype == "f64") && !ties && coin(15))
+    if (isFloat(dtype) && !ties && coin(15))
       return nonFinite((int)pool_.size() - 1);
     return (int)pool_.size() - 1;
   }
@@ -182,7 +192,7 @@ private:
       return;
     int v = partials[pick(0, (int)partials.size() - 1)];
     GType t = pool_[v].t;
-    bool fl = t.dtype[0] == 'f', sum = false;
+    bool fl = isFloat(t.dtype), sum = false;
     for (int p : t.pl)
       sum |= p == kSum;
     const std::string &n = pool_[v].name;
@@ -209,12 +219,12 @@ private:
   int64_t size() { return coin(10) ? 0 : pick(1, 9); }
 
   int anySource() {
-    static const char *dts[] = {"f32", "f32", "f64", "i32", "i64"};
+    static const char *dts[] = {"f32", "f32", "f64", "i32", "i64", "bf16", "f16"};
     std::vector<int64_t> shape;
     int rank = pick(1, 3);
     for (int i = 0; i < rank; ++i)
       shape.push_back(size());
-    return source(dts[pick(0, 4)], shape);
+    return source(dts[pick(0, 6)], shape);
   }
 
   /// `relayout(v, L)` to a random layout (partial targets only for floats and
@@ -251,14 +261,14 @@ private:
     }
     int v = plain[pick(0, (int)plain.size() - 1)];
     GType t = pool_[v].t;
-    bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
+    bool fl = isFloat(t.dtype), bl = t.dtype == "bool";
     switch (pick(0, 11)) {
     case 11:
       controlOrSampling(v);
       return;
     case 0: { // relayout through a partial (sum) or a random layout
       std::vector<int> mid = randomLayout((int)t.shape.size());
-      if (coin(40))
+      if (coin(40) && !isLowp(t.dtype))
         mid[pick(0, (int)mid.size() - 1)] = kSum;
       int p = relayoutTo(v, mid);
       relayoutTo(p, randomLayout((int)t.shape.size()));
@@ -306,13 +316,18 @@ private:
       define("transpose(" + pool_[v].name + ")", r);
       return;
     }
-    case 6: { // cast: ints to anything, f64 to f32 (never widening a float's
-              // rounding error into a dtype with a tighter tolerance)
-      if (bl || t.dtype == "f32")
+    case 6: { // cast: ints to anything, a float to a narrower float (never
+              // widening a float's rounding error into a dtype with a tighter
+              // tolerance): f64 -> f32/bf16/f16, f32 -> bf16/f16, f16 -> bf16
+      if (bl || t.dtype == "bf16")
         return;
-      static const char *dts[] = {"f32", "f64", "i32", "i64"};
+      static const char *dts[] = {"f32", "f64", "i32", "i64", "bf16", "f16"};
+      static const char *narrower[] = {"bf16", "f16", "f32"};
       GType r = t;
-      r.dtype = fl ? "f32" : dts[pick(0, 3)];
+      r.dtype = !fl                ? dts[pick(0, 5)]
+                : t.dtype == "f16" ? "bf16"
+                : t.dtype == "f32" ? narrower[pick(0, 1)]
+                                   : narrower[pick(0, 2)];
       define("cast(" + pool_[v].name + ", " + r.dtype + ")", r);
       return;
     }
@@ -350,7 +365,7 @@ private:
   /// layouts.
   void controlOrSampling(int v) {
     GType t = pool_[v].t;
-    bool fl = t.dtype[0] == 'f', bl = t.dtype == "bool";
+    bool fl = isFloat(t.dtype), bl = t.dtype == "bool";
     const std::string x = pool_[v].name; // a copy: sameTypeAs() grows the pool
     switch (pick(0, 2)) {
     case 0: {
@@ -435,7 +450,7 @@ private:
     default: {
       int lo = pick(0, 2), hi = pick(0, 2);
       r.shape[d] = n + lo + hi;
-      std::string v0 = t.dtype == "bool" ? "true" : t.dtype[0] == 'f' ? "0.5" : "7";
+      std::string v0 = t.dtype == "bool" ? "true" : isFloat(t.dtype) ? "0.5" : "7";
       define("pad(" + x + ", [" + std::to_string(lo) + ", " + std::to_string(hi) + "], dim=" + ds +
                  ", value=" + v0 + ")",
              r);
@@ -492,9 +507,18 @@ private:
     // max/min over an empty dim have no value worth comparing; skip them.
     if (kind && t.shape[d] == 0)
       return;
-    int red =
-        define(std::string(fn[kind]) + "(" + pool_[v].name + ", dim=" + std::to_string(d) + ")", r);
-    relayoutTo(red, randomLayout((int)r.shape.size()));
+    // A bf16/f16 sum accumulates in f32 and is cast back once it is whole.
+    bool viaF32 = kind == 0 && isLowp(t.dtype);
+    std::string operand = viaF32 ? "cast(" + pool_[v].name + ", f32)" : pool_[v].name;
+    if (viaF32)
+      r.dtype = "f32";
+    int red = define(std::string(fn[kind]) + "(" + operand + ", dim=" + std::to_string(d) + ")", r);
+    int whole = relayoutTo(red, randomLayout((int)r.shape.size()));
+    if (viaF32) {
+      GType back = pool_[whole].t;
+      back.dtype = t.dtype;
+      define("cast(" + pool_[whole].name + ", " + t.dtype + ")", back);
+    }
   }
 
   void matmul(const std::string &dtype) {
@@ -520,6 +544,12 @@ private:
     }
     int sa = relayoutTo(source(dtype, a.shape), a.pl, &a.ord);
     int sb = relayoutTo(source(dtype, b.shape), b.pl, &b.ord);
+    if (isLowp(dtype)) { // bf16/f16 operands, an f32 product (see isLowp)
+      r.dtype = "f32";
+      int c = define("cast(" + pool_[sa].name + ", f32) @ cast(" + pool_[sb].name + ", f32)", r);
+      relayoutTo(c, randomLayout(2));
+      return;
+    }
     int c = define(pool_[sa].name + " @ " + pool_[sb].name, r);
     relayoutTo(c, randomLayout(2));
   }

@@ -1,12 +1,14 @@
 """The benchmark programs (programs.py) in JAX: jit over virtual CPU devices
 (XLA_FLAGS=--xla_force_host_platform_device_count=4 is set before import),
-2x2 meshes through NamedSharding. Prints one JSON line per program:
-{"name", "first_s" (data + compile + one step), "step_s", "value"}.
+meshes through NamedSharding. Prints one JSON line per program:
+{"name", "first_s" (data + compile + one step), "step_s", "value",
+"peak_mib" (the process's peak resident memory)}.
 
 usage: python jax_peer.py NAME [steps]
 """
 import json
 import os
+import resource
 import sys
 import time
 
@@ -17,7 +19,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from programs import PROGRAMS  # noqa: E402
+from programs import MOD_LR_PARAMS, MOD_LR_TOKENS, PROGRAMS  # noqa: E402
 
 
 def mlp_data(B, D, H, C):
@@ -109,10 +111,53 @@ def run_ew(name, steps):
     return first, step, float(jnp.sum(x))
 
 
+def mod_loss(tokens, cond, w, ids, up):
+    per_sample_scale = cond @ w.T
+    per_token_scale = jnp.take(per_sample_scale, ids, axis=0)
+    return jnp.sum(per_token_scale * tokens * up)
+
+
+@jax.jit
+def mod_step(tokens, cond, w, ids, up):
+    loss, (gt, gc, gw) = jax.value_and_grad(mod_loss, argnums=(0, 1, 2))(tokens, cond, w, ids, up)
+    return (loss, tokens - MOD_LR_TOKENS * gt, cond - MOD_LR_PARAMS * gc,
+            w - MOD_LR_PARAMS * gw)
+
+
+def run_mod(name, steps):
+    _, (tp,), s = PROGRAMS[name]
+    T, H, S = s["T"], s["H"], s["S"]
+    f = jnp.float32
+    t0 = time.perf_counter()
+    i, j = jnp.meshgrid(jnp.arange(T, dtype=f), jnp.arange(H, dtype=f), indexing="ij")
+    tokens, up = jnp.sin(i * f(0.37) + j * f(0.11)), jnp.cos(i * f(0.01) + j * f(0.03))
+    i, j = jnp.meshgrid(jnp.arange(S, dtype=f), jnp.arange(H, dtype=f), indexing="ij")
+    cond = jnp.cos(i * f(0.13) + j * f(0.07))
+    i, j = jnp.meshgrid(jnp.arange(H, dtype=f), jnp.arange(H, dtype=f), indexing="ij")
+    w = jnp.sin(i * f(0.05) + j * f(0.17)) * f(1.0 / H ** 0.5)
+    ids = jnp.arange(T, dtype=jnp.int32) % S
+    if tp > 1:
+        mesh = Mesh(np.array(jax.devices()[:tp]), ("t",))
+        put = lambda a, spec: jax.device_put(a, NamedSharding(mesh, spec))  # noqa: E731
+        tokens, up, ids = put(tokens, P("t", None)), put(up, P("t", None)), put(ids, P("t"))
+        cond, w = put(cond, P(None, None)), put(w, P(None, None))
+    loss, tokens, cond, w = mod_step(tokens, cond, w, ids, up)
+    loss.block_until_ready()
+    first = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    for _ in range(steps):
+        loss, tokens, cond, w = mod_step(tokens, cond, w, ids, up)
+    loss.block_until_ready()
+    step = (time.perf_counter() - t1) / steps
+    return first, step, float(loss)
+
+
 if __name__ == "__main__":
     name = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     # The value after 1 + steps steps, as the dtensor program prints it.
-    first, step, value = (run_mlp if name.startswith("mlp") else run_ew)(name, steps)
+    run = run_mlp if name.startswith("mlp") else run_mod if name == "modulation" else run_ew
+    first, step, value = run(name, steps)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"name": name, "first_s": first, "step_s": step, "value": value,
-                      "version": "jax " + jax.__version__}))
+                      "peak_mib": peak, "version": "jax " + jax.__version__}))

@@ -17,6 +17,10 @@ PROGRAMS = {
                 dict(B=512, D=1024, H=2048, C=512)),
     "mlp_2x2": ("MLP step B512 D1024 H2048 C512, 2x2", (2, 2),
                 dict(B=512, D=1024, H=2048, C=512)),
+    "mlp_1x4": ("MLP step B512 D1024 H2048 C512, 4 ranks (tp=4)", (1, 4),
+                dict(B=512, D=1024, H=2048, C=512)),
+    "modulation": ("seed 001 modulation fwd+bwd+SGD, T4096 H512 S16, tp=4", (4,),
+                   dict(T=4096, H=512, S=16)),
     "ew100": ("100-op elementwise loop, f32[1048576], 1 rank", (1, 1), dict(N=1 << 20)),
 }
 
@@ -105,8 +109,49 @@ print(sum(x))
 """
 
 
+# Seed 001's modulation (examples/modulation.dt), token-parallel: each step
+# takes the loss's value and gradients with respect to the tokens, the
+# conditioning and the projection, then an SGD step on all three. Learning
+# rates are small enough that the values stay finite for hundreds of steps.
+MOD_LR_TOKENS, MOD_LR_PARAMS = 1e-3, 1e-7
+
+
+def modulation_dt(steps, T, H, S, tp):
+    return f"""mesh m = [t = {tp}]
+fn loss_fn(tokens: f32[{T}, {H}] @ m[t, _], cond: f32[{S}, {H}] @ m[_, _], ids: i32[{T}] @ m[t],
+           w: f32[{H}, {H}] @ m[_, _], up: f32[{T}, {H}] @ m[t, _]) -> f32[] @ m[] {{
+  let per_sample_scale = cond @ transpose(w)
+  let per_token_scale = index_select(per_sample_scale, ids)
+  return relayout(sum(per_token_scale * tokens * up), m[])
+}}
+let ti : f32[{T}, {H}] @ m[t, _] = iota(dim=0)
+let tj : f32[{T}, {H}] @ m[t, _] = iota(dim=1)
+var tokens : f32[{T}, {H}] @ m[t, _] = sin(ti * 0.37 + tj * 0.11)
+let up = cos(ti * 0.01 + tj * 0.03)
+let ci : f32[{S}, {H}] @ m[_, _] = iota(dim=0)
+let cj : f32[{S}, {H}] @ m[_, _] = iota(dim=1)
+var cond : f32[{S}, {H}] @ m[_, _] = cos(ci * 0.13 + cj * 0.07)
+let wi : f32[{H}, {H}] @ m[_, _] = iota(dim=0)
+let wj : f32[{H}, {H}] @ m[_, _] = iota(dim=1)
+var w : f32[{H}, {H}] @ m[_, _] = sin(wi * 0.05 + wj * 0.17) * {1.0 / H ** 0.5}
+let ii : i32[{T}] @ m[t] = iota(dim=0)
+let ids = ii % {S}
+var last : f32[] @ m[] = zeros()
+for step in 0..{steps} {{
+  let (loss, g_tok, g_cond, g_w) = value_and_grad(loss_fn, wrt=[0, 1, 3])(tokens, cond, ids, w, up)
+  last = loss
+  tokens = tokens - {MOD_LR_TOKENS} * g_tok
+  cond = cond - {MOD_LR_PARAMS} * relayout(g_cond, m[_, _])
+  w = w - {MOD_LR_PARAMS} * relayout(g_w, m[_, _])
+}}
+print(last)
+"""
+
+
 def dt_program(name, steps):
     _, mesh, s = PROGRAMS[name]
     if name.startswith("mlp"):
         return mlp_dt(steps, s["B"], s["D"], s["H"], s["C"], mesh[0], mesh[1])
+    if name == "modulation":
+        return modulation_dt(steps, s["T"], s["H"], s["S"], mesh[0])
     return ew100_dt(steps, s["N"])

@@ -4,7 +4,8 @@
 # folder (install.sh; once), and prints one table of dtensor against JAX and
 # PyTorch DTensor on the same programs (table.py; programs in programs.py).
 # usage: bench/peers/run.sh [steps] [program ...]
-#   programs: mlp_tp_2x2 mlp_1x1 mlp_2x2 ew100 (default: all); steps default 5
+#   programs: mlp_tp_2x2 mlp_1x1 mlp_2x2 mlp_1x4 modulation ew100 (default: all);
+#   steps default 5
 #   DTENSORC=path picks the dtensorc binary (default: build/dtensorc)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

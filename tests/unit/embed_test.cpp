@@ -157,6 +157,18 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
   CHECK(d.hint.find("relayout") != std::string::npos);
   CHECK(d.rendered.find("host.dt:2:11: error:") == 0);
   CHECK_FALSE(s.hasValue("w")); // the failed source left nothing behind
+  // ... nor its functions, meshes or structs: the host corrects the source
+  // and compiles the same names again. (A broken function used to stay
+  // registered: "already defined", then an internal error.)
+  CHECK_FALSE(s.compile("mesh q = [z = 2]\nstruct S { a: f32[2] @ q[z] }\n"
+                        "fn dbl(a: f32[2] @ q[z]) -> f32[2] @ q[z] { return a + true }\n",
+                        "fix.dt"));
+  CHECK(s.diagnostics().at(0).kind != "Redefined");
+  CHECK(s.compile("mesh q = [z = 2]\nstruct S { a: f32[2] @ q[_] }\n"
+                  "fn dbl(a: f32[2] @ q[z]) -> f32[2] @ q[z] { return a + a }\n",
+                  "fix.dt"));
+  std::vector<float> two = {1, 2};
+  CHECK(s.call("dbl", {dtensor::TensorView(two.data(), {2})})[0].str() == "[2, 4]");
   // A parse error.
   CHECK_FALSE(s.compile("let = 3\n", "p.dt"));
   CHECK(s.diagnostics().at(0).kind == "ParseError");

@@ -156,3 +156,69 @@ fn f(a: f32[4, 6] @ m[x, _], c: f32[2, 3, 4] @ m[_, _, _]) -> (f32[6, 6] @ m[_, 
   CHECK(countFlagged(s.module) == 1);
   checkAgainstReference(text, "f", {ramp(DType::F32, {4, 6}, 1), ramp(DType::F32, {2, 3, 4}, 2)});
 }
+
+TEST_CASE("fold transpose: a transposed product and a checked transposed operand become flags") {
+  // Seed 001's modulation: the gradient of `w` in `cond @ transpose(w)` is
+  // transpose(transpose(cond) @ G), and the partial G times the replicated
+  // cond is guarded by check_factor(transpose(cond)). Both transposes used to
+  // run as copies ([H, H] each step).
+  const char *text = R"(mesh m = [t = 2]
+fn loss(tokens: f32[6, 4] @ m[t, _], cond: f32[3, 4] @ m[_, _], ids: i32[6] @ m[t],
+        w: f32[4, 4] @ m[_, _]) -> f32[] @ m[] {
+  let scale = index_select(cond @ transpose(w), ids)
+  return relayout(sum(scale * tokens), m[])
+}
+fn step(tokens: f32[6, 4] @ m[t, _], cond: f32[3, 4] @ m[_, _], ids: i32[6] @ m[t],
+        w: f32[4, 4] @ m[_, _]) -> (f32[3, 4] @ m[_, _], f32[4, 4] @ m[_, _]) {
+  let (gc, gw) = grad(loss, wrt=[1, 3])(tokens, cond, ids, w)
+  return relayout(gc, m[_, _]), relayout(gw, m[_, _])
+}
+)";
+  Compilation s(pipelineCompileOptions());
+  build(s, text, true);
+  CHECK(countOps(s.module, Op::Transpose) == 0);
+  std::vector<std::string> errs;
+  CHECK(verifyModule(s.module, errs));
+  HostTensor ids(DType::I32, {6});
+  for (int64_t k = 0; k < 6; ++k)
+    ids.set(k, (double)((k * 2) % 3));
+  checkAgainstReference(
+      text, "step",
+      {ramp(DType::F32, {6, 4}, 1), ramp(DType::F32, {3, 4}, 2), ids, ramp(DType::F32, {4, 4}, 3)});
+}
+
+TEST_CASE("fold transpose: transpose of a product on every operand form") {
+  for (const char *dt : {"f32", "f64", "i32"}) {
+    std::string t = dt;
+    auto T = [&](const std::string &shape) { return t + "[" + shape + "]"; };
+    // p: plain product; q: a product with transposed operands; r: batched;
+    // s: the product has another use, so its transpose stays; u: a 1-D
+    // operand (no dims to swap) keeps its transpose too.
+    std::string text = "mesh m = [x = 2]\n"
+                       "fn f(a: " +
+                       T("5, 4") + " @ m[x, _], b: " + T("4, 3") +
+                       " @ m[_, _], c: " + T("2, 4, 3") + " @ m[_, _, _], v: " + T("5") +
+                       " @ m[_]) -> (" + T("3, 5") + " @ m[_, x], " + T("5, 3") + " @ m[_, _], " +
+                       T("2, 3, 3") + " @ m[_, _, _], " + T("5, 3") + " @ m[x, _], " + T("3, 5") +
+                       " @ m[_, x], " + T("4") +
+                       " @ m[_]) {\n"
+                       "  let p = transpose(a @ b)\n"
+                       "  let q = transpose(transpose(b) @ relayout(transpose(a), m[_, _]))\n"
+                       "  let r = transpose(transpose(c, perm=[0, 2, 1]) @ c, perm=[0, 2, 1])\n"
+                       "  let ab = a @ b\n"
+                       "  let u = relayout(v @ relayout(a, m[_, _]), m[_])\n"
+                       "  return p, q, r, ab, transpose(ab), u\n}\n";
+    INFO(text);
+    Compilation s(pipelineCompileOptions());
+    build(s, text, true);
+    // Left: transpose(ab) (ab is returned too), and q's transpose(a), which
+    // feeds the relayout's all-gather, not the product.
+    CHECK(countOps(s.module, Op::Transpose) == 2);
+    CHECK(countFlagged(s.module) == 3); // p, q and r
+    std::vector<std::string> errs;
+    CHECK(verifyModule(s.module, errs));
+    checkAgainstReference(text, "f",
+                          {ramp(*parseDType(t), {5, 4}, 1), ramp(*parseDType(t), {4, 3}, 2),
+                           ramp(*parseDType(t), {2, 4, 3}, 3), ramp(*parseDType(t), {5}, 4)});
+  }
+}

@@ -38,6 +38,16 @@ struct Driver {
   }
 };
 
+/// A temporary `.dt` file holding `text`; the caller removes it.
+std::string writeTemp(const std::string &text) {
+  char path[] = "/tmp/dt_repl_test_XXXXXX.dt";
+  int fd = mkstemps(path, 3);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
 } // namespace
 
 TEST_CASE("repl: definitions persist, expressions print value and type, nothing re-runs") {
@@ -123,6 +133,45 @@ TEST_CASE("repl: an error or a run-time fault keeps the session") {
   CHECK(d("print(b)") == "[1, 1, 1, 1]\n");
 }
 
+TEST_CASE("repl: an input that fails defines nothing, so it can be typed again corrected") {
+  Driver d;
+  std::string err;
+  CHECK(d("mesh m = [x = 2]\nlet v : f32[4] @ m[x] = [1, 2, 3, 4]\n") == "");
+  // A function with a type error, then the same name corrected. The broken
+  // definition used to stay registered: "`g` is already defined", then an
+  // internal error from the half-built function at the next input.
+  d("fn g(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 2.0 + true }", &err);
+  CHECK(err.find("element type mismatch") != std::string::npos);
+  CHECK(d("fn g(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 2.0 }") == "");
+  CHECK(d("g(v)") == "[2, 4, 6, 8] : f32[4] @ m{x: shard(0)}\n");
+  // A file loaded as one input: a mesh and a struct it declares before a
+  // statement that fails are taken back with it.
+  std::string path = writeTemp("mesh q = [y = 3]\nstruct P { w: f32[4] @ m[x] }\n"
+                               "let bad = v @ nothing\n");
+  d(":load " + path, &err);
+  CHECK(err.find("unknown name `nothing`") != std::string::npos);
+  CHECK(d("mesh q = [y = 2]") == "");
+  CHECK(d("struct P { w: f32[4] @ m[_] }") == "");
+  CHECK(d(":mesh").find("mesh q = [y = 2]") != std::string::npos);
+  std::remove(path.c_str());
+  // An input that compiles but faults at run time is taken back whole, the
+  // function it defines included.
+  CHECK(d("let r : f32[4, 4] @ m[_, _] = ones()\nlet ids : i32[2] @ m[_] = [7, 0]\n") == "");
+  path = writeTemp("fn pick(t: f32[4, 4] @ m[_, _], i: i32[2] @ m[_]) -> f32[2, 4] @ m[_, _] {\n"
+                   "  return index_select(t, i)\n}\nlet bad = pick(r, ids)\n");
+  d(":load " + path, &err);
+  CHECK(err.find("out of range") != std::string::npos);
+  std::remove(path.c_str());
+  CHECK(d("fn pick(t: f32[4, 4] @ m[_, _]) -> f32[4] @ m[_] { return sum(t, dim=0) }") == "");
+  CHECK(d("pick(r)") == "[4, 4, 4, 4] : f32[4] @ m{x: replicate}\n");
+  // A body ending in a bare expression says where and what to write.
+  d("fn h(a: f32[4] @ m[x]) -> f32[4] @ m[x] { a }", &err);
+  CHECK(err.find(":1:43: error: function `h` does not return a value") != std::string::npos);
+  CHECK(err.find("write `return a`") != std::string::npos);
+  CHECK(d("fn h(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a }\nh(v)") ==
+        "[1, 2, 3, 4] : f32[4] @ m{x: shard(0)}\n");
+}
+
 TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
   Driver d;
   CHECK(d(":mesh") == "no meshes (declare one: `mesh m = [x = 2, y = 2]`)\n");
@@ -166,18 +215,12 @@ TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
   CHECK(d("mesh p = [w = 2]\nfn g(v: f32[2] @ p[w]) -> f32[2] @ p[w] {\n  return v * 2.0\n}\n"
           "let pv : f32[2] @ p[w] = ones()\ng(pv)") == "[2, 2] : f32[2] @ p{w: shard(0)}\n");
   // :load runs a file's statements in the session; its names persist.
-  char path[] = "/tmp/dt_repl_load_XXXXXX.dt";
-  int fd = mkstemps(path, 3);
-  REQUIRE(fd >= 0);
-  close(fd);
-  {
-    std::ofstream f(path);
-    f << "let loaded : f32[4] @ m[x] = [1, 2, 3, 4]\nprint(loaded)\n"
-         "fn inc(v: f32[4] @ m[x]) -> f32[4] @ m[x] {\n  return v + 1.0\n}\n";
-  }
-  CHECK(d(std::string(":load ") + path) == "[1, 2, 3, 4]\n");
+  std::string path = writeTemp("let loaded : f32[4] @ m[x] = [1, 2, 3, 4]\nprint(loaded)\n"
+                               "fn inc(v: f32[4] @ m[x]) -> f32[4] @ m[x] {\n"
+                               "  return v + 1.0\n}\n");
+  CHECK(d(":load " + path) == "[1, 2, 3, 4]\n");
   CHECK(d("inc(loaded)") == "[2, 3, 4, 5] : f32[4] @ m{x: shard(0), y: replicate}\n");
-  std::remove(path);
+  std::remove(path.c_str());
   d(":load /nonexistent/file.dt", &err);
   CHECK(err.find("error:") != std::string::npos);
   CHECK(d(":help").find(":explain EXPR") != std::string::npos);

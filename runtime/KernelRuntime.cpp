@@ -81,6 +81,9 @@ void KernelTable::addOpKernels(const Module &m, Backend &backend) {
         const TensorType &rt = f.type(in.results[0]);
         if (in.op == Op::MatMul && isFloat(rt.dtype))
           continue; // BLAS (deterministic mode: runtime/BlasDeterministic.h)
+        if (in.op == Op::Transpose && cpuBlas)
+          continue; // the cpu device's tiled transpose: host memory already
+
         std::optional<OpKernel> ok = buildOpKernel(in, dts, ranks, rt.dtype);
         if (!ok)
           continue;

@@ -73,7 +73,8 @@ public:
 
   /// A local op that runs as kernel IR outside the fused kernels: an
   /// `einsum`, a `matmul` BLAS has no dtype for (integers, bool), a
-  /// `transpose`. A float einsum that is one matmul (`blas`) goes to the
+  /// `transpose` on a device backend (the cpu device's own transpose is a
+  /// tiled host loop: its memory is the host's). A float einsum that is one matmul (`blas`) goes to the
   /// Device's matmul, and to the kernel only where that has no BLAS path
   /// (`main` is then compiled on every backend but the cpu's, whose BLAS
   /// takes every float dtype).

@@ -322,9 +322,15 @@ TEST_CASE("backend: the executor touches blocks only through the Device (device 
     CHECK(be.reg->violations == 0);
     CHECK(devOut.str() == cpuOut.str() + cpuOut.str());
     CHECK(be.launches > 0);
-    int64_t kernels = 0;
-    for (auto &r : cpu.stats().ranks)
+    // Every kernel the executor runs goes through Device::launch. A device
+    // backend also runs transposes as op kernels (the cpu backend keeps its
+    // tiled transpose), so it launches at least the cpu's kernels.
+    int64_t kernels = 0, cpuKernels = 0;
+    for (auto &r : ex.stats().ranks)
       kernels += r.kernelCalls;
+    for (auto &r : cpu.stats().ranks)
+      cpuKernels += r.kernelCalls;
+    CHECK(kernels >= cpuKernels);
     CHECK(be.launches == 2 * kernels);
   }
 }
@@ -402,7 +408,9 @@ TEST_CASE("backend: null runs every rank, computes nothing, launches what cpu la
     CHECK(ex.stats().ranks[r].kernelCalls == cpu.stats().ranks[r].kernelCalls);
     CHECK(ex.stats().ranks[r].collectives == cpu.stats().ranks[r].collectives);
   }
-  CHECK(ex.stats().compiles == ex.stats().kernels);
+  // The fused kernels compile, and the op kernels of a device backend
+  // (transposes) too.
+  CHECK(ex.stats().compiles >= ex.stats().kernels);
 }
 
 TEST_CASE("backend: two Sessions on two threads share nothing") {

@@ -22,10 +22,14 @@ __device__ __forceinline__ dt_u64 dt_splitmix64(dt_u64 x) {
 __device__ __forceinline__ float dt_uniform01(dt_u64 ks, dt_u64 i) {
   return (float)(dt_splitmix64(ks ^ i) >> 40) * 0x1p-24f;
 }
+// log and cos in f64, rounded to f32 (support/Random.h): the correctly
+// rounded f32 values, as on the host.
 __device__ __forceinline__ float dt_normal(dt_u64 ks, dt_u64 i) {
   const float u1 = dt_uniform01(ks, 2 * i), u2 = dt_uniform01(ks, 2 * i + 1);
   const float twoPi = 0x1.921fb6p+2f; // (float)(2 * pi)
-  return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(twoPi * u2);
+  const float lg = (float)log((double)(1.0f - u1));
+  const float cs = (float)cos((double)(twoPi * u2));
+  return sqrtf(-2.0f * lg) * cs;
 }
 
 // maximum/minimum: NaN in either operand gives a + b; else (a < b ? b : a)

@@ -839,12 +839,15 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
     } else {
       Value *c1 = b_.CreateShl(glin, 1), *c2 = b_.CreateOr(c1, b_.getInt64(1));
       Value *u1 = emitUniform(n.seed, c1), *u2 = emitUniform(n.seed, c2);
-      Type *f = b_.getFloatTy();
-      Value *lg = libm("logf", "logf", DType::F32, {b_.CreateFSub(ConstantFP::get(f, 1.0), u1)});
+      // As support/Random.h: log and cos in f64, rounded to f32.
+      Type *f = b_.getFloatTy(), *d = b_.getDoubleTy();
+      Value *x = b_.CreateFPExt(b_.CreateFSub(ConstantFP::get(f, 1.0), u1), d);
+      Value *lg = b_.CreateFPTrunc(libm("log", "log", DType::F64, {x}), f);
       Value *s =
           b_.CreateIntrinsic(Intrinsic::sqrt, {f}, {b_.CreateFMul(ConstantFP::get(f, -2.0), lg)});
       const float twoPi = 6.28318530717958647692f; // as support/Random.h
-      Value *c = libm("cosf", "cosf", DType::F32, {b_.CreateFMul(ConstantFP::get(f, twoPi), u2)});
+      Value *a = b_.CreateFPExt(b_.CreateFMul(ConstantFP::get(f, twoPi), u2), d);
+      Value *c = b_.CreateFPTrunc(libm("cos", "cos", DType::F64, {a}), f);
       r = b_.CreateFMul(s, c);
     }
     return n.dtype == DType::F64 ? b_.CreateFPExt(r, b_.getDoubleTy()) : r;

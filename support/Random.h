@@ -6,7 +6,8 @@
 // element at GLOBAL row-major linear index i the value f(seed, i), so a rank
 // that generates only its local block produces exactly the slice of the full
 // tensor that one device would have generated. All math below is f32 (the
-// f64 variant of a tensor computes the same f32 value and widens it).
+// f64 variant of a tensor computes the same f32 value and widens it), but
+// for normal()'s log and cos, taken in f64 and rounded.
 #pragma once
 
 #include <cmath>
@@ -32,13 +33,20 @@ inline float uniform01(uint64_t seed, uint64_t i) {
   return (float)(rngBits(seed, i) >> 40) * 0x1p-24f;
 }
 
-/// Standard normal by Box-Muller over counters 2i and 2i+1, in f32 math.
+/// Standard normal by Box-Muller over counters 2i and 2i+1 in f32 math, with
+/// the logarithm and cosine evaluated in f64 and rounded to f32: every libm
+/// (glibc's, CUDA's) gets those within an ulp of f64, so the f32 results are
+/// the correctly rounded ones on every backend -- bit-identical, where f32
+/// logf/cosf differ between libraries by an ulp (one element in a few
+/// hundred). The product 2*pi*u2 is an f32 product on every backend.
 /// `1 - u1` lies in (0, 1], so the logarithm is finite.
+inline float normalLog(float x) { return (float)std::log((double)x); }
+inline float normalCos(float x) { return (float)std::cos((double)x); }
 inline float normal(uint64_t seed, uint64_t i) {
   float u1 = uniform01(seed, 2 * i);
   float u2 = uniform01(seed, 2 * i + 1);
   const float twoPi = 6.28318530717958647692f;
-  return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(twoPi * u2);
+  return sqrtf(-2.0f * normalLog(1.0f - u1)) * normalCos(twoPi * u2);
 }
 
 } // namespace dt

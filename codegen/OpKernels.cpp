@@ -1,11 +1,12 @@
 // This file implements kernel IR for contractions and transposes (see OpKernels.h).
 #include "codegen/OpKernels.h"
 
+#include "ir/Signatures.h"
+
 #include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 
 namespace dt {
 
@@ -84,22 +85,12 @@ ContractionShape einsumContraction(const std::string &spec0, const std::vector<i
   auto bad = [&](const std::string &why) {
     return InternalError("op kernel: einsum `" + spec0 + "`: " + why);
   };
-  std::string spec;
-  for (char c : spec0)
-    if (c != ' ')
-      spec += c;
-  size_t arrow = spec.find("->");
-  std::vector<std::string> ins(1);
-  for (char c : spec.substr(0, arrow)) {
-    if (c == ',')
-      ins.emplace_back();
-    else
-      ins.back() += c;
-  }
+  EinsumLetters e = splitEinsum(spec0); // ir/Signatures.h
+  const std::vector<std::string> &ins = e.inputs;
+  const std::string &outL = e.output;
   if (ins.size() != ranks.size() || ranks.empty())
     throw bad("spec has " + std::to_string(ins.size()) + " inputs but got " +
               std::to_string(ranks.size()) + " operands");
-  std::map<char, int> count;
   std::string order; // every letter in order of first appearance
   for (size_t j = 0; j < ins.size(); ++j) {
     if ((int)ins[j].size() != ranks[j])
@@ -108,21 +99,14 @@ ContractionShape einsumContraction(const std::string &spec0, const std::vector<i
     for (char c : ins[j]) {
       if (!std::isalpha((unsigned char)c))
         throw bad(std::string("bad letter `") + c + "`");
-      if (!count[c]++)
+      if (order.find(c) == std::string::npos)
         order += c;
     }
   }
-  std::string outL;
-  if (arrow != std::string::npos) {
-    outL = spec.substr(arrow + 2);
+  if (e.explicitOutput)
     for (size_t i = 0; i < outL.size(); ++i)
-      if (!count.count(outL[i]) || outL.find(outL[i]) != i)
+      if (order.find(outL[i]) == std::string::npos || outL.find(outL[i]) != i)
         throw bad(std::string("bad output letter `") + outL[i] + "`");
-  } else { // numpy's implicit output: the letters used once, sorted
-    for (auto &[c, n] : count)
-      if (n == 1)
-        outL += c;
-  }
   std::string all = outL; // the iteration dims: output first, as the reference loops
   for (char c : order)
     if (outL.find(c) == std::string::npos)

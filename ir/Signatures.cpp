@@ -47,29 +47,45 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   return r;
 }
 
-bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std::string &output,
-                 std::string &error) {
-  inputs.clear();
-  output.clear();
+EinsumLetters splitEinsum(const std::string &spec) {
   std::string s;
   for (char c : spec)
     if (c != ' ')
       s += c;
-  auto arrow = s.find("->");
-  if (arrow == std::string::npos) {
+  EinsumLetters e;
+  size_t arrow = s.find("->");
+  e.inputs.emplace_back();
+  for (char c : s.substr(0, arrow)) {
+    if (c == ',')
+      e.inputs.emplace_back();
+    else
+      e.inputs.back() += c;
+  }
+  e.explicitOutput = arrow != std::string::npos;
+  if (e.explicitOutput) {
+    e.output = s.substr(arrow + 2);
+  } else {
+    std::map<char, int> count;
+    for (auto &in : e.inputs)
+      for (char c : in)
+        ++count[c];
+    for (auto &[c, n] : count)
+      if (n == 1)
+        e.output += c;
+  }
+  return e;
+}
+
+bool parseEinsum(const std::string &spec, std::vector<std::string> &inputs, std::string &output,
+                 std::string &error) {
+  EinsumLetters e = splitEinsum(spec);
+  inputs = e.inputs;
+  output = e.output;
+  if (!e.explicitOutput) {
+    inputs.clear();
+    output.clear();
     error = "missing `->`";
     return false;
-  }
-  std::string lhs = s.substr(0, arrow);
-  output = s.substr(arrow + 2);
-  size_t start = 0;
-  while (true) {
-    size_t comma = lhs.find(',', start);
-    inputs.push_back(
-        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
   }
   auto valid = [&](const std::string &t) {
     for (char c : t)

@@ -15,8 +15,8 @@
 // building one also checks the shapes and reports a shape error.
 #pragma once
 
-#include "support/Diagnostics.h"
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 #include <optional>
 #include <string>
@@ -60,6 +60,18 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
 
 /// numpy broadcast of two shapes; nullopt if incompatible.
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+/// An einsum spec cut into its operands' letters and the result's, spaces
+/// dropped. Without `->` the result is numpy's implicit one (the letters
+/// used exactly once, sorted) and `explicitOutput` is false. Nothing is
+/// checked: parseEinsum does the checker's checks, and the kernels, which
+/// also run IR text (diagonals such as `ii->i`), do their own.
+struct EinsumLetters {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool explicitOutput = false;
+};
+EinsumLetters splitEinsum(const std::string &spec);
 
 /// Parses an einsum spec `ik,kj->ij` into per-operand letter lists and the
 /// result letters; returns an error text on failure.

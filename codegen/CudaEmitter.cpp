@@ -486,34 +486,75 @@ void Emitter::emitReduction(const std::string &sym) {
     emitDeterministicReduction(sym, kept, red, combine, identity);
     return;
   }
+  const int W = cudaArgWords(k);
   os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
      << "(const dt_args a) {\n"
      << "  const dt_i64 kept = " << product(kept) << ";\n"
      << "  const dt_i64 red = " << product(red) << ";\n"
      << "  if (kept <= 0)\n    return;\n"
-     << "  // One block per output for long reductions, else one warp per output.\n"
-     << "  const bool perBlock = red >= " << kCudaBlockReduceMin << "LL;\n"
-     << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
-     << "  const int nwarps = blockDim.x >> 5;\n"
-     << "  const dt_i64 first = perBlock ? (dt_i64)blockIdx.x : (dt_i64)blockIdx.x * nwarps + "
-        "warp;\n"
-     << "  const dt_i64 step = perBlock ? (dt_i64)gridDim.x : (dt_i64)gridDim.x * nwarps;\n"
-     << "  const dt_i64 tfirst = perBlock ? (dt_i64)threadIdx.x : (dt_i64)lane;\n"
-     << "  const dt_i64 tstep = perBlock ? (dt_i64)blockDim.x : (dt_i64)32;\n"
+     << "  // Split reductions (few outputs, long reductions: cudaReduceSplit): with\n"
+     << "  // split > 1, block b reduces chunk b % split of output b / split into the\n"
+     << "  // scratch accumulators; a second launch with -split folds each output's\n"
+     << "  // chunks in order and stores. 0 or 1: one pass.\n"
+     << "  const dt_i64 split = (dt_i64)" << word(W - 2) << ";\n"
+     << "  char *const scratch = (char *)" << word(W - 1) << ";\n"
      << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
   for (size_t s = 0; s < S; ++s) {
     DType t = k.outputs[k.stores[s].output];
     os << "  __shared__ " << accType(rop, t) << " sh" << s << "[32];\n"
        << "  auto comb" << s << " = [](" << accType(rop, t) << " p, " << accType(rop, t)
-       << " q) { return (" << accType(rop, t) << ")" << combine(t) << "; };\n";
+       << " q) { return (" << accType(rop, t) << ")" << combine(t) << "; };\n"
+       << "  " << accType(rop, t) << " *const part" << s << " = (" << accType(rop, t)
+       << " *)(scratch + " << s << "LL * 8 * kept * (split < 0 ? -split : split));\n";
   }
+  // The store of every output from its accumulators (after the reduction).
+  auto store = [&](const char *ind) {
+    for (size_t s = 0; s < S; ++s) {
+      int o = k.stores[s].output;
+      DType t = k.outputs[o];
+      // A bf16/f16 sum's f64 accumulator rounds once (odd to f32, then RNE).
+      std::string acc = "acc" + std::to_string(s);
+      std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
+                        : accType(rop, t) == std::string("double")
+                            ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
+                            : storeVal(t, acc);
+      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
+    }
+  };
+  os << "  if (split < 0) { // the second pass: a thread per output\n"
+     << "    for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
+     << "         o += (dt_i64)gridDim.x * blockDim.x) {\n";
+  emitUnravel(kept, "o", "      ");
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << "      " << accType(rop, t) << " acc" << s << " = part" << s << "[o * -split];\n"
+       << "      for (dt_i64 c = 1; c < -split; ++c)\n"
+       << "        acc" << s << " = comb" << s << "(acc" << s << ", part" << s
+       << "[o * -split + c]);\n";
+  }
+  store("      ");
+  os << "    }\n    return;\n  }\n"
+     << "  const dt_i64 nsplit = split > 1 ? split : 1;\n"
+     << "  // One block per output for long reductions, else one warp per output.\n"
+     << "  const bool perBlock = nsplit > 1 || red >= " << kCudaBlockReduceMin << "LL;\n"
+     << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+     << "  const int nwarps = blockDim.x >> 5;\n"
+     << "  const dt_i64 first = perBlock ? (dt_i64)blockIdx.x / nsplit\n"
+     << "                                : (dt_i64)blockIdx.x * nwarps + warp;\n"
+     << "  const dt_i64 step = perBlock ? (dt_i64)gridDim.x / nsplit : (dt_i64)gridDim.x * "
+        "nwarps;\n"
+     << "  const dt_i64 tfirst = perBlock ? (dt_i64)threadIdx.x : (dt_i64)lane;\n"
+     << "  const dt_i64 tstep = perBlock ? (dt_i64)blockDim.x : (dt_i64)32;\n"
+     << "  const dt_i64 chunk = (red + nsplit - 1) / nsplit;\n"
+     << "  const dt_i64 rbegin = nsplit > 1 ? (dt_i64)blockIdx.x % nsplit * chunk : 0;\n"
+     << "  const dt_i64 rend = nsplit > 1 && rbegin + chunk < red ? rbegin + chunk : red;\n";
   os << "  for (dt_i64 o = first; o < kept; o += step) {\n";
   emitUnravel(kept, "o", "    ");
   for (size_t s = 0; s < S; ++s) {
     DType t = k.outputs[k.stores[s].output];
     os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
   }
-  os << "    for (dt_i64 r = tfirst; r < red; r += tstep) {\n";
+  os << "    for (dt_i64 r = rbegin + tfirst; r < rend; r += tstep) {\n";
   emitUnravel(red, "r", "      ");
   std::vector<std::string> xs(I), ys(S);
   for (int i = 0; i < I; ++i)
@@ -535,19 +576,6 @@ void Emitter::emitReduction(const std::string &sym) {
   os << "    }\n";
   for (size_t s = 0; s < S; ++s)
     os << "    acc" << s << " = dt_warp_reduce(acc" << s << ", comb" << s << ");\n";
-  auto store = [&](const char *ind) {
-    for (size_t s = 0; s < S; ++s) {
-      int o = k.stores[s].output;
-      DType t = k.outputs[o];
-      // A bf16/f16 sum's f64 accumulator rounds once (odd to f32, then RNE).
-      std::string acc = "acc" + std::to_string(s);
-      std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
-                        : accType(rop, t) == std::string("double")
-                            ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
-                            : storeVal(t, acc);
-      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
-    }
-  };
   os << "    if (perBlock) {\n      if (lane == 0) {\n";
   for (size_t s = 0; s < S; ++s)
     os << "        sh" << s << "[warp] = acc" << s << ";\n";
@@ -555,9 +583,12 @@ void Emitter::emitReduction(const std::string &sym) {
      << "        for (int w = 1; w < nwarps; ++w) {\n";
   for (size_t s = 0; s < S; ++s)
     os << "          acc" << s << " = comb" << s << "(acc" << s << ", sh" << s << "[w]);\n";
-  os << "        }\n";
-  store("        ");
-  os << "      }\n      __syncthreads();\n    } else if (lane == 0) {\n";
+  os << "        }\n        if (nsplit > 1) {\n";
+  for (size_t s = 0; s < S; ++s)
+    os << "          part" << s << "[o * nsplit + (dt_i64)blockIdx.x % nsplit] = acc" << s << ";\n";
+  os << "        } else {\n";
+  store("          ");
+  os << "        }\n      }\n      __syncthreads();\n    } else if (lane == 0) {\n";
   store("      ");
   os << "    }\n  }\n}\n";
 }
@@ -621,8 +652,11 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
 
 } // namespace
 
+bool cudaSplitsReduction(const Kernel &k) { return k.reduce != KReduce::None && !k.deterministic; }
+
 int cudaArgWords(const Kernel &k) {
-  return (int)std::max<int64_t>(1, (int64_t)(k.inputs.size() + k.outputs.size()) + numParams(k));
+  return (int)std::max<int64_t>(1, (int64_t)(k.inputs.size() + k.outputs.size()) + numParams(k) +
+                                       (cudaSplitsReduction(k) ? 2 : 0));
 }
 
 CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
@@ -664,6 +698,27 @@ std::vector<uint64_t> cudaKernelArgs(const Kernel &k, void *const *deviceBuffers
   for (int64_t p = 0; p < numParams(k); ++p)
     w[nb + p] = (uint64_t)params[p];
   return w;
+}
+
+int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
+  if (!cudaSplitsReduction(k))
+    return 1;
+  int64_t kept = 1, red = 1;
+  for (int i = 0; i < k.rank; ++i)
+    (isReducedDim(k, i) ? red : kept) *= params[i];
+  const int64_t target = (int64_t)std::max(numSMs, 1) * 4; // blocks to fill the machine
+  if (kept <= 0 || kept >= target || red < kCudaSplitReduceMin)
+    return 1;
+  int64_t split = std::min((target + kept - 1) / kept, red / (kCudaSplitReduceMin / 8));
+  return split >= 2 ? split : 1;
+}
+
+int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split) {
+  int64_t kept = 1;
+  for (int i = 0; i < k.rank; ++i)
+    if (!isReducedDim(k, i))
+      kept *= params[i];
+  return (int64_t)k.stores.size() * 8 * kept * split;
 }
 
 CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs) {

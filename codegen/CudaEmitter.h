@@ -28,6 +28,8 @@
 //    per output element (warp shuffles, then shared memory across warps);
 //    otherwise one warp per output element (shuffles only). The kernel makes
 //    that choice itself from the params; cudaLaunchDims makes the same one.
+//    Few outputs with long reductions (a full `sum`) are split over many
+//    blocks and folded by a second launch (cudaReduceSplit).
 //    Float sums accumulate in f64 (as the IR says) but the association order is
 //    the tree order of the threads, not row-major (the IR allows it).
 //
@@ -36,11 +38,10 @@
 // bit-identical to the CPU backend and the interpreter. CUDA's expf, logf,
 // sinf, cosf, tanhf, powf (and their f64 forms) are accurate to a few ulp but
 // not always correctly rounded like glibc, so exp/log/tanh/sigmoid/sin/cos/pow
-// results may differ from the CPU in the last 1-4 ulp; `random normal`
-// inherits that through logf/cosf (|gpu - cpu| <= 4 ulp of the f32 result,
-// about 5e-7 relative). `random uniform`, iota and all integer ops are
-// bit-exact. Integer semantics (wrap, truncating division, x / 0 = 0,
-// saturating float->int casts) are the interpreter's exactly.
+// results may differ from the CPU in the last 1-4 ulp. `random normal` takes
+// its log and cos in f64 and rounds them (support/Random.h), so it is
+// bit-exact like `random uniform`, iota and all integer ops. Integer semantics (wrap, truncating
+// division, x / 0 = 0, saturating float->int casts) are the interpreter's exactly.
 #pragma once
 
 #include "codegen/KernelIR.h"
@@ -84,6 +85,24 @@ struct CudaLaunchDims {
 /// Launch geometry for `params` (the ABI array) on a device with `numSMs`
 /// multiprocessors; grid-stride loops cover whatever the grid does not.
 CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs);
+
+/// Reduced extents from this size up, with fewer outputs than would fill the
+/// device, are split (cudaReduceSplit).
+constexpr int64_t kCudaSplitReduceMin = 32768;
+
+/// Whether `k`'s arguments end with the two split words (every reduction
+/// but the deterministic one, whose order is fixed per output).
+bool cudaSplitsReduction(const Kernel &k);
+
+/// How many chunks each output of reduction `k` is cut into (1: one pass).
+/// A split reduction runs in two launches of the same kernel: the last two
+/// dt_args words are (split, scratch) with grid kept * split -- each block
+/// reduces one chunk of one output into `scratch` (accumulator type, 8-byte
+/// slots: cudaSplitScratchBytes) -- then (-split, scratch) with a thread per
+/// output (grid from cudaLaunchDims of an elementwise launch), which folds
+/// the chunks in order and stores. With (0, 0) the kernel runs in one pass.
+int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs);
+int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split);
 
 /// The device helpers every emitted kernel starts with (splitmix64 RNG,
 /// NaN-propagating maximum/minimum, saturating casts, wrapping integer

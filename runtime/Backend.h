@@ -156,9 +156,17 @@ public:
                                                   const std::vector<TensorType> &resultTypes,
                                                   LocalPlace place) = 0;
 
+  /// Waits until every operation queued on this rank has finished (a GPU
+  /// rank's stream; nothing on the cpu): `time()` reads the clock after it.
+  virtual void synchronize() {}
+
   // --- communication ------------------------------------------------------------
   /// The group of all world ranks.
   virtual Communicator &world() = 0;
+  /// The group of all world ranks for HOST buffers (flags, checksums, the
+  /// clock): world() where device memory is host memory; a GPU backend's
+  /// host-side group otherwise.
+  virtual Communicator &hostWorld() { return world(); }
   /// The group `members` (world ranks in group-rank order, containing this
   /// rank); every member asks for the same list.
   virtual Communicator &group(const std::vector<int> &members) = 0;

@@ -3,6 +3,7 @@
 
 #include "runtime/Blas.h"
 #include "runtime/CudaComm.h"
+#include "runtime/CudaDataKernels.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/RefKernels.h"
 #include "runtime/ThreadComm.h"
@@ -16,9 +17,9 @@ namespace {
 
 class CudaDevice final : public Device {
 public:
-  CudaDevice(CudaBackend &b, int rank, int worldSize)
-      : Device(rank), b_(b), ctx_(b.context()), stream_(ctx_.streamForRank(rank)) {
-    ctx_.makeCurrent();
+  CudaDevice(CudaBackend &b, int rank, int worldSize, ThreadWorld &threads)
+      : Device(rank), b_(b), ctx_(current(b.context())), stream_(ctx_.streamForRank(rank)),
+        hostWorld_(threads.world(rank)) {
     std::vector<int> all;
     for (int r = 0; r < worldSize; ++r)
       all.push_back(r);
@@ -108,50 +109,66 @@ public:
                   const std::vector<int64_t> &srcStart, void *dst,
                   const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstStart,
                   const std::vector<int64_t> &extent, int64_t esize) override {
-    // One device copy per contiguous row of the box (a strided-copy kernel
-    // or cuMemcpy2D would be one launch).
     int64_t n = 1;
     for (auto e : extent)
       n *= e;
     if (n == 0)
       return;
     size_t r = extent.size();
-    if (r == 0) {
-      ctx_.copyOnDevice(dst, src, esize, stream_);
+    auto ss = rowMajorStrides(srcShape), ds = rowMajorStrides(dstShape);
+    int64_t so = 0, doff = 0;
+    for (size_t k = 0; k < r; ++k) {
+      so += srcStart[k] * ss[k];
+      doff += dstStart[k] * ds[k];
+    }
+    // One contiguous run (a whole block, or one row): a device memcpy.
+    bool contiguous = true;
+    for (size_t k = 1; k < r; ++k)
+      contiguous &= extent[k] == srcShape[k] && extent[k] == dstShape[k];
+    if (r == 0 || contiguous || n == extent[r - 1]) {
+      ctx_.copyOnDevice(static_cast<char *>(dst) + doff * esize,
+                        static_cast<const char *>(src) + so * esize, n * esize, stream_);
       return;
     }
-    auto ss = rowMajorStrides(srcShape), ds = rowMajorStrides(dstShape);
-    std::vector<int64_t> idx(r - 1, 0);
-    for (;;) {
-      int64_t so = srcStart[r - 1], doff = dstStart[r - 1];
-      for (size_t k = 0; k + 1 < r; ++k) {
-        so += (idx[k] + srcStart[k]) * ss[k];
-        doff += (idx[k] + dstStart[k]) * ds[k];
-      }
-      ctx_.copyOnDevice(static_cast<char *>(dst) + doff * esize,
-                        static_cast<const char *>(src) + so * esize, extent[r - 1] * esize,
-                        stream_);
-      size_t k = r - 1;
-      while (k-- > 0) {
-        if (++idx[k] < extent[k])
-          break;
-        idx[k] = 0;
-      }
-      if (k == (size_t)-1)
-        return;
-    }
+    cudaStridedCopy(ctx_, src, dst, extent, ss, so, ds, doff, esize, stream_);
   }
 
-  // Staged through host memory until these are kernel-IR kernels.
   HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) override {
-    return fromHost(ref::transpose(toHost(a), perm));
+    std::vector<int64_t> shape(perm.size()), srcStrides(perm.size());
+    auto as = rowMajorStrides(a.shape);
+    for (size_t i = 0; i < perm.size(); ++i) {
+      shape[i] = a.shape[perm[i]];
+      srcStrides[i] = as[perm[i]];
+    }
+    if (perm.size() > 8) // beyond the device copy's rank: staged
+      return fromHost(ref::transpose(toHost(a), perm));
+    HostTensor t;
+    t.dtype = a.dtype;
+    t.shape = shape;
+    t.buf = allocateUninit(t.bytes());
+    cudaStridedCopy(ctx_, a.raw(), t.raw(), shape, srcStrides, 0, rowMajorStrides(shape), 0,
+                    dtypeSize(a.dtype), stream_);
+    return t;
   }
   HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) override {
-    return fromHost(ref::indexSelect(toHost(src), toHost(ids), dim));
+    HostTensor t;
+    t.dtype = src.dtype;
+    t.shape = src.shape;
+    t.shape[dim] = ids.numel();
+    t.buf = allocateUninit(t.bytes());
+    cudaGather(ctx_, src, toHost(ids), ids, dim, t, stream_);
+    return t;
   }
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                         int64_t dim) override {
-    return fromHost(ref::indexAdd(toHost(base), toHost(ids), toHost(src), dim));
+    if (src.dtype != base.dtype) // the reference casts first: staged
+      return fromHost(ref::indexAdd(toHost(base), toHost(ids), toHost(src), dim));
+    HostTensor t;
+    t.dtype = base.dtype;
+    t.shape = base.shape;
+    t.buf = allocateUninit(t.bytes());
+    cudaScatterAdd(ctx_, base, toHost(ids), src, dim, t, stream_);
+    return t;
   }
   std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                           const std::vector<const HostTensor *> &args,
@@ -170,7 +187,10 @@ public:
     return out;
   }
 
+  void synchronize() override { ctx_.synchronize(stream_); }
   Communicator &world() override { return *world_; }
+  /// Host buffers go through the rank threads' shared-memory groups.
+  Communicator &hostWorld() override { return hostWorld_; }
   Communicator &group(const std::vector<int> &members) override {
     auto it = comms_.find(members);
     if (it != comms_.end())
@@ -186,16 +206,22 @@ public:
   }
 
 private:
+  /// `ctx` made current on this rank's thread (before its stream is made).
+  static CudaContext &current(CudaContext &ctx) {
+    ctx.makeCurrent();
+    return ctx;
+  }
   CudaBackend &b_;
   CudaContext &ctx_;
   CudaStream stream_;
+  Communicator &hostWorld_;
   Communicator *world_ = nullptr;
   std::map<std::vector<int>, std::unique_ptr<CudaCopyComm>> comms_;
 };
 
 } // namespace
 
-CudaBackend::CudaBackend(const BackendOptions &) {
+CudaBackend::CudaBackend(const BackendOptions &opts) : faultTimeout_(opts.faultTimeout) {
   libs_ = std::make_unique<CudaLibraries>();
   ctx_ = std::make_unique<CudaContext>(*libs_); // throws the one-line message without a driver
 }
@@ -214,19 +240,51 @@ CudaCopyGroup &CudaBackend::copyGroup(const std::vector<int> &members) {
   std::lock_guard<std::mutex> lock(mu_);
   auto &g = groups_[members];
   if (!g)
-    g = std::make_unique<CudaCopyGroup>(*ctx_, (int)members.size());
+    g = std::make_unique<CudaCopyGroup>(*ctx_, members, faultTimeout_);
   return *g;
 }
 
 void CudaBackend::run(int ranks, const std::function<void(Device &)> &body) {
-  // ThreadWorld runs the rank threads and turns a failure into
-  // RuntimeFault("rank R failed: ..."); its shared-memory groups stay unused.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &[m, g] : groups_)
+      g->reset(); // nothing of a failed run stays
+  }
+  // ThreadWorld runs the rank threads; its shared-memory groups carry the
+  // host-buffer collectives (Device::hostWorld).
+  // A rank that fails aborts every copy group, so no rank waits for it, and
+  // the run reports the first failure (not the aborts it caused).
+  std::mutex fm;
+  int failedRank = -1;
+  std::string failure;
   ThreadWorld threads(ranks);
-  threads.run([&](int rank) {
-    CudaDevice dev(*this, rank, ranks);
-    body(dev);
-    ctx_->synchronize(ctx_->streamForRank(rank));
-  });
+  try {
+    threads.run([&](int rank) {
+      try {
+        CudaDevice dev(*this, rank, ranks, threads);
+        body(dev);
+        ctx_->synchronize(ctx_->streamForRank(rank));
+      } catch (const CudaGroupAborted &) {
+        throw;
+      } catch (const std::exception &e) {
+        {
+          std::lock_guard<std::mutex> lock(fm);
+          if (failedRank < 0) {
+            failedRank = rank;
+            failure = e.what();
+          }
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto &[m, g] : groups_)
+          g->abort();
+        throw;
+      }
+    });
+  } catch (const RuntimeFault &) {
+    if (failedRank >= 0 && ranks > 1)
+      throw RuntimeFault("rank " + std::to_string(failedRank) + " failed: " + failure);
+    throw;
+  }
 }
 
 } // namespace dt

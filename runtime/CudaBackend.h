@@ -5,19 +5,22 @@
 // (CudaCopyComm, runtime/CudaComm.h). Buffers are device memory (Buffer
 // where() == Device) freed back to the context's caching allocator.
 //
-// Status (GPU execution is the next issue; this is written to be run and
-// fixed there, and compiles without a GPU or CUDA headers):
+// Status (first run on an H100 in the eighth session; compiles without a GPU
+// or CUDA headers):
 //  * constructing it on a machine without a driver throws the loader's one
 //    line (`--backend cuda: cannot load libcuda.so.1 ...`), so `dtensorc run
 //    --backend cuda` fails cleanly where there is no GPU;
-//  * fused kernels launch as NVRTC kernels; f32/f64 matmul runs on cuBLAS;
-//    copyRegion is a device-to-device copy per contiguous row;
-//  * transpose, index_select/index_add and the fallback ops are STAGED
-//    through host memory (download, reference kernel, upload): correct but
-//    slow, until they are kernel-IR kernels;
+//  * fused kernels launch as NVRTC kernels; float matmul runs on cuBLAS (one
+//    handle per rank stream);
+//  * copyRegion, transpose, index_select and index_add are device kernels of
+//    the backend's own (runtime/CudaDataKernels.h); the fallback ops (loads,
+//    check_factor, --no-jit) are STAGED through host memory (download,
+//    reference kernel, upload): correct but slow;
 //  * one process per GPU with NCCL (NcclComm) needs the mpi launcher's id
 //    exchange: not wired (issue 15);
-//  * a failing rank does not wake ranks waiting in a CudaCopyComm barrier.
+//  * a failing rank aborts every copy group (the others stop waiting) and the
+//    run reports its failure; a rank waiting longer than the fault timeout in
+//    one collective ends the run with who arrived.
 #pragma once
 
 #include "runtime/Backend.h"
@@ -52,6 +55,7 @@ private:
   CompileCounters counters_;
   std::mutex mu_; ///< guards groups_ (rank threads ask concurrently)
   std::map<std::vector<int>, std::unique_ptr<CudaCopyGroup>> groups_;
+  double faultTimeout_; ///< seconds a rank waits in a collective (BackendOptions)
 };
 
 } // namespace dt

@@ -5,8 +5,8 @@
 
 #include "runtime/FaultWatch.h"
 
-#include "support/Diagnostics.h"
 #include "codegen/CudaApi.h"
+#include "support/Diagnostics.h"
 
 #include <chrono>
 #include <cstring>
@@ -171,7 +171,8 @@ void NcclComm::sync(const char *what) {
       std::string me = "rank " + std::to_string(watch_->rank());
       watch_->fail((async != ncclSuccess
                         ? std::string("nccl: ") + ctx_.libs().nccl().ncclGetErrorString(async)
-                        : peer.empty() ? "no answer within --fault-timeout" : peer) +
+                    : peer.empty() ? "no answer within --fault-timeout"
+                                   : peer) +
                    ": " + me + " waited " + watch_->where() + " (NCCL communicator aborted)");
     }
   }
@@ -190,8 +191,7 @@ void NcclComm::finish(void *recv, int64_t count, DType dtype, ReduceOp op) {
 
 /// Float max/min go through gatherFold: NCCL's are not NaN-propagating.
 static bool needsNanFold(DType dtype, ReduceOp op) {
-  return isFloat(dtype) &&
-         (op == ReduceOp::Max || op == ReduceOp::Min);
+  return isFloat(dtype) && (op == ReduceOp::Max || op == ReduceOp::Min);
 }
 
 void NcclComm::gatherFold(const void *send, int64_t total, int64_t off, int64_t count, void *recv,
@@ -366,34 +366,78 @@ void NcclComm::barrier() {}
 
 // --- CudaCopyComm ----------------------------------------------------------------
 
-CudaCopyGroup::CudaCopyGroup(CudaContext &ctx, int size) : ctx_(ctx), size_(size), slots_(size) {}
+CudaCopyGroup::CudaCopyGroup(CudaContext &ctx, std::vector<int> members, double timeout)
+    : ctx_(ctx), size_((int)members.size()), members_(std::move(members)), timeout_(timeout),
+      slots_(size_), arrived_(size_, false) {}
 
-void CudaCopyGroup::arrive() {
+void CudaCopyGroup::abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  cv_.notify_all();
+}
+
+void CudaCopyGroup::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = false;
+  waiting_ = 0;
+  arrived_.assign(size_, false);
+  ++generation_;
+}
+
+void CudaCopyGroup::arrive(int rank, const char *what) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (aborted_)
+    throw CudaGroupAborted();
   int64_t gen = generation_;
+  arrived_[rank] = true;
   if (++waiting_ == size_) {
     waiting_ = 0;
+    arrived_.assign(size_, false);
     ++generation_;
     cv_.notify_all();
     return;
   }
-  cv_.wait(lock, [&] { return generation_ != gen; });
+  auto done = [&] { return generation_ != gen || aborted_; };
+  if (timeout_ > 0) {
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_), done)) {
+      std::string in, out;
+      for (int i = 0; i < size_; ++i) {
+        std::string &list = arrived_[i] ? in : out;
+        list += (list.empty() ? "" : ", ") + std::to_string(members_[i]);
+      }
+      throw RuntimeFault("cuda: rank " + std::to_string(members_[rank]) + " waited " +
+                         std::to_string((int)timeout_) + " s in " + what + " for ranks " + out +
+                         " (arrived: " + in +
+                         "): a rank stopped, or the ranks run different collectives");
+    }
+  } else {
+    cv_.wait(lock, done);
+  }
+  if (generation_ == gen) // woken by abort()
+    throw CudaGroupAborted();
 }
 
 CudaCopyComm::CudaCopyComm(CudaCopyGroup &group, int rank, CudaStream stream)
     : group_(group), rank_(rank), stream_(stream) {}
 
 template <class Work>
-void CudaCopyComm::collective(const void *send, void *recv, const std::vector<int64_t> *counts,
-                              int64_t resultBytes, Work work) {
+void CudaCopyComm::collective(const char *what, const void *send, void *recv,
+                              const std::vector<int64_t> *counts, int64_t resultBytes, Work work) {
   CudaContext &ctx = group_.context();
   ctx.synchronize(stream_); // this rank's writes to `send` are visible to the others
   group_.slots_[rank_] = {send, recv, counts};
-  group_.arrive(); // every rank has published
+  group_.arrive(rank_, what); // every rank has published
   void *tmp = resultBytes > 0 ? ctx.alloc(resultBytes, stream_) : nullptr;
-  work(tmp);
-  ctx.synchronize(stream_);
-  group_.arrive(); // every rank has finished reading the others' buffers
+  try {
+    work(tmp);
+    ctx.synchronize(stream_);
+  } catch (...) {
+    // The others wait for this rank's second arrival: end theirs too.
+    ctx.free(tmp);
+    group_.abort();
+    throw;
+  }
+  group_.arrive(rank_, what); // every rank has finished reading the others' buffers
   if (recv && tmp)
     ctx.copyOnDevice(recv, tmp, resultBytes, stream_);
   ctx.synchronize(stream_);
@@ -425,7 +469,7 @@ void CudaCopyComm::allReduce(const void *send, void *recv, int64_t count, DType 
                              ReduceOp op) {
   checkReducible(dtype, op);
   CudaContext &ctx = group_.context();
-  collective(send, recv, nullptr, count * dtypeSize(dtype), [&](void *tmp) {
+  collective("allReduce", send, recv, nullptr, count * dtypeSize(dtype), [&](void *tmp) {
     foldRanks(tmp, 0, count, dtype, op);
     if (op == ReduceOp::Avg && count > 0) {
       void *avg = ctx.alloc(count * dtypeSize(dtype), stream_);
@@ -441,7 +485,7 @@ void CudaCopyComm::allGatherV(const void *send, void *recv, const std::vector<in
                               DType dtype) {
   CudaContext &ctx = group_.context();
   std::vector<int64_t> off = countOffsets(counts);
-  collective(send, recv, nullptr, off.back() * dtypeSize(dtype), [&](void *tmp) {
+  collective("allGatherV", send, recv, nullptr, off.back() * dtypeSize(dtype), [&](void *tmp) {
     for (int j = 0; j < size(); ++j)
       ctx.copyOnDevice(bytes(tmp, off[j], dtype), group_.slots_[j].send,
                        counts[j] * dtypeSize(dtype), stream_);
@@ -454,7 +498,7 @@ void CudaCopyComm::reduceScatterV(const void *send, void *recv, const std::vecto
   CudaContext &ctx = group_.context();
   std::vector<int64_t> off = countOffsets(counts);
   const int64_t mine = counts[rank_];
-  collective(send, recv, nullptr, mine * dtypeSize(dtype), [&](void *tmp) {
+  collective("reduceScatterV", send, recv, nullptr, mine * dtypeSize(dtype), [&](void *tmp) {
     foldRanks(tmp, off[rank_], mine, dtype, op);
     if (op == ReduceOp::Avg && mine > 0) {
       void *avg = ctx.alloc(mine * dtypeSize(dtype), stream_);
@@ -470,7 +514,7 @@ void CudaCopyComm::allToAllV(const void *send, const std::vector<int64_t> &sendC
                              const std::vector<int64_t> &recvCounts, DType dtype) {
   CudaContext &ctx = group_.context();
   std::vector<int64_t> ro = countOffsets(recvCounts);
-  collective(send, recv, &sendCounts, ro.back() * dtypeSize(dtype), [&](void *tmp) {
+  collective("allToAllV", send, recv, &sendCounts, ro.back() * dtypeSize(dtype), [&](void *tmp) {
     for (int j = 0; j < size(); ++j) {
       // Rank j's block for this rank starts after its blocks for ranks < rank_.
       std::vector<int64_t> so = countOffsets(*group_.slots_[j].counts);
@@ -488,8 +532,8 @@ void CudaCopyComm::allToAllV(const void *send, const std::vector<int64_t> &sendC
 void CudaCopyComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
   CudaContext &ctx = group_.context();
   const bool isRoot = rank_ == root;
-  collective(buf, isRoot ? nullptr : buf, nullptr, isRoot ? 0 : count * dtypeSize(dtype),
-             [&](void *tmp) {
+  collective("broadcast", buf, isRoot ? nullptr : buf, nullptr,
+             isRoot ? 0 : count * dtypeSize(dtype), [&](void *tmp) {
                if (!isRoot)
                  ctx.copyOnDevice(tmp, group_.slots_[root].send, count * dtypeSize(dtype), stream_);
              });
@@ -497,7 +541,7 @@ void CudaCopyComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
 
 void CudaCopyComm::barrier() {
   group_.context().synchronize(stream_);
-  group_.arrive();
+  group_.arrive(rank_, "barrier");
 }
 
 } // namespace dt

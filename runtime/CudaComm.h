@@ -20,6 +20,7 @@
 
 #include "runtime/Communicator.h"
 #include "runtime/CudaRuntime.h"
+#include "support/Errors.h"
 
 #include <array>
 #include <condition_variable>
@@ -87,12 +88,26 @@ private:
   FaultWatch *watch_ = nullptr;
 };
 
+/// What a member waiting in a CudaCopyGroup throws when another member
+/// failed (the backend reports that member's own failure instead).
+struct CudaGroupAborted : RuntimeFault {
+  CudaGroupAborted() : RuntimeFault("collective aborted: another rank failed") {}
+};
+
 /// The shared state of one group of virtual ranks on one GPU.
 class CudaCopyGroup {
 public:
-  CudaCopyGroup(CudaContext &ctx, int size);
+  /// `members`: the world ranks of the group (for messages); `timeout`:
+  /// seconds a member waits for the others in one collective before the run
+  /// ends with a report of who arrived (0: forever).
+  CudaCopyGroup(CudaContext &ctx, std::vector<int> members, double timeout = 0);
   int size() const { return size_; }
   CudaContext &context() { return ctx_; }
+  /// Wakes every member waiting in a collective, which throws
+  /// CudaGroupAborted; later collectives throw too, until reset().
+  void abort();
+  /// Clears an abort and any arrival left by a failed run.
+  void reset();
 
 private:
   friend class CudaCopyComm;
@@ -101,14 +116,20 @@ private:
     void *recv = nullptr;
     const std::vector<int64_t> *counts = nullptr; ///< sendCounts for allToAllV
   };
-  void arrive(); ///< a reusable barrier of all `size_` members
+  /// A reusable barrier of all `size_` members; `rank` is the caller's group
+  /// rank, `what` the collective (for the timeout's report).
+  void arrive(int rank, const char *what);
   CudaContext &ctx_;
   int size_;
+  std::vector<int> members_;
+  double timeout_;
   std::vector<Slot> slots_;
   std::mutex mu_;
   std::condition_variable cv_;
   int waiting_ = 0;
+  std::vector<bool> arrived_;
   int64_t generation_ = 0;
+  bool aborted_ = false;
 };
 
 class CudaCopyComm : public Communicator {
@@ -133,8 +154,8 @@ private:
   /// (reading the other ranks' published buffers), waits for every rank to
   /// finish reading, then copies the temporary to `recv`.
   template <class Work>
-  void collective(const void *send, void *recv, const std::vector<int64_t> *counts,
-                  int64_t resultBytes, Work work);
+  void collective(const char *what, const void *send, void *recv,
+                  const std::vector<int64_t> *counts, int64_t resultBytes, Work work);
   /// Folds `count` elements at byte offset `off` of every rank's send buffer
   /// in rank order into `out`.
   void foldRanks(void *out, int64_t off, int64_t count, DType dtype, ReduceOp op);

@@ -4,8 +4,8 @@
 // time the constructor reports that and nothing else is reachable.
 #include "runtime/CudaRuntime.h"
 
-#include "support/Diagnostics.h"
 #include "codegen/CudaApi.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <climits>
@@ -87,11 +87,12 @@ CudaContext::~CudaContext() {
   const CudaDriverApi &d = libs_.driver();
   d.cuCtxSetCurrent(static_cast<CUcontext>(ctx_));
   d.cuCtxSynchronize();
-  for (auto &[text, k] : kernels_)
-    if (k->module)
-      d.cuModuleUnload(static_cast<CUmodule>(k->module));
-  if (cublas_)
-    libs_.cublas().cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  for (auto *kernels : {&kernels_, &raw_})
+    for (auto &[text, k] : *kernels)
+      if (k->module)
+        d.cuModuleUnload(static_cast<CUmodule>(k->module));
+  for (auto &[stream, h] : cublas_)
+    libs_.cublas().cublasDestroy(static_cast<cublasHandle_t>(h));
   for (auto &[key, list] : free_)
     for (void *p : list)
       d.cuMemFree(dptr(p));
@@ -206,6 +207,9 @@ CudaStream CudaContext::streamForRank(int rank) {
   auto it = streams_.find(rank);
   if (it != streams_.end())
     return it->second;
+  // A stream belongs to the context current on the calling thread: a rank
+  // thread that has not made it current yet would get CUDA_ERROR_INVALID_CONTEXT.
+  makeCurrent();
   CUstream s = nullptr;
   check(libs_.driver().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   streams_[rank] = s;
@@ -230,6 +234,39 @@ void CudaContext::synchronizeDevice() {
 
 // --- kernels -------------------------------------------------------------------
 
+NvrtcRequest CudaContext::request(const std::string &source, const std::string &symbol) {
+  NvrtcRequest req;
+  req.source = source;
+  req.name = symbol + ".cu";
+  req.arch = arch();
+  auto archs = nvrtc_.supportedArchs();
+  if (std::find(archs.begin(), archs.end(), req.arch) == archs.end()) {
+    int best = 0;
+    for (const auto &a : archs)
+      if (int v = std::atoi(a.c_str() + 3); v <= cc_)
+        best = std::max(best, v);
+    if (!best)
+      throw RuntimeFault("--backend cuda: NVRTC cannot target " + arch() + " (" + name_ + ")");
+    req.arch = "compute_" + std::to_string(best);
+    req.output = NvrtcOutput::Ptx;
+  }
+  return req;
+}
+
+void CudaContext::load(CudaKernel &ck, const std::string &binary) {
+  const CudaDriverApi &d = libs_.driver();
+  CUmodule mod = nullptr;
+  check(d.cuModuleLoadData(&mod, binary.data()), "cuModuleLoadData");
+  CUfunction fn = nullptr;
+  CUresult fr = d.cuModuleGetFunction(&fn, mod, ck.symbol.c_str());
+  if (fr != CUDA_SUCCESS) {
+    d.cuModuleUnload(mod);
+    check(fr, "cuModuleGetFunction");
+  }
+  ck.module = mod;
+  ck.function = fn;
+}
+
 const CudaKernel &CudaContext::kernel(const Kernel &k) {
   const std::string text = printKernel(k, false);
   {
@@ -244,44 +281,46 @@ const CudaKernel &CudaContext::kernel(const Kernel &k) {
   std::snprintf(sym, sizeof sym, "dt_k_%016llx", (unsigned long long)kernelHash(k));
   ck->symbol = sym;
   CudaKernelSource src = emitCudaKernel(k, ck->symbol);
-
-  // A CUBIN for the device's own arch when this NVRTC knows it, else PTX for
-  // the newest arch it knows below the device (the driver JITs it).
-  NvrtcRequest req;
-  req.source = src.source;
-  req.name = ck->symbol + ".cu";
-  req.arch = arch();
-  auto archs = nvrtc_.supportedArchs();
-  if (std::find(archs.begin(), archs.end(), req.arch) == archs.end()) {
-    int best = 0;
-    for (const auto &a : archs)
-      if (int v = std::atoi(a.c_str() + 3); v <= cc_)
-        best = std::max(best, v);
-    if (!best)
-      throw RuntimeFault("--backend cuda: NVRTC cannot target " + arch() + " (" + name_ + ")");
-    req.arch = "compute_" + std::to_string(best);
-    req.output = NvrtcOutput::Ptx;
-  }
-  NvrtcResult r = nvrtc_.compile(req);
+  NvrtcResult r = nvrtc_.compile(request(src.source, ck->symbol));
   if (!r.ok)
     throw InternalError("NVRTC rejected the emitted kernel " + ck->symbol + ":\n" + r.log);
-
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(text); // another rank thread may have won the race
   if (it != kernels_.end())
     return *it->second;
-  const CudaDriverApi &d = libs_.driver();
-  CUmodule mod = nullptr;
-  check(d.cuModuleLoadData(&mod, r.binary.data()), "cuModuleLoadData");
-  CUfunction fn = nullptr;
-  CUresult fr = d.cuModuleGetFunction(&fn, mod, ck->symbol.c_str());
-  if (fr != CUDA_SUCCESS) {
-    d.cuModuleUnload(mod);
-    check(fr, "cuModuleGetFunction");
-  }
-  ck->module = mod;
-  ck->function = fn;
+  load(*ck, r.binary);
   return *(kernels_[text] = std::move(ck));
+}
+
+void *CudaContext::rawFunction(const std::string &source, const std::string &symbol) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = raw_.find(symbol);
+    if (it != raw_.end())
+      return it->second->function;
+  }
+  auto ck = std::make_unique<CudaKernel>();
+  ck->symbol = symbol;
+  NvrtcResult r = nvrtc_.compile(request(source, symbol));
+  if (!r.ok)
+    throw InternalError("NVRTC rejected the backend's kernel " + symbol + ":\n" + r.log);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = raw_.find(symbol);
+  if (it != raw_.end())
+    return it->second->function;
+  load(*ck, r.binary);
+  void *f = ck->function;
+  raw_[symbol] = std::move(ck);
+  return f;
+}
+
+void CudaContext::launchRaw(void *function, int64_t grid, int block, void **args, CudaStream s) {
+  if (grid <= 0)
+    return;
+  check(libs_.driver().cuLaunchKernel(static_cast<CUfunction>(function),
+                                      (unsigned)std::min<int64_t>(grid, 1 << 30), 1, 1,
+                                      (unsigned)block, 1, 1, 0, cus(s), args, nullptr),
+        "cuLaunchKernel");
 }
 
 void CudaContext::launch(const CudaKernel &ck, void *const *deviceBuffers, const int64_t *params,
@@ -291,32 +330,55 @@ void CudaContext::launch(const CudaKernel &ck, void *const *deviceBuffers, const
     return;
   std::vector<uint64_t> words = cudaKernelArgs(ck.kernel, deviceBuffers, params);
   void *args[] = {words.data()}; // one by-value argument: struct dt_args
-  check(libs_.driver().cuLaunchKernel(static_cast<CUfunction>(ck.function), dims.grid, 1, 1,
-                                      dims.block, 1, 1, 0, cus(s), args, nullptr),
-        "cuLaunchKernel");
+  auto go = [&](unsigned grid) {
+    check(libs_.driver().cuLaunchKernel(static_cast<CUfunction>(ck.function), grid, 1, 1,
+                                        dims.block, 1, 1, 0, cus(s), args, nullptr),
+          "cuLaunchKernel");
+  };
+  const int64_t split = cudaReduceSplit(ck.kernel, params, sms_);
+  if (split <= 1) {
+    go(dims.grid);
+    return;
+  }
+  // Two passes over one scratch buffer (CudaEmitter.h): chunks, then the fold.
+  int64_t kept = 1;
+  for (int i = 0; i < ck.kernel.rank; ++i)
+    if (!isReducedDim(ck.kernel, i))
+      kept *= params[i];
+  void *scratch = alloc(cudaSplitScratchBytes(ck.kernel, params, split), s);
+  const size_t W = words.size();
+  words[W - 2] = (uint64_t)split;
+  words[W - 1] = (uint64_t)(uintptr_t)scratch;
+  go((unsigned)(kept * split));
+  words[W - 2] = (uint64_t)(-split);
+  go((unsigned)std::min<int64_t>((kept + dims.block - 1) / dims.block, (int64_t)sms_ * 32));
+  free(scratch); // reused only on this stream, after these launches
 }
 
 // --- BLAS ----------------------------------------------------------------------
 
-void *CudaContext::cublasHandle() {
+void *CudaContext::cublasHandle(CudaStream s) {
+  // One handle per stream: a handle's stream is state (cublasSetStream), and
+  // the rank threads multiply concurrently, each on its own stream.
   std::lock_guard<std::mutex> lock(mu_);
-  if (cublas_)
-    return cublas_;
+  if (auto it = cublas_.find(s); it != cublas_.end())
+    return it->second;
   const CudaCublasApi &b = libs_.cublas();
   cublasHandle_t h = nullptr;
   if (cublasStatus_t st = b.cublasCreate(&h); st != CUBLAS_STATUS_SUCCESS)
     throw RuntimeFault(std::string("cuda: cublasCreate failed: ") + b.cublasGetStatusString(st));
   // Default math: no TF32 unless the compute type asks for it (gemm()).
   b.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
-  cublas_ = h;
-  return cublas_;
+  b.cublasSetStream(h, cus(s));
+  cublas_[s] = h;
+  return h;
 }
 
 void CudaContext::gemm(const GemmDesc &g, CudaStream s) {
   if (g.m == 0 || g.n == 0 || g.batch == 0)
     return;
   const CudaCublasApi &b = libs_.cublas();
-  cublasHandle_t h = static_cast<cublasHandle_t>(cublasHandle());
+  cublasHandle_t h = static_cast<cublasHandle_t>(cublasHandle(s));
   const int64_t lda = g.lda ? g.lda : (g.transA ? g.m : g.k);
   const int64_t ldb = g.ldb ? g.ldb : (g.transB ? g.k : g.n);
   const int64_t ldc = g.ldc ? g.ldc : g.n;
@@ -347,7 +409,6 @@ void CudaContext::gemm(const GemmDesc &g, CudaStream s) {
     compute = CUBLAS_COMPUTE_32F;
     break;
   }
-  b.cublasSetStream(h, cus(s));
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
   // operands and pass n, m; the transposition flags keep their meaning.
   const cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -394,8 +455,10 @@ const CudaKernel &CudaContext::kernel(const Kernel &) {
   throw RuntimeFault("--backend cuda: built without CUDA headers");
 }
 void CudaContext::launch(const CudaKernel &, void *const *, const int64_t *, CudaStream) {}
-void *CudaContext::cublasHandle() { return nullptr; }
+void *CudaContext::cublasHandle(CudaStream) { return nullptr; }
 void CudaContext::gemm(const GemmDesc &, CudaStream) {}
+void *CudaContext::rawFunction(const std::string &, const std::string &) { return nullptr; }
+void CudaContext::launchRaw(void *, int64_t, int, void **, CudaStream) {}
 
 #endif
 

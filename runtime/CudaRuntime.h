@@ -21,8 +21,8 @@
 #pragma once
 
 #include "codegen/CudaEmitter.h"
-#include "codegen/Nvrtc.h"
 #include "codegen/CudaLoader.h"
+#include "codegen/Nvrtc.h"
 
 #include <cstdint>
 #include <map>
@@ -135,6 +135,13 @@ public:
   /// Launches with the ABI params array (KernelIR.h) and device buffers.
   void launch(const CudaKernel &ck, void *const *deviceBuffers, const int64_t *params,
               CudaStream s);
+  /// A hand-written kernel of the backend's own (data movement: runtime/
+  /// CudaDataKernels.h): `source` defines `extern "C" __global__ symbol`,
+  /// compiled by NVRTC once per context (and its disk cache), then loaded.
+  /// Returns the CUfunction.
+  void *rawFunction(const std::string &source, const std::string &symbol);
+  /// cuLaunchKernel of a raw function: `args` as cuLaunchKernel takes them.
+  void launchRaw(void *function, int64_t grid, int block, void **args, CudaStream s);
 
   // --- BLAS ---------------------------------------------------------------
   void gemm(const GemmDesc &g, CudaStream s);
@@ -147,7 +154,7 @@ private:
     int64_t size;
     CudaStream stream;
   };
-  void *cublasHandle(); ///< created on first GEMM
+  void *cublasHandle(CudaStream s); ///< one per stream, created on its first GEMM
 
   CudaLibraries &libs_;
   CudaOptions opts_;
@@ -164,7 +171,13 @@ private:
   CudaAllocStats stats_;
   std::map<int, CudaStream> streams_;
   std::map<std::string, std::unique_ptr<CudaKernel>> kernels_; ///< by kernel text
-  void *cublas_ = nullptr;
+  std::map<std::string, std::unique_ptr<CudaKernel>> raw_;     ///< by symbol
+  /// The NVRTC request for `source`: a CUBIN for the device's arch when this
+  /// NVRTC knows it, else PTX for the newest arch below it.
+  NvrtcRequest request(const std::string &source, const std::string &symbol);
+  /// cuModuleLoadData + cuModuleGetFunction of a compiled `symbol` into `ck`.
+  void load(CudaKernel &ck, const std::string &binary);
+  std::map<CudaStream, void *> cublas_; ///< cublasHandle_t per stream
 };
 
 } // namespace dt

@@ -794,10 +794,11 @@ private:
   /// reading, so a host value is the same on every rank.
   HostTensor timeValue(const Inst &in) {
     HostTensor t(DType::F64, {});
+    dev_.synchronize(); // the work before `time()` has run (a GPU's stream)
     t.data<double>()[0] =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     dev_.at(&in);
-    dev_.world().broadcast(t.raw(), 1, DType::F64, 0);
+    dev_.hostWorld().broadcast(t.raw(), 1, DType::F64, 0);
     return t;
   }
 
@@ -809,7 +810,7 @@ private:
     std::vector<TensorType> types;
     for (int o : in.operands)
       types.push_back(fr.type(o));
-    Communicator &world = dev_.world();
+    Communicator &world = dev_.hostWorld(); // host flags and checksums
     // A failure to create the file on rank 0 is every rank's: it is
     // broadcast as a flag so no rank waits for a file that will not come.
     int32_t ok = 1;
@@ -863,7 +864,7 @@ private:
     for (int o : in.operands)
       types.push_back(fr.type(o));
     CheckpointPlan plan = planCheckpoint(in, types, sh_.ids);
-    Communicator &world = dev_.world();
+    Communicator &world = dev_.hostWorld(); // host flags and checksums
     dev_.at(&in);
     // A failure is every rank's, with the failing rank's message (sent as
     // bytes), so the run reports the cause whichever rank it names.

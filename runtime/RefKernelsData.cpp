@@ -1,6 +1,7 @@
 // This file implements the contraction (matmul, einsum) and data-movement
 // (transpose, reshape, broadcast, index_select, index_add) kernels of the
 // reference evaluator (see RefKernels.h).
+#include "ir/Signatures.h"
 #include "runtime/RefKernels.h"
 #include "runtime/RefKernelsUtil.h"
 #include "support/Diagnostics.h"
@@ -33,15 +34,22 @@ template <class T> void addRow(T *__restrict d, const T *__restrict v, int64_t n
     d[i] += v[i];
 }
 
-/// Reads index `j` of an i32/i64 id tensor.
-int64_t idAt(const HostTensor &ids, int64_t j) {
-  return ids.dtype == DType::I32 ? ids.data<int32_t>()[j] : ids.data<int64_t>()[j];
-}
-
 void checkIds(const char *op, const HostTensor &ids) {
   if (ids.dtype != DType::I32 && ids.dtype != DType::I64)
     throw InternalError(std::string("reference evaluator: `") + op + "` needs i32/i64 ids, got " +
                         dtypeName(ids.dtype));
+}
+
+void checkDim(const char *op, int64_t dim, int rank) {
+  if (dim < 0 || dim >= rank)
+    throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
+                        std::to_string(dim) + " out of range for rank " + std::to_string(rank));
+}
+
+} // namespace
+
+int64_t idAt(const HostTensor &ids, int64_t j) {
+  return ids.dtype == DType::I32 ? ids.data<int32_t>()[j] : ids.data<int64_t>()[j];
 }
 
 int64_t checkedId(const char *op, const HostTensor &ids, int64_t j, int64_t dim, int64_t bound) {
@@ -52,14 +60,6 @@ int64_t checkedId(const char *op, const HostTensor &ids, int64_t j, int64_t dim,
                        std::to_string(bound));
   return id;
 }
-
-void checkDim(const char *op, int64_t dim, int rank) {
-  if (dim < 0 || dim >= rank)
-    throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
-                        std::to_string(dim) + " out of range for rank " + std::to_string(rank));
-}
-
-} // namespace
 
 HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
   if (isLowPrecision(a0.dtype) || isLowPrecision(b0.dtype))
@@ -130,23 +130,13 @@ HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, 
   auto bad = [&](const std::string &why) {
     return InternalError("reference evaluator: einsum `" + spec0 + "`: " + why);
   };
-  std::string spec;
-  for (char c : spec0)
-    if (c != ' ')
-      spec += c;
-  size_t arrow = spec.find("->");
-  std::string lhs = spec.substr(0, arrow);
-  std::vector<std::string> ins(1);
-  for (char c : lhs) {
-    if (c == ',')
-      ins.emplace_back();
-    else
-      ins.back() += c;
-  }
+  EinsumLetters e = splitEinsum(spec0); // ir/Signatures.h
+  const std::vector<std::string> &ins = e.inputs;
+  const std::string &outL = e.output;
   if (ins.size() != xs0.size() || xs0.empty() || xs0.size() > 2)
     throw bad("spec has " + std::to_string(ins.size()) + " inputs but got " +
               std::to_string(xs0.size()) + " operands");
-  std::map<char, int64_t> size, count;
+  std::map<char, int64_t> size;
   std::string order; // every letter, in order of first appearance
   for (size_t j = 0; j < ins.size(); ++j) {
     if ((int)ins[j].size() != xs0[j].rank())
@@ -163,20 +153,12 @@ HostTensor einsum(const std::string &spec0, const std::vector<HostTensor> &xs0, 
         throw bad(std::string("letter `") + c + "` has sizes " + std::to_string(size[c]) + " and " +
                   std::to_string(xs0[j].shape[p]));
       }
-      ++count[c];
     }
   }
-  std::string outL;
-  if (arrow != std::string::npos) {
-    outL = spec.substr(arrow + 2);
+  if (e.explicitOutput)
     for (size_t i = 0; i < outL.size(); ++i)
       if (!size.count(outL[i]) || outL.find(outL[i]) != i)
         throw bad(std::string("bad output letter `") + outL[i] + "`");
-  } else {
-    for (auto &[c, n] : count)
-      if (n == 1)
-        outL += c;
-  }
   std::string all = outL;
   for (char c : order)
     if (outL.find(c) == std::string::npos)

@@ -5,8 +5,8 @@
 // come from codegen/ScalarOps.h.
 #pragma once
 
-#include "runtime/HostTensor.h"
 #include "codegen/ScalarOps.h"
+#include "runtime/HostTensor.h"
 #include "support/Diagnostics.h"
 #include "support/LowPrecision.h"
 
@@ -91,6 +91,12 @@ template <class D, class S> D convert(S v) {
 
 /// `x` as f32 when it is bf16/f16 (exact), else `x` itself.
 HostTensor widen(const HostTensor &x);
+
+/// Index `j` of an i32/i64 id tensor (index_select, index_add).
+int64_t idAt(const HostTensor &ids, int64_t j);
+/// idAt, or RuntimeFault "`op`: index I is out of range for dim D of size N"
+/// unless 0 <= id < bound (every backend's message).
+int64_t checkedId(const char *op, const HostTensor &ids, int64_t j, int64_t dim, int64_t bound);
 
 /// Strides (in elements) to read a tensor of shape `in` broadcast to `out`:
 /// right-aligned, 0 for stretched and missing leading dims.

@@ -3,21 +3,26 @@
 // output with interpretKernel, bitwise (float sums within 1e-6). Covers every
 // unary/binary node and cast on every dtype, the contiguous vector path and
 // its tail, broadcast (strided) inputs, scalars, warp- and block-per-output
-// reductions, empty reductions, RNG and iota with global offsets, rank 0.
+// reductions, split reductions (two launches), empty reductions, RNG and iota
+// with global offsets, rank 0; and the cuda backend's data-movement kernels
+// (runtime/CudaDataKernels.h: strided copy as transpose, gather, scatter-add)
+// against the reference kernels on every dtype.
 // Build and run with scripts/cuda-host-sim.sh (minutes: one g++ per kernel).
 //
 // usage: cudasim WORK_DIR SHIM_H
 #include "codegen/CudaEmitter.h"
+#include "runtime/CudaDataKernels.h"
 #include "runtime/HostTensor.h"
+#include "runtime/RefKernels.h"
+#include "support/LowPrecision.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include "support/LowPrecision.h"
 #include <dlfcn.h>
 #include <fstream>
 #include <random>
 using namespace dt;
-static int fails = 0, checks = 0;
+static int fails = 0, checks = 0, splits = 0;
 static std::string gWork, gShim;
 std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
   std::vector<char> v(n * dtypeSize(t) + 64);
@@ -118,8 +123,19 @@ void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, in
   interpretKernel(k, rb.data(), params.data());
   auto words = cudaKernelArgs(k, sb.data(), params.data());
   auto dims = cudaLaunchDims(k, params.data(), 2);
-  if (dims.grid)
+  const int64_t split = cudaReduceSplit(k, params.data(), 2);
+  std::vector<char> scratch;
+  if (split > 1) { // the two launches of CudaContext::launch
+    scratch.assign(cudaSplitScratchBytes(k, params.data(), split), 0x77);
+    words[words.size() - 2] = (uint64_t)split;
+    words[words.size() - 1] = (uint64_t)(uintptr_t)scratch.data();
+    fn((const unsigned long long *)words.data(), (unsigned)(kept * split));
+    words[words.size() - 2] = (uint64_t)(-split);
+    fn((const unsigned long long *)words.data(), (unsigned)((kept + 255) / 256));
+    ++splits;
+  } else if (dims.grid) {
     fn((const unsigned long long *)words.data(), dims.grid);
+  }
   for (int o = 0; o < O; ++o) {
     HostTensor a(k.outputs[o], {kept}), b(k.outputs[o], {kept});
     std::memcpy(a.raw(), ref[I + o].data(), a.bytes());
@@ -139,6 +155,135 @@ void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, in
   }
   dlclose(h);
 }
+/// Compares two host tensors bit for bit (NaN matches NaN); counts checks.
+void sameBits(const char *what, const HostTensor &want, const HostTensor &got) {
+  ++checks;
+  if (want.shape != got.shape || want.dtype != got.dtype) {
+    printf("MISMATCH %s: shape or dtype\n", what);
+    ++fails;
+    return;
+  }
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double x = want.get(i), y = got.get(i);
+    if (!(std::isnan(x) ? std::isnan(y) : x == y && std::signbit(x) == std::signbit(y))) {
+      printf("MISMATCH %s %s[%ld]: ref %.17g sim %.17g\n", what, dtypeName(want.dtype), (long)i, x,
+             y);
+      ++fails;
+      return;
+    }
+  }
+}
+
+/// The data-movement kernels of the cuda backend, through the shim, against
+/// ref::transpose / indexSelect / indexAdd on every dtype.
+void runDataKernels() {
+  std::string base = gWork + "/data";
+  {
+    std::ofstream f(base + ".cpp");
+    f << cudaDataKernelSource() << R"(
+extern "C" void sim_copy(int es, const void *src, void *dst, long long n, int rank, Dims8 ext,
+                         Dims8 ss, long long so, Dims8 ds, long long dof, unsigned grid) {
+  simLaunch(grid, 256, [&] {
+    if (es == 1) dt_strided_copy_1((const u8 *)src, (u8 *)dst, n, rank, ext, ss, so, ds, dof);
+    if (es == 2) dt_strided_copy_2((const u16 *)src, (u16 *)dst, n, rank, ext, ss, so, ds, dof);
+    if (es == 4) dt_strided_copy_4((const u32 *)src, (u32 *)dst, n, rank, ext, ss, so, ds, dof);
+    if (es == 8) dt_strided_copy_8((const u64 *)src, (u64 *)dst, n, rank, ext, ss, so, ds, dof);
+  });
+}
+extern "C" void sim_gather(int es, bool i64, const void *src, const void *ids, void *dst,
+                           long long total, long long k, long long inner, long long n) {
+  simLaunch(4, 256, [&] {
+#define G(E, T) if (es == E) { if (i64) dt_gather_##E##_i64((const T *)src, (const long long *)ids, \
+    (T *)dst, total, k, inner, n); else dt_gather_##E##_i32((const T *)src, (const int *)ids, \
+    (T *)dst, total, k, inner, n); }
+    G(1, u8) G(2, u16) G(4, u32) G(8, u64)
+  });
+}
+extern "C" void sim_scatter(const char *t, const void *base, const long long *rs,
+                            const long long *order, const void *src, void *dst, long long total,
+                            long long n, long long k, long long inner) {
+  simLaunch(4, 256, [&] {
+#define S(N, OP) if (!std::strcmp(t, #N)) dt_scatter_add_##N((const OP::T *)base, rs, order, \
+    (const OP::T *)src, (OP::T *)dst, total, n, k, inner);
+    S(f32, AddF32) S(f64, AddF64) S(i32, AddI32) S(i64, AddI64) S(bool, AddBool)
+    S(bf16, AddBF16) S(f16, AddF16)
+  });
+}
+)";
+  }
+  std::string cmd = "g++ -std=c++20 -O1 -w -fPIC -shared -include " + gShim + " " + base +
+                    ".cpp -o " + base + ".so";
+  if (system(cmd.c_str())) {
+    printf("compile failed: data kernels\n");
+    fails++;
+    return;
+  }
+  void *h = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  struct Dims8 {
+    long long v[8] = {0};
+  };
+  auto d8 = [](const std::vector<int64_t> &v) {
+    Dims8 d;
+    for (size_t i = 0; i < v.size(); ++i)
+      d.v[i] = v[i];
+    return d;
+  };
+  auto copy = (void (*)(int, const void *, void *, long long, int, Dims8, Dims8, long long, Dims8,
+                        long long, unsigned))dlsym(h, "sim_copy");
+  auto gather = (void (*)(int, bool, const void *, const void *, void *, long long, long long,
+                          long long, long long))dlsym(h, "sim_gather");
+  auto scatter =
+      (void (*)(const char *, const void *, const long long *, const long long *, const void *,
+                void *, long long, long long, long long, long long))dlsym(h, "sim_scatter");
+  std::mt19937 g(99);
+  const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
+                       DType::Bool, DType::BF16, DType::F16};
+  auto tensor = [&](DType t, std::vector<int64_t> shape) {
+    HostTensor x(t, shape);
+    auto v = randomData(t, x.numel(), g);
+    std::memcpy(x.raw(), v.data(), (size_t)x.bytes());
+    return x;
+  };
+  for (DType t : all) {
+    // Transpose as the strided copy (CudaDevice::transpose's parameters).
+    HostTensor a = tensor(t, {3, 5, 7});
+    for (std::vector<int64_t> perm : {std::vector<int64_t>{2, 0, 1}, {1, 0, 2}, {0, 2, 1}}) {
+      std::vector<int64_t> shape(3), ss(3), as = rowMajorStrides(a.shape);
+      for (int i = 0; i < 3; ++i)
+        shape[i] = a.shape[perm[i]], ss[i] = as[perm[i]];
+      HostTensor got(t, shape);
+      copy((int)dtypeSize(t), a.raw(), got.raw(), got.numel(), 3, d8(shape), d8(ss), 0,
+           d8(rowMajorStrides(shape)), 0, 2);
+      sameBits("transpose", ref::transpose(a, perm), got);
+    }
+    // Gather and scatter-add along every dim, i32 and i64 ids, repeated ids.
+    for (int64_t dim = 0; dim < 3; ++dim)
+      for (DType it : {DType::I32, DType::I64}) {
+        const int64_t n = a.shape[dim];
+        HostTensor ids(it, {6});
+        for (int64_t j = 0; j < 6; ++j)
+          ids.set(j, (double)((j * 5 + 1) % n));
+        HostTensor want = ref::indexSelect(a, ids, dim), got(t, want.shape);
+        int64_t outer = 1, inner = 1;
+        for (int64_t d = 0; d < dim; ++d)
+          outer *= a.shape[d];
+        for (int64_t d = dim + 1; d < 3; ++d)
+          inner *= a.shape[d];
+        gather((int)dtypeSize(t), it == DType::I64, a.raw(), ids.raw(), got.raw(), got.numel(), 6,
+               inner, n);
+        sameBits("gather", want, got);
+        HostTensor src = tensor(t, want.shape);
+        HostTensor sum = ref::indexAdd(a, ids, src, dim), out(t, a.shape);
+        std::vector<int64_t> rs, order;
+        cudaScatterLists(ids, dim, n, rs, order);
+        scatter(dtypeName(t), a.raw(), (const long long *)rs.data(),
+                (const long long *)order.data(), src.raw(), out.raw(), a.numel(), n, 6, inner);
+        sameBits("scatter_add", sum, out);
+      }
+  }
+  dlclose(h);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: cudasim WORK_DIR SHIM_H\n");
@@ -147,16 +292,17 @@ int main(int argc, char **argv) {
   gWork = argv[1];
   gShim = argv[2];
   int tag = 0;
-  const DType all[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
+  runDataKernels();
+  const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
   for (DType t : all) {
     Kernel k;
     k.name = std::string("un_") + dtypeName(t);
     k.rank = 2;
     int x = k.load(k.addInput(t));
-    for (KOp op : {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt,
-                   KOp::Tanh, KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not,
-                   KOp::Erf, KOp::Log1p, KOp::Expm1}) {
+    for (KOp op :
+         {KOp::Neg, KOp::Abs, KOp::Relu, KOp::Exp, KOp::Log, KOp::Sqrt, KOp::Rsqrt, KOp::Tanh,
+          KOp::Sigmoid, KOp::Sin, KOp::Cos, KOp::Not, KOp::Erf, KOp::Log1p, KOp::Expm1}) {
       bool ok = op == KOp::Not         ? t == DType::Bool
                 : isTranscendental(op) ? isFloat(t)
                                        : t != DType::Bool;
@@ -194,9 +340,10 @@ int main(int argc, char **argv) {
         rk.store(rk.addOutput(t), a);
         rk.setReduce(r, {0, 2});
         double tol = isFloat(t) && r == KReduce::Sum ? 1e-6 : 0;
-        run(rk, {9, 5, 11}, false, tol, tag++);  // warp per output
-        run(rk, {40, 3, 30}, false, tol, tag++); // block per output (1200 >= 1024)
-        run(rk, {0, 3, 4}, false, 0, tag++);     // empty reduction: identities
+        run(rk, {9, 5, 11}, false, tol, tag++);    // warp per output
+        run(rk, {40, 3, 30}, false, tol, tag++);   // block per output (1200 >= 1024)
+        run(rk, {0, 3, 4}, false, 0, tag++);       // empty reduction: identities
+        run(rk, {190, 2, 181}, false, tol, tag++); // few outputs, 34390 each: split in 4
       }
   }
   for (DType t : {DType::F32, DType::F64, DType::I32}) {
@@ -217,6 +364,7 @@ int main(int argc, char **argv) {
   r0.store(r0.addOutput(DType::F32),
            r0.binary(KOp::Add, r0.load(in0), r0.constant(1.5, DType::F32)));
   run(r0, {}, false, 0, tag++);
-  printf("%d kernels, %d checks, %d mismatches\n", tag, checks, fails);
-  return fails != 0;
+  printf("%d kernels (%d split reductions), %d checks, %d mismatches\n", tag, splits, checks,
+         fails);
+  return fails != 0 || splits == 0;
 }

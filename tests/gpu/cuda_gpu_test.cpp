@@ -2,11 +2,11 @@
 // kernels against the reference interpreter, the caching allocator, cuBLAS
 // GEMM against a host loop, and the CudaCopyComm / NcclComm collectives.
 #include "codegen/CudaEmitter.h"
-#include "support/LowPrecision.h"
-#include "support/Diagnostics.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/HostTensor.h"
+#include "support/Diagnostics.h"
+#include "support/LowPrecision.h"
 
 #include <doctest/doctest.h>
 
@@ -215,7 +215,7 @@ TEST_CASE("cuda gpu: CudaCopyComm collectives over 4 virtual ranks on one GPU") 
   CudaContext ctx(libs);
   const int P = 4;
   const int64_t n = 1000;
-  CudaCopyGroup group(ctx, P);
+  CudaCopyGroup group(ctx, {0, 1, 2, 3}, 60);
   std::vector<std::vector<float>> got(P, std::vector<float>(n));
   std::vector<std::vector<float>> gathered(P, std::vector<float>(n * P));
   std::vector<std::thread> threads;

@@ -137,7 +137,12 @@ TEST_CASE("cuda emitter: text, symbol and argument words") {
   Kernel k = reduceKernel(KReduce::Sum, DType::F32, 2, {1});
   CudaKernelSource s = emitCudaKernel(k, "dt_k_sum");
   CHECK(s.symbol == "dt_k_sum");
-  CHECK(s.argWords == 4 + numParams(k));
+  // buffers, params, then the split words of a reduction (CudaEmitter.h)
+  CHECK(s.argWords == 4 + numParams(k) + 2);
+  CHECK(s.source.find("const dt_i64 split = (dt_i64)a.w[" + std::to_string(s.argWords - 2) + "]") !=
+        std::string::npos);
+  Kernel e = binaryKernel(DType::F32);
+  CHECK(cudaArgWords(e) == (int)(e.inputs.size() + e.outputs.size()) + (int)numParams(e));
   CHECK(s.source.find(
             "extern \"C\" __global__ void __launch_bounds__(256) dt_k_sum(const dt_args a)") !=
         std::string::npos);
@@ -149,6 +154,30 @@ TEST_CASE("cuda emitter: text, symbol and argument words") {
   char ks[40];
   std::snprintf(ks, sizeof ks, "0x%llxull", (unsigned long long)kernelSplitmix64(42));
   CHECK(emitCudaKernel(r, "rng").source.find(ks) != std::string::npos);
+}
+
+TEST_CASE("cuda emitter: few outputs over long reductions are split, others are not") {
+  Kernel k = reduceKernel(KReduce::Sum, DType::F32, 2, {1});
+  auto split = [&](const Kernel &kk, int64_t rows, int64_t cols, int sms) {
+    std::vector<std::vector<int64_t>> in(kk.inputs.size(), {cols, 1}),
+        out(kk.outputs.size(), {1, 0});
+    std::vector<int64_t> params = kernelParams(kk, {rows, cols}, in, out);
+    int64_t s = cudaReduceSplit(kk, params.data(), sms);
+    if (s > 1) // every chunk holds work, and the scratch has a slot for each
+      CHECK(cudaSplitScratchBytes(kk, params.data(), s) ==
+            (int64_t)kk.stores.size() * 8 * rows * s);
+    return s;
+  };
+  CHECK(split(k, 1, 1 << 20, 132) > 1); // a full sum: many blocks
+  CHECK(split(k, 1, 1 << 20, 132) <= (1 << 20) / (kCudaSplitReduceMin / 8));
+  CHECK(split(k, 4, 1 << 20, 132) > 1);     // few outputs
+  CHECK(split(k, 4096, 1 << 20, 132) == 1); // outputs fill the device
+  CHECK(split(k, 1, 1000, 132) == 1);       // short: one block is enough
+  CHECK(split(k, 0, 1 << 20, 132) == 1);    // nothing to store
+  Kernel d = k;
+  d.deterministic = true; // fixed per-output order: never split
+  CHECK(cudaArgWords(d) == cudaArgWords(k) - 2);
+  CHECK(split(d, 1, 1 << 20, 132) == 1);
 }
 
 TEST_CASE("cuda emitter: kernel args and launch dims follow the ABI") {

@@ -1,0 +1,258 @@
+// This file implements the cuda backend's data-movement kernels (see
+// CudaDataKernels.h).
+#include "runtime/CudaDataKernels.h"
+
+#include "codegen/CudaEmitter.h"
+#include "runtime/RefKernelsUtil.h"
+#include "support/Errors.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dt {
+
+namespace {
+
+// Every data-movement kernel, after the emitter's prelude (no CUDA headers:
+// NVRTC finds none by default; bf16/f16 by the prelude's bit conversions,
+// the same as every kernel's).
+const char *kBody = R"(
+struct Dims8 { long long v[8]; };
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+#define DT_LOOP(i, n) \
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
+       i += (long long)gridDim.x * blockDim.x)
+
+template <class T>
+__device__ void stridedCopy(const T *src, T *dst, long long n, int rank, Dims8 ext, Dims8 ss,
+                            long long so, Dims8 ds, long long dof) {
+  DT_LOOP(i, n) {
+    long long rem = i, s = so, d = dof;
+    for (int k = rank - 1; k >= 0; --k) {
+      long long c = rem % ext.v[k];
+      rem /= ext.v[k];
+      s += c * ss.v[k];
+      d += c * ds.v[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+template <class T, class I>
+__device__ void gatherRows(const T *src, const I *ids, T *dst, long long total, long long k,
+                           long long inner, long long n) {
+  DT_LOOP(i, total) {
+    long long e = i % inner, r = i / inner, j = r % k, o = r / k;
+    dst[i] = src[(o * n + (long long)ids[j]) * inner + e];
+  }
+}
+
+struct AddF32 { typedef float T; typedef float A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; }
+  __device__ static A add(A a, A b) { return a + b; } };
+struct AddF64 { typedef double T; typedef double A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; }
+  __device__ static A add(A a, A b) { return a + b; } };
+struct AddI32 { typedef u32 T; typedef u32 A; // wrapping: unsigned arithmetic
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; }
+  __device__ static A add(A a, A b) { return a + b; } };
+struct AddI64 { typedef u64 T; typedef u64 A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; }
+  __device__ static A add(A a, A b) { return a + b; } };
+struct AddBool { typedef u8 T; typedef u8 A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; }
+  __device__ static A add(A a, A b) { return (a || b) ? 1 : 0; } };
+struct AddBF16 { typedef u16 T; typedef float A;
+  __device__ static A in(T v) { return dt_bf16_to_f32(v); }
+  __device__ static T out(A a) { return dt_f32_to_bf16(a); }
+  __device__ static A add(A a, A b) { return a + b; } };
+struct AddF16 { typedef u16 T; typedef float A;
+  __device__ static A in(T v) { return dt_f16_to_f32(v); }
+  __device__ static T out(A a) { return dt_f32_to_f16(a); }
+  __device__ static A add(A a, A b) { return a + b; } };
+
+template <class Op>
+__device__ void scatterAddRows(const typename Op::T *base, const long long *rowStart,
+                               const long long *order, const typename Op::T *src,
+                               typename Op::T *dst, long long total, long long n, long long k,
+                               long long inner) {
+  DT_LOOP(i, total) {
+    long long e = i % inner, r = (i / inner) % n, o = i / (inner * n);
+    typename Op::A acc = Op::in(base[i]);
+    for (long long p = rowStart[r]; p < rowStart[r + 1]; ++p)
+      acc = Op::add(acc, Op::in(src[(o * k + order[p]) * inner + e]));
+    dst[i] = Op::out(acc);
+  }
+}
+
+#define DT_COPY(E, T) \
+  extern "C" __global__ void dt_strided_copy_##E(const T *src, T *dst, long long n, int rank, \
+      Dims8 ext, Dims8 ss, long long so, Dims8 ds, long long dof) { \
+    stridedCopy<T>(src, dst, n, rank, ext, ss, so, ds, dof); }
+DT_COPY(1, u8) DT_COPY(2, u16) DT_COPY(4, u32) DT_COPY(8, u64)
+
+#define DT_GATHER(E, T, IN, I) \
+  extern "C" __global__ void dt_gather_##E##_##IN(const T *src, const I *ids, T *dst, \
+      long long total, long long k, long long inner, long long n) { \
+    gatherRows<T, I>(src, ids, dst, total, k, inner, n); }
+DT_GATHER(1, u8, i32, int) DT_GATHER(2, u16, i32, int) DT_GATHER(4, u32, i32, int)
+DT_GATHER(8, u64, i32, int) DT_GATHER(1, u8, i64, long long) DT_GATHER(2, u16, i64, long long)
+DT_GATHER(4, u32, i64, long long) DT_GATHER(8, u64, i64, long long)
+
+#define DT_SCATTER(NAME, OP) \
+  extern "C" __global__ void dt_scatter_add_##NAME(const OP::T *base, const long long *rowStart, \
+      const long long *order, const OP::T *src, OP::T *dst, long long total, long long n, \
+      long long k, long long inner) { \
+    scatterAddRows<OP>(base, rowStart, order, src, dst, total, n, k, inner); }
+DT_SCATTER(f32, AddF32) DT_SCATTER(f64, AddF64) DT_SCATTER(i32, AddI32) DT_SCATTER(i64, AddI64)
+DT_SCATTER(bool, AddBool) DT_SCATTER(bf16, AddBF16) DT_SCATTER(f16, AddF16)
+)";
+
+/// All data-movement kernels are one module: compiled once (NVRTC's disk
+/// cache), each function looked up by name (rawFunction caches by symbol).
+void *fn(CudaContext &ctx, const std::string &symbol) {
+  return ctx.rawFunction(cudaDataKernelSource(), symbol);
+}
+
+int64_t gridFor(CudaContext &ctx, int64_t n) {
+  return std::min<int64_t>((n + 255) / 256, (int64_t)ctx.numSMs() * 32);
+}
+
+struct Dims8 {
+  long long v[8] = {0};
+};
+
+Dims8 dims8(const std::vector<int64_t> &v) {
+  Dims8 d;
+  for (size_t i = 0; i < v.size() && i < 8; ++i)
+    d.v[i] = v[i];
+  return d;
+}
+
+/// outer, n, inner of a tensor of `shape` around `dim`.
+void around(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n,
+            int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  n = shape[dim];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+} // namespace
+
+const std::string &cudaDataKernelSource() {
+  static const std::string source = std::string(cudaPrelude()) + kBody;
+  return source;
+}
+
+void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
+                     const std::vector<int64_t> &extent, const std::vector<int64_t> &srcStrides,
+                     int64_t srcOffset, const std::vector<int64_t> &dstStrides, int64_t dstOffset,
+                     int64_t esize, CudaStream s) {
+  if (extent.size() > 8)
+    throw RuntimeFault("cuda: a copy of rank " + std::to_string(extent.size()) +
+                       " (the device copy handles up to 8 dims)");
+  if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
+    throw InternalError("cuda: strided copy of " + std::to_string(esize) + "-byte elements");
+  int64_t n = 1;
+  for (auto e : extent)
+    n *= e;
+  if (n == 0)
+    return;
+  void *f = fn(ctx, "dt_strided_copy_" + std::to_string(esize));
+  long long nn = n, so = srcOffset, dof = dstOffset;
+  int rank = (int)extent.size();
+  Dims8 ext = dims8(extent), ss = dims8(srcStrides), ds = dims8(dstStrides);
+  void *args[] = {&src, &dst, &nn, &rank, &ext, &ss, &so, &ds, &dof};
+  ctx.launchRaw(f, gridFor(ctx, n), 256, args, s);
+}
+
+void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOnHost,
+                const HostTensor &ids, int64_t dim, HostTensor &out, CudaStream s) {
+  int64_t outer, n, inner;
+  around(src.shape, dim, outer, n, inner);
+  for (int64_t j = 0; j < idsOnHost.numel(); ++j)
+    ref::checkedId("index_select", idsOnHost, j, dim, n); // the reference's message
+  const int64_t k = ids.numel(), total = outer * k * inner;
+  if (total == 0)
+    return;
+  const std::string ix = ids.dtype == DType::I64 ? "i64" : "i32";
+  void *f = fn(ctx, "dt_gather_" + std::to_string(dtypeSize(src.dtype)) + "_" + ix);
+  const void *sp = src.raw(), *ip = ids.raw();
+  void *dp = out.raw();
+  long long t = total, kk = k, in = inner, nn = n;
+  void *args[] = {&sp, &ip, &dp, &t, &kk, &in, &nn};
+  ctx.launchRaw(f, gridFor(ctx, total), 256, args, s);
+}
+
+void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,
+                      std::vector<int64_t> &order) {
+  const int64_t k = ids.numel();
+  rowStart.assign(n + 1, 0);
+  order.assign(std::max<int64_t>(k, 1), 0);
+  for (int64_t j = 0; j < k; ++j)
+    ++rowStart[ref::checkedId("index_add", ids, j, dim, n) + 1];
+  for (int64_t r = 0; r < n; ++r)
+    rowStart[r + 1] += rowStart[r];
+  std::vector<int64_t> next(rowStart.begin(), rowStart.end() - 1);
+  for (int64_t j = 0; j < k; ++j)
+    order[next[ref::idAt(ids, j)]++] = j; // stable: each row's list in id order
+}
+
+void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const HostTensor &idsOnHost,
+                    const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s) {
+  int64_t outer, n, inner;
+  around(base.shape, dim, outer, n, inner);
+  const int64_t k = idsOnHost.numel(), total = outer * n * inner;
+  std::vector<int64_t> rowStart, order;
+  cudaScatterLists(idsOnHost, dim, n, rowStart, order);
+  if (total == 0)
+    return;
+  const char *name = nullptr;
+  switch (base.dtype) {
+  case DType::F32:
+    name = "f32";
+    break;
+  case DType::F64:
+    name = "f64";
+    break;
+  case DType::I32:
+    name = "i32";
+    break;
+  case DType::I64:
+    name = "i64";
+    break;
+  case DType::Bool:
+    name = "bool";
+    break;
+  case DType::BF16:
+    name = "bf16";
+    break;
+  case DType::F16:
+    name = "f16";
+    break;
+  }
+  void *f = fn(ctx, std::string("dt_scatter_add_") + name);
+  const int64_t listBytes = (int64_t)(rowStart.size() + order.size()) * 8;
+  void *lists = ctx.alloc(listBytes, s);
+  ctx.copyToDevice(lists, rowStart.data(), (int64_t)rowStart.size() * 8, s);
+  void *orderDev = static_cast<char *>(lists) + rowStart.size() * 8;
+  ctx.copyToDevice(orderDev, order.data(), (int64_t)order.size() * 8, s);
+  const void *bp = base.raw(), *sp = src.raw();
+  void *dp = out.raw();
+  long long t = total, nn = n, kk = k, in = inner;
+  void *args[] = {&bp, &lists, &orderDev, &sp, &dp, &t, &nn, &kk, &in};
+  ctx.launchRaw(f, gridFor(ctx, total), 256, args, s);
+  // The host vectors die here: the copies above must have read them (pageable
+  // copies are staged at the call, but wait to be sure), and the lists are
+  // reused only on this stream, after the kernel.
+  ctx.synchronize(s);
+  ctx.free(lists);
+}
+
+} // namespace dt

@@ -1,0 +1,57 @@
+// This file implements the cuda backend's data-movement primitives
+// (runtime/Backend.h's copyRegion, transpose, gather, scatterAdd) as device
+// kernels of the backend's own: CUDA C++ compiled by NVRTC once per context
+// (CudaContext::rawFunction), so none of them stages a value through host
+// memory.
+//
+//  * a strided copy of an N-d box (rank <= 8): copyRegion's boxes and
+//    transpose's permutations, one thread per element, by element size;
+//  * row gather (`index_select`): out[o, j, i] = src[o, ids[j], i];
+//  * row scatter-add (`index_add`), deterministic: the ids are sorted on the
+//    host into per-row lists (stable, so in id order) and each output element
+//    adds its rows in that order -- the reference kernel's order, so f32/f64
+//    sums are bit-identical to it; bf16/f16 accumulate in f32 and round once
+//    (as the reference widens); integers wrap; bool is `or`.
+//
+// Ids are checked on the host (they are downloaded for the scatter's lists
+// anyway), with the reference kernels' messages.
+#pragma once
+
+#include "runtime/CudaRuntime.h"
+#include "runtime/HostTensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+/// The CUDA C++ of every data-movement kernel (one translation unit: the
+/// emitter's prelude, then the kernels).
+const std::string &cudaDataKernelSource();
+
+/// The strided box copy: for every index c of `extent`,
+/// dst[dstOffset + sum c[d] * dstStrides[d]] = src[srcOffset + sum c[d] * srcStrides[d]]
+/// (offsets and strides in elements of `esize` bytes: 1, 2, 4 or 8).
+void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
+                     const std::vector<int64_t> &extent, const std::vector<int64_t> &srcStrides,
+                     int64_t srcOffset, const std::vector<int64_t> &dstStrides, int64_t dstOffset,
+                     int64_t esize, CudaStream s);
+
+/// `index_select` along `dim` of the device tensor `src` by the device ids
+/// `ids` into a new device tensor made by `alloc`.
+void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOnHost,
+                const HostTensor &ids, int64_t dim, HostTensor &out, CudaStream s);
+
+/// The scatter-add's per-row lists: rows r of the output get the source rows
+/// order[rowStart[r] .. rowStart[r + 1]), in id order. RuntimeFault (the
+/// reference's message) for an id outside [0, n).
+void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,
+                      std::vector<int64_t> &order);
+
+/// `index_add`: out = base with the rows of `src` added at `ids` along `dim`
+/// (`out` has base's type and its own buffer).
+void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const HostTensor &idsOnHost,
+                    const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s);
+
+} // namespace dt

@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <glob.h>
+#include <sstream>
 #include <type_traits>
 
 #define DT_CUDA_STR_(x) #x
@@ -79,6 +81,56 @@ std::string driverError(const CudaDriverApi &d, CUresult r) {
 }
 #endif
 
+/// The `lib/` folders of the `nvidia-*` wheels of the Python installations
+/// this process can see (where pip puts NVRTC, cuBLAS and NCCL: CUDA 13's
+/// `nvidia/cu13/lib`, `nvidia/nccl/lib`, CUDA 12's `nvidia/<name>/lib`):
+/// site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, every $PATH folder that
+/// holds a `python3` (a venv's bin/), $PYTHONPATH, the user's and the
+/// system's. Only globbed, never a Python started.
+std::vector<std::string> pythonWheelLibDirs() {
+  std::vector<std::string> prefixes, sites;
+  for (const char *var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char *v = std::getenv(var); v && *v)
+      prefixes.push_back(v);
+  if (const char *path = std::getenv("PATH")) {
+    std::stringstream ss(path);
+    std::string dir;
+    while (std::getline(ss, dir, ':'))
+      if (!dir.empty() && dir.size() > 4 && dir.compare(dir.size() - 4, 4, "/bin") == 0)
+        prefixes.push_back(dir.substr(0, dir.size() - 4));
+  }
+  if (const char *home = std::getenv("HOME"); home && *home)
+    prefixes.push_back(std::string(home) + "/.local");
+  for (const char *p : {"/usr/local", "/usr", "/opt/conda"})
+    prefixes.push_back(p);
+  for (auto &p : prefixes)
+    for (const char *sub : {"/lib/python3*/site-packages", "/lib/python3*/dist-packages",
+                            "/lib/python3/dist-packages"})
+      sites.push_back(p + sub);
+  if (const char *pp = std::getenv("PYTHONPATH")) {
+    std::stringstream ss(pp);
+    std::string dir;
+    while (std::getline(ss, dir, ':'))
+      if (!dir.empty())
+        sites.insert(sites.begin(), dir);
+  }
+  std::vector<std::string> out;
+  for (auto &site : sites) {
+    glob_t g{};
+    if (glob((site + "/nvidia/*/lib").c_str(), 0, nullptr, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        std::string d = g.gl_pathv[i];
+        bool seen = false;
+        for (auto &x : out)
+          seen = seen || x == d;
+        if (!seen)
+          out.push_back(d);
+      }
+    globfree(&g);
+  }
+  return out;
+}
+
 } // namespace
 
 const char *cudaLibName(CudaLib lib) { return libInfo(lib).name; }
@@ -120,6 +172,9 @@ std::vector<std::string> CudaLibraries::searchList(CudaLib lib) const {
   }
   for (const char *d : {"/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
     dirs.push_back(d);
+  if (lib != CudaLib::Driver) // the wheels carry NVRTC, cuBLAS and NCCL, never the driver
+    for (auto &d : pythonWheelLibDirs())
+      dirs.push_back(d);
   if (lib == CudaLib::Driver) {
     dirs.push_back("/usr/local/nvidia/lib64"); // NVIDIA container runtime
     dirs.push_back("/usr/lib/wsl/lib");        // WSL2

@@ -154,10 +154,8 @@ struct PipelineRun {
       return p;
     if (opts.fusion) {
       if (!step(Step::Fusion, [&] {
-            // BLAS takes transposed operands as flags; cuBLAS's path does not
-            // have them yet, so only the cpu pipeline folds.
-            if (opts.target != CodeTarget::Cuda)
-              foldTransposes(m);
+            // BLAS and cuBLAS take transposed operands as flags.
+            foldTransposes(m);
             FusionOptions fo;
             fo.loneSources = opts.target == CodeTarget::Cuda; // no host fills on a device
             fuseModule(m, fo);

@@ -304,7 +304,7 @@ std::string formatChecks(const std::vector<OutputCheck> &checks) {
 }
 
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
-                        int ranks) {
+                        int ranks, Backend *backend) {
   VerifyResult vr;
   std::string text;
   const int64_t maxBytes = CompileOptions{}.maxSourceBytes;
@@ -314,12 +314,12 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
     vr.diagnostics = c.diags.renderAll();
     return vr;
   }
-  return verifySource(path, text, overrides, ranks);
+  return verifySource(path, text, overrides, ranks, {}, backend);
 }
 
 VerifyResult verifySource(const std::string &path, std::string text,
                           const std::vector<MeshOverride> &overrides, int ranks,
-                          const CompileOptions &options) {
+                          const CompileOptions &options, Backend *backend) {
   VerifyResult vr;
   for (auto &o : overrides) {
     std::string why = applyMeshOverride(text, o);
@@ -336,6 +336,8 @@ VerifyResult verifySource(const std::string &path, std::string text,
     PipelineOptions po;
     ref = compileProgram(c, po, log);
     po.spmd = true;
+    if (backend && std::string(backend->name()) == "cuda")
+      po.target = CodeTarget::Cuda; // kernels for every source, as Session::run
     dist = ref ? compileProgram(c, po, log) : nullptr;
   }
   vr.diagnostics += c.diags.renderAll();
@@ -348,9 +350,10 @@ VerifyResult verifySource(const std::string &path, std::string text,
   auto refResults = ev.run("main", {});
   ExecOptions eo{ranks, false, false};
   eo.maxLoopTrips = options.maxLoopTrips;
-  Executor ex(dist->module(), distOut, eo);
-  auto results = ex.run("main", {});
-  vr.checks = compareOutputs(refOut.str(), refResults, ex.printed(), results);
+  std::unique_ptr<Executor> ex = backend ? std::make_unique<Executor>(*dist, *backend, distOut, eo)
+                                         : std::make_unique<Executor>(dist->module(), distOut, eo);
+  auto results = ex->run("main", {});
+  vr.checks = compareOutputs(refOut.str(), refResults, ex->printed(), results);
   return vr;
 }
 

@@ -53,15 +53,18 @@ struct VerifyResult {
 /// Compiles `path` twice (global pipeline for the reference evaluator, SPMD
 /// pipeline for the executor), applies `overrides` to both, runs `main` on
 /// both and compares the outputs. `ranks` as ExecOptions::ranks. Throws what
-/// the runs throw (RuntimeFault, InternalError).
+/// the runs throw (RuntimeFault, InternalError). `backend` runs the
+/// distributed side (null: a cpu backend of the executor's own); a `cuda`
+/// backend gets kernels for every source (CodeTarget::Cuda), as
+/// `dtensorc run --backend cuda` does.
 VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride> &overrides,
-                        int ranks = 0);
+                        int ranks = 0, Backend *backend = nullptr);
 
 /// verifyFile on the program `text` (named `path` in diagnostics), compiled
 /// with `options` (the fuzz target shrinks the resource limits).
 VerifyResult verifySource(const std::string &path, std::string text,
                           const std::vector<MeshOverride> &overrides, int ranks = 0,
-                          const CompileOptions &options = {});
+                          const CompileOptions &options = {}, Backend *backend = nullptr);
 
 /// The comparison of one output.
 struct OutputCheck {

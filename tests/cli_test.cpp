@@ -50,7 +50,7 @@ const std::vector<Cmd> kCommands = {
      {"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit", "no-fusion",
       "no-reuse", "print-after", "time-passes", "x", "ranks-per-node", "deterministic"}},
     {{"explain"}, {"print-after", "time-passes", "x", "ranks-per-node", "deterministic"}},
-    {{"verify"}, {"mesh", "ranks"}},
+    {{"verify"}, {"mesh", "ranks", "backend", "fault-timeout"}},
     {{"emit", "build"},
      {"backend", "no-fusion", "print-after", "time-passes", "x", "ranks-per-node",
       "deterministic"}},

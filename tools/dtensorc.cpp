@@ -85,6 +85,9 @@ int main(int argc, char **argv) {
                                                  : "cpu";
   if (backend != "cpu" && backend != "cuda" && backend != "mpi" && backend != "null")
     return usage("unknown backend `" + backend + "` (" + backendNames() + ")");
+  if (a.cmd == "verify" && a.flags.count("backend") && backend != "cpu" && backend != "cuda")
+    return usage("`verify` runs the distributed side on `cpu` threads or `cuda` (one GPU), not `" +
+                 backend + "`");
   if (runs && underMpi && launch.size != 1 && (backend == "cpu" || backend == "null"))
     return usage("--backend " + backend + " runs every rank in each process: under " +
                  launch.launcher +
@@ -178,7 +181,15 @@ int main(int argc, char **argv) {
       return runRepl(ro, a.file, isatty(0), banner);
     }
     if (a.cmd == "verify") {
-      VerifyResult vr = verifyFile(a.file, overrides, ranks);
+      // The distributed side on the backend asked for (`--backend cuda`:
+      // virtual ranks on one GPU); cpu threads otherwise.
+      std::unique_ptr<Backend> gpu;
+      if (backend == "cuda") {
+        BackendOptions bo;
+        bo.faultTimeout = faultTimeout;
+        gpu = makeBackend(backend, bo);
+      }
+      VerifyResult vr = verifyFile(a.file, overrides, ranks, gpu.get());
       std::cerr << vr.diagnostics;
       if (!vr.compiled)
         return 1;

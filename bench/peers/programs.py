@@ -24,6 +24,15 @@ PROGRAMS = {
     "ew100": ("100-op elementwise loop, f32[1048576], 1 rank", (1, 1), dict(N=1 << 20)),
 }
 
+# One-GPU sizes, for gpu_peers.py (`dtensorc run --backend cuda` against torch
+# on one CUDA device); kept apart so table.py's CPU table stays as it is.
+GPU_PROGRAMS = {
+    "mlp_gpu": ("MLP step B4096 D4096 H16384 C4096, 1 GPU", (1, 1),
+                dict(B=4096, D=4096, H=16384, C=4096)),
+    "modulation_gpu": ("seed 001 modulation fwd+bwd+SGD, T16384 H4096 S16, 1 GPU", (1,),
+                       dict(T=16384, H=4096, S=16)),
+}
+
 
 def mlp_dt(steps, B, D, H, C, dp, tp):
     """The mlp_tp.dt model (column- then row-parallel MLP, cross-entropy,
@@ -148,10 +157,13 @@ print(last)
 """
 
 
-def dt_program(name, steps):
-    _, mesh, s = PROGRAMS[name]
+def dt_program(name, steps, sizes=None):
+    """The program `name` (of PROGRAMS or GPU_PROGRAMS) running `steps` steps;
+    `sizes` overrides its sizes (gpu_peers.py's CPU smoke test)."""
+    _, mesh, s = {**PROGRAMS, **GPU_PROGRAMS}[name]
+    s = {**s, **(sizes or {})}
     if name.startswith("mlp"):
         return mlp_dt(steps, s["B"], s["D"], s["H"], s["C"], mesh[0], mesh[1])
-    if name == "modulation":
+    if name.startswith("modulation"):
         return modulation_dt(steps, s["T"], s["H"], s["S"], mesh[0])
     return ew100_dt(steps, s["N"])

@@ -1,0 +1,338 @@
+// GPU benchmarks of the cuda backend (issue 10's targets), each a ratio
+// against a baseline measured in the same run on the same device:
+//   * fused: an 8-op elementwise f32 chain over 1 GiB as one NVRTC kernel,
+//     and as a `.dt` loop through the executor, against a device-to-device
+//     copy of 1 GiB (bandwidth counting bytes read + written; >= 0.8x);
+//   * gemm: bf16 8192^3 and f32 4096^3 through the backend's GEMM
+//     (CudaContext::gemm, what `a @ b` runs) and as a `.dt` loop, against
+//     cuBLASLt called directly with its heuristic's first algorithm (>= 0.9x);
+//   * nvrtc: every kernel of the largest example compiled cold (empty cache)
+//     and warm (a new context over the same on-disk cache), ms per kernel
+//     (<= 200 ms cold, <= 1 ms warm).
+// Without a driver it prints SKIP and exits 77. `--quick` runs fewer reps.
+#include "BenchUtil.h"
+
+#include "codegen/CudaApi.h"
+#include "codegen/CudaLoader.h"
+#include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
+#include "runtime/CudaRuntime.h"
+#include "runtime/Session.h"
+#include "support/Errors.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace dt;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Best time of `reps` runs of `f` followed by a stream synchronize.
+template <class F> double bestSync(CudaContext &ctx, CudaStream s, int reps, F &&f) {
+  f(); // warm
+  ctx.synchronize(s);
+  double b = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    double t0 = now();
+    f();
+    ctx.synchronize(s);
+    b = std::min(b, now() - t0);
+  }
+  return b;
+}
+
+const char *verdict(bool met) { return met ? "MET" : "MISSED"; }
+
+/// Seconds one iteration of `body` takes inside a `.dt` program run on
+/// `--backend cuda`: one warm-up trip (kernels compiled, buffers cached),
+/// then `n` trips between two `time()` readings (which wait for the rank's
+/// stream), printed by the program itself.
+double programStep(const std::string &setup, const std::string &body, const std::string &use,
+                   int n) {
+  SessionOptions so;
+  so.backend = "cuda";
+  so.pipeline.target = CodeTarget::Cuda;
+  so.keepValues = false;
+  Session s(so);
+  std::ostringstream out, log;
+  std::string text = setup + "for i in 0..1 {\n" + body + "\n}\nlet t0 = time()\nfor i in 0.." +
+                     std::to_string(n) + " {\n" + body + "\n}\nlet t1 = time()\nprint(" + use +
+                     ")\nprint(t1 - t0)\n";
+  if (!s.compile("bench.dt", text) || !s.run(out, log))
+    throw RuntimeFault("bench program failed:\n" + s.diags().renderAll() + log.str());
+  std::string printed = out.str();
+  size_t last = printed.find_last_not_of(" \n");
+  size_t start = printed.find_last_of('\n', last == std::string::npos ? 0 : last);
+  double secs = std::atof(printed.c_str() + (start == std::string::npos ? 0 : start + 1));
+  if (!(secs > 0))
+    throw RuntimeFault("bench program printed no time:\n" + printed);
+  return secs / n;
+}
+
+/// cuBLASLt row-major C = A @ B (the heuristic's first algorithm, 32 MiB of
+/// workspace): the direct-call baseline.
+struct LtGemm {
+  CudaContext &ctx;
+  const CudaCublasLtApi &lt;
+  cublasLtHandle_t h = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void *ws = nullptr;
+  size_t wsBytes = 32 << 20;
+  bool ok = false;
+
+  LtGemm(CudaContext &c, int64_t m, int64_t n, int64_t k, cudaDataType t, cublasComputeType_t ct)
+      : ctx(c), lt(c.libs().cublasLt()) {
+    ws = ctx.alloc((int64_t)wsBytes);
+    lt.cublasLtCreate(&h);
+    lt.cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F);
+    // Column-major view of row-major: C^T (n x m) = B^T (n x k) A^T (k x m).
+    lt.cublasLtMatrixLayoutCreate(&lb, t, n, k, n);
+    lt.cublasLtMatrixLayoutCreate(&la, t, k, m, k);
+    lt.cublasLtMatrixLayoutCreate(&lc, t, n, m, n);
+    cublasLtMatmulPreference_t pref = nullptr;
+    lt.cublasLtMatmulPreferenceCreate(&pref);
+    lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &wsBytes, sizeof wsBytes);
+    cublasLtMatmulHeuristicResult_t res{};
+    int found = 0;
+    ok = lt.cublasLtMatmulAlgoGetHeuristic(h, desc, lb, la, lc, lc, pref, 1, &res, &found) ==
+             CUBLAS_STATUS_SUCCESS &&
+         found > 0;
+    algo = res.algo;
+    lt.cublasLtMatmulPreferenceDestroy(pref);
+  }
+  ~LtGemm() {
+    lt.cublasLtMatrixLayoutDestroy(la);
+    lt.cublasLtMatrixLayoutDestroy(lb);
+    lt.cublasLtMatrixLayoutDestroy(lc);
+    lt.cublasLtMatmulDescDestroy(desc);
+    lt.cublasLtDestroy(h);
+    ctx.free(ws);
+  }
+  void run(const void *a, const void *b, void *c, CudaStream s) {
+    float one = 1, zero = 0;
+    auto st = lt.cublasLtMatmul(h, desc, &one, b, lb, a, la, &zero, c, lc, c, lc, &algo, ws,
+                                wsBytes, static_cast<cudaStream_t>(s));
+    if (st != CUBLAS_STATUS_SUCCESS)
+      throw RuntimeFault("cublasLtMatmul failed");
+  }
+};
+
+void benchFused(CudaContext &ctx, bool quick) {
+  const int64_t bytes = 1ll << 30, n = bytes / 4;
+  Kernel k;
+  k.name = "fused8";
+  k.rank = 1;
+  k.addInput(DType::F32);
+  k.addOutput(DType::F32);
+  int x = k.load(0);
+  int v = k.binary(KOp::Mul, x, k.constant(1.0001, DType::F32));
+  v = k.binary(KOp::Add, v, k.constant(0.5, DType::F32));
+  v = k.binary(KOp::Maximum, v, k.constant(0.1, DType::F32));
+  v = k.binary(KOp::Sub, v, x);
+  v = k.unary(KOp::Abs, v);
+  v = k.binary(KOp::Mul, v, k.constant(0.9, DType::F32));
+  v = k.binary(KOp::Add, v, x);
+  v = k.binary(KOp::Minimum, v, k.constant(7.0, DType::F32));
+  k.store(0, v);
+  CudaStream s = ctx.streamForRank(0);
+  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
+  ctx.zero(in, bytes, s);
+  const CudaKernel &ck = ctx.kernel(k);
+  void *bufs[] = {in, out};
+  int64_t params[] = {n, 1, 1};
+  int reps = quick ? 5 : 20;
+  double tk = bestSync(ctx, s, reps, [&] { ctx.launch(ck, bufs, params, s); });
+  double tc = bestSync(ctx, s, reps, [&] { ctx.copyOnDevice(out, in, bytes, s); });
+  ctx.free(in);
+  ctx.free(out);
+  double gk = 2.0 * bytes / tk / 1e9, gc = 2.0 * bytes / tc / 1e9;
+  std::printf("fused8 1 GiB kernel: %.0f GB/s, device copy: %.0f GB/s, ratio %.2f (target >= "
+              "0.80) %s\n",
+              gk, gc, gk / gc, verdict(gk / gc >= 0.8));
+  // The same chain as a program: one fused kernel per loop trip through the
+  // executor (buffers from the caching allocator, in place where it can).
+  std::string setup = "mesh g = [r = 1]\nlet x0 : f32[" + std::to_string(n) +
+                      "] @ g[_] = iota(dim=0)\nvar y = x0 * 0.000001\n";
+  std::string body = // 8 ops, 1 GiB in and 1 GiB out a trip
+      "  y = minimum(abs(maximum(y * 1.0001 + 0.5, 0.1) - y) * 0.9 + y, 7.0)";
+  try {
+    double tp = programStep(setup, body, "sum(y)", quick ? 10 : 40);
+    double gp = 2.0 * bytes / tp / 1e9;
+    std::printf("fused8 1 GiB .dt loop: %.0f GB/s (%.3f ms/trip), ratio to device copy %.2f "
+                "(target >= 0.80) %s\n",
+                gp, tp * 1e3, gp / gc, verdict(gp / gc >= 0.8));
+  } catch (const std::exception &e) {
+    std::printf("fused8 .dt loop: FAILED: %s\n", e.what());
+  }
+}
+
+void benchGemm(CudaContext &ctx, GemmType type, int64_t N, bool quick) {
+  const bool bf = type == GemmType::BF16;
+  const int64_t es = bf ? 2 : 4;
+  CudaStream s = ctx.streamForRank(0);
+  void *a = ctx.alloc(N * N * es, s), *b = ctx.alloc(N * N * es, s), *c = ctx.alloc(N * N * es, s);
+  // Small random-ish values (a kernel-free fill: bytes of a host pattern).
+  {
+    std::vector<uint16_t> h16;
+    std::vector<float> h32;
+    if (bf) {
+      h16.resize(N * N);
+      for (int64_t i = 0; i < N * N; ++i)
+        h16[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 24) % 256); // bf16 in [0.0078, 0.0156)
+      ctx.copyToDevice(a, h16.data(), N * N * 2, s);
+      ctx.copyToDevice(b, h16.data(), N * N * 2, s);
+    } else {
+      h32.resize(N * N);
+      for (int64_t i = 0; i < N * N; ++i)
+        h32[i] = (float)((i * 2654435761u >> 20) % 1000) * 1e-3f - 0.5f;
+      ctx.copyToDevice(a, h32.data(), N * N * 4, s);
+      ctx.copyToDevice(b, h32.data(), N * N * 4, s);
+    }
+  }
+  GemmDesc g;
+  g.type = type;
+  g.m = g.n = g.k = N;
+  g.a = a, g.b = b, g.c = c;
+  int reps = quick ? 5 : 20;
+  double ours = bestSync(ctx, s, reps, [&] { ctx.gemm(g, s); });
+  LtGemm lt(ctx, N, N, N, bf ? CUDA_R_16BF : CUDA_R_32F, CUBLAS_COMPUTE_32F);
+  double base = lt.ok ? bestSync(ctx, s, reps, [&] { lt.run(a, b, c, s); }) : 0;
+  double flop = 2.0 * N * N * N;
+  const char *name = bf ? "bf16" : "f32";
+  if (lt.ok)
+    std::printf("gemm %s %lld^3: backend %.0f TFLOP/s, cuBLASLt direct %.0f TFLOP/s, ratio %.2f "
+                "(target >= 0.90) %s\n",
+                name, (long long)N, flop / ours / 1e12, flop / base / 1e12, base / ours,
+                verdict(base / ours >= 0.9));
+  else
+    std::printf("gemm %s %lld^3: backend %.0f TFLOP/s (cuBLASLt heuristic found nothing)\n", name,
+                (long long)N, flop / ours / 1e12);
+  ctx.free(a);
+  ctx.free(b);
+  ctx.free(c);
+  // Through a program: `c = a @ b` in a loop.
+  std::string t = bf ? "bf16" : "f32", ns = std::to_string(N);
+  std::string setup = "mesh g = [r = 1]\nlet a : " + t + "[" + ns + ", " + ns +
+                      "] @ g[_, _] = randn(seed=1)\nlet b : " + t + "[" + ns + ", " + ns +
+                      "] @ g[_, _] = randn(seed=2)\nvar c = a @ b\n";
+  try {
+    double tp = programStep(setup, "  c = a @ b", "sum(cast(c, f32))", quick ? 10 : 40);
+    std::printf("gemm %s %lld^3 .dt loop: %.0f TFLOP/s, ratio to cuBLASLt direct %.2f (target >= "
+                "0.90) %s\n",
+                name, (long long)N, flop / tp / 1e12, lt.ok ? base / tp : 0.0,
+                verdict(lt.ok && base / tp >= 0.9));
+  } catch (const std::exception &e) {
+    std::printf("gemm %s .dt loop: FAILED: %s\n", name, e.what());
+  }
+}
+
+void benchNvrtc(CudaLibraries &libs, const std::string &program) {
+  Compilation c(pipelineCompileOptions());
+  std::ifstream in(program);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!c.compile(program, ss.str())) {
+    std::printf("nvrtc: %s does not compile\n%s", program.c_str(), c.diags.renderAll().c_str());
+    return;
+  }
+  PipelineOptions po;
+  po.spmd = true;
+  po.target = CodeTarget::Cuda;
+  std::ostringstream log;
+  auto prog = compileProgram(c, po, log);
+  if (!prog) {
+    std::printf("nvrtc: pipeline failed\n%s", c.diags.renderAll().c_str());
+    return;
+  }
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("dt-nvrtc-bench-" + std::to_string((long long)(now() * 1e6))))
+                        .string();
+  // Per distinct kernel: the program's kernel functions repeat structures,
+  // which a context compiles once (NVRTC compiles cold, disk hits warm).
+  size_t nk = prog->kernels().size();
+  double cold = 0, warm = 0;
+  int64_t compiles = 0;
+  {
+    CudaOptions o;
+    o.cacheDir = dir;
+    CudaContext ctx(libs, o);
+    ctx.nvrtc().supportedArchs(); // NVRTC loaded before the clock starts
+    double t0 = now();
+    for (auto &k : prog->kernels())
+      ctx.kernel(k.kernel.kernel);
+    cold = now() - t0;
+    compiles = std::max<int64_t>(ctx.nvrtc().stats().compiles, 1);
+  }
+  {
+    CudaOptions o;
+    o.cacheDir = dir;
+    CudaContext ctx(libs, o);
+    ctx.nvrtc().supportedArchs();
+    double t0 = now();
+    for (auto &k : prog->kernels())
+      ctx.kernel(k.kernel.kernel);
+    warm = now() - t0;
+    int64_t hits = std::max<int64_t>(ctx.nvrtc().stats().cacheHits, 1);
+    std::printf("nvrtc: %s: %zu kernel functions, %lld distinct: cold %.1f ms/kernel (target <= "
+                "200) %s, warm %.3f ms/kernel (target <= 1) %s\n",
+                program.c_str(), nk, (long long)compiles, cold * 1e3 / compiles,
+                verdict(cold * 1e3 / compiles <= 200), warm * 1e3 / hits,
+                verdict(warm * 1e3 / hits <= 1));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = false;
+  std::string program;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else
+      program = a;
+  }
+  if (program.empty()) {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+    program = std::filesystem::exists(exe / "../examples/transformer_tp.dt", ec)
+                  ? (exe / "../examples/transformer_tp.dt").string()
+                  : DT_SOURCE_DIR "/examples/transformer_tp.dt";
+  }
+  CudaLibraries libs;
+  std::string why;
+  if (!libs.available(CudaLib::Driver, &why)) {
+    std::printf("SKIP: no CUDA driver (%s)\n", why.c_str());
+    return 77;
+  }
+  try {
+    CudaContext ctx(libs);
+    std::printf("device: %s (%s, %d SMs, %.0f GiB)\n", ctx.deviceName().c_str(), ctx.arch().c_str(),
+                ctx.numSMs(), ctx.totalMemory() / 1073741824.0);
+    benchNvrtc(libs, program);
+    benchFused(ctx, quick);
+    benchGemm(ctx, GemmType::BF16, 8192, quick);
+    benchGemm(ctx, GemmType::F32, 4096, quick);
+  } catch (const std::exception &e) {
+    std::printf("cuda_bench: FAILED: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

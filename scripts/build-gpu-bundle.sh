@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Builds the self-contained bundle that scripts/gpu-check.sh runs on a GPU
-# machine with no compiler toolchain or package registry: dtensorc and the
-# test binaries with LLVM linked statically (DT_STATIC_LLVM=ON), stripped, the
-# few shared libraries a bare machine may lack copied beside them, the stdlib
-# and the tests' .dt files, and gpu-check.sh itself. The CUDA libraries are
+# machine with no compiler toolchain or package registry: dtensorc, the test
+# binaries and the GPU benchmarks over one shared library, libdtensor_all.so,
+# that holds every layer and LLVM linked statically (DT_STATIC_LLVM=ON: one
+# copy of LLVM for all of them), stripped, the few shared libraries a bare
+# machine may lack copied beside them, the stdlib, the tests' and examples'
+# .dt files, and gpu-check.sh itself. The CUDA libraries are
 # NOT bundled: dtensor opens them at run time from the GPU machine's driver and
 # toolkit (codegen/CudaLoader.h).
 #
 # usage: scripts/build-gpu-bundle.sh [BUNDLE_DIR]   (default: build-gpu/bundle)
 # env:   DT_BUNDLE_MAX_MB (default 60): fail when the bundle is larger.
-#        DT_BUNDLE_UNIT=1: also ship dt_unit (the whole CPU suite; each binary
-#        that uses the JIT carries its own ~45 MB copy of static LLVM, so it
-#        does not fit the 60 MB budget together with the rest).
+#        DT_BUNDLE_UNIT=1: also ship dt_unit (the CPU suite; gpu-check.sh then
+#        runs its nvrtc cases against the GPU machine's NVRTC).
 # Also writes BUNDLE_DIR.tar.gz (what to carry when space is tight).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,14 +32,18 @@ for a in /usr/lib/x86_64-linux-gnu/libopenblas.a /usr/lib64/libopenblas.a; do
   fi
 done
 # --gc-sections drops the unreferenced functions of the static LLVM archives
-# (built with -ffunction-sections).
+# (built with -ffunction-sections). The binaries find lib/ through their
+# RPATH ($ORIGIN/../lib), so nothing else a process loads (Python's torch in
+# gpu-check.sh's peers step) sees the bundled libstdc++.
 cmake -G Ninja -B "$BUILD" -S . -DCMAKE_BUILD_TYPE=Release -DDT_STATIC_LLVM=ON "${blas[@]}" \
-  "-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold -Wl,--gc-sections,--icf=all" >/dev/null
+  "-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold -Wl,--gc-sections,--icf=all" \
+  "-DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=gold -Wl,--gc-sections,--icf=all" \
+  "-DCMAKE_BUILD_RPATH=\$ORIGIN/../lib" >/dev/null
 # The GPU benchmarks are the bench/ targets named *gpu* or *cuda*.
 targets=(dtensorc tests/dt_gpu)
 [ "${DT_BUNDLE_UNIT:-0}" = 1 ] && targets+=(tests/dt_unit)
 for t in $(ninja -C "$BUILD" -t targets all 2>/dev/null |
-  sed -n 's/^\(bench\/[A-Za-z0-9_]*\(gpu\|cuda\)[A-Za-z0-9_]*\): phony.*/\1/p'); do
+  sed -n 's/^\(bench\/[A-Za-z0-9_]*\(gpu\|cuda\)[A-Za-z0-9_]*\): .*/\1/p' | sort -u); do
   targets+=("$t")
 done
 ninja -C "$BUILD" "${targets[@]}"
@@ -63,9 +68,10 @@ done | sort -u | while read -r lib; do
 done
 strip --strip-unneeded "$OUT"/lib/* 2>/dev/null || true
 
-cp -r stdlib "$OUT/" 2>/dev/null || true
+cp -r stdlib examples "$OUT/" 2>/dev/null || true
+rm -rf "$OUT/examples/embed"
 mkdir -p "$OUT/tests"
-cp -r tests/lang "$OUT/tests/" 2>/dev/null || true
+cp -r tests/lang tests/diff "$OUT/tests/" 2>/dev/null || true
 cp scripts/gpu-check.sh "$OUT/"
 git -C "$ROOT" rev-parse HEAD > "$OUT/COMMIT" 2>/dev/null || true
 

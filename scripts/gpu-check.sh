@@ -11,29 +11,31 @@
 # every step passed (or was skipped for want of a GPU), 1 otherwise.
 set -uo pipefail
 ARG=${1:-$(dirname "$0")}
-if [ -f "$ARG" ]; then # a bundle.tar.gz: unpack it next to the logs
-  mkdir -p "${OUT:-.}/bundle-unpacked"
-  tar -C "${OUT:-.}/bundle-unpacked" -xzf "$ARG"
-  ARG=$(ls -d "${OUT:-.}"/bundle-unpacked/*/ | head -n 1)
+if [ -f "$ARG" ]; then # a bundle.tar.gz: unpack it in a temporary folder
+  UNPACK=$(mktemp -d "${TMPDIR:-/tmp}/dt-bundle.XXXXXX")
+  tar -C "$UNPACK" -xzf "$ARG"
+  ARG=$(ls -d "$UNPACK"/*/ | head -n 1)
 fi
 B=$(cd "$ARG" && pwd)
 LOGS=${OUT:-$(pwd)/gpu-check-logs}
 mkdir -p "$LOGS"
-export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$LOGS/cache}" # NVRTC cache: a second run compiles nothing
+# The binaries find the bundle's lib/ through their RPATH ($ORIGIN/../lib).
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-${TMPDIR:-/tmp}/dt-gpu-cache}" # NVRTC cache: a second run compiles nothing
 status=0
 
-step() { # step NAME CMD...: runs CMD, logs to $LOGS/NAME.log, records failure
-  local name=$1
-  shift
+step() { # step NAME SECONDS CMD...: runs CMD under a time limit, logs to $LOGS/NAME.log
+  local name=$1 limit=$2
+  shift 2
   echo "== $name: $*"
-  "$@" >"$LOGS/$name.log" 2>&1
+  local t0=$(date +%s)
+  timeout -k 5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$LOGS/$name.log"
+  tail -n "${TAIL:-25}" "$LOGS/$name.log"
   case $rc in
-    0) echo "== $name: ok" ;;
+    0) echo "== $name: ok ($(( $(date +%s) - t0 )) s)" ;;
     77) echo "== $name: SKIP" ;;
-    *) echo "== $name: FAILED (rc=$rc)"; status=1 ;;
+    124|137) echo "== $name: TIMEOUT after $limit s"; status=1 ;;
+    *) echo "== $name: FAILED (rc=$rc, $(( $(date +%s) - t0 )) s)"; status=1 ;;
   esac
   echo "$name $rc" >>"$LOGS/summary.txt"
 }
@@ -41,24 +43,44 @@ step() { # step NAME CMD...: runs CMD, logs to $LOGS/NAME.log, records failure
 : >"$LOGS/summary.txt"
 { date; uname -a; cat "$B/COMMIT" 2>/dev/null; } >"$LOGS/host.txt"
 if command -v nvidia-smi >/dev/null; then
-  step nvidia-smi nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/nvidia-smi.log"
 else
   echo "nvidia-smi not found" | tee "$LOGS/nvidia-smi.log"
 fi
+# ${ONLY:-all}: a comma list of step groups to run (gpu, bench, examples, random, unit, peers).
+want() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
 # ctest needs the build tree; the bundle has only the binaries, so run them.
-step gpu "$B/bin/dt_gpu" --no-intro=true
-# A second run must hit the NVRTC cache (timed in the log).
-step gpu-cached bash -c "time '$B/bin/dt_gpu' --no-intro=true"
-if [ -x "$B/bin/dt_unit" ]; then # bundled only with DT_BUNDLE_UNIT=1
-  step nvrtc "$B/bin/dt_unit" --no-intro=true "--test-case=*nvrtc*,*cuda*"
-  step unit "$B/bin/dt_unit" --no-intro=true
+# Order: what must pass first, then the benchmarks, then the longer checks.
+if want gpu; then
+  step gpu "${GPU_LIMIT:-300}" "$B/bin/dt_gpu" --no-intro=true --test-case-exclude="*random*"
 fi
-
-for bench in "$B"/bin/*bench*; do
-  [ -x "$bench" ] || continue
-  step "$(basename "$bench")" "$bench"
-done
+if want bench; then
+  for bench in "$B"/bin/*bench*; do
+    [ -x "$bench" ] || continue
+    TAIL=40 step "$(basename "$bench")" "${BENCH_LIMIT:-240}" "$bench" ${BENCH_ARGS:-}
+  done
+fi
+if want examples; then
+  # Every example on --backend cuda against the reference evaluator, as a user runs it.
+  for f in "$B"/examples/*.dt; do
+    step "verify-$(basename "$f" .dt)" "${VERIFY_LIMIT:-120}" "$B/bin/dtensorc" verify --backend cuda --fault-timeout 20 "$f"
+  done
+  step run-mlp_tp 60 "$B/bin/dtensorc" run --backend cuda --stats "$B/examples/mlp_tp.dt"
+fi
+if want random; then
+  # The random programs (their kernels differ: NVRTC compiles, then its disk cache).
+  step gpu-random "${RANDOM_LIMIT:-200}" "$B/bin/dt_gpu" --no-intro=true --test-case="*random*"
+fi
+if [ -x "$B/bin/dt_unit" ] && want unit; then # bundled only with DT_BUNDLE_UNIT=1
+  step nvrtc 120 "$B/bin/dt_unit" --no-intro=true "--test-case=*nvrtc*,*cuda*"
+fi
+# The models against PyTorch on this GPU (torch.compile), when the machine's
+# python3 has torch with CUDA and the repo's bench/peers is beside the bundle.
+PEERS=${PEERS:-$(cd "$(dirname "$0")" && pwd)/../bench/peers/gpu_peers.py}
+if want peers && [ -f "$PEERS" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  TAIL=40 step peers "${PEERS_LIMIT:-240}" env PYTHONUNBUFFERED=1 python3 "$PEERS" "$B/bin/dtensorc" ${PEERS_ARGS:-}
+fi
 
 echo "== summary (logs in $LOGS)"
 cat "$LOGS/summary.txt"

@@ -133,21 +133,7 @@ struct LtGemm {
 
 void benchFused(CudaContext &ctx, bool quick) {
   const int64_t bytes = 1ll << 30, n = bytes / 4;
-  Kernel k;
-  k.name = "fused8";
-  k.rank = 1;
-  k.addInput(DType::F32);
-  k.addOutput(DType::F32);
-  int x = k.load(0);
-  int v = k.binary(KOp::Mul, x, k.constant(1.0001, DType::F32));
-  v = k.binary(KOp::Add, v, k.constant(0.5, DType::F32));
-  v = k.binary(KOp::Maximum, v, k.constant(0.1, DType::F32));
-  v = k.binary(KOp::Sub, v, x);
-  v = k.unary(KOp::Abs, v);
-  v = k.binary(KOp::Mul, v, k.constant(0.9, DType::F32));
-  v = k.binary(KOp::Add, v, x);
-  v = k.binary(KOp::Minimum, v, k.constant(7.0, DType::F32));
-  k.store(0, v);
+  Kernel k = dt::bench::fused8Kernel();
   CudaStream s = ctx.streamForRank(0);
   void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
   ctx.zero(in, bytes, s);

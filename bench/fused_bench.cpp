@@ -17,22 +17,7 @@ using dt::bench::best;
 
 int main() {
   const int64_t bytes = 64ll << 20, n = bytes / 4;
-  // y = min((|(max(x*a + b, c) - x) * d| ... ): eight elementwise ops.
-  Kernel k;
-  k.name = "fused8";
-  k.rank = 1;
-  k.addInput(DType::F32);
-  k.addOutput(DType::F32);
-  int x = k.load(0);
-  int v = k.binary(KOp::Mul, x, k.constant(1.0001, DType::F32));
-  v = k.binary(KOp::Add, v, k.constant(0.5, DType::F32));
-  v = k.binary(KOp::Maximum, v, k.constant(0.1, DType::F32));
-  v = k.binary(KOp::Sub, v, x);
-  v = k.unary(KOp::Abs, v);
-  v = k.binary(KOp::Mul, v, k.constant(0.9, DType::F32));
-  v = k.binary(KOp::Add, v, x);
-  v = k.binary(KOp::Minimum, v, k.constant(7.0, DType::F32));
-  k.store(0, v);
+  Kernel k = dt::bench::fused8Kernel();
 
   CpuJIT jit;
   CpuJIT::KernelFn f = jit.compile(k);

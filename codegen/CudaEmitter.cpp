@@ -335,6 +335,8 @@ struct Emitter {
 
   void emitElementwise(const std::string &sym);
   void emitReduction(const std::string &sym);
+  /// Every output's store from its accumulator `accS` (after a reduction).
+  void emitReductionStores(const char *ind);
   /// Deterministic mode: one thread per output element, which reduces its
   /// inputs in row-major order over the reduced dims into one accumulator
   /// (f64 for float sums): the order of the interpreter and the CPU JIT.
@@ -453,6 +455,20 @@ void Emitter::emitElementwise(const std::string &sym) {
   os << "  }\n}\n";
 }
 
+void Emitter::emitReductionStores(const char *ind) {
+  for (size_t s = 0; s < k.stores.size(); ++s) {
+    int o = k.stores[s].output;
+    DType t = k.outputs[o];
+    // A bf16/f16 sum's f64 accumulator rounds once (odd to f32, then RNE).
+    std::string acc = "acc" + std::to_string(s);
+    std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
+                      : accType(k.reduce, t) == std::string("double")
+                          ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
+                          : storeVal(t, acc);
+    os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
+  }
+}
+
 void Emitter::emitReduction(const std::string &sym) {
   const size_t S = k.stores.size();
   std::vector<int> kept, red = k.reduceDims;
@@ -507,20 +523,7 @@ void Emitter::emitReduction(const std::string &sym) {
        << "  " << accType(rop, t) << " *const part" << s << " = (" << accType(rop, t)
        << " *)(scratch + " << s << "LL * 8 * kept * (split < 0 ? -split : split));\n";
   }
-  // The store of every output from its accumulators (after the reduction).
-  auto store = [&](const char *ind) {
-    for (size_t s = 0; s < S; ++s) {
-      int o = k.stores[s].output;
-      DType t = k.outputs[o];
-      // A bf16/f16 sum's f64 accumulator rounds once (odd to f32, then RNE).
-      std::string acc = "acc" + std::to_string(s);
-      std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
-                        : accType(rop, t) == std::string("double")
-                            ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
-                            : storeVal(t, acc);
-      os << ind << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
-    }
-  };
+  auto store = [&](const char *ind) { emitReductionStores(ind); };
   os << "  if (split < 0) { // the second pass: a thread per output\n"
      << "    for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
      << "         o += (dt_i64)gridDim.x * blockDim.x) {\n";
@@ -637,16 +640,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
        << ");\n";
   }
   os << "    }\n";
-  for (size_t s = 0; s < S; ++s) {
-    int o = k.stores[s].output;
-    DType t = k.outputs[o];
-    std::string acc = "acc" + std::to_string(s);
-    std::string val = !isLowPrecision(t) ? "(" + std::string(cType(t)) + ")" + acc
-                      : accType(rop, t) == std::string("double")
-                          ? storeVal(t, "dt_f64_to_f32_odd(" + acc + ")")
-                          : storeVal(t, acc);
-    os << "    " << ptr(NB - O + o, t, false) << "[" << offset(false, o) << "] = " << val << ";\n";
-  }
+  emitReductionStores("    ");
   os << "  }\n}\n";
 }
 

@@ -213,31 +213,8 @@ void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const HostTensor &
   cudaScatterLists(idsOnHost, dim, n, rowStart, order);
   if (total == 0)
     return;
-  const char *name = nullptr;
-  switch (base.dtype) {
-  case DType::F32:
-    name = "f32";
-    break;
-  case DType::F64:
-    name = "f64";
-    break;
-  case DType::I32:
-    name = "i32";
-    break;
-  case DType::I64:
-    name = "i64";
-    break;
-  case DType::Bool:
-    name = "bool";
-    break;
-  case DType::BF16:
-    name = "bf16";
-    break;
-  case DType::F16:
-    name = "f16";
-    break;
-  }
-  void *f = fn(ctx, std::string("dt_scatter_add_") + name);
+  // One kernel per dtype, named by the language's dtype names.
+  void *f = fn(ctx, std::string("dt_scatter_add_") + dtypeName(base.dtype));
   const int64_t listBytes = (int64_t)(rowStart.size() + order.size()) * 8;
   void *lists = ctx.alloc(listBytes, s);
   ctx.copyToDevice(lists, rowStart.data(), (int64_t)rowStart.size() * 8, s);

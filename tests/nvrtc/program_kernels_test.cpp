@@ -1,8 +1,9 @@
 // This file implements the CI check that every kernel the test programs
 // generate compiles with NVRTC: each .dt file given on the command line is
-// compiled through the whole CPU pipeline (build, spmd, fusion), every fused
-// kernel is lowered to CUDA C++ by codegen/CudaEmitter, and NVRTC compiles it
-// for sm_80 and sm_90. Any NVRTC error or warning fails the test. Programs
+// compiled through the whole pipeline (build, spmd, fusion, kernels) for the
+// cpu and for the cuda backend (whose fusion makes kernels of lone sources
+// too), every kernel is lowered to CUDA C++ by codegen/CudaEmitter, and
+// NVRTC compiles it for sm_80 and sm_90. Any NVRTC error or warning fails the test. Programs
 // that do not compile (the fail_* golden tests) are skipped; NVRTC needs no
 // GPU, so this runs in CI.
 #include "codegen/CudaEmitter.h"
@@ -30,56 +31,60 @@ int main(int argc, char **argv) {
   NvrtcCompiler nvrtc(libs, ""); // no cache: compile every kernel for real
   std::set<uint64_t> seen;
   int programs = 0, kernels = 0, failures = 0;
-  for (int i = 1; i < argc; ++i) {
-    Compilation s(pipelineCompileOptions());
-    PipelineOptions po;
-    po.spmd = true;
-    po.fusion = true;
-    std::ostringstream log;
-    bool ok = false;
-    try {
-      ok = s.compileFile(argv[i]) && runPipeline(s, po, log);
-    } catch (const std::exception &e) {
-      std::cout << "FAIL " << argv[i] << ": the pipeline threw: " << e.what() << "\n";
-      ++failures;
-      continue;
-    }
-    if (!ok)
-      continue; // an invalid program: nothing to generate
-    ++programs;
-    for (auto &f : s.module.functions) {
-      if (!isFusedKernel(f))
+  for (int i = 1; i < argc; ++i)
+    // The cpu pipeline's kernels, and the cuda pipeline's (`--backend cuda`:
+    // lone sources become kernels there, nothing is filled on the host).
+    for (CodeTarget target : {CodeTarget::Llvm, CodeTarget::Cuda}) {
+      Compilation s(pipelineCompileOptions());
+      PipelineOptions po;
+      po.spmd = true;
+      po.fusion = true;
+      po.target = target;
+      std::ostringstream log;
+      std::shared_ptr<const CompiledProgram> prog;
+      try {
+        if (s.compileFile(argv[i]))
+          prog = compileProgram(s, po, log);
+      } catch (const std::exception &e) {
+        std::cout << "FAIL " << argv[i] << ": the pipeline threw: " << e.what() << "\n";
+        ++failures;
         continue;
-      Kernel k0 = buildFusedKernel(f).kernel;
-      // A reduction also in deterministic mode (one thread per output,
-      // sequential over the reduced dims: CudaEmitter's deterministic path).
-      std::vector<Kernel> variants{k0};
-      if (k0.reduce != KReduce::None) {
-        variants.push_back(k0);
-        variants.back().deterministic = true;
       }
-      for (const Kernel &k : variants) {
-        uint64_t h = kernelHash(k);
-        if (!seen.insert(h).second)
-          continue;
-        ++kernels;
-        CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
-        for (const char *arch : {"sm_80", "sm_90"}) {
-          NvrtcRequest req;
-          req.source = src.source;
-          req.arch = arch;
-          req.warningsAsErrors = true;
-          NvrtcResult r = nvrtc.compile(req);
-          if (!r.ok) {
-            ++failures;
-            std::cout << "FAIL " << argv[i] << " " << f.name << " (" << arch << "):\n"
-                      << r.log << "\n--- kernel IR ---\n"
-                      << printKernel(k) << "\n";
+      if (!prog)
+        continue; // an invalid program: nothing to generate
+      programs += target == CodeTarget::Llvm;
+      for (auto &pk : prog->kernels()) {
+        const std::string &fname = pk.function;
+        Kernel k0 = pk.kernel.kernel;
+        // A reduction also in deterministic mode (one thread per output,
+        // sequential over the reduced dims: CudaEmitter's deterministic path).
+        std::vector<Kernel> variants{k0};
+        if (k0.reduce != KReduce::None) {
+          variants.push_back(k0);
+          variants.back().deterministic = true;
+        }
+        for (const Kernel &k : variants) {
+          uint64_t h = kernelHash(k);
+          if (!seen.insert(h).second)
+            continue;
+          ++kernels;
+          CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
+          for (const char *arch : {"sm_80", "sm_90"}) {
+            NvrtcRequest req;
+            req.source = src.source;
+            req.arch = arch;
+            req.warningsAsErrors = true;
+            NvrtcResult r = nvrtc.compile(req);
+            if (!r.ok) {
+              ++failures;
+              std::cout << "FAIL " << argv[i] << " " << fname << " (" << arch << "):\n"
+                        << r.log << "\n--- kernel IR ---\n"
+                        << printKernel(k) << "\n";
+            }
           }
         }
       }
     }
-  }
   std::cout << programs << " programs, " << kernels << " distinct kernels, " << 2 * kernels
             << " NVRTC compiles (sm_80, sm_90), " << failures << " failed\n";
   if (kernels == 0) {

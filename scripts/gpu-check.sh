@@ -9,6 +9,20 @@
 # usage: gpu-check.sh [BUNDLE_DIR | BUNDLE.tar.gz]   (default: this script's directory)
 # Writes every log to $OUT when set (else ./gpu-check-logs). Exit status: 0 when
 # every step passed (or was skipped for want of a GPU), 1 otherwise.
+# env: ONLY (step groups: gpu, bench, examples, random, unit, peers), GPU_LIMIT,
+#      BENCH_LIMIT, VERIFY_LIMIT, RANDOM_LIMIT, PEERS_LIMIT (seconds per step),
+#      BENCH_ARGS, PEERS_ARGS (e.g. --quick), and dt_gpu's DT_GPU_RANDOM,
+#      DT_GPU_FAULT_TIMEOUT.
+#
+# Through a lent machine whose $OUT returns at most 8 files: build the bundle
+# here, carry build-gpu/bundle.tar.gz, keep the logs outside $OUT and tar them
+# back (the eighth session's two runs, about 400 s each):
+#   R=$OUT; export DT_GPU_FAULT_TIMEOUT=10 DT_GPU_RANDOM=8
+#   OUT=/tmp/l1 ONLY=gpu,bench GPU_LIMIT=150 BENCH_LIMIT=80 \
+#     bash scripts/gpu-check.sh build-gpu/bundle.tar.gz > $R/c1.txt 2>&1
+#   OUT=/tmp/l2 ONLY=peers PEERS_ARGS=--quick bash scripts/gpu-check.sh ... > $R/c2.txt 2>&1
+#   OUT=/tmp/l3 ONLY=examples,random VERIFY_LIMIT=30 bash scripts/gpu-check.sh ... > $R/c3.txt 2>&1
+#   tar czf $R/logs.tgz -C /tmp l1 l2 l3
 set -uo pipefail
 ARG=${1:-$(dirname "$0")}
 if [ -f "$ARG" ]; then # a bundle.tar.gz: unpack it in a temporary folder

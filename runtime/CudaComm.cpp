@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <sched.h>
+#include <sstream>
 #include <string>
 
 namespace dt {
@@ -366,33 +367,33 @@ void NcclComm::barrier() {}
 
 // --- CudaCopyComm ----------------------------------------------------------------
 
-CudaCopyGroup::CudaCopyGroup(CudaContext &ctx, std::vector<int> members, double timeout)
-    : ctx_(ctx), size_((int)members.size()), members_(std::move(members)), timeout_(timeout),
-      slots_(size_), arrived_(size_, false) {}
+GroupBarrier::GroupBarrier(std::vector<int> members, double timeout)
+    : members_(std::move(members)), timeout_(timeout), arrived_(members_.size(), false) {}
 
-void CudaCopyGroup::abort() {
+void GroupBarrier::abort() {
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = true;
   cv_.notify_all();
 }
 
-void CudaCopyGroup::reset() {
+void GroupBarrier::reset() {
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = false;
   waiting_ = 0;
-  arrived_.assign(size_, false);
+  arrived_.assign(members_.size(), false);
   ++generation_;
 }
 
-void CudaCopyGroup::arrive(int rank, const char *what) {
+void GroupBarrier::arrive(int rank, const char *what) {
   std::unique_lock<std::mutex> lock(mu_);
   if (aborted_)
     throw CudaGroupAborted();
+  const int size = (int)members_.size();
   int64_t gen = generation_;
   arrived_[rank] = true;
-  if (++waiting_ == size_) {
+  if (++waiting_ == size) {
     waiting_ = 0;
-    arrived_.assign(size_, false);
+    arrived_.assign(size, false);
     ++generation_;
     cv_.notify_all();
     return;
@@ -401,13 +402,14 @@ void CudaCopyGroup::arrive(int rank, const char *what) {
   if (timeout_ > 0) {
     if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_), done)) {
       std::string in, out;
-      for (int i = 0; i < size_; ++i) {
+      for (int i = 0; i < size; ++i) {
         std::string &list = arrived_[i] ? in : out;
         list += (list.empty() ? "" : ", ") + std::to_string(members_[i]);
       }
-      throw RuntimeFault("cuda: rank " + std::to_string(members_[rank]) + " waited " +
-                         std::to_string((int)timeout_) + " s in " + what + " for ranks " + out +
-                         " (arrived: " + in +
+      std::ostringstream secs;
+      secs << timeout_;
+      throw RuntimeFault("cuda: rank " + std::to_string(members_[rank]) + " waited " + secs.str() +
+                         " s in " + what + " for ranks " + out + " (arrived: " + in +
                          "): a rank stopped, or the ranks run different collectives");
     }
   } else {
@@ -416,6 +418,9 @@ void CudaCopyGroup::arrive(int rank, const char *what) {
   if (generation_ == gen) // woken by abort()
     throw CudaGroupAborted();
 }
+
+CudaCopyGroup::CudaCopyGroup(CudaContext &ctx, std::vector<int> members, double timeout)
+    : ctx_(ctx), size_((int)members.size()), slots_(size_), barrier_(std::move(members), timeout) {}
 
 CudaCopyComm::CudaCopyComm(CudaCopyGroup &group, int rank, CudaStream stream)
     : group_(group), rank_(rank), stream_(stream) {}
@@ -426,7 +431,7 @@ void CudaCopyComm::collective(const char *what, const void *send, void *recv,
   CudaContext &ctx = group_.context();
   ctx.synchronize(stream_); // this rank's writes to `send` are visible to the others
   group_.slots_[rank_] = {send, recv, counts};
-  group_.arrive(rank_, what); // every rank has published
+  group_.barrier_.arrive(rank_, what); // every rank has published
   void *tmp = resultBytes > 0 ? ctx.alloc(resultBytes, stream_) : nullptr;
   try {
     work(tmp);
@@ -437,7 +442,7 @@ void CudaCopyComm::collective(const char *what, const void *send, void *recv,
     group_.abort();
     throw;
   }
-  group_.arrive(rank_, what); // every rank has finished reading the others' buffers
+  group_.barrier_.arrive(rank_, what); // every rank has finished reading the others' buffers
   if (recv && tmp)
     ctx.copyOnDevice(recv, tmp, resultBytes, stream_);
   ctx.synchronize(stream_);
@@ -541,7 +546,7 @@ void CudaCopyComm::broadcast(void *buf, int64_t count, DType dtype, int root) {
 
 void CudaCopyComm::barrier() {
   group_.context().synchronize(stream_);
-  group_.arrive(rank_, "barrier");
+  group_.barrier_.arrive(rank_, "barrier");
 }
 
 } // namespace dt

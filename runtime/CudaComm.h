@@ -88,26 +88,50 @@ private:
   FaultWatch *watch_ = nullptr;
 };
 
-/// What a member waiting in a CudaCopyGroup throws when another member
-/// failed (the backend reports that member's own failure instead).
+/// What a member waiting in a GroupBarrier throws when another member failed
+/// (the backend then reports that member's own failure instead).
 struct CudaGroupAborted : RuntimeFault {
   CudaGroupAborted() : RuntimeFault("collective aborted: another rank failed") {}
+};
+
+/// A reusable barrier of a group's members (threads) that a failure can break:
+/// abort() wakes every waiting member, which throws CudaGroupAborted, and a
+/// member that waits longer than `timeout` seconds throws a RuntimeFault that
+/// names the members that arrived and those that did not. Needs no GPU.
+class GroupBarrier {
+public:
+  /// `members`: the world ranks of the group (for messages); `timeout` 0:
+  /// wait forever.
+  GroupBarrier(std::vector<int> members, double timeout);
+  /// Member `rank` (group rank) arrives and waits for all; `what` names the
+  /// collective in the timeout's report.
+  void arrive(int rank, const char *what);
+  /// Wakes every waiting member; later arrivals throw too, until reset().
+  void abort();
+  /// Clears an abort and any arrival left by a failed run.
+  void reset();
+
+private:
+  std::vector<int> members_;
+  double timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  std::vector<bool> arrived_;
+  int64_t generation_ = 0;
+  bool aborted_ = false;
 };
 
 /// The shared state of one group of virtual ranks on one GPU.
 class CudaCopyGroup {
 public:
-  /// `members`: the world ranks of the group (for messages); `timeout`:
-  /// seconds a member waits for the others in one collective before the run
-  /// ends with a report of who arrived (0: forever).
+  /// `members`: the world ranks of the group; `timeout`: seconds a member
+  /// waits for the others in one collective (GroupBarrier; 0: forever).
   CudaCopyGroup(CudaContext &ctx, std::vector<int> members, double timeout = 0);
   int size() const { return size_; }
   CudaContext &context() { return ctx_; }
-  /// Wakes every member waiting in a collective, which throws
-  /// CudaGroupAborted; later collectives throw too, until reset().
-  void abort();
-  /// Clears an abort and any arrival left by a failed run.
-  void reset();
+  void abort() { barrier_.abort(); }
+  void reset() { barrier_.reset(); }
 
 private:
   friend class CudaCopyComm;
@@ -116,20 +140,10 @@ private:
     void *recv = nullptr;
     const std::vector<int64_t> *counts = nullptr; ///< sendCounts for allToAllV
   };
-  /// A reusable barrier of all `size_` members; `rank` is the caller's group
-  /// rank, `what` the collective (for the timeout's report).
-  void arrive(int rank, const char *what);
   CudaContext &ctx_;
   int size_;
-  std::vector<int> members_;
-  double timeout_;
   std::vector<Slot> slots_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int waiting_ = 0;
-  std::vector<bool> arrived_;
-  int64_t generation_ = 0;
-  bool aborted_ = false;
+  GroupBarrier barrier_;
 };
 
 class CudaCopyComm : public Communicator {

@@ -2,11 +2,11 @@
 // backend (see Backend.h) and makeBackend, the one place that names them.
 #include "runtime/Backend.h"
 
-#include "support/Errors.h"
 #include "runtime/CpuBackend.h"
 #include "runtime/CudaBackend.h"
 #include "runtime/MpiBackend.h"
 #include "runtime/NullBackend.h"
+#include "support/Errors.h"
 
 namespace dt {
 
@@ -35,6 +35,8 @@ std::unique_ptr<Backend> makeBackend(const std::string &name, BackendOptions opt
     return std::make_unique<NullBackend>();
   if (name == "mpi")
     return std::make_unique<MpiBackend>(opts);
+  if (name == "cuda" && opts.dryRun)
+    return std::make_unique<NullBackend>(NullBackend::Plan::Cuda);
   if (name == "cuda")
     return std::make_unique<CudaBackend>(opts);
   throw RuntimeFault("unknown backend `" + name + "` (" + backendNames() + ")");

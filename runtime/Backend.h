@@ -186,6 +186,8 @@ public:
 
   /// `cpu`, `mpi`, `cuda`, `null`.
   virtual const char *name() const = 0;
+  /// The backend's own lines for `--stats` after a run ("" for none).
+  virtual std::string report() const { return ""; }
 
   /// Compiles a kernel (once per structure; later calls hit a cache).
   /// `small`: its iteration space is small, so compile speed beats code
@@ -236,6 +238,11 @@ struct BackendOptions {
   int ranksPerProcess = 1;
   /// The program's source files, for fault reports that name a source line.
   const SourceManager *sources = nullptr;
+  /// `cuda` only (`dtensorc run --backend cuda --dry-run`): plan the run
+  /// without a GPU -- every kernel compiled by NVRTC for sm_90, every launch's
+  /// geometry computed, every rank's collectives counted -- and compute
+  /// nothing (runtime/NullBackend.h).
+  bool dryRun = false;
 };
 
 /// The backend named `name` (cpu, mpi, cuda, null). RuntimeFault for an

@@ -174,6 +174,27 @@ public:
                                           const std::vector<const HostTensor *> &args,
                                           const std::vector<TensorType> &resultTypes,
                                           LocalPlace place) override {
+    // check_factor scans on the device; only a bad factor is staged, for the
+    // reference's message naming it.
+    if (in.op == Op::CheckFactor && args.size() == 1 && args[0] && isFloat(args[0]->dtype) &&
+        !cudaBadFactor(ctx_, *args[0], in.attrs.str == "nonzero", stream_))
+      return {*args[0]};
+    // A fill (or a one-value const): one element uploaded, broadcast on the device.
+    if ((in.op == Op::Fill || in.op == Op::Const) && resultTypes.size() == 1 &&
+        isConcrete(resultTypes[0].shape) && constCount(in.attrs, resultTypes[0].dtype) == 1) {
+      const TensorType &t = resultTypes[0];
+      HostTensor one = ref::constantOf(in.attrs, t.dtype, {});
+      HostTensor r;
+      r.dtype = t.dtype;
+      r.shape = blockOf(t, place.meshRank).shape;
+      bool zero = true; // all bytes 0: the zero-filled allocation is the fill
+      for (int64_t b = 0; b < dtypeSize(t.dtype); ++b)
+        zero &= static_cast<const unsigned char *>(one.raw())[b] == 0;
+      r.buf = zero ? allocate(r.bytes()) : allocateUninit(r.bytes());
+      if (!zero)
+        cudaFill(ctx_, one, r, stream_);
+      return {r};
+    }
     std::vector<HostTensor> host;
     for (auto *a : args)
       host.push_back(a ? toHost(*a) : HostTensor{});

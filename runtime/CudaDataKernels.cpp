@@ -88,6 +88,33 @@ __device__ void scatterAddRows(const typename Op::T *base, const long long *rowS
   }
 }
 
+// check_factor: flag = 1 when some element is 0 (nonzero) or +-inf (finite).
+template <class T>
+__device__ void badFactor(const T *x, long long n, int nonzero, unsigned *flag) {
+  DT_LOOP(i, n) {
+    const float v = (float)x[i];
+    if (nonzero ? v == 0.0f : (v == 1.0f / 0.0f || v == -1.0f / 0.0f))
+      *flag = 1u;
+  }
+}
+__device__ void badFactor64(const double *x, long long n, int nonzero, unsigned *flag) {
+  DT_LOOP(i, n) {
+    const double v = x[i];
+    if (nonzero ? v == 0.0 : (v == 1.0 / 0.0 || v == -1.0 / 0.0))
+      *flag = 1u;
+  }
+}
+struct Bf16In { u16 b; __device__ operator float() const { return dt_bf16_to_f32(b); } };
+struct F16In { u16 b; __device__ operator float() const { return dt_f16_to_f32(b); } };
+extern "C" __global__ void dt_bad_factor_f32(const float *x, long long n, int nz, unsigned *f) {
+  badFactor<float>(x, n, nz, f); }
+extern "C" __global__ void dt_bad_factor_f64(const double *x, long long n, int nz, unsigned *f) {
+  badFactor64(x, n, nz, f); }
+extern "C" __global__ void dt_bad_factor_bf16(const Bf16In *x, long long n, int nz, unsigned *f) {
+  badFactor<Bf16In>(x, n, nz, f); }
+extern "C" __global__ void dt_bad_factor_f16(const F16In *x, long long n, int nz, unsigned *f) {
+  badFactor<F16In>(x, n, nz, f); }
+
 #define DT_COPY(E, T) \
   extern "C" __global__ void dt_strided_copy_##E(const T *src, T *dst, long long n, int rank, \
       Dims8 ext, Dims8 ss, long long so, Dims8 ds, long long dof) { \
@@ -188,6 +215,36 @@ void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOn
   long long t = total, kk = k, in = inner, nn = n;
   void *args[] = {&sp, &ip, &dp, &t, &kk, &in, &nn};
   ctx.launchRaw(f, gridFor(ctx, total), 256, args, s);
+}
+
+bool cudaBadFactor(CudaContext &ctx, const HostTensor &x, bool nonzero, CudaStream s) {
+  const int64_t n = x.numel();
+  if (n == 0 || !isFloat(x.dtype))
+    return false;
+  void *f = fn(ctx, std::string("dt_bad_factor_") + dtypeName(x.dtype));
+  void *flag = ctx.alloc(4, s);
+  ctx.zero(flag, 4, s);
+  const void *xp = x.raw();
+  long long nn = n;
+  int nz = nonzero ? 1 : 0;
+  void *args[] = {&xp, &nn, &nz, &flag};
+  ctx.launchRaw(f, gridFor(ctx, n), 256, args, s);
+  uint32_t bad = 0;
+  ctx.copyToHost(&bad, flag, 4, s); // waits for the stream
+  ctx.free(flag);
+  return bad != 0;
+}
+
+void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStream s) {
+  const int64_t es = dtypeSize(out.dtype), n = out.numel();
+  if (n == 0)
+    return;
+  void *src = ctx.alloc(es, s);
+  ctx.copyToDevice(src, one.raw(), es, s);
+  // Every element reads the one value: a copy with source strides 0.
+  cudaStridedCopy(ctx, src, out.raw(), {n}, {0}, 0, {1}, 0, es, s);
+  ctx.synchronize(s); // `one` is pageable host memory the copy reads
+  ctx.free(src);
 }
 
 void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,

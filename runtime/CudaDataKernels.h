@@ -7,6 +7,8 @@
 //  * a strided copy of an N-d box (rank <= 8): copyRegion's boxes and
 //    transpose's permutations, one thread per element, by element size;
 //  * row gather (`index_select`): out[o, j, i] = src[o, ids[j], i];
+//  * `check_factor`'s scan (a flag on the device, read back), and fills of
+//    one value (a strided copy whose source strides are 0);
 //  * row scatter-add (`index_add`), deterministic: the ids are sorted on the
 //    host into per-row lists (stable, so in id order) and each output element
 //    adds its rows in that order -- the reference kernel's order, so f32/f64
@@ -42,6 +44,13 @@ void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
 /// `ids` into a new device tensor made by `alloc`.
 void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOnHost,
                 const HostTensor &ids, int64_t dim, HostTensor &out, CudaStream s);
+
+/// `check_factor` on the device: whether some element of the float tensor
+/// `x` is zero (`nonzero`) or infinite (else). Waits for the stream.
+bool cudaBadFactor(CudaContext &ctx, const HostTensor &x, bool nonzero, CudaStream s);
+
+/// Fills the device tensor `out` with the one host element of `one`.
+void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStream s);
 
 /// The scatter-add's per-row lists: rows r of the output get the source rows
 /// order[rowStart[r] .. rowStart[r + 1]), in id order. RuntimeFault (the

@@ -13,9 +13,6 @@
 
 namespace dt {
 
-namespace {
-
-/// The local block of `t` (host: the whole concrete shape).
 LocalBlock blockOf(const TensorType &t, int64_t meshRank) {
   if (!isConcrete(t.shape))
     throw InternalError("executor: `" + t.str() + "` has a symbolic shape");
@@ -23,6 +20,8 @@ LocalBlock blockOf(const TensorType &t, int64_t meshRank) {
     return localBlock(TensorType{t.dtype, t.shape, nullptr, {}}, 0);
   return localBlock(t, meshRank);
 }
+
+namespace {
 
 /// Calls f(local linear index, global linear index) for every element of the block.
 template <class F> void forEachGlobal(const TensorType &t, const LocalBlock &b, F &&f) {

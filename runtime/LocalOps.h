@@ -32,6 +32,10 @@ struct LocalPlace {
   bool referenceOnly = false;
 };
 
+/// The local block of `t` on mesh rank `meshRank` (a host value, or
+/// meshRank < 0: the whole concrete shape).
+LocalBlock blockOf(const TensorType &t, int64_t meshRank);
+
 /// Runs a non-control, non-collective instruction on local blocks; returns
 /// its result block(s). `resultTypes` are the global result types.
 std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostTensor *> &args,

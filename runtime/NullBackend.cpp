@@ -1,9 +1,13 @@
 // This file implements the null backend (see NullBackend.h).
 #include "runtime/NullBackend.h"
 
-#include "support/Errors.h"
+#include "codegen/CudaEmitter.h"
+#include "codegen/CudaLoader.h"
+#include "codegen/Nvrtc.h"
 #include "runtime/Blas.h"
+#include "support/Errors.h"
 
+#include <algorithm>
 #include <map>
 
 namespace dt {
@@ -29,20 +33,32 @@ private:
   int rank_, size_;
 };
 
+/// The device an H100 has (the plan's launch geometry).
+constexpr int kPlanSMs = 132;
+
 class NullDevice final : public Device {
 public:
-  NullDevice(int rank, int worldSize) : Device(rank), world_(rank, worldSize) {}
+  NullDevice(NullBackend &b, int rank, int worldSize)
+      : Device(rank), b_(b), world_(rank, worldSize) {}
 
   std::shared_ptr<Buffer> allocate(int64_t bytes) override {
     return std::make_shared<Buffer>((size_t)bytes);
   }
   HostTensor fromHost(const HostTensor &h) override { return h; }
   HostTensor toHost(const HostTensor &t) override { return t; }
-  void launch(const NativeKernel &, void *const *, const int64_t *) override {}
+  void launch(const NativeKernel &k, void *const *, const int64_t *params) override {
+    if (b_.planning() && k.handle)
+      b_.planLaunch(*static_cast<const Kernel *>(k.handle), params);
+  }
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
                                    bool transB) override {
     if (a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
+    if (b_.planning()) {
+      if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out)
+        return std::nullopt; // the cuda backend's cuBLAS path takes float only
+      b_.planGemm();
+    }
     return empty(out, gemmShape(a.shape, b.shape, transA && a.rank() > 1, transB && b.rank() > 1));
   }
   void copyRegion(const void *, const std::vector<int64_t> &, const std::vector<int64_t> &, void *,
@@ -95,20 +111,87 @@ public:
   }
 
 private:
+  NullBackend &b_;
   NullComm world_;
   std::map<std::vector<int>, NullComm> groups_;
 };
 
 } // namespace
 
-NativeKernel NullBackend::compile(const Kernel &, bool) {
-  ++counters_.compiles;
-  return NativeKernel{};
+NullBackend::NullBackend(Plan plan) : plan_(plan) {
+  if (plan_ == Plan::Cuda) {
+    libs_ = std::make_unique<CudaLibraries>();
+    std::string why;
+    if (!libs_->available(CudaLib::Nvrtc, &why))
+      throw RuntimeFault("--backend cuda --dry-run: " + why);
+    nvrtc_ = std::make_unique<NvrtcCompiler>(*libs_, defaultCudaCacheDir());
+  }
+}
+
+NullBackend::~NullBackend() = default;
+
+NativeKernel NullBackend::compile(const Kernel &k, bool) {
+  if (plan_ != Plan::Cuda) {
+    ++counters_.compiles;
+    return NativeKernel{};
+  }
+  // As CudaContext::kernel: once per kernel text, NVRTC through its cache.
+  std::string text = printKernel(k, false);
+  if (auto it = compiled_.find(text); it != compiled_.end()) {
+    ++counters_.cacheHits;
+    return NativeKernel{it->second};
+  }
+  char sym[40];
+  std::snprintf(sym, sizeof sym, "dt_k_%016llx", (unsigned long long)kernelHash(k));
+  NvrtcRequest req;
+  req.source = emitCudaKernel(k, sym).source;
+  req.name = std::string(sym) + ".cu";
+  req.arch = "sm_90";
+  NvrtcResult r = nvrtc_->compile(req);
+  if (!r.ok)
+    throw InternalError("NVRTC rejected the emitted kernel " + std::string(sym) + ":\n" + r.log);
+  ++(r.fromCache ? counters_.diskHits : counters_.compiles);
+  kernels_.push_back(k);
+  compiled_[text] = &kernels_.back();
+  return NativeKernel{&kernels_.back()};
+}
+
+void NullBackend::planLaunch(const Kernel &k, const int64_t *params) {
+  CudaLaunchDims d = cudaLaunchDims(k, params, kPlanSMs);
+  int64_t split = cudaReduceSplit(k, params, kPlanSMs);
+  if (d.grid == 0)
+    return;
+  ++plan_stats_.launches;
+  int64_t grid = d.grid;
+  if (split > 1) {
+    ++plan_stats_.splitLaunches;
+    int64_t kept = 1;
+    for (int i = 0; i < k.rank; ++i)
+      if (!isReducedDim(k, i))
+        kept *= params[i];
+    grid = kept * split;
+  }
+  if (grid > 0x7fffffff)
+    throw RuntimeFault("--dry-run: kernel " + k.name + " would launch " + std::to_string(grid) +
+                       " blocks, more than CUDA's grid limit");
+  plan_stats_.maxGrid = std::max(plan_stats_.maxGrid, grid);
+}
+
+std::string NullBackend::report() const {
+  if (plan_ != Plan::Cuda)
+    return "";
+  return "plan: cuda sm_90 (" + std::to_string(kPlanSMs) +
+         " SMs): " + std::to_string(kernels_.size()) + " kernels compiled by NVRTC (" +
+         std::to_string(counters_.diskHits) + " from its cache), " +
+         std::to_string(plan_stats_.launches) + " launches (" +
+         std::to_string(plan_stats_.splitLaunches) + " split reductions, largest grid " +
+         std::to_string(plan_stats_.maxGrid) + " blocks), " + std::to_string(plan_stats_.gemms) +
+         " cuBLAS GEMMs\n";
 }
 
 void NullBackend::run(int ranks, const std::function<void(Device &)> &body) {
   for (int r = 0; r < ranks; ++r) {
-    NullDevice dev(r, ranks);
+    NullDevice dev(*this, r, ranks);
     try {
       body(dev);
     } catch (const std::exception &e) { // InternalError too: the executor reports it

@@ -232,6 +232,7 @@ Backend &Session::backend() {
     bo.faultTimeout = opts_.faultTimeout;
     bo.ranksPerProcess = opts_.ranksPerProcess;
     bo.sources = &c_->sources;
+    bo.dryRun = opts_.dryRun;
     backend_ = makeBackend(opts_.backend, bo);
   }
   return *backend_;

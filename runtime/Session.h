@@ -52,6 +52,8 @@ struct SessionOptions {
   int ranksPerProcess = 1;
   /// Run on the single-device reference evaluator (global IR) instead.
   bool reference = false;
+  /// BackendOptions::dryRun (`--backend cuda --dry-run`).
+  bool dryRun = false;
   /// Keep the values of top-level names for later chunks (the REPL, the
   /// embedding API). The one-shot CLI turns it off: a program that runs once
   /// then frees every value after its last use (the memory plan).

@@ -140,6 +140,10 @@ TEST_CASE("cli: flag values") {
   usage({"verify", kMissing, "--mesh"}, "`--mesh` needs a value");
   usage({"run", kMissing, "--ranks", "2", "--ranks=4"}, "`--ranks` is given twice");
   usage({"run", kMissing, "--ranks", "0"}, "--ranks needs a positive number");
+  usage({"run", kMissing, "--dry-run"}, "--dry-run plans a GPU run: it needs --backend cuda");
+  usage({"run", kMissing, "--dry-run", "--backend", "null"}, "it needs --backend cuda");
+  usage({"verify", kMissing, "--dry-run"}, "`verify` does not take `--dry-run`");
+  usage({"verify", kMissing, "--backend", "mpi"}, "`verify` runs the distributed side on `cpu`");
   usage({"run", kMissing, "--ranks", "2x"}, "--ranks needs a positive number");
   usage({"run", kMissing, "--backend", "tpu"}, "unknown backend `tpu`");
   // --mesh repeats; both the `=` and the separate spelling take a value.

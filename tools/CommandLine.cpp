@@ -22,6 +22,7 @@ const Flag kFlags[] = {
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
     {"progress", nullptr, false},    {"ranks-per-process", "K", false},
     {"ranks-per-node", "R", false},  {"deterministic", nullptr, false},
+    {"dry-run", nullptr, false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -74,10 +75,13 @@ const std::vector<Command> &commands() {
        "when stderr is not a terminal it writes nothing.\n"
        "--deterministic: bit-identical results on any mesh and layout (every reduction\n"
        "over a sharded dim computed whole in one fixed order; docs/language.md,\n"
-       "\"Deterministic mode\").",
+       "\"Deterministic mode\").\n"
+       "--dry-run (with --backend cuda): plans the GPU run without a GPU: every kernel\n"
+       "compiled by NVRTC for sm_90, every launch's geometry and every collective\n"
+       "counted, nothing computed (prints zeros); --stats adds the plan's summary.",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
                       "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process",
-                      "ranks-per-node", "deterministic"}),
+                      "ranks-per-node", "deterministic", "dry-run"}),
        {}},
       {"explain",
        "dtensorc explain FILE",

@@ -85,6 +85,8 @@ int main(int argc, char **argv) {
                                                  : "cpu";
   if (backend != "cpu" && backend != "cuda" && backend != "mpi" && backend != "null")
     return usage("unknown backend `" + backend + "` (" + backendNames() + ")");
+  if (a.flags.count("dry-run") && backend != "cuda")
+    return usage("--dry-run plans a GPU run: it needs --backend cuda");
   if (a.cmd == "verify" && a.flags.count("backend") && backend != "cpu" && backend != "cuda")
     return usage("`verify` runs the distributed side on `cpu` threads or `cuda` (one GPU), not `" +
                  backend + "`");
@@ -164,6 +166,7 @@ int main(int argc, char **argv) {
   so.keepValues = false; // one run: every value is freed after its last use
   so.kernelCache = dtcli::kernelCacheDir();
   so.exec.ranks = ranks;
+  so.dryRun = a.flags.count("dry-run") > 0;
   so.exec.components = a.flags.count("components") > 0;
   so.exec.visualize = a.flags.count("visualize") > 0;
   so.exec.jit = !a.flags.count("no-jit");
@@ -262,6 +265,7 @@ int main(int argc, char **argv) {
         }
         std::cerr << "\n";
       }
+      std::cerr << s.backend().report();
     }
     return 0;
   } catch (const ReportedElsewhere &) {

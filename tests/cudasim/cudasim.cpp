@@ -190,6 +190,16 @@ extern "C" void sim_copy(int es, const void *src, void *dst, long long n, int ra
     if (es == 8) dt_strided_copy_8((const u64 *)src, (u64 *)dst, n, rank, ext, ss, so, ds, dof);
   });
 }
+extern "C" unsigned sim_bad(const char *t, const void *x, long long n, int nonzero) {
+  unsigned flag = 0;
+  simLaunch(3, 256, [&] {
+    if (!std::strcmp(t, "f32")) dt_bad_factor_f32((const float *)x, n, nonzero, &flag);
+    if (!std::strcmp(t, "f64")) dt_bad_factor_f64((const double *)x, n, nonzero, &flag);
+    if (!std::strcmp(t, "bf16")) dt_bad_factor_bf16((const Bf16In *)x, n, nonzero, &flag);
+    if (!std::strcmp(t, "f16")) dt_bad_factor_f16((const F16In *)x, n, nonzero, &flag);
+  });
+  return flag;
+}
 extern "C" void sim_gather(int es, bool i64, const void *src, const void *ids, void *dst,
                            long long total, long long k, long long inner, long long n) {
   simLaunch(4, 256, [&] {
@@ -235,6 +245,7 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
   auto scatter =
       (void (*)(const char *, const void *, const long long *, const long long *, const void *,
                 void *, long long, long long, long long, long long))dlsym(h, "sim_scatter");
+  auto bad = (unsigned (*)(const char *, const void *, long long, int))dlsym(h, "sim_bad");
   std::mt19937 g(99);
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
@@ -256,6 +267,27 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
            d8(rowMajorStrides(shape)), 0, 2);
       sameBits("transpose", ref::transpose(a, perm), got);
     }
+    // A fill: the strided copy with source strides 0 (CudaDevice's fills).
+    {
+      HostTensor one = tensor(t, {}), got(t, {5, 7});
+      copy((int)dtypeSize(t), one.raw(), got.raw(), got.numel(), 1, d8({35}), d8({0}), 0, d8({1}),
+           0, 2);
+      sameBits("fill", ref::broadcastTo(one, {5, 7}), got);
+    }
+    // check_factor's scan: a flag exactly when the reference's check fails.
+    if (isFloat(t))
+      for (double v : {1.5, 0.0, -0.0, (double)INFINITY, -(double)INFINITY, (double)NAN})
+        for (int nonzero : {0, 1}) {
+          HostTensor x(t, {300});
+          for (int64_t i = 0; i < 300; ++i)
+            x.set(i, i == 257 ? v : 0.25 * (i % 7 + 1));
+          bool want = nonzero ? v == 0 : std::isinf(v);
+          ++checks;
+          if ((bad(dtypeName(t), x.raw(), 300, nonzero) != 0) != want) {
+            printf("MISMATCH bad_factor %s value %g nonzero %d\n", dtypeName(t), v, nonzero);
+            ++fails;
+          }
+        }
     // Gather and scatter-add along every dim, i32 and i64 ids, repeated ids.
     for (int64_t dim = 0; dim < 3; ++dim)
       for (DType it : {DType::I32, DType::I64}) {

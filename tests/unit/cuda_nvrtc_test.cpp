@@ -87,9 +87,10 @@ TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty
     REQUIRE(r.ok);
     CHECK(r.log.empty());
     // Every entry point the backend looks up by name is in the module.
-    for (const char *sym : {"dt_strided_copy_1", "dt_strided_copy_8", "dt_gather_4_i32",
-                            "dt_gather_2_i64", "dt_scatter_add_f32", "dt_scatter_add_bf16",
-                            "dt_scatter_add_f16", "dt_scatter_add_bool", "dt_scatter_add_i64"})
+    for (const char *sym :
+         {"dt_strided_copy_1", "dt_strided_copy_8", "dt_gather_4_i32", "dt_gather_2_i64",
+          "dt_scatter_add_f32", "dt_scatter_add_bf16", "dt_scatter_add_f16", "dt_scatter_add_bool",
+          "dt_scatter_add_i64", "dt_bad_factor_f32", "dt_bad_factor_bf16", "dt_bad_factor_f64"})
       CHECK(r.binary.find(sym) != std::string::npos);
   }
 }

@@ -646,6 +646,12 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
 
 } // namespace
 
+std::string cudaKernelSymbol(const Kernel &k) {
+  char sym[40];
+  std::snprintf(sym, sizeof sym, "dt_k_%016llx", (unsigned long long)kernelHash(k));
+  return sym;
+}
+
 bool cudaSplitsReduction(const Kernel &k) { return k.reduce != KReduce::None && !k.deterministic; }
 
 int cudaArgWords(const Kernel &k) {

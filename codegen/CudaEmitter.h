@@ -69,6 +69,9 @@ struct CudaKernelSource {
 /// Lowers `k` to CUDA C++ defining `symbol` (a C identifier).
 CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol);
 
+/// The symbol the cuda backend (and its dry run) gives `k`: dt_k_<kernelHash hex>.
+std::string cudaKernelSymbol(const Kernel &k);
+
 /// W = max(1, I + O + numParams(k)). At most 512 (the 4 KiB kernel-argument
 /// limit every driver accepts); emitCudaKernel rejects larger kernels.
 int cudaArgWords(const Kernel &k);

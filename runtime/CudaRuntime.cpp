@@ -87,10 +87,11 @@ CudaContext::~CudaContext() {
   const CudaDriverApi &d = libs_.driver();
   d.cuCtxSetCurrent(static_cast<CUcontext>(ctx_));
   d.cuCtxSynchronize();
-  for (auto *kernels : {&kernels_, &raw_})
-    for (auto &[text, k] : *kernels)
-      if (k->module)
-        d.cuModuleUnload(static_cast<CUmodule>(k->module));
+  for (auto &[text, k] : kernels_)
+    if (k->module)
+      d.cuModuleUnload(static_cast<CUmodule>(k->module));
+  for (auto &[source, m] : rawModules_)
+    d.cuModuleUnload(static_cast<CUmodule>(m));
   for (auto &[stream, h] : cublas_)
     libs_.cublas().cublasDestroy(static_cast<cublasHandle_t>(h));
   for (auto &[key, list] : free_)
@@ -277,9 +278,7 @@ const CudaKernel &CudaContext::kernel(const Kernel &k) {
   }
   auto ck = std::make_unique<CudaKernel>();
   ck->kernel = k;
-  char sym[40];
-  std::snprintf(sym, sizeof sym, "dt_k_%016llx", (unsigned long long)kernelHash(k));
-  ck->symbol = sym;
+  ck->symbol = cudaKernelSymbol(k);
   CudaKernelSource src = emitCudaKernel(k, ck->symbol);
   NvrtcResult r = nvrtc_.compile(request(src.source, ck->symbol));
   if (!r.ok)
@@ -295,23 +294,38 @@ const CudaKernel &CudaContext::kernel(const Kernel &k) {
 void *CudaContext::rawFunction(const std::string &source, const std::string &symbol) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = raw_.find(symbol);
-    if (it != raw_.end())
+    if (auto it = raw_.find(symbol); it != raw_.end())
       return it->second->function;
+    if (auto m = rawModules_.find(source); m != rawModules_.end())
+      return rawLookup(m->second, symbol);
   }
-  auto ck = std::make_unique<CudaKernel>();
-  ck->symbol = symbol;
+  // A module is compiled and loaded once; its other functions are looked up.
+  CudaKernel mod;
+  mod.symbol = symbol;
   NvrtcResult r = nvrtc_.compile(request(source, symbol));
   if (!r.ok)
     throw InternalError("NVRTC rejected the backend's kernel " + symbol + ":\n" + r.log);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = raw_.find(symbol);
-  if (it != raw_.end())
-    return it->second->function;
-  load(*ck, r.binary);
+  if (auto m = rawModules_.find(source); m != rawModules_.end()) // another rank won the race
+    return rawLookup(m->second, symbol);
+  load(mod, r.binary);
+  rawModules_[source] = mod.module;
+  auto ck = std::make_unique<CudaKernel>(std::move(mod));
+  ck->module = nullptr; // owned by rawModules_
   void *f = ck->function;
   raw_[symbol] = std::move(ck);
   return f;
+}
+
+void *CudaContext::rawLookup(void *module, const std::string &symbol) {
+  CUfunction fn = nullptr;
+  check(libs_.driver().cuModuleGetFunction(&fn, static_cast<CUmodule>(module), symbol.c_str()),
+        "cuModuleGetFunction");
+  auto ck = std::make_unique<CudaKernel>();
+  ck->symbol = symbol;
+  ck->function = fn;
+  raw_[symbol] = std::move(ck);
+  return fn;
 }
 
 void CudaContext::launchRaw(void *function, int64_t grid, int block, void **args, CudaStream s) {

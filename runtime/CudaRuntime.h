@@ -137,7 +137,8 @@ public:
               CudaStream s);
   /// A hand-written kernel of the backend's own (data movement: runtime/
   /// CudaDataKernels.h): `source` defines `extern "C" __global__ symbol`,
-  /// compiled by NVRTC once per context (and its disk cache), then loaded.
+  /// compiled by NVRTC and loaded once per context and source (and NVRTC's
+  /// disk cache); each function is then looked up in the loaded module.
   /// Returns the CUfunction.
   void *rawFunction(const std::string &source, const std::string &symbol);
   /// cuLaunchKernel of a raw function: `args` as cuLaunchKernel takes them.
@@ -172,6 +173,10 @@ private:
   std::map<int, CudaStream> streams_;
   std::map<std::string, std::unique_ptr<CudaKernel>> kernels_; ///< by kernel text
   std::map<std::string, std::unique_ptr<CudaKernel>> raw_;     ///< by symbol
+  std::map<std::string, void *> rawModules_; ///< CUmodule by source: compiled once
+  /// cuModuleGetFunction of `symbol` in a loaded raw module, recorded in raw_
+  /// (under mu_).
+  void *rawLookup(void *module, const std::string &symbol);
   /// The NVRTC request for `source`: a CUBIN for the device's arch when this
   /// NVRTC knows it, else PTX for the newest arch below it.
   NvrtcRequest request(const std::string &source, const std::string &symbol);

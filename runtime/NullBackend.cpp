@@ -141,15 +141,14 @@ NativeKernel NullBackend::compile(const Kernel &k, bool) {
     ++counters_.cacheHits;
     return NativeKernel{it->second};
   }
-  char sym[40];
-  std::snprintf(sym, sizeof sym, "dt_k_%016llx", (unsigned long long)kernelHash(k));
+  const std::string sym = cudaKernelSymbol(k);
   NvrtcRequest req;
   req.source = emitCudaKernel(k, sym).source;
-  req.name = std::string(sym) + ".cu";
+  req.name = sym + ".cu";
   req.arch = "sm_90";
   NvrtcResult r = nvrtc_->compile(req);
   if (!r.ok)
-    throw InternalError("NVRTC rejected the emitted kernel " + std::string(sym) + ":\n" + r.log);
+    throw InternalError("NVRTC rejected the emitted kernel " + sym + ":\n" + r.log);
   ++(r.fromCache ? counters_.diskHits : counters_.compiles);
   kernels_.push_back(k);
   compiled_[text] = &kernels_.back();

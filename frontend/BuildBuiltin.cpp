@@ -95,7 +95,87 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
   return emit(Op::Mul, {r, scale}, {ex(0), nullptr}, e.loc);
 }
 
-/// `einsum("ik,kj->ij", a, b)`.
+namespace {
+
+/// `spec` with each `...` spelled out in letters the spec does not use, as
+/// numpy does: an operand's `...` stands for its dims the letters leave over,
+/// the ellipses align from the right, and the result's `...` is the longest of
+/// them. Returns false with `error` set on a bad use.
+bool expandEllipsis(std::string &spec, const std::vector<int> &ranks, std::string &error) {
+  if (spec.find("...") == std::string::npos)
+    return true;
+  size_t arrow = spec.find("->");
+  std::vector<std::string> terms;
+  terms.emplace_back();
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (i == arrow) {
+      terms.emplace_back();
+      ++i;
+    } else if (spec[i] == ',') {
+      terms.emplace_back();
+    } else {
+      terms.back() += spec[i];
+    }
+  }
+  bool hasOut = arrow != std::string::npos;
+  size_t nin = terms.size() - (hasOut ? 1 : 0);
+  if (nin != ranks.size()) {
+    error = "it names " + std::to_string(nin) + " operands, the call passes " +
+            std::to_string(ranks.size());
+    return false;
+  }
+  std::string unused;
+  for (char c = 'a'; c <= 'z'; ++c)
+    unused += c;
+  for (char c = 'A'; c <= 'Z'; ++c)
+    unused += c;
+  for (char c : spec)
+    if (auto p = unused.find(c); p != std::string::npos)
+      unused.erase(p, 1);
+  std::vector<int> count(terms.size(), -1); // dims each `...` stands for
+  int longest = 0;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    size_t p = terms[t].find("...");
+    if (p == std::string::npos)
+      continue;
+    if (terms[t].find("...", p + 3) != std::string::npos ||
+        terms[t].find('.', p + 3) != std::string::npos) {
+      error = "a term has at most one `...`";
+      return false;
+    }
+    if (t == nin)
+      continue; // the result's: the longest of the operands'
+    int letters = (int)terms[t].size() - 3;
+    count[t] = ranks[t] - letters;
+    if (count[t] < 0) {
+      error = "operand " + std::to_string(t) + " has rank " + std::to_string(ranks[t]) +
+              ", fewer dims than the letters beside its `...`";
+      return false;
+    }
+    longest = std::max(longest, count[t]);
+  }
+  if (longest > (int)unused.size()) {
+    error = "`...` stands for more dims than there are free letters";
+    return false;
+  }
+  std::string out;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    size_t p = terms[t].find("...");
+    if (p != std::string::npos) {
+      int n = t == nin ? longest : count[t];
+      terms[t].replace(p, 3, unused.substr(longest - n, n));
+    }
+    out += t == 0 ? "" : t == nin ? "->" : ",";
+    out += terms[t];
+  }
+  spec = out;
+  return true;
+}
+
+} // namespace
+
+/// `einsum("ik,kj->ij", a, b)`; `...` stands for the dims the letters leave
+/// over (`einsum("...sd,dhe->...she", x, w)` for any rank of x).
 EV IRBuilder::einsumBuiltin(const std::string &name, const ast::Expr &e) {
   auto arg = [&](size_t i) { return expr(*e.args[i]); };
   auto ex = [&](size_t i) { return e.args[i].get(); };
@@ -116,6 +196,17 @@ EV IRBuilder::einsumBuiltin(const std::string &name, const ast::Expr &e) {
   if (ops.size() == 1) {
     // one-operand einsum: a transpose and/or reduction, written as data
     diags().error<DiagId::EinsumOneOperand>(e.loc);
+    return EV::bad();
+  }
+  std::vector<int> ranks;
+  for (auto &o : ops) {
+    if (o.poison)
+      return o;
+    ranks.push_back(o.single() ? typeOf(o.ids[0]).rank() : 0);
+  }
+  std::string why;
+  if (!expandEllipsis(a.str, ranks, why)) {
+    diags().error(DiagId::BadEinsum, e.args[0]->loc, {e.args[0]->text, why});
     return EV::bad();
   }
   return emit(Op::Einsum, ops, exs, e.loc, a);

@@ -137,7 +137,10 @@ EV IRBuilder::cutBuiltin(const std::string &name, const ast::Expr &e) {
         for (auto &p : t.placements)
           if (p.isShard())
             p = Placement::replicate();
-        xs[k] = emit(Op::Reshape, {xs[k]}, {exs[k]}, e.loc, {}, {t});
+        Attrs pairing; // every dim keeps its shard, even a size-1 one
+        for (int64_t i = 0; i < rank; ++i)
+          pairing.ints.push_back(i < d ? i : i + 1);
+        xs[k] = emit(Op::Reshape, {xs[k]}, {exs[k]}, e.loc, pairing, {t});
         if (xs[k].poison)
           return EV::bad();
       }

@@ -297,14 +297,18 @@ EV IRBuilder::subscript(const ast::Expr &e) {
       return x;
   }
   // Integer indices drop their (now size-1, unsharded) dims.
+  // The reshape pairs the kept dims explicitly: a sharded size-1 slice beside
+  // a dropped dim keeps its shard.
   TensorType r = typeOf(x.ids[0]);
   Shape kept;
+  Attrs pairing;
   bool dropped = false;
   for (int64_t d = 0; d < r.rank(); ++d) {
     bool drop = false;
     for (auto &c : cuts)
       drop |= c.drop && c.dim == d;
     dropped |= drop;
+    pairing.ints.push_back(drop ? -1 : (int64_t)kept.size());
     if (!drop)
       kept.push_back(r.shape[d]);
   }
@@ -315,7 +319,7 @@ EV IRBuilder::subscript(const ast::Expr &e) {
   for (auto &p : r.placements)
     if (p.isShard())
       p = Placement::replicate();
-  return emit(Op::Reshape, {x}, {&base}, e.loc, {}, {r});
+  return emit(Op::Reshape, {x}, {&base}, e.loc, pairing, {r});
 }
 
 EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s) {

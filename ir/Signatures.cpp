@@ -372,6 +372,52 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
   return s;
 }
 
+/// A reshape that only drops or inserts size-1 dims, with the pairing given:
+/// `map[k]` is the result dim of input dim `k`, or -1 where the dim is
+/// dropped. Paired dims keep their factor (and so their shard, even at size
+/// 1, where the product grouping of `reshape` could not tell two size-1 dims
+/// apart); dropped and inserted dims are pinned.
+std::optional<IndexSignature> squeeze(const Shape &in, const Shape &out,
+                                      const std::vector<int64_t> &map, ShapeError &err) {
+  IndexSignature s;
+  s.resultShape = out;
+  std::vector<int> fi(in.size(), -1), fo(out.size(), -1);
+  bool ok = map.size() == in.size();
+  int64_t last = -1;
+  for (size_t k = 0; ok && k < in.size(); ++k) {
+    int64_t o = map[k];
+    if (o < 0) {
+      ok = o == -1 && isOne(in[k]);
+      if (ok)
+        fi[k] = s.addFactor(Dim::lit(1), FactorRole::Pinned);
+      continue;
+    }
+    ok = o > last && o < (int64_t)out.size() && in[k] == out[o];
+    last = o;
+    if (ok)
+      fi[k] = fo[o] = s.addFactor(in[k], FactorRole::Kept);
+  }
+  for (size_t o = 0; ok && o < out.size(); ++o)
+    if (fo[o] < 0) {
+      ok = isOne(out[o]);
+      fo[o] = s.addFactor(Dim::lit(1), FactorRole::Pinned);
+    }
+  if (!ok) {
+    std::string m = "[";
+    for (size_t k = 0; k < map.size(); ++k)
+      m += (k ? ", " : "") + std::to_string(map[k]);
+    auto count = [](const Shape &sh) {
+      return isConcrete(sh) ? std::to_string(numElements(sh)) : std::string("?");
+    };
+    err = {DiagId::BadReshape,
+           {shapeStr(in), count(in), shapeStr(out) + " pairing dims as " + m + "]", count(out)}};
+    return std::nullopt;
+  }
+  s.operands = {fi};
+  s.result = fo;
+  return s;
+}
+
 } // namespace
 
 std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &shapes,
@@ -426,6 +472,8 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
     return s;
   }
   case Op::Reshape:
+    if (!attrs.ints.empty())
+      return squeeze(shapes[0], *given, attrs.ints, err);
     return reshape(shapes[0], *given, err);
   case Op::Broadcast: {
     auto b = broadcastShapes(shapes[0], *given);

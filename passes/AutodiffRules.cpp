@@ -255,7 +255,16 @@ struct Rule {
   void reshape() {
     TensorType t = T(g);
     t.shape = T(x[0]).shape;
-    accumulate(x[0], B.op(Op::Reshape, {g}, {}, {t}));
+    // A reshape with its size-1 dims paired explicitly goes back with the
+    // inverse pairing, so a sharded size-1 dim keeps its shard.
+    Attrs a;
+    if (!in.attrs.ints.empty()) {
+      a.ints.assign(T(g).rank(), -1);
+      for (size_t k = 0; k < in.attrs.ints.size(); ++k)
+        if (in.attrs.ints[k] >= 0)
+          a.ints[in.attrs.ints[k]] = (int64_t)k;
+    }
+    accumulate(x[0], B.op(Op::Reshape, {g}, a, {t}));
   }
   // `Broadcast`
   void broadcast() { acc(0, g); }

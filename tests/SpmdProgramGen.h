@@ -415,8 +415,10 @@ private:
     }
   }
 
-  /// A strided slice, a join with a slice of itself, or a pad, along a
-  /// random dim, sharded or not: the result keeps the operand's placements.
+  /// A strided slice, a join with a slice of itself, a pad, or an integer
+  /// index beside a size-1 slice, along a random dim, sharded or not: the
+  /// result keeps the operand's placements (an indexed dim's axes
+  /// replicate).
   void sliceOrJoin(int v) {
     GType t = pool_[v].t;
     if (t.shape.empty())
@@ -426,7 +428,39 @@ private:
     GType r = t;
     const std::string &x = pool_[v].name;
     std::string ds = std::to_string(d);
-    switch (pick(0, 2)) {
+    switch (pick(0, 3)) {
+    case 3: {
+      if (n == 0)
+        return;
+      // `x[:, i, lo:lo+1]`: the dim beside the index keeps its shard at size 1.
+      int rank = (int)t.shape.size();
+      int e = rank > 1 ? pick(0, rank - 1) : d;
+      if (e == d || t.shape[e] == 0)
+        e = -1;
+      int64_t i = pick(-(int)n, (int)n - 1);
+      std::string subs;
+      for (int k = 0; k <= std::max(d, e); ++k) {
+        std::string s = k == d ? std::to_string(i) : ":";
+        if (k == e) {
+          int64_t lo = pick(0, (int)t.shape[e] - 1);
+          s = std::to_string(lo) + ":" + std::to_string(lo + 1);
+          r.shape[e] = 1;
+        }
+        subs += (k ? ", " : "") + s;
+      }
+      r.shape.erase(r.shape.begin() + d);
+      for (size_t a = 0; a < r.pl.size(); ++a) {
+        if (r.pl[a] == d) {
+          r.pl[a] = kRep;
+          if (!r.ord.empty())
+            r.ord[a] = 0;
+        } else if (r.pl[a] > d) {
+          --r.pl[a];
+        }
+      }
+      define(x + "[" + subs + "]", r);
+      return;
+    }
     case 0: {
       int lo = pick(-(int)n, (int)n), hi = pick(-(int)n, (int)n), st = pick(1, 3);
       int64_t a = lo < 0 ? lo + n : lo, b = hi < 0 ? hi + n : hi;

@@ -402,13 +402,15 @@ EV IRBuilder::toHostBuiltin(const std::string &, const ast::Expr &e) {
   return emit(Op::ToHost, {x}, {ex(0)}, e.loc, {}, {g});
 }
 
-/// `zeros_like`, `ones_like`, `full_like(x, v)`.
+/// `zeros_like`, `ones_like`, `full_like(x, v)`: `x`'s shape, type and
+/// placements (a partial one replicated, except for zeros). `v` is a number,
+/// or a rank-0 tensor (a run-time hyperparameter such as a learning rate),
+/// cast to `x`'s type and broadcast. A struct `x` gives a struct of the same
+/// type, filled field by field: `full_like(g, lr) * g` scales every field of
+/// a model in its own type (bf16 weights, f32 norms) by an f32 `lr`.
 EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
   auto arg = [&](size_t i) { return expr(*e.args[i]); };
   EV x = arg(0);
-  if (!x.single())
-    return x.poison ? x : EV::bad();
-  TensorType t = typeOf(x.ids[0]);
   EV v;
   v.literal = v.isInt = true;
   v.ival = name == "ones_like";
@@ -417,20 +419,47 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
     v = arg(1);
     if (v.poison)
       return v;
-    if (!v.literal) {
-      diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
+    if (!v.literal && (!v.single() || typeOf(v.ids[0]).rank() != 0 ||
+                       typeOf(v.ids[0]).dtype == DType::Bool)) {
+      auto &d = diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
+      if (v.single())
+        d.notes.push_back("`" + exprText(e.args[1].get()) + "` is `" +
+                          typeOf(v.ids[0]).str() + "`; a tensor value must have rank 0");
       return EV::bad();
     }
-    if (!literalFits(v, t, e.args[1]->loc))
-      return EV::bad();
   }
-  Attrs a = constAttrs(v, t.dtype);
-  // A partial value's zeros are partial too; ones would not be (sum of ones).
-  if (name != "zeros_like")
-    for (auto &p : t.placements)
-      if (p.isPartial())
-        p = Placement::replicate();
-  return emit(Op::Fill, {}, {}, e.loc, a, {t});
+  auto one = [&](const EV &xi) -> EV {
+    if (!xi.single())
+      return xi.poison ? xi : EV::bad();
+    TensorType t = typeOf(xi.ids[0]);
+    // A partial value's zeros are partial too; ones would not be (sum of ones).
+    if (name != "zeros_like")
+      for (auto &p : t.placements)
+        if (p.isPartial())
+          p = Placement::replicate();
+    if (v.literal) {
+      if (!literalFits(v, t, e.args.size() > 1 ? e.args[1]->loc : e.loc))
+        return EV::bad();
+      return emit(Op::Fill, {}, {}, e.loc, constAttrs(v, t.dtype), {t});
+    }
+    const ast::Expr *vx = e.args[1].get();
+    EV s = v;
+    TensorType st = typeOf(s.ids[0]);
+    if (st.isHost() && !t.isHost()) {
+      st = replicatedType(st.dtype, {}, t.mesh);
+      s = emit(Op::Distribute, {s}, {vx}, e.loc, {}, {st});
+    }
+    if (!s.poison && st.dtype != t.dtype) {
+      st.dtype = t.dtype;
+      s = emit(Op::Cast, {s}, {vx}, e.loc, {}, {st});
+    }
+    if (s.poison)
+      return s;
+    return emit(Op::Broadcast, {s}, {vx}, e.loc, {}, {t});
+  };
+  if (EV r; lift({x}, e.loc, [&](const std::vector<EV> &xs) { return one(xs[0]); }, r))
+    return r;
+  return one(x);
 }
 
 /// `arange_like(x, dim=d)`.

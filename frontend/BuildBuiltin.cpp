@@ -448,6 +448,18 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
     if (st.isHost() && !t.isHost()) {
       st = replicatedType(st.dtype, {}, t.mesh);
       s = emit(Op::Distribute, {s}, {vx}, e.loc, {}, {st});
+    } else if (!st.isHost() && (t.isHost() || !(*st.mesh == *t.mesh))) {
+      auto &d = t.isHost() ? diags().error<DiagId::HostDistributedMix>(vx->loc)
+                           : diags().error(DiagId::MeshMismatch, vx->loc,
+                                           {t.mesh->name, st.mesh->name});
+      d.notes.push_back("`" + exprText(vx) + "` is `" + st.str() + "`, the filled value `" +
+                        t.str() + "`");
+      std::string fix = t.isHost() ? "to_host(" + exprText(vx) + ")"
+                                   : "distribute(to_host(" + exprText(vx) + "), " +
+                                         t.mesh->name + "[])";
+      d.hint = "write `" + fix + "`";
+      d.fixes.push_back(FixIt{vx->full, fix});
+      return EV::bad();
     }
     if (!s.poison && st.dtype != t.dtype) {
       st.dtype = t.dtype;

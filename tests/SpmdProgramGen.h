@@ -303,7 +303,10 @@ private:
       reduce(v);
       return;
     case 4:
-      matmul(t.dtype);
+      if (coin())
+        einsum(t.dtype);
+      else
+        matmul(t.dtype);
       return;
     case 5: { // transpose of a 2-D value
       if (t.shape.size() != 2)
@@ -586,6 +589,92 @@ private:
     }
     int c = define(pool_[sa].name + " @ " + pool_[sb].name, r);
     relayoutTo(c, randomLayout(2));
+  }
+
+  /// A two-operand einsum over 2-4 letters, each operand holding a random
+  /// subset of them in a random order, the result a random subset of their
+  /// union (possibly none: a full contraction). Each mesh axis shards one
+  /// letter (or none) in both operands: the result dim if it is kept, else
+  /// `partial(sum)`. A third of them spell their leading batch letters as
+  /// `...` in the first operand and the result (and in the second when it
+  /// has them too).
+  void einsum(const std::string &dtype) {
+    if (dtype == "bool")
+      return;
+    int nl = pick(2, 4);
+    std::string letters = std::string("ijkl").substr(0, (size_t)nl);
+    std::vector<int64_t> sz;
+    for (int i = 0; i < nl; ++i)
+      sz.push_back(size());
+    auto subset = [&](int lo) {
+      std::string r;
+      for (char c : letters)
+        if (coin())
+          r += c;
+      if ((int)r.size() < lo)
+        r = letters.substr((size_t)pick(0, nl - 1), 1);
+      std::shuffle(r.begin(), r.end(), rng_);
+      if (r.size() > 3)
+        r.resize(3);
+      return r;
+    };
+    std::string a = subset(1), b = subset(1), out;
+    for (char c : letters)
+      if ((a.find(c) != std::string::npos || b.find(c) != std::string::npos) && coin())
+        out += c;
+    std::shuffle(out.begin(), out.end(), rng_);
+    // `...`: a's leading letters, leading the result too.
+    size_t batch = coin(33) ? (size_t)pick(1, (int)std::min<size_t>(2, a.size())) : 0;
+    bool ellipsis = batch > 0;
+    if (ellipsis) {
+      std::string rest;
+      for (char c : out)
+        if (a.find(c) >= batch)
+          rest += c;
+      out = a.substr(0, batch) + rest;
+    }
+    bool bTakes = ellipsis && b.size() >= batch && b.compare(0, batch, a, 0, batch) == 0;
+    // `...` spells its dims with fresh letters: a batch letter elsewhere in b
+    // would no longer be the same dim, so such an einsum names every letter.
+    for (size_t i = 0; ellipsis && !bTakes && i < batch; ++i)
+      if (b.find(a[i]) != std::string::npos)
+        ellipsis = false;
+    if (!ellipsis)
+      batch = 0;
+    auto shapeOf = [&](const std::string &t) {
+      std::vector<int64_t> sh;
+      for (char c : t)
+        sh.push_back(sz[(size_t)(c - 'i')]);
+      return sh;
+    };
+    GType ta{dtype, shapeOf(a), {}, {}}, tb{dtype, shapeOf(b), {}, {}}, tr{dtype, shapeOf(out), {}, {}};
+    std::string used;
+    for (size_t ax = 0; ax < axisNames_.size(); ++ax) {
+      int li = pick(-1, nl - 1);
+      char c = li < 0 ? 0 : letters[(size_t)li];
+      if (c && used.find(c) != std::string::npos)
+        c = 0;
+      if (c)
+        used += c;
+      auto at = [&](const std::string &t) {
+        size_t p = c ? t.find(c) : std::string::npos;
+        return p == std::string::npos ? kRep : (int)p;
+      };
+      ta.pl.push_back(at(a));
+      tb.pl.push_back(at(b));
+      tr.pl.push_back(!c ? kRep : out.find(c) != std::string::npos ? (int)out.find(c) : kSum);
+    }
+    auto spell = [&](const std::string &t, bool e) { return e ? "..." + t.substr(batch) : t; };
+    std::string spec = spell(a, ellipsis) + "," + spell(b, bTakes) + "->" + spell(out, ellipsis);
+    int sa = relayoutTo(source(dtype, ta.shape), ta.pl, &ta.ord);
+    int sb = relayoutTo(source(dtype, tb.shape), tb.pl, &tb.ord);
+    std::string x = pool_[sa].name, y = pool_[sb].name;
+    if (isLowp(dtype)) { // accumulate in f32, as matmul() does
+      tr.dtype = "f32";
+      x = "cast(" + x + ", f32)", y = "cast(" + y + ", f32)";
+    }
+    int c = define("einsum(\"" + spec + "\", " + x + ", " + y + ")", tr);
+    relayoutTo(c, randomLayout((int)out.size()));
   }
 
   static bool isPartial(const GType &t) {

@@ -419,12 +419,12 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
     v = arg(1);
     if (v.poison)
       return v;
-    if (!v.literal && (!v.single() || typeOf(v.ids[0]).rank() != 0 ||
-                       typeOf(v.ids[0]).dtype == DType::Bool)) {
+    if (!v.literal &&
+        (!v.single() || typeOf(v.ids[0]).rank() != 0 || typeOf(v.ids[0]).dtype == DType::Bool)) {
       auto &d = diags().error<DiagId::NeedsNumber>(e.args[1]->loc, "full_like");
       if (v.single())
-        d.notes.push_back("`" + exprText(e.args[1].get()) + "` is `" +
-                          typeOf(v.ids[0]).str() + "`; a tensor value must have rank 0");
+        d.notes.push_back("`" + exprText(e.args[1].get()) + "` is `" + typeOf(v.ids[0]).str() +
+                          "`; a tensor value must have rank 0");
       return EV::bad();
     }
   }
@@ -449,14 +449,14 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
       st = replicatedType(st.dtype, {}, t.mesh);
       s = emit(Op::Distribute, {s}, {vx}, e.loc, {}, {st});
     } else if (!st.isHost() && (t.isHost() || !(*st.mesh == *t.mesh))) {
-      auto &d = t.isHost() ? diags().error<DiagId::HostDistributedMix>(vx->loc)
-                           : diags().error(DiagId::MeshMismatch, vx->loc,
-                                           {t.mesh->name, st.mesh->name});
+      auto &d = t.isHost()
+                    ? diags().error<DiagId::HostDistributedMix>(vx->loc)
+                    : diags().error(DiagId::MeshMismatch, vx->loc, {t.mesh->name, st.mesh->name});
       d.notes.push_back("`" + exprText(vx) + "` is `" + st.str() + "`, the filled value `" +
                         t.str() + "`");
-      std::string fix = t.isHost() ? "to_host(" + exprText(vx) + ")"
-                                   : "distribute(to_host(" + exprText(vx) + "), " +
-                                         t.mesh->name + "[])";
+      std::string fix = t.isHost()
+                            ? "to_host(" + exprText(vx) + ")"
+                            : "distribute(to_host(" + exprText(vx) + "), " + t.mesh->name + "[])";
       d.hint = "write `" + fix + "`";
       d.fixes.push_back(FixIt{vx->full, fix});
       return EV::bad();
@@ -469,7 +469,8 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
       return s;
     return emit(Op::Broadcast, {s}, {vx}, e.loc, {}, {t});
   };
-  if (EV r; lift({x}, e.loc, [&](const std::vector<EV> &xs) { return one(xs[0]); }, r))
+  if (EV r; lift(
+          {x}, e.loc, [&](const std::vector<EV> &xs) { return one(xs[0]); }, r))
     return r;
   return one(x);
 }

@@ -377,9 +377,17 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         factor = f;
         owner = (int)i;
       } else if (f != factor) {
-        auto e = err(contract ? DiagId::ContractionMismatch : DiagId::ShardingMismatch,
-                     contract ? std::vector<std::string>{displayName(op), axis}
-                              : std::vector<std::string>{axis});
+        // One axis shards two different dims of the op (two letters of an
+        // einsum): a contraction mismatch only when one of them is summed.
+        bool summed = contract && (sig.roles[f] == FactorRole::Summed ||
+                                   sig.roles[factor] == FactorRole::Summed);
+        auto e = err(summed ? DiagId::ContractionMismatch : DiagId::ShardingMismatch,
+                     summed ? std::vector<std::string>{displayName(op), axis}
+                            : std::vector<std::string>{axis});
+        e.notes.push_back("`" + axis + "` shards dim " + std::to_string(sig.dimOf(owner, factor)) +
+                          " of operand " + std::to_string(owner) + " and dim " +
+                          std::to_string(p.dim) + " of operand " + std::to_string(i) +
+                          ", which the op does not pair");
         e.operand = (int)i;
         e.suggest = matchLayout(sig, ops, owner, (int)i, r.mesh);
         return fail(e);

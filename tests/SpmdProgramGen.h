@@ -647,7 +647,8 @@ private:
         sh.push_back(sz[(size_t)(c - 'i')]);
       return sh;
     };
-    GType ta{dtype, shapeOf(a), {}, {}}, tb{dtype, shapeOf(b), {}, {}}, tr{dtype, shapeOf(out), {}, {}};
+    GType ta{dtype, shapeOf(a), {}, {}}, tb{dtype, shapeOf(b), {}, {}},
+        tr{dtype, shapeOf(out), {}, {}};
     std::string used;
     for (size_t ax = 0; ax < axisNames_.size(); ++ax) {
       int li = pick(-1, nl - 1);

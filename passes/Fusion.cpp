@@ -246,18 +246,47 @@ private:
           if (d == defIdx_.end() || group_[d->second] >= 0)
             continue;
           bool src = isSource(d->second);
-          if ((!src && ops >= maxOps_) || !absorbable(b.insts[d->second], g, it))
+          std::vector<int> siblings;
+          if ((!src && ops >= maxOps_) || !absorbable(b, b.insts[d->second], g, it, siblings))
             continue;
           group_[d->second] = g;
           members.push_back(d->second);
           ops += !src;
+          for (int u : siblings) {
+            group_[u] = g;
+            members.push_back(u);
+            ++ops;
+          }
           changed = true;
         }
       }
     }
   }
 
-  bool absorbable(const Inst &p, int g, const TensorType &it) {
+  /// Whether pointwise `u`, an earlier user of a value the group absorbs,
+  /// can join the group as one more output (sibling fusion: `up * tokens`
+  /// and `up * scale` read `up` in one kernel instead of two): it can run at
+  /// the root's place because nothing between uses its value, and it writes
+  /// the group's iteration space.
+  bool siblingJoins(const Block &b, int u, int g, const TensorType &it) const {
+    const Inst &in = b.insts[u];
+    if (group_[u] >= 0 || !isPointwise(in.op) || in.results.size() != 1 || !in.regions.empty() ||
+        !sameLayoutAndShape(f_.type(in.results[0]), it))
+      return false;
+    for (int o : in.operands)
+      if (!fits(f_.type(o), it))
+        return false;
+    auto us = users_.find(in.results[0]);
+    if (us == users_.end() || us->second.empty())
+      return false;
+    for (int w : us->second)
+      if (w <= rootIdx_ && group_[w] != g)
+        return false;
+    return true;
+  }
+
+  bool absorbable(const Block &b, const Inst &p, int g, const TensorType &it,
+                  std::vector<int> &siblings) {
     if (p.results.size() != 1 || !p.regions.empty())
       return false;
     int v = p.results[0];
@@ -278,17 +307,26 @@ private:
     // A pointwise member whose value is also used after the root (by the
     // optimizer state's `return`, say) becomes one more output of the group:
     // one kernel writes the new parameter and both moments of an Adam step.
+    // An earlier pointwise user joins as a sibling output when it can.
     bool outside = false;
     for (int u : users_[v])
       if (group_[u] != g) {
-        if (!multiOut_ || !isPointwise(p.op) || u <= rootIdx_)
+        if (!multiOut_ || !isPointwise(p.op))
           return false;
-        outside = true;
+        if (u <= rootIdx_) {
+          if (!siblingJoins(b, u, g, it))
+            return false;
+          if (std::find(siblings.begin(), siblings.end(), u) == siblings.end())
+            siblings.push_back(u);
+        } else {
+          outside = true;
+        }
       }
-    if (outside) {
-      if (extraOutputs_ >= kMaxExtraOutputs || !sameLayoutAndShape(t, it))
+    int extra = (outside ? 1 : 0) + (int)siblings.size();
+    if (extra) {
+      if (extraOutputs_ + extra > kMaxExtraOutputs || (outside && !sameLayoutAndShape(t, it)))
         return false;
-      ++extraOutputs_;
+      extraOutputs_ += extra;
     }
     return true;
   }

@@ -21,7 +21,11 @@
 //    a reduction, after the root (such a member is one more result of the
 //    kernel: multi-output fusion, up to kMaxExtraOutputs), so moving the
 //    group to the root keeps the program's meaning; an extra result has
-//    exactly the iteration type's shape and placements;
+//    exactly the iteration type's shape and placements. An earlier
+//    elementwise user of a member (a sibling of the root: `u = t * b` beside
+//    the root `v = t + b`) joins the group as one more result when nothing
+//    before the root reads its value, so a shared producer is computed once
+//    and not written out;
 //  * every member and input broadcasts (numpy, right-aligned) to the group's
 //    iteration type (the root's result type, or the reduction's operand type)
 //    on the same mesh, and a dim that does not broadcast is sharded by the

@@ -123,6 +123,46 @@ print(u)
   CHECK(out == ref);
 }
 
+TEST_CASE("fusion: two users of one producer are one kernel (sibling outputs)") {
+  // u and v both read t = exp(a): one kernel computes t once and writes u
+  // and v (t stays inside), where two kernels would write t and read it back.
+  const char *prog = R"(mesh m = [x = 2]
+let a : f32[8] @ m[x] = rand(seed=1)
+let b : f32[8] @ m[x] = rand(seed=2)
+let t = exp(a)
+let u = t * b
+let v = t + b
+print(v)
+print(u)
+)";
+  Compilation s(pipelineCompileOptions());
+  build(s, prog, true, true);
+  CHECK(countKernels(s.module) == 1);
+  for (auto &f : s.module.functions)
+    if (isFusedKernel(f))
+      CHECK(buildFusedKernel(f).kernel.outputs.size() == 2);
+  std::vector<std::string> errs;
+  CHECK(verifyModule(s.module, errs));
+  auto [out, ref] = runBoth(prog, ExecOptions{});
+  CHECK(out == ref);
+  // A sibling whose value is read before the later user's place cannot move
+  // there: it keeps its own kernel.
+  const char *early = R"(mesh m = [x = 2]
+let a : f32[8] @ m[x] = rand(seed=1)
+let b : f32[8] @ m[x] = rand(seed=2)
+let t = exp(a)
+let u = t * b
+print(u)
+let v = t + b
+print(v)
+)";
+  Compilation s2(pipelineCompileOptions());
+  build(s2, early, true, true);
+  CHECK(countKernels(s2.module) == 2);
+  auto [out2, ref2] = runBoth(early, ExecOptions{});
+  CHECK(out2 == ref2);
+}
+
 TEST_CASE("fusion: an Adam step is one kernel writing the parameter and both moments") {
   const char *prog = R"(import optim
 mesh m = [dp = 2, tp = 2]

@@ -6,6 +6,7 @@
 
 #include "passes/Autodiff.h"
 
+#include "codegen/OpKernels.h"
 #include "ir/Infer.h"
 
 #include <algorithm>
@@ -219,23 +220,48 @@ public:
       for (char c : ls)
         if (avail.find(c) != std::string::npos)
           target += c;
+      // The operand order whose product is one matmul with the fewest
+      // permuted copies: `asd,ashe->hed` would make [d, h, e] and permute it,
+      // `ashe,asd->hed` makes [h, e, d] as it is.
       Attrs a;
       a.str = outL + "," + lo + "->" + target;
-      int r = bw_.op(Op::Einsum, {g, other}, a);
-      if (target != ls) {
-        // letters only in this operand were summed: broadcast back over them
-        TensorType k = g_.type(r);
-        Shape full = g_.type(self).shape, kept;
-        for (size_t d = 0; d < ls.size(); ++d)
-          kept.push_back(target.find(ls[d]) != std::string::npos ? full[d] : Dim::lit(1));
-        k.shape = kept;
-        r = bw_.op(Op::Reshape, {r}, {}, {k});
-        TensorType bt = g_.type(r);
-        bt.shape = full;
-        r = bw_.op(Op::Broadcast, {r}, {}, {bt});
+      std::string swapped = lo + "," + outL + "->" + target;
+      int ro = g_.type(g).rank(), rl = g_.type(other).rank();
+      if (copies(swapped, rl, ro) < copies(a.str, ro, rl)) {
+        a.str = swapped;
+        int r = bw_.op(Op::Einsum, {other, g}, a);
+        finishEinsumBack(self, ls, target, r);
+        continue;
       }
-      accumulate(self, r);
+      int r = bw_.op(Op::Einsum, {g, other}, a);
+      finishEinsumBack(self, ls, target, r);
     }
+  }
+
+  /// Permuted copies (of an operand or the product) the einsum `spec` needs
+  /// as one batched matmul; 9 when it is not one.
+  static int copies(const std::string &spec, int ra, int rb) {
+    auto p = einsumMatmulPlan(spec, ra, rb);
+    if (!p)
+      return 9;
+    return !p->permA.empty() + !p->permB.empty() + !p->permOut.empty();
+  }
+
+  /// The gradient `r` (over `target`'s letters) of the operand `self`
+  /// (letters `ls`): broadcast back over letters summed within it alone.
+  void finishEinsumBack(int self, const std::string &ls, const std::string &target, int r) {
+    if (target != ls) {
+      TensorType k = g_.type(r);
+      Shape full = g_.type(self).shape, kept;
+      for (size_t d = 0; d < ls.size(); ++d)
+        kept.push_back(target.find(ls[d]) != std::string::npos ? full[d] : Dim::lit(1));
+      k.shape = kept;
+      r = bw_.op(Op::Reshape, {r}, {}, {k});
+      TensorType bt = g_.type(r);
+      bt.shape = full;
+      r = bw_.op(Op::Broadcast, {r}, {}, {bt});
+    }
+    accumulate(self, r);
   }
 
   void indexSelectBack(const Inst &in, int g) {

@@ -27,7 +27,7 @@ examples/mlp_tp.dt 5496
 examples/fsdp.dt 4968
 examples/transformer_tp.dt 61512
 examples/modulation.dt 2368
-tests/diff/stdlib_nd.dt 8012
+tests/diff/stdlib_nd.dt 8252
 tests/diff/structs_grad.dt 1864
 tests/diff/dtypes.dt 2529
 LIST

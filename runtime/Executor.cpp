@@ -447,7 +447,26 @@ private:
     int64_t n = size(b, p.batch + (p.transB ? 0 : p.k), p.n, &outShape);
     a.shape = p.transA ? std::vector<int64_t>{nb, k, m} : std::vector<int64_t>{nb, m, k};
     b.shape = p.transB ? std::vector<int64_t>{nb, n, k} : std::vector<int64_t>{nb, k, n};
-    std::optional<HostTensor> c = dev_.matmul(a, b, out, p.transA, p.transB);
+    // The product goes into a buffer of the rank's pool when one fits, as a
+    // matmul's does (matmulPooled); else the Device allocates it.
+    std::optional<HostTensor> c;
+    if (p.permOut.empty() && a.dtype == out && b.dtype == out) {
+      HostTensor pc;
+      pc.dtype = out;
+      pc.shape = {nb, m, n};
+      pc.buf = rs_.takePooled(pc.bytes());
+      if (pc.buf) {
+        if (dev_.matmulInto(a, b, pc, p.transA, p.transB)) {
+          c = std::move(pc);
+        } else {
+          std::optional<HostTensor> back = std::move(pc);
+          rs_.hold(*back);
+          rs_.release(back);
+        }
+      }
+    }
+    if (!c)
+      c = dev_.matmul(a, b, out, p.transA, p.transB);
     if (!c)
       return std::nullopt;
     c->shape = outShape;

@@ -25,9 +25,9 @@ while read -r file budget; do
 done <<'LIST'
 examples/mlp_tp.dt 5496
 examples/fsdp.dt 4968
-examples/transformer_tp.dt 61512
+examples/transformer_tp.dt 57544
 examples/modulation.dt 2368
-tests/diff/stdlib_nd.dt 8252
+tests/diff/stdlib_nd.dt 8280
 tests/diff/structs_grad.dt 1864
 tests/diff/dtypes.dt 2529
 LIST

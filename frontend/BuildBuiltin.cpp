@@ -104,21 +104,11 @@ namespace {
 bool expandEllipsis(std::string &spec, const std::vector<int> &ranks, std::string &error) {
   if (spec.find("...") == std::string::npos)
     return true;
-  size_t arrow = spec.find("->");
-  std::vector<std::string> terms;
-  terms.emplace_back();
-  for (size_t i = 0; i < spec.size(); ++i) {
-    if (i == arrow) {
-      terms.emplace_back();
-      ++i;
-    } else if (spec[i] == ',') {
-      terms.emplace_back();
-    } else {
-      terms.back() += spec[i];
-    }
-  }
-  bool hasOut = arrow != std::string::npos;
-  size_t nin = terms.size() - (hasOut ? 1 : 0);
+  EinsumLetters el = splitEinsum(spec); // ir/Signatures.h
+  std::vector<std::string> terms = el.inputs;
+  size_t nin = terms.size();
+  if (el.explicitOutput)
+    terms.push_back(el.output);
   if (nin != ranks.size()) {
     error = "it names " + std::to_string(nin) + " operands, the call passes " +
             std::to_string(ranks.size());

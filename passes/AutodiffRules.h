@@ -227,14 +227,23 @@ public:
       a.str = outL + "," + lo + "->" + target;
       std::string swapped = lo + "," + outL + "->" + target;
       int ro = g_.type(g).rank(), rl = g_.type(other).rank();
-      if (copies(swapped, rl, ro) < copies(a.str, ro, rl)) {
+      bool swap = copies(swapped, rl, ro) < copies(a.str, ro, rl);
+      if (swap)
         a.str = swapped;
-        int r = bw_.op(Op::Einsum, {other, g}, a);
-        finishEinsumBack(self, ls, target, r);
-        continue;
+      int r = bw_.op(Op::Einsum, swap ? std::vector<int>{other, g} : std::vector<int>{g, other}, a);
+      if (target != ls) {
+        // letters only in this operand were summed: broadcast back over them
+        TensorType k = g_.type(r);
+        Shape full = g_.type(self).shape, kept;
+        for (size_t d = 0; d < ls.size(); ++d)
+          kept.push_back(target.find(ls[d]) != std::string::npos ? full[d] : Dim::lit(1));
+        k.shape = kept;
+        r = bw_.op(Op::Reshape, {r}, {}, {k});
+        TensorType bt = g_.type(r);
+        bt.shape = full;
+        r = bw_.op(Op::Broadcast, {r}, {}, {bt});
       }
-      int r = bw_.op(Op::Einsum, {g, other}, a);
-      finishEinsumBack(self, ls, target, r);
+      accumulate(self, r);
     }
   }
 
@@ -245,23 +254,6 @@ public:
     if (!p)
       return 9;
     return !p->permA.empty() + !p->permB.empty() + !p->permOut.empty();
-  }
-
-  /// The gradient `r` (over `target`'s letters) of the operand `self`
-  /// (letters `ls`): broadcast back over letters summed within it alone.
-  void finishEinsumBack(int self, const std::string &ls, const std::string &target, int r) {
-    if (target != ls) {
-      TensorType k = g_.type(r);
-      Shape full = g_.type(self).shape, kept;
-      for (size_t d = 0; d < ls.size(); ++d)
-        kept.push_back(target.find(ls[d]) != std::string::npos ? full[d] : Dim::lit(1));
-      k.shape = kept;
-      r = bw_.op(Op::Reshape, {r}, {}, {k});
-      TensorType bt = g_.type(r);
-      bt.shape = full;
-      r = bw_.op(Op::Broadcast, {r}, {}, {bt});
-    }
-    accumulate(self, r);
   }
 
   void indexSelectBack(const Inst &in, int g) {

@@ -406,9 +406,18 @@ private:
     const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
     if (!isFloat(out) || a.dtype != out || b.dtype != out || a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
+    return productPooled(
+        a, b, out, gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta, tb);
+  }
+
+  /// The product of `a` and `b` (Device::matmulInto) in a buffer of the
+  /// rank's pool of exactly `shape`'s bytes; nullopt (the buffer back in the
+  /// pool) when none fits or the Device has no such product.
+  std::optional<HostTensor> productPooled(const HostTensor &a, const HostTensor &b, DType out,
+                                          std::vector<int64_t> shape, bool ta, bool tb) {
     HostTensor c;
     c.dtype = out;
-    c.shape = gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1);
+    c.shape = std::move(shape);
     c.buf = rs_.takePooled(c.bytes());
     if (!c.buf)
       return std::nullopt;
@@ -450,21 +459,8 @@ private:
     // The product goes into a buffer of the rank's pool when one fits, as a
     // matmul's does (matmulPooled); else the Device allocates it.
     std::optional<HostTensor> c;
-    if (p.permOut.empty() && a.dtype == out && b.dtype == out) {
-      HostTensor pc;
-      pc.dtype = out;
-      pc.shape = {nb, m, n};
-      pc.buf = rs_.takePooled(pc.bytes());
-      if (pc.buf) {
-        if (dev_.matmulInto(a, b, pc, p.transA, p.transB)) {
-          c = std::move(pc);
-        } else {
-          std::optional<HostTensor> back = std::move(pc);
-          rs_.hold(*back);
-          rs_.release(back);
-        }
-      }
-    }
+    if (p.permOut.empty() && a.dtype == out && b.dtype == out)
+      c = productPooled(a, b, out, {nb, m, n}, p.transA, p.transB);
     if (!c)
       c = dev_.matmul(a, b, out, p.transA, p.transB);
     if (!c)

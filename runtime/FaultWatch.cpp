@@ -151,8 +151,14 @@ std::string FaultWatch::processName(int p) const {
   return std::string(l.buf, l.n);
 }
 
+const char *const FaultWatch::kEndOfRun = "the end-of-run barrier";
+
 void FaultWatch::putWhere(Line &l) const {
   const char *coll = collective_.load(std::memory_order_relaxed);
+  if (coll == kEndOfRun) {
+    l.put("at the end of its program (waiting for the other processes to end theirs)");
+    return;
+  }
   const Device *dev = device_.load();
   const Inst *in = dev ? dev->site() : nullptr;
   if (coll) {

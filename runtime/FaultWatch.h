@@ -11,7 +11,11 @@
 //    every process on this node is alive, where the others wait (each
 //    process publishes its collective and source line in a node-shared
 //    table while it waits): ranks waiting in different collectives (a
-//    deadlock) or outside any are named; else a rank on another node.
+//    deadlock) or outside any are named. Processes on other nodes are asked
+//    over MPI (runtime/MpiSites.h): they answer where they wait, and one
+//    that does not answer (stopped, or computing) is named with its host.
+//    Every process ends its run in a watched barrier (kEndOfRun), so a peer
+//    that ended early is named "at the end of its program".
 //    Reporting writes one line on stderr and aborts the job (MPI_Abort): the
 //    launcher then stops every process, the stopped one included.
 //  * A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) writes
@@ -21,9 +25,13 @@
 //    writes one line naming where it was and which peer on this node is gone
 //    or stopped, then exits 1.
 //
-// Peers are identified by pid and node (exchanged once at start-up); a peer
-// on another node cannot be inspected from here, so its failure is reported
-// by the launcher and by its own node's ranks.
+// Peers are identified by pid and node (exchanged once at start-up). A peer
+// on another node cannot be inspected from here: a timed-out wait asks it
+// through MPI where it waits (runtime/MpiSites.h), and one that does not
+// answer is named as stopped or computing; one that exited is reported by
+// the launcher and by its own node's ranks. `DT_FAULT_PRETEND_NODES=1` (for
+// tests) puts every process on a node of its own, so that one machine
+// exercises the reports of a multi-node job.
 //
 // Signal handlers need the watch without a Session: the one FaultWatch of a
 // process registers itself in a process-wide pointer (signals are
@@ -46,6 +54,7 @@ class SourceManager;
 struct PeerProcess {
   int pid = 0;
   bool sameNode = false; ///< on this node: its state can be read from /proc
+  std::string host;      ///< its host name (for reports on other nodes)
 };
 
 class FaultWatch {
@@ -67,6 +76,7 @@ public:
   void setTimeout(double seconds) { timeout_ = seconds; }
   /// World rank -> process, from the start-up exchange.
   void setPeers(std::vector<PeerProcess> peers) { peers_ = std::move(peers); }
+  const std::vector<PeerProcess> &peers() const { return peers_; }
   /// Source file names for the reports (the Session's; may stay null).
   void setSources(const SourceManager *sm) { sources_ = sm; }
   /// The rank's Device, whose site() says which instruction it is at.
@@ -80,6 +90,10 @@ public:
   /// it only once a collective did not complete at once.
   void enter(const char *collective);
   void leave();
+  /// The name enter() takes for the barrier every process of a job waits in
+  /// after its program (MpiWorld's destructor): where() then says "at the
+  /// end of its program", so a peer that returned early is named as such.
+  static const char *const kEndOfRun;
 
   /// Where each process of this node waits: one slot per world process in
   /// shared memory that MpiWorld maps at start-up, holding where() while the

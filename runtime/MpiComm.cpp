@@ -1,6 +1,7 @@
 // This file implements MpiComm and MpiWorld (see MpiComm.h) on Open MPI. When
 // dtensor is built without MPI every entry point throws RuntimeFault instead.
 #include "runtime/MpiComm.h"
+#include "runtime/MpiSites.h"
 
 #include "support/Diagnostics.h"
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sched.h>
@@ -34,6 +36,7 @@ struct MpiComm::Handle {
   MPI_Op low[2][3] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
                       {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
   FaultWatch *watch = nullptr; ///< the world's (null: wait without a deadline)
+  MpiSites *remote = nullptr;  ///< the world's questions to other nodes (null: none)
   std::vector<int> members;    ///< world ranks, by group rank
 };
 
@@ -125,6 +128,51 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an && bn && pa < pb + bn && pb < pa + an;
 }
 
+/// Asks the processes on other nodes where they wait (MpiSites.h) and adds
+/// those waiting elsewhere than this one to `sites` (the site table's list);
+/// `silent` gets those that did not answer. False when there was nobody to
+/// ask.
+bool remoteSites(MpiSites &remote, const FaultWatch &w, std::vector<int> *silent,
+                 std::string *sites, bool *differ) {
+  bool any = false;
+  for (int r = 0; r < (int)w.peers().size(); ++r)
+    any |= r != w.rank() && !w.peers()[r].sameNode;
+  if (!any)
+    return false;
+  // Peers answer within 100 ms of their polling; leave room for a loaded machine.
+  const double window = std::clamp(w.timeout() / 4, 1.0, 5.0);
+  std::map<int, std::string> answers = remote.ask(w, window, silent);
+  const std::string mine = w.where();
+  int listed = 0;
+  for (const auto &[r, site] : answers) {
+    if (site == mine)
+      continue;
+    *differ = true;
+    if (++listed > 4)
+      continue;
+    *sites += (sites->empty() ? "" : ", ") + w.processName(r) + " waits " + site;
+  }
+  if (listed > 4)
+    *sites += " and " + std::to_string(listed - 4) + " more on other nodes";
+  return true;
+}
+
+/// "rank 3 (pid 4711 on host b) does not answer (...)", for the processes on
+/// other nodes that did not answer a question (at most 4 named).
+std::string silentPeers(const FaultWatch &w, const std::vector<int> &silent) {
+  std::string out;
+  for (size_t i = 0; i < silent.size() && i < 4; ++i) {
+    const PeerProcess &p = w.peers()[silent[i]];
+    out += (i ? ", " : "") + w.processName(silent[i]) + " (pid " + std::to_string(p.pid) +
+           " on host " + p.host + ")";
+  }
+  if (silent.size() > 4)
+    out += " and " + std::to_string(silent.size() - 4) + " more";
+  return out + (silent.size() == 1 ? " does" : " do") +
+         " not answer (stopped, or computing outside any collective for longer than "
+         "--fault-timeout)";
+}
+
 /// Waits for the non-blocking collective `req` (`what`: the Communicator
 /// method). It polls, so that a peer that exited is reported within 100 ms
 /// and a wait past the fault timeout ends the job with a report naming the
@@ -151,6 +199,8 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
     if (now < next)
       continue;
     next = now + std::chrono::milliseconds(100);
+    if (h.remote)
+      h.remote->serve(*w);
     std::string me = w->processName(w->rank());
     std::string peer = w->failedPeer(&h.members, false);
     if (!peer.empty())
@@ -163,16 +213,26 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
       std::string waitedLine = me + " waited " + secs + " s " + w->where();
       if (!peer.empty())
         w->fail(peer + ": " + waitedLine);
-      // Every process of this node is alive: say where the others wait.
+      // Every process of this node is alive: say where the others wait, on
+      // this node from the site table, on the others from their answers.
       bool differ = false;
       std::string sites = w->peerSites(nullptr, &differ);
-      if (differ)
+      std::vector<int> silent;
+      bool remoteDiffer = false;
+      bool asked = h.remote && remoteSites(*h.remote, *w, &silent, &sites, &remoteDiffer);
+      if (!silent.empty())
+        w->fail(silentPeers(*w, silent) + ": " + waitedLine +
+                (sites.empty() ? "" : "; elsewhere: " + sites));
+      if (differ || remoteDiffer)
         w->fail("no answer: " + waitedLine + "; the ranks wait in different places (a deadlock, " +
                 "or a rank computing longer than --fault-timeout): " + sites);
-      w->fail("no answer: " + waitedLine + " (every process of its group on this node is alive" +
-              (w->hasSiteTable() ? " and waits there too" : "") +
-              ": a deadlock, a rank on another node that stopped, or one computing longer than "
-              "--fault-timeout)");
+      w->fail("no answer: " + waitedLine + " (every process of its group " +
+              (asked ? "is alive and waits there too, on this node and the others"
+                     : std::string("on this node is alive") +
+                           (w->hasSiteTable() ? " and waits there too" : "") +
+                           ": a deadlock, a rank on another node that stopped, or one computing "
+                           "longer than --fault-timeout") +
+              ")");
     }
   }
   if (w)
@@ -362,23 +422,34 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   // Every process's pid and node, for the fault reports (FaultWatch.h).
   watch_ = std::make_unique<FaultWatch>(rank_, 60.0);
   watch_->setAbort([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
+  constexpr int kHost = 64; // the host name, truncated, for the reports
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   uint64_t node = 1469598103934665603ull;
   for (const char *p = host; *p; ++p)
     node = (node ^ (unsigned char)*p) * 1099511628211ull;
-  int64_t mine[2] = {(int64_t)getpid(), (int64_t)node};
-  std::vector<int64_t> all(2 * (size_t)size_);
-  check(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, MPI_COMM_WORLD),
+  const char *pretend = std::getenv("DT_FAULT_PRETEND_NODES");
+  if (pretend && std::strcmp(pretend, "1") == 0)
+    node = (node ^ (uint64_t)(rank_ + 1)) * 1099511628211ull; // a node per process (tests)
+  int64_t mine[2 + kHost / 8] = {(int64_t)getpid(), (int64_t)node};
+  std::memcpy(&mine[2], host, kHost - 1);
+  const int words = 2 + kHost / 8;
+  std::vector<int64_t> all(words * (size_t)size_);
+  check(MPI_Allgather(mine, words, MPI_INT64_T, all.data(), words, MPI_INT64_T, MPI_COMM_WORLD),
         "MPI_Allgather");
   std::vector<PeerProcess> peers(size_);
   for (int r = 0; r < size_; ++r) {
-    peers[r].pid = (int)all[2 * r];
-    peers[r].sameNode = all[2 * r + 1] == (int64_t)node;
+    const int64_t *o = &all[(size_t)words * r];
+    peers[r].pid = (int)o[0];
+    peers[r].sameNode = o[1] == (int64_t)node;
+    const char *h = reinterpret_cast<const char *>(&o[2]);
+    peers[r].host.assign(h, strnlen(h, kHost - 1));
     wh.members.push_back(r);
   }
   watch_->setPeers(std::move(peers));
   wh.watch = watch_.get();
+  remote_ = std::make_unique<MpiSites>();
+  wh.remote = remote_.get();
   mapSiteTable(node);
 }
 
@@ -426,6 +497,27 @@ void MpiWorld::mapSiteTable(uint64_t node) {
 }
 
 MpiWorld::~MpiWorld() {
+  // Every process waits for the others to end their programs, under the
+  // fault watch: a peer stopped or stuck after this one's last collective is
+  // reported instead of hanging in MPI_Finalize, and a peer still waiting in
+  // a collective learns that this process has ended (FaultWatch::kEndOfRun).
+  if (size_ > 1 && world_ && watch_ && remote_) {
+    try {
+      // On the duplicate communicator: a barrier on the world's could match a
+      // collective that a peer still waits in.
+      MpiComm::Handle h;
+      h.comm = remote_->comm();
+      h.watch = watch_.get();
+      h.remote = remote_.get();
+      for (int r = 0; r < size_; ++r)
+        h.members.push_back(r);
+      MPI_Request req;
+      check(MPI_Ibarrier(h.comm, &req), "MPI_Ibarrier");
+      waitFor(h, req, FaultWatch::kEndOfRun);
+    } catch (const std::exception &) {
+      // MPI failed at exit: nothing is left to report it to.
+    }
+  }
   if (watch_)
     watch_->setSiteTable(nullptr, 0);
   if (sites_)
@@ -434,6 +526,7 @@ MpiWorld::~MpiWorld() {
   partitions_.clear();
   groups_.clear();
   world_.reset();
+  remote_.reset();
   watch_.reset();
   if (initializedHere_)
     MPI_Finalize();
@@ -447,6 +540,7 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
     return nullptr;
   h->owned = true;
   h->watch = watch_.get();
+  h->remote = remote_.get();
   if (label.size() > 1)
     h->members.assign(label.begin() + 1, label.end());
   auto &slot = groups_[label];
@@ -468,6 +562,7 @@ std::unique_ptr<MpiComm> MpiWorld::createComm(const std::vector<int> &members, i
   check(rc, "MPI_Comm_create_group");
   h->owned = true;
   h->watch = watch_.get();
+  h->remote = remote_.get();
   h->members = members;
   return std::make_unique<MpiComm>(std::move(h));
 }
@@ -507,6 +602,7 @@ Communicator &MpiWorld::processGroup(const std::vector<int> &label,
 #else // !DT_HAVE_MPI
 
 struct MpiComm::Handle {};
+class MpiSites {};
 
 namespace {
 [[noreturn]] void noMpi() {

@@ -37,6 +37,8 @@
 
 namespace dt {
 
+class MpiSites;
+
 /// A Communicator over one MPI communicator.
 class MpiComm final : public Communicator {
 public:
@@ -118,6 +120,7 @@ private:
   std::map<std::vector<int>, std::unique_ptr<MpiComm>> processGroups_;
   int rank_ = 0, size_ = 1;
   std::unique_ptr<FaultWatch> watch_;
+  std::unique_ptr<MpiSites> remote_; ///< asks processes on other nodes (MpiSites.h)
   std::unique_ptr<MpiComm> world_;
   std::map<std::vector<int>, std::unique_ptr<MpiComm>> groups_;
   std::map<std::vector<std::vector<int>>, Communicator *> partitions_;

@@ -10,7 +10,10 @@
 # their ranks.
 #
 # usage: faults.sh DTENSORC MPIRUN CASE
-#   (CASE: kill segv stop program mesh hkill hsegv hstop)
+#   (CASE: kill segv stop program mesh hkill hsegv hstop rkill rstop rhstop)
+#
+# The r* cases put every process on a node of its own
+# (DT_FAULT_PRETEND_NODES=1): a peer on another node is not visible in /proc.
 set -u
 dtensorc=$1 mpirun=$2 case=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,6 +100,32 @@ kill | segv | stop)
   if [ "$case" = segv ]; then
     grep -E "dtensorc: rank 1: crashed \(SIGSEGV\)" "$tmp/out" || fail "rank 1 did not report its crash"
   fi
+  ;;
+rkill | rstop)
+  # Every process on a node of its own (as on a cluster): a stopped peer is
+  # found by asking it over MPI (runtime/MpiSites.h), not through /proc.
+  sig=$(echo "${case#r}" | tr a-z A-Z)
+  export DT_FAULT_PRETEND_NODES=1 # local processes inherit mpirun's environment
+  kill_process_1
+  if [ "$case" = rstop ]; then
+    grep -E "dtensorc: rank 0: rank 1 \(pid $pid on host [^)]+\) does not answer \(stopped, or computing outside any collective.*\): rank 0 waited 3 s in (allReduce|allGatherV|broadcast).*long_loop.dt:[0-9]+:[0-9]+" "$tmp/out" ||
+      fail "no line from rank 0 naming rank 1 on its host, the collective and the source line"
+  else
+    # The launcher sees the death and names it; rank 0 says it was stopped for it.
+    grep -E "process rank 1 with PID [0-9]+ on node [^ ]+ exited on signal 9" "$tmp/out" ||
+      fail "the launcher did not name rank 1"
+    grep -E "dtensorc: rank 0: stopped by the launcher .*long_loop.dt:[0-9]+:[0-9]+" "$tmp/out" ||
+      fail "rank 0 did not say where it was stopped"
+  fi
+  ;;
+rhstop)
+  # 2 processes of 2 thread ranks, each process on a node of its own.
+  sig=STOP
+  sed -i 's/mesh m = \[x = 2\]/mesh m = [x = 4]/' "$prog"
+  export DT_FAULT_PRETEND_NODES=1
+  kill_process_1 --ranks-per-process 2
+  grep -E "dtensorc: process 0 \(ranks 0-1\): process 1 \(ranks 2-3\) \(pid $pid on host [^)]+\) does not answer .*: process 0 \(ranks 0-1\) waited 3 s .*long_loop.dt:[0-9]+:[0-9]+" "$tmp/out" ||
+    fail "no line from process 0 naming process 1 on its host, the collective and the source line"
   ;;
 hkill | hsegv | hstop)
   sig=$(echo "${case#h}" | tr a-z A-Z)

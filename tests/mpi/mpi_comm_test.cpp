@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -274,6 +275,16 @@ int deadlockMain(int argc, char **argv) {
   onWorld.op = onGroup.op = Op::AllReduce;
   onWorld.loc.line = 7, onGroup.loc.line = 9;
   onWorld.loc.col = onGroup.loc.col = 3;
+  // With DT_FAULT_PRETEND_NODES=1 every process is on a node of its own, so
+  // the report can only learn where the others wait by asking (MpiSites.h).
+  if (world.rank() == 0) {
+    int onNode = 0;
+    for (const PeerProcess &p : world.watch().peers())
+      onNode += p.sameNode;
+    std::printf("mpi_comm_test --deadlock: %d of %d processes on rank 0's node\n", onNode,
+                world.size());
+    std::fflush(stdout);
+  }
   int v = 1;
   Communicator *pair = world.rank() > 0 ? &world.group({1, 2}) : nullptr;
   if (world.rank() == 1) {
@@ -285,6 +296,34 @@ int deadlockMain(int argc, char **argv) {
   }
   std::printf("mpi_comm_test --deadlock: the collectives completed\n");
   return 1;
+}
+
+/// A rank that ends early (`--ended early`: rank 1 returns without the
+/// world all-reduce of rank 0, line 7) or stops after its last collective
+/// (`--ended stopped`: rank 1 stops itself at exit, once rank 0 has ended):
+/// the report names rank 1 "at the end of its program", or as stopped
+/// (FaultWatch::kEndOfRun), instead of hanging in MPI_Finalize.
+int endedMain(int argc, char **argv, const std::string &how) {
+  MpiWorld world(&argc, &argv);
+  world.watch().setTimeout(2);
+  SiteDevice dev(world);
+  world.watch().setDevice(&dev);
+  Inst onWorld;
+  onWorld.op = Op::AllReduce;
+  onWorld.loc.line = 7, onWorld.loc.col = 3;
+  int v = 1;
+  if (how == "early") {
+    if (world.rank() == 0) {
+      dev.at(&onWorld);
+      world.world().allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+    }
+  } else {
+    world.world().allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+    if (world.rank() == 1)
+      raise(SIGSTOP);
+  }
+  world.watch().setDevice(nullptr);
+  return 0; // ~MpiWorld waits for the others (the end-of-run barrier)
 }
 
 /// The hybrid communicators: K thread ranks in each process.
@@ -332,6 +371,8 @@ int main(int argc, char **argv) {
   try {
     if (argc == 2 && std::string(argv[1]) == "--deadlock")
       return deadlockMain(argc, argv);
+    if (argc == 3 && std::string(argv[1]) == "--ended")
+      return endedMain(argc, argv, argv[2]);
     if (argc == 3 && std::string(argv[1]) == "--hybrid")
       return hybridMain(argc, argv, std::atoi(argv[2]));
     MpiWorld world(&argc, &argv);

@@ -128,51 +128,6 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an && bn && pa < pb + bn && pb < pa + an;
 }
 
-/// Asks the processes on other nodes where they wait (MpiSites.h) and adds
-/// those waiting elsewhere than this one to `sites` (the site table's list);
-/// `silent` gets those that did not answer. False when there was nobody to
-/// ask.
-bool remoteSites(MpiSites &remote, const FaultWatch &w, std::vector<int> *silent,
-                 std::string *sites, bool *differ) {
-  bool any = false;
-  for (int r = 0; r < (int)w.peers().size(); ++r)
-    any |= r != w.rank() && !w.peers()[r].sameNode;
-  if (!any)
-    return false;
-  // Peers answer within 100 ms of their polling; leave room for a loaded machine.
-  const double window = std::clamp(w.timeout() / 4, 1.0, 5.0);
-  std::map<int, std::string> answers = remote.ask(w, window, silent);
-  const std::string mine = w.where();
-  int listed = 0;
-  for (const auto &[r, site] : answers) {
-    if (site == mine)
-      continue;
-    *differ = true;
-    if (++listed > 4)
-      continue;
-    *sites += (sites->empty() ? "" : ", ") + w.processName(r) + " waits " + site;
-  }
-  if (listed > 4)
-    *sites += " and " + std::to_string(listed - 4) + " more on other nodes";
-  return true;
-}
-
-/// "rank 3 (pid 4711 on host b) does not answer (...)", for the processes on
-/// other nodes that did not answer a question (at most 4 named).
-std::string silentPeers(const FaultWatch &w, const std::vector<int> &silent) {
-  std::string out;
-  for (size_t i = 0; i < silent.size() && i < 4; ++i) {
-    const PeerProcess &p = w.peers()[silent[i]];
-    out += (i ? ", " : "") + w.processName(silent[i]) + " (pid " + std::to_string(p.pid) +
-           " on host " + p.host + ")";
-  }
-  if (silent.size() > 4)
-    out += " and " + std::to_string(silent.size() - 4) + " more";
-  return out + (silent.size() == 1 ? " does" : " do") +
-         " not answer (stopped, or computing outside any collective for longer than "
-         "--fault-timeout)";
-}
-
 /// Waits for the non-blocking collective `req` (`what`: the Communicator
 /// method). It polls, so that a peer that exited is reported within 100 ms
 /// and a wait past the fault timeout ends the job with a report naming the
@@ -219,9 +174,9 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
       std::string sites = w->peerSites(nullptr, &differ);
       std::vector<int> silent;
       bool remoteDiffer = false;
-      bool asked = h.remote && remoteSites(*h.remote, *w, &silent, &sites, &remoteDiffer);
+      bool asked = h.remote && h.remote->describe(*w, &silent, &sites, &remoteDiffer);
       if (!silent.empty())
-        w->fail(silentPeers(*w, silent) + ": " + waitedLine +
+        w->fail(MpiSites::silentPeers(*w, silent) + ": " + waitedLine +
                 (sites.empty() ? "" : "; elsewhere: " + sites));
       if (differ || remoteDiffer)
         w->fail("no answer: " + waitedLine + "; the ranks wait in different places (a deadlock, " +

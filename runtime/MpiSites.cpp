@@ -118,6 +118,51 @@ std::map<int, std::string> MpiSites::ask(const FaultWatch &w, double windowSecon
   return answers;
 }
 
+/// Asks the processes on other nodes where they wait (MpiSites.h) and adds
+/// those waiting elsewhere than this one to `sites` (the site table's list);
+/// `silent` gets those that did not answer. False when there was nobody to
+/// ask.
+bool MpiSites::describe(const FaultWatch &w, std::vector<int> *silent, std::string *sites,
+                        bool *differ) {
+  bool any = false;
+  for (int r = 0; r < (int)w.peers().size(); ++r)
+    any |= r != w.rank() && !w.peers()[r].sameNode;
+  if (!any)
+    return false;
+  // Peers answer within 100 ms of their polling; leave room for a loaded machine.
+  const double window = std::clamp(w.timeout() / 4, 1.0, 5.0);
+  std::map<int, std::string> answers = ask(w, window, silent);
+  const std::string mine = w.where();
+  int listed = 0;
+  for (const auto &[r, site] : answers) {
+    if (site == mine)
+      continue;
+    *differ = true;
+    if (++listed > 4)
+      continue;
+    *sites += (sites->empty() ? "" : ", ") + w.processName(r) + " waits " + site;
+  }
+  if (listed > 4)
+    *sites += " and " + std::to_string(listed - 4) + " more on other nodes";
+  return true;
+}
+
+/// "rank 3 (pid 4711 on host b) does not answer (...)", for the processes on
+/// other nodes that did not answer a question (at most 4 named).
+std::string MpiSites::silentPeers(const FaultWatch &w, const std::vector<int> &silent) {
+  std::string out;
+  for (size_t i = 0; i < silent.size() && i < 4; ++i) {
+    const PeerProcess &p = w.peers()[silent[i]];
+    out += (i ? ", " : "") + w.processName(silent[i]) + " (pid " + std::to_string(p.pid) +
+           " on host " + p.host + ")";
+  }
+  if (silent.size() > 4)
+    out += " and " + std::to_string(silent.size() - 4) + " more";
+  return out + (silent.size() == 1 ? " does" : " do") +
+         " not answer (stopped, or computing outside any collective for longer than "
+         "--fault-timeout)";
+}
+
 } // namespace dt
 
 #endif // DT_HAVE_MPI

@@ -53,6 +53,14 @@ public:
   std::map<int, std::string> ask(const FaultWatch &w, double windowSeconds,
                                  std::vector<int> *silent);
 
+  /// ask()s, then adds the processes waiting elsewhere than this one to
+  /// `sites` (the node table's list, FaultWatch::peerSites) and sets
+  /// `differ`; `silent` gets those that did not answer. False when every
+  /// process is on this node (nobody was asked).
+  bool describe(const FaultWatch &w, std::vector<int> *silent, std::string *sites, bool *differ);
+  /// "rank 3 (pid 4711 on host b) does not answer (...)" for `silent`.
+  static std::string silentPeers(const FaultWatch &w, const std::vector<int> &silent);
+
 private:
   void serveLocked(const FaultWatch &w);
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -18,6 +18,14 @@ HostTensor Device::empty(DType dt, const std::vector<int64_t> &shape) {
   return t;
 }
 
+HostTensor Device::emptyUninit(DType dt, const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.dtype = dt;
+  t.shape = shape;
+  t.buf = allocateUninit(t.bytes());
+  return t;
+}
+
 HostTensor Device::clone(const HostTensor &t) {
   HostTensor r = empty(t.dtype, t.shape);
   int64_t n = t.numel();

@@ -89,6 +89,9 @@ public:
   virtual std::shared_ptr<Buffer> allocateUninit(int64_t bytes) { return allocate(bytes); }
   /// A zero-filled tensor on this device.
   HostTensor empty(DType dt, const std::vector<int64_t> &shape);
+  /// A tensor on this device whose contents are undefined (the caller
+  /// writes every element).
+  HostTensor emptyUninit(DType dt, const std::vector<int64_t> &shape);
   /// The host tensor `h` as a tensor of this device (cpu: `h` itself, shared).
   virtual HostTensor fromHost(const HostTensor &h) = 0;
   /// The device tensor `t` as a host tensor (cpu: `t` itself, shared).

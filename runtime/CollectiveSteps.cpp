@@ -58,7 +58,7 @@ bool concatenates(const std::vector<Box> &parts, const Box &box) {
 /// nodes and combines them in the tree's order (runtime/BlasDeterministic.h),
 /// so all get the one-device bits. Members past `g` hold no leaves.
 HostTensor treeAllReduce(Device &dev, Communicator &comm, const HostTensor &block, int64_t g,
-                         size_t members) {
+                         size_t members, int me) {
   const int64_t count = block.numel(), es = dtypeSize(block.dtype);
   if (block.dtype != DType::F32 && block.dtype != DType::F64)
     throw InternalError("executor: `all_reduce` in tree order of a " +
@@ -66,14 +66,32 @@ HostTensor treeAllReduce(Device &dev, Communicator &comm, const HostTensor &bloc
   if (g < 1 || g > (int64_t)members)
     throw InternalError("executor: `all_reduce` in tree order over " + std::to_string(g) + " of " +
                         std::to_string(members) + " ranks");
-  HostTensor all = dev.empty(block.dtype, {(int64_t)members * count});
-  comm.allGatherV(block.raw(), all.raw(), std::vector<int64_t>(members, count), block.dtype);
-  HostTensor nodes = dev.toHost(all), whole(block.dtype, block.shape);
+  // Shaped as a reduce-scatter and an all-gather: member r combines slice r
+  // of the elements (the tree is elementwise, so the bits are those of a
+  // whole combination), receiving that slice of each of the g nodes; the
+  // all-gather then spreads the slices. Each rank moves about 2x the value
+  // instead of g x, and combines 1/members of it.
+  const int64_t n = (int64_t)members;
+  std::vector<int64_t> lens(members), sendCounts(members, 0), recvCounts(members, 0);
+  for (int64_t r = 0; r < n; ++r)
+    lens[r] = count * (r + 1) / n - count * r / n;
+  for (int64_t r = 0; r < n; ++r) {
+    if (me < g)
+      sendCounts[r] = lens[r]; // node slices in rank order: the node as it lies
+    if (r < g)
+      recvCounts[r] = lens[me];
+  }
+  HostTensor recv = dev.emptyUninit(block.dtype, {g * lens[me]});
+  comm.allToAllV(block.raw(), sendCounts, recv.raw(), recvCounts, block.dtype);
+  HostTensor nodes = dev.toHost(recv), slice(block.dtype, {lens[me]});
   std::vector<const void *> parts;
   for (int64_t q = 0; q < g; ++q)
-    parts.push_back(static_cast<const char *>(nodes.raw()) + q * count * es);
-  deterministicTree(block.dtype == DType::F64, parts, whole.raw(), count);
-  return dev.fromHost(whole);
+    parts.push_back(static_cast<const char *>(nodes.raw()) + q * lens[me] * es);
+  if (lens[me])
+    deterministicTree(block.dtype == DType::F64, parts, slice.raw(), lens[me]);
+  HostTensor mine = dev.fromHost(slice), whole = dev.emptyUninit(block.dtype, block.shape);
+  comm.allGatherV(mine.raw(), whole.raw(), lens, block.dtype);
+  return whole;
 }
 
 } // namespace
@@ -99,7 +117,9 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     throw InternalError("executor: rank is not in its own axis group");
   const DType dt = src.dtype;
   const int64_t es = dtypeSize(dt);
-  HostTensor out = dev.empty(dt, newB.shape);
+  // Every step writes its whole result but local_partial's zeros.
+  HostTensor out =
+      in.op == Op::LocalPartial ? dev.empty(dt, newB.shape) : dev.emptyUninit(dt, newB.shape);
   auto peersOld = [&]() {
     std::vector<Box> r;
     for (auto q : meshGroup)
@@ -128,7 +148,8 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
   case Op::AllReduce: {
     Communicator &comm = dev.group(members);
     if (deterministic && in.attrs.str.rfind("tree ", 0) == 0)
-      return treeAllReduce(dev, comm, block, std::stoll(in.attrs.str.substr(5)), members.size());
+      return treeAllReduce(dev, comm, block, std::stoll(in.attrs.str.substr(5)), members.size(),
+                           me);
     if (deterministic) { // the value is whole on the group's first member
       if (me == 0)
         dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),
@@ -149,7 +170,7 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
       dev.group(members).allGatherV(block.raw(), out.raw(), counts, dt);
       return out;
     }
-    HostTensor recv = dev.empty(dt, {totalCount(counts)});
+    HostTensor recv = dev.emptyUninit(dt, {totalCount(counts)});
     dev.group(members).allGatherV(block.raw(), recv.raw(), counts, dt);
     auto offs = countOffsets(counts);
     for (size_t q = 0; q < olds.size(); ++q)
@@ -158,21 +179,29 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     return out;
   }
   case Op::ReduceScatter: {
-    if (deterministic) { // whole on the group's first member: broadcast, keep my block
-      HostTensor whole = dev.empty(dt, oldB.shape);
-      if (me == 0)
-        dev.copyRegion(block.raw(), block.shape, std::vector<int64_t>(block.shape.size(), 0),
-                       whole.raw(), whole.shape, std::vector<int64_t>(whole.shape.size(), 0),
-                       block.shape, es);
-      dev.group(members).broadcast(whole.raw(), whole.numel(), dt, 0);
-      pack(dev, whole, oldB, newB, static_cast<char *>(out.raw()));
+    if (deterministic) { // whole on the group's first member: it sends each peer its block
+      auto news = peersNew();
+      std::vector<int64_t> sendCounts(news.size(), 0), recvCounts(news.size(), 0);
+      HostTensor send;
+      if (me == 0) {
+        for (size_t q = 0; q < news.size(); ++q)
+          sendCounts[q] = news[q].volume();
+        send = dev.emptyUninit(dt, {totalCount(sendCounts)});
+        auto offs = countOffsets(sendCounts);
+        for (size_t q = 0; q < news.size(); ++q)
+          if (sendCounts[q])
+            pack(dev, block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
+      }
+      recvCounts[0] = newB.volume(); // packed row-major: the block as it lies
+      dev.group(members).allToAllV(me == 0 ? send.raw() : nullptr, sendCounts, out.raw(),
+                                   recvCounts, dt);
       return out;
     }
     auto news = peersNew();
     std::vector<int64_t> counts;
     for (auto &b : news)
       counts.push_back(b.volume());
-    HostTensor send = dev.empty(dt, {totalCount(counts)});
+    HostTensor send = dev.emptyUninit(dt, {totalCount(counts)});
     auto offs = countOffsets(counts);
     for (size_t q = 0; q < news.size(); ++q)
       if (counts[q])
@@ -204,8 +233,8 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
       sendCounts.push_back(sendBoxes.back().volume());
       recvCounts.push_back(recvBoxes.back().volume());
     }
-    HostTensor send = dev.empty(dt, {totalCount(sendCounts)});
-    HostTensor recv = dev.empty(dt, {totalCount(recvCounts)});
+    HostTensor send = dev.emptyUninit(dt, {totalCount(sendCounts)});
+    HostTensor recv = dev.emptyUninit(dt, {totalCount(recvCounts)});
     auto so = countOffsets(sendCounts), ro = countOffsets(recvCounts);
     for (size_t q = 0; q < sendBoxes.size(); ++q)
       if (sendCounts[q])

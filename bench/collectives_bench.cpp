@@ -63,6 +63,34 @@ double memcpyBandwidth(size_t bytes, int iters, double *cpuShare) {
   return (double)bytes / t[t.size() / 2];
 }
 
+/// Bytes per second copied by `threads` threads at once, each memcpy-ing
+/// its own `bytes` (median of the rounds' slowest thread): what the machine's
+/// cores and memory give together.
+double memcpyAllCores(size_t bytes, int iters, int threads) {
+  std::vector<std::vector<char>> a(threads, std::vector<char>(bytes, 1)),
+      b(threads, std::vector<char>(bytes, 2));
+  std::vector<double> t;
+  for (int i = 0; i < iters + 2; ++i) {
+    std::atomic<int> ready{0};
+    std::vector<std::thread> ts;
+    auto t0 = Clock::now();
+    for (int k = 0; k < threads; ++k)
+      ts.emplace_back([&, k] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) {
+        }
+        std::memcpy(b[k].data(), a[k].data(), bytes);
+      });
+    for (auto &th : ts)
+      th.join();
+    auto t1 = Clock::now();
+    if (i >= 2)
+      t.push_back(seconds(t0, t1));
+  }
+  std::sort(t.begin(), t.end());
+  return (double)bytes * threads / t[t.size() / 2];
+}
+
 enum class Coll { AllReduce, AllGather, ReduceScatter };
 const char *collName(Coll c) {
   return c == Coll::AllReduce ? "allreduce" : c == Coll::AllGather ? "allgather" : "reducescatter";
@@ -147,6 +175,13 @@ int main(int argc, char **argv) {
   const double memBw = memcpyBandwidth(bytes, iters, &memShare);
   std::printf("memcpy (1 thread, %zu MiB): %.2f GB/s  (cpu %.0f%% of wall)\n", mib, memBw / 1e9,
               memShare * 100);
+  // Thread ranks share the cores and the memory: how much more than one
+  // thread's memcpy do all cores copy together (a memory-bound machine
+  // gives little more, and n ranks on it share that).
+  const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
+  const double allBw = memcpyAllCores(bytes, iters, cores);
+  std::printf("memcpy (%d threads at once, %zu MiB each): %.2f GB/s together (%.2fx one thread)\n",
+              cores, mib, allBw / 1e9, allBw / memBw);
   std::string summary[2], normalized[2];
   const int rankCounts[2] = {2, 4};
   for (int k = 0; k < 2; ++k) {

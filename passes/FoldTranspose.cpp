@@ -31,6 +31,7 @@ struct Folder {
   std::unordered_map<int, const Inst *> def; ///< transpose results -> their transpose
   std::unordered_map<int, Inst *> matmuls;   ///< matmul results -> their matmul
   std::unordered_map<int, Inst *> checks;    ///< check_factor results -> their check
+  std::unordered_map<int, Inst *> gathers;   ///< all_gather results -> their all_gather
   std::unordered_map<int, int> rename;       ///< a cancelled transpose's result -> its source
   std::unordered_map<int, int> uses;
   std::unordered_map<int, bool> absorbed; ///< transposes now computed by their matmul
@@ -44,6 +45,8 @@ struct Folder {
         matmuls[in.results[0]] = &in;
       if (in.op == Op::CheckFactor && in.operands.size() == 1 && in.results.size() == 1)
         checks[in.results[0]] = &in;
+      if (in.op == Op::AllGather && in.operands.size() == 1 && in.results.size() == 1)
+        gathers[in.results[0]] = &in;
       for (Block &r : in.regions)
         collect(r);
     }
@@ -66,6 +69,30 @@ struct Folder {
     check.results[0] = moved;
     checks.erase(c);
     return moved;
+  }
+
+  /// `all_gather(transpose(x))` feeding only a matmul (deterministic mode
+  /// gathers a contraction's operands): gathering `x` along the swapped dim
+  /// gives the transposed gather, so the transpose can become the matmul's
+  /// flag. Returns the operand to fold, or -1.
+  int throughGather(int operand) {
+    auto g = gathers.find(operand);
+    if (g == gathers.end() || uses[operand] != 1)
+      return -1;
+    Inst &gather = *g->second;
+    auto t = def.find(gather.operands[0]);
+    if (t == def.end() || !swapsLastTwo(t->second->attrs.ints) || uses[gather.operands[0]] != 1)
+      return -1;
+    TensorType moved = f.type(operand); // the gathered transpose, swapped back
+    const int r = moved.rank();
+    std::swap(moved.shape[r - 2], moved.shape[r - 1]);
+    for (Placement &p : moved.placements)
+      if (p.isShard() && p.dim >= r - 2)
+        p.dim = p.dim == r - 2 ? r - 1 : r - 2;
+    gather.operands[0] = t->second->operands[0];
+    gather.results[0] = f.newValue(moved);
+    gathers.erase(g);
+    return gather.results[0];
   }
 
   int resolve(int v) const {
@@ -106,6 +133,9 @@ struct Folder {
             flags[i] = 1;
           } else if (int moved = throughCheck(in.operands[i]); moved >= 0) {
             in.operands[i] = moved;
+            flags[i] = 1;
+          } else if (int gathered = throughGather(in.operands[i]); gathered >= 0) {
+            in.operands[i] = gathered;
             flags[i] = 1;
           }
         }

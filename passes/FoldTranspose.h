@@ -8,7 +8,10 @@
 //    both flags flipped (the gradient of `w` in `x @ transpose(w)`);
 //  * check_factor(transpose(x)) feeding only a matmul (SPMD lowering's guard
 //    on a partial(sum) times a replicated factor) checks `x` instead, so the
-//    transpose becomes the flag.
+//    transpose becomes the flag;
+//  * all_gather(transpose(x)) feeding only a matmul (deterministic mode
+//    gathers the operands of a contraction over a sharded dim) gathers `x`
+//    along the swapped dim instead, so the transpose becomes the flag.
 //
 // Representation: `matmul` with attrs ints [ta, tb] (0/1 each; empty = no
 // transposes) is matmul(ta ? swapLast(a) : a, tb ? swapLast(b) : b), where

@@ -14,8 +14,8 @@
 // (an aligned run of 2^j leaves) computes that subtree's node exactly: the
 // ranks' nodes combined by the same tree give the one-device bits
 // (SPMD lowering's distributed contraction; runtime/CollectiveSteps.h).
-// AVX2+FMA register tiles where the CPU has them, std::fma elsewhere (the
-// same bits: fma and add are correctly rounded).
+// AVX-512 or AVX2+FMA register tiles where the CPU has them, std::fma
+// elsewhere (the same bits: fma and add are correctly rounded).
 #pragma once
 
 #include "ir/DeterministicOrder.h"
@@ -30,6 +30,14 @@ namespace dt {
 /// of a large product among that many threads (the bits do not change).
 void deterministicMatrix(bool f64, const void *A, const void *B, void *C, int64_t m, int64_t k,
                          int64_t n, bool ta, bool tb, int threads = 1);
+
+/// The instruction sets the product runs on: Best (the default) takes the
+/// widest the CPU has; tests name one to compare them.
+enum class DeterministicIsa { Best, Portable, Avx2, Avx512 };
+/// deterministicMatrix on `isa`; false (nothing written) when this CPU or
+/// build lacks it.
+bool deterministicMatrixOn(DeterministicIsa isa, bool f64, const void *A, const void *B, void *C,
+                           int64_t m, int64_t k, int64_t n, bool ta, bool tb, int threads = 1);
 
 /// out[e] = the tree combination (see above) of parts[0][e], ..., parts[g-1][e]
 /// for e < count, f32 or (`f64`) f64; `out` may alias parts[0]. g >= 1.

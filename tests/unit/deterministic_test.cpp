@@ -120,6 +120,49 @@ TEST_CASE("deterministic matmul: threads split the rows without changing a bit")
   CHECK(std::memcmp(C1.data(), C3.data(), C1.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("deterministic matmul: every instruction set gives the same bits") {
+  // AVX-512, AVX2+FMA and the portable path: one lane per element's chain,
+  // so the vector width never shows. Sizes straddle every tile and strip
+  // edge of both widths (6 rows; strips of 16/32 floats, 8/16 doubles).
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> nd;
+  int compared = 0;
+  for (bool f64 : {false, true})
+    for (int64_t m : {1, 5, 7, 13})
+      for (int64_t k : {3, 64, 129})
+        for (int64_t n : {1, 15, 17, 33, 65})
+          for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+              const size_t es = f64 ? 8 : 4;
+              std::vector<unsigned char> A(m * k * es), B(k * n * es);
+              auto fill = [&](std::vector<unsigned char> &v) {
+                for (size_t i = 0; i < v.size() / es; ++i)
+                  if (f64)
+                    reinterpret_cast<double *>(v.data())[i] = nd(rng);
+                  else
+                    reinterpret_cast<float *>(v.data())[i] = (float)nd(rng);
+              };
+              fill(A);
+              fill(B);
+              std::vector<unsigned char> want(m * n * es, 1);
+              REQUIRE(deterministicMatrixOn(DeterministicIsa::Portable, f64, A.data(), B.data(),
+                                            want.data(), m, k, n, ta, tb));
+              for (DeterministicIsa isa :
+                   {DeterministicIsa::Avx2, DeterministicIsa::Avx512, DeterministicIsa::Best}) {
+                std::vector<unsigned char> got(m * n * es, 2);
+                if (!deterministicMatrixOn(isa, f64, A.data(), B.data(), got.data(), m, k, n, ta,
+                                           tb))
+                  continue; // this CPU lacks it
+                INFO("isa " << (int)isa << " m=" << m << " k=" << k << " n=" << n << " ta=" << ta
+                            << " tb=" << tb << (f64 ? " f64" : " f32"));
+                CHECK(std::memcmp(got.data(), want.data(), got.size()) == 0);
+                ++compared;
+              }
+            }
+  MESSAGE("compared " << compared << " vector products with the portable path");
+  CHECK(compared > 0);
+}
+
 /// The product computed by `parts` ranks that each hold a chunk of k of
 /// `chunk` indices (the last ones shorter or absent), combined by
 /// deterministicTree: the distributed contraction of SPMD lowering.
@@ -157,7 +200,7 @@ template <class T> void checkChunks(std::mt19937_64 &rng, bool specials) {
   // rank holds one) and of 4; 3 leaves and a short last leaf in chunks of 2.
   struct Split {
     int64_t k, chunk;
-  } splits[] = {{8 * kb, 8 * kb}, {8 * kb, 4 * kb}, {8 * kb, 2 * kb}, {8 * kb, kb},
+  } splits[] = {{8 * kb, 8 * kb}, {8 * kb, 4 * kb}, {8 * kb, 2 * kb},     {8 * kb, kb},
                 {5 * kb, 2 * kb}, {5 * kb, 4 * kb}, {2 * kb + 9, 2 * kb}, {2 * kb + 9, kb}};
   for (auto [k, chunk] : splits) {
     std::vector<T> A(m * k), B(k * n), whole(m * n);

@@ -88,9 +88,14 @@ template <class T> std::vector<T> packStrips(const T *B, int64_t k, int64_t n, b
   for (int64_t s = 0; s < strips; ++s) {
     T *dst = p.data() + s * k * W;
     const int64_t j0 = s * W, w = std::min<int64_t>(W, n - j0);
-    for (int64_t q = 0; q < k; ++q)
+    if (tb) { // B stored n x k: read each of the strip's rows along k
       for (int64_t j = 0; j < w; ++j)
-        dst[q * W + j] = tb ? B[(j0 + j) * k + q] : B[q * n + j0 + j];
+        for (int64_t q = 0; q < k; ++q)
+          dst[q * W + j] = B[(j0 + j) * k + q];
+    } else {
+      for (int64_t q = 0; q < k; ++q)
+        std::memcpy(dst + q * W, B + q * n + j0, sizeof(T) * (size_t)w);
+    }
   }
   return p;
 }

@@ -10,20 +10,22 @@
 
 namespace dt {
 
-HostTensor Device::empty(DType dt, const std::vector<int64_t> &shape) {
+namespace {
+HostTensor shaped(Device &d, DType dt, const std::vector<int64_t> &shape, bool zeroed) {
   HostTensor t;
   t.dtype = dt;
   t.shape = shape;
-  t.buf = allocate(t.bytes());
+  t.buf = zeroed ? d.allocate(t.bytes()) : d.allocateUninit(t.bytes());
   return t;
+}
+} // namespace
+
+HostTensor Device::empty(DType dt, const std::vector<int64_t> &shape) {
+  return shaped(*this, dt, shape, true);
 }
 
 HostTensor Device::emptyUninit(DType dt, const std::vector<int64_t> &shape) {
-  HostTensor t;
-  t.dtype = dt;
-  t.shape = shape;
-  t.buf = allocateUninit(t.bytes());
-  return t;
+  return shaped(*this, dt, shape, false);
 }
 
 HostTensor Device::clone(const HostTensor &t) {

@@ -58,6 +58,41 @@ void scalarRows(const T *A, const T *B, T *C, int64_t m0, int64_t m1, int64_t k,
     }
 }
 
+/// B (k x n; stored n x k when `tb`) as strips of W columns, each k x W
+/// row-major and zero-padded past column n.
+template <class T> std::vector<T> packStrips(const T *B, int64_t k, int64_t n, bool tb, int W) {
+  const int64_t strips = (n + W - 1) / W;
+  std::vector<T> p((size_t)(strips * k * W), T(0));
+  for (int64_t s = 0; s < strips; ++s) {
+    T *dst = p.data() + s * k * W;
+    const int64_t j0 = s * W, w = std::min<int64_t>(W, n - j0);
+    if (tb) { // B stored n x k: read each of the strip's rows along k
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t q = 0; q < k; ++q)
+          dst[q * W + j] = B[(j0 + j) * k + q];
+    } else {
+      for (int64_t q = 0; q < k; ++q)
+        std::memcpy(dst + q * W, B + q * n + j0, sizeof(T) * (size_t)w);
+    }
+  }
+  return p;
+}
+
+/// Runs rows(m0, m1) over [0, m) on up to `threads` threads, in blocks of
+/// whole 6-row tiles, when the product is large enough to pay for them.
+template <class F> void splitRows(int64_t m, int64_t work, int threads, const F &rows) {
+  int64_t per = (m + threads - 1) / std::max(threads, 1);
+  per = (per + 5) / 6 * 6;
+  if (threads <= 1 || work < (int64_t(1) << 22) || per >= m)
+    return rows(0, m);
+  std::vector<std::thread> pool;
+  for (int64_t r0 = per; r0 < m; r0 += per)
+    pool.emplace_back([=, &rows] { rows(r0, std::min(m, r0 + per)); });
+  rows(0, per);
+  for (auto &t : pool)
+    t.join();
+}
+
 #ifdef DT_DET_X86
 namespace avx2 {
 #pragma GCC push_options
@@ -80,25 +115,6 @@ namespace avx512 {
 bool hasAvx2Fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 bool hasAvx512() { return __builtin_cpu_supports("avx512f") && hasAvx2Fma(); }
 
-/// B (k x n; stored n x k when `tb`) as strips of W columns, each k x W
-/// row-major and zero-padded past column n.
-template <class T> std::vector<T> packStrips(const T *B, int64_t k, int64_t n, bool tb, int W) {
-  const int64_t strips = (n + W - 1) / W;
-  std::vector<T> p((size_t)(strips * k * W), T(0));
-  for (int64_t s = 0; s < strips; ++s) {
-    T *dst = p.data() + s * k * W;
-    const int64_t j0 = s * W, w = std::min<int64_t>(W, n - j0);
-    if (tb) { // B stored n x k: read each of the strip's rows along k
-      for (int64_t j = 0; j < w; ++j)
-        for (int64_t q = 0; q < k; ++q)
-          dst[q * W + j] = B[(j0 + j) * k + q];
-    } else {
-      for (int64_t q = 0; q < k; ++q)
-        std::memcpy(dst + q * W, B + q * n + j0, sizeof(T) * (size_t)w);
-    }
-  }
-  return p;
-}
 #endif
 
 /// `src` (rows x cols, row-major) transposed into `dst`.
@@ -113,21 +129,6 @@ void transposeInto(const T *src, int64_t rows, int64_t cols, std::vector<T> &dst
           dst[(size_t)(c * rows + r)] = src[r * cols + c];
 }
 
-/// Runs rows(m0, m1) over [0, m) on up to `threads` threads, in blocks of
-/// whole 6-row tiles, when the product is large enough to pay for them.
-template <class F> void splitRows(int64_t m, int64_t work, int threads, const F &rows) {
-  int64_t per = (m + threads - 1) / std::max(threads, 1);
-  per = (per + 5) / 6 * 6;
-  if (threads <= 1 || work < (int64_t(1) << 22) || per >= m)
-    return rows(0, m);
-  std::vector<std::thread> pool;
-  for (int64_t r0 = per; r0 < m; r0 += per)
-    pool.emplace_back([=, &rows] { rows(r0, std::min(m, r0 + per)); });
-  rows(0, per);
-  for (auto &t : pool)
-    t.join();
-}
-
 template <class T>
 bool product(DeterministicIsa isa, const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n,
              bool ta, bool tb, int threads) {
@@ -138,20 +139,11 @@ bool product(DeterministicIsa isa, const T *A, const T *B, T *C, int64_t m, int6
     return true;
   }
 #ifdef DT_DET_X86
-  if ((isa == DeterministicIsa::Best || isa == DeterministicIsa::Avx512) && hasAvx512()) {
-    std::vector<T> bp = packStrips(B, k, n, tb, 2 * avx512::Vec<T>::L);
-    const T *P = bp.data();
-    splitRows(m, m * n * k, threads,
-              [&](int64_t m0, int64_t m1) { avx512::vectorRows(A, ta, m, P, C, m0, m1, k, n); });
-    return true;
-  }
-  if ((isa == DeterministicIsa::Best || isa == DeterministicIsa::Avx2) && hasAvx2Fma()) {
-    std::vector<T> bp = packStrips(B, k, n, tb, 2 * avx2::Vec<T>::L);
-    const T *P = bp.data();
-    splitRows(m, m * n * k, threads,
-              [&](int64_t m0, int64_t m1) { avx2::vectorRows(A, ta, m, P, C, m0, m1, k, n); });
-    return true;
-  }
+  const bool best = isa == DeterministicIsa::Best;
+  if ((best || isa == DeterministicIsa::Avx512) && hasAvx512())
+    return avx512::vectorProduct(A, ta, B, tb, C, m, k, n, threads), true;
+  if ((best || isa == DeterministicIsa::Avx2) && hasAvx2Fma())
+    return avx2::vectorProduct(A, ta, B, tb, C, m, k, n, threads), true;
 #endif
   if (isa != DeterministicIsa::Best && isa != DeterministicIsa::Portable)
     return false;

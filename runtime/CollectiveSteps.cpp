@@ -193,7 +193,8 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
             pack(dev, block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
       }
       recvCounts[0] = newB.volume(); // packed row-major: the block as it lies
-      dev.group(members).allToAllV(me == 0 ? send.raw() : nullptr, sendCounts, out.raw(),
+      // (the members that send nothing still pass a valid buffer)
+      dev.group(members).allToAllV(me == 0 ? send.raw() : block.raw(), sendCounts, out.raw(),
                                    recvCounts, dt);
       return out;
     }

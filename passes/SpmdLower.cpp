@@ -274,8 +274,11 @@ private:
       s.loc = loc;
       out.push_back(std::move(s));
       ++inserted_;
-      treeWhole_[w.result] = whole;
     }
+    // `whole` holds the value without a partial axis (the same bits on every
+    // rank, or sharded on a kept dim): a relayout of the result moves from
+    // there instead of from the partial copy made of it.
+    treeWhole_[w.result] = whole;
     emitMove(whole, f_.type(w.result), w.result, loc, out);
   }
 
@@ -301,9 +304,10 @@ private:
           lowerSlice(in, *slice, out);
           continue;
         }
-        // A tree all-reduce's result already holds the whole value: move
-        // from there (a local slice or nothing) instead of broadcasting
-        // the partial copy made from it.
+        // Deterministic mode: the value a partial result was made from
+        // (a tree all-reduce's, a gathered reduction's) holds it whole: move
+        // from there (a local slice, a gather, or nothing) instead of
+        // broadcasting the partial copy made from it.
         if (auto t = treeWhole_.find(in.operands[0]); t != treeWhole_.end())
           in.operands[0] = t->second;
         int got = emitMove(in.operands[0], f_.type(in.results[0]), in.results[0], in.loc, out);
@@ -417,7 +421,7 @@ private:
   std::map<int, int> rename_;
   SliceGatherFacts slices_;
   std::set<int> sliced_;         ///< results of instructions a slice_gather replaced
-  std::map<int, int> treeWhole_; ///< partial result -> its tree all-reduce (emitAfter)
+  std::map<int, int> treeWhole_; ///< partial result -> the value it was made from (emitAfter)
   int inserted_ = 0;
 };
 

@@ -363,7 +363,8 @@ private:
   /// the index_select (and the resharding relayout it fuses) are skipped.
   void lowerSlice(const Inst &rel, const SliceGatherMatch &m, std::vector<Inst> &out) {
     int64_t span = m.count ? (m.count - 1) * m.step + 1 : 0;
-    TensorType t = f_.type(m.reshard >= 0 ? m.reshard : m.select); // a copy: newValue grows the table
+    TensorType t =
+        f_.type(m.reshard >= 0 ? m.reshard : m.select); // a copy: newValue grows the table
     t.shape[m.dim] = Dim::lit(span);
     Inst g;
     g.op = Op::SliceGather;

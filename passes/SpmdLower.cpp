@@ -4,6 +4,7 @@
 #include "ir/DeterministicOrder.h"
 #include "passes/Redistribute.h"
 #include "passes/SliceGather.h"
+#include "passes/WholeResults.h"
 
 #include <algorithm>
 #include <cmath>
@@ -435,6 +436,7 @@ int lowerToSpmd(Module &m, const Topology &topology) {
   int n = 0;
   for (auto &f : m.functions)
     n += Lowerer(f, topo, m.deterministic).run();
+  returnWholeResults(m); // deterministic mode: whole values cross calls
   return n;
 }
 

@@ -8,7 +8,10 @@
 // caller broadcast (`all_reduce`) or scatter (`reduce_scatter`) it back from
 // coordinate 0, although every rank had held it whole before the return.
 //
-// Here a callee's result that is `local_partial(x)` returns `x` itself (the
+// Here, first, an elementwise op whose operands are such partial copies (or
+// values with no partial axis) runs on the whole values and its result
+// becomes a partial copy too: the sum of two gradient contributions is one.
+// Then a callee's result that is `local_partial(x)` returns `x` itself (the
 // result type loses its partial axes); each call site gets the whole value
 // and re-makes the partial copy after the call for the uses that need it,
 // and the caller's `all_reduce` of it becomes the whole value, its

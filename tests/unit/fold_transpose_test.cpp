@@ -26,19 +26,10 @@ void build(Compilation &s, const std::string &text, bool spmd) {
 }
 
 /// Instructions `op` anywhere in the module (every function, every region).
-int countOps(const Block &b, Op op) {
-  int n = 0;
-  for (const Inst &in : b.insts) {
-    n += in.op == op;
-    for (const Block &r : in.regions)
-      n += countOps(r, op);
-  }
-  return n;
-}
 int countOps(const Module &m, Op op) {
   int n = 0;
   for (const Function &f : m.functions)
-    n += countOps(f.body, op);
+    n += test::countOps(f.body, op);
   return n;
 }
 int countFlagged(const Block &b) {

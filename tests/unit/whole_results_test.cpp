@@ -19,16 +19,6 @@ using namespace dt;
 
 namespace {
 
-int countOps(const Block &b, Op op) {
-  int n = 0;
-  for (const Inst &in : b.insts) {
-    n += in.op == op;
-    for (const Block &r : in.regions)
-      n += countOps(r, op);
-  }
-  return n;
-}
-
 HostTensor ramp(std::vector<int64_t> shape, int seed) {
   HostTensor h(DType::F32, shape);
   for (int64_t k = 0; k < h.numel(); ++k)
@@ -61,9 +51,9 @@ fn step(w: f32[8, 6] @ m[_, _], b: f32[6] @ m[_], x: f32[128, 8] @ m[dp, _]) -> 
   REQUIRE(step);
   // Without the pass: an all_reduce (broadcast) for gb and a reduce_scatter
   // (scatter) for gw in `step`, after the gradient function's return.
-  CHECK(countOps(step->body, Op::AllReduce) == 0);
-  CHECK(countOps(step->body, Op::ReduceScatter) == 0);
-  CHECK(countOps(step->body, Op::LocalSlice) >= 1);
+  CHECK(test::countOps(step->body, Op::AllReduce) == 0);
+  CHECK(test::countOps(step->body, Op::ReduceScatter) == 0);
+  CHECK(test::countOps(step->body, Op::LocalSlice) >= 1);
   Compilation r(pipelineCompileOptions());
   test::buildProgram(r, text, false);
   std::vector<HostTensor> args = {ramp({8, 6}, 1), ramp({6}, 2), ramp({128, 8}, 3)};

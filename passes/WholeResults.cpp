@@ -2,6 +2,7 @@
 // deterministic mode (see WholeResults.h).
 #include "passes/WholeResults.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -36,21 +37,27 @@ void countCalls(const Block &b, std::set<std::string> &called) {
   }
 }
 
+bool hasAxis(const std::vector<int64_t> &axes, size_t a) {
+  return std::find(axes.begin(), axes.end(), (int64_t)a) != axes.end();
+}
+
 /// `whole` is `partial` with the partial axes `axes` replicated, nothing else.
 bool wholeOf(const TensorType &partial, const TensorType &whole, const std::vector<int64_t> &axes) {
   if (partial.isHost() || whole.isHost() || partial.dtype != whole.dtype ||
       !(partial.shape == whole.shape) || partial.mesh != whole.mesh ||
       partial.placements.size() != whole.placements.size())
     return false;
-  for (size_t a = 0; a < partial.placements.size(); ++a) {
-    bool lifted = false;
-    for (int64_t x : axes)
-      lifted |= x == (int64_t)a;
-    if (lifted ? !(partial.placements[a].isPartial() && whole.placements[a].isReplicate())
-               : !(partial.placements[a] == whole.placements[a]))
+  for (size_t a = 0; a < partial.placements.size(); ++a)
+    if (hasAxis(axes, a) ? !(partial.placements[a].isPartial() && whole.placements[a].isReplicate())
+                         : !(partial.placements[a] == whole.placements[a]))
       return false;
-  }
   return true;
+}
+
+/// `in` is a partial copy: a `local_partial` of a whole value (its operand).
+bool partialCopy(const Function &f, const Inst &in) {
+  return in.op == Op::LocalPartial && in.operands.size() == 1 && in.results.size() == 1 &&
+         wholeOf(f.type(in.results[0]), f.type(in.operands[0]), in.attrs.ints);
 }
 
 bool elementwise(Op op) {
@@ -80,8 +87,7 @@ private:
     for (Inst &in : b.insts) {
       for (Block &r : in.regions)
         block(r);
-      if (in.op == Op::LocalPartial && in.operands.size() == 1 && in.results.size() == 1 &&
-          wholeOf(f_.type(in.results[0]), f_.type(in.operands[0]), in.attrs.ints)) {
+      if (partialCopy(f_, in)) {
         copies_[in.results[0]] = {in.operands[0], in.attrs.ints};
       } else if (elementwise(in.op) && in.results.size() == 1 && in.regions.empty()) {
         if (lift(in, out))
@@ -147,17 +153,14 @@ std::vector<WholeResult> returnWhole(Function &f) {
     return changed;
   std::map<int, const Inst *> def;
   for (const Inst &in : f.body.insts)
-    if (in.op == Op::LocalPartial && in.operands.size() == 1 && in.results.size() == 1)
+    if (partialCopy(f, in))
       def[in.results[0]] = &in;
   Inst &ret = f.body.insts.back();
   for (size_t i = 0; i < ret.operands.size() && i < f.results.size(); ++i) {
     auto d = def.find(ret.operands[i]);
-    if (d == def.end())
+    if (d == def.end() || !(f.results[i] == f.type(ret.operands[i])))
       continue;
     int whole = d->second->operands[0];
-    if (!wholeOf(f.type(ret.operands[i]), f.type(whole), d->second->attrs.ints) ||
-        !(f.results[i] == f.type(ret.operands[i])))
-      continue;
     changed.push_back({i, d->second->attrs.ints});
     ret.operands[i] = whole;
     f.results[i] = f.type(whole);
@@ -208,8 +211,7 @@ private:
         block(r);
       if (collective(in))
         continue; // became the whole value itself
-      if (in.op == Op::LocalPartial && in.operands.size() == 1 && in.results.size() == 1 &&
-          wholeOf(g_.type(in.results[0]), g_.type(in.operands[0]), in.attrs.ints))
+      if (partialCopy(g_, in))
         whole_[in.results[0]] = in.operands[0];
       auto c = in.op == Op::Call ? changed_.find(in.attrs.str) : changed_.end();
       if (c == changed_.end()) {
@@ -242,7 +244,7 @@ private:
     b.insts = std::move(out);
   }
 
-  /// A non-tree `all_reduce` of a re-made partial copy is the whole value
+  /// A non-tree `all_reduce` of a partial copy is the whole value
   /// (returns true: `in` goes); its `reduce_scatter` becomes a `local_slice`
   /// of the whole value.
   bool collective(Inst &in) {
@@ -261,13 +263,9 @@ private:
       return true;
     }
     // reduce_scatter: the other axes must already be as the result has them.
-    for (size_t a = 0; a < res.placements.size(); ++a) {
-      bool scattered = false;
-      for (int64_t x : in.attrs.ints)
-        scattered |= x == (int64_t)a;
-      if (!scattered && !(res.placements[a] == whole.placements[a]))
+    for (size_t a = 0; a < res.placements.size(); ++a)
+      if (!hasAxis(in.attrs.ints, a) && !(res.placements[a] == whole.placements[a]))
         return false;
-    }
     in.op = Op::LocalSlice;
     in.operands[0] = w->second;
     ++made_;
@@ -276,7 +274,7 @@ private:
 
   Function &g_;
   const std::map<std::string, std::vector<WholeResult>> &changed_;
-  std::map<int, int> whole_;  ///< re-made partial copy -> the whole value
+  std::map<int, int> whole_;  ///< partial copy -> the whole value it was made from
   std::map<int, int> rename_; ///< an all_reduce's result -> the whole value
   int made_ = 0;
 };

@@ -179,34 +179,29 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     return out;
   }
   case Op::ReduceScatter: {
-    if (deterministic) { // whole on the group's first member: it sends each peer its block
-      auto news = peersNew();
-      std::vector<int64_t> sendCounts(news.size(), 0), recvCounts(news.size(), 0);
-      HostTensor send;
-      if (me == 0) {
-        for (size_t q = 0; q < news.size(); ++q)
-          sendCounts[q] = news[q].volume();
-        send = dev.emptyUninit(dt, {totalCount(sendCounts)});
-        auto offs = countOffsets(sendCounts);
-        for (size_t q = 0; q < news.size(); ++q)
-          if (sendCounts[q])
-            pack(dev, block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
-      }
-      recvCounts[0] = newB.volume(); // packed row-major: the block as it lies
-      // (the members that send nothing still pass a valid buffer)
-      dev.group(members).allToAllV(me == 0 ? send.raw() : block.raw(), sendCounts, out.raw(),
-                                   recvCounts, dt);
-      return out;
-    }
+    // Every peer's new block of my old one, packed in group order. In
+    // deterministic mode the value is whole on the group's first member,
+    // which alone packs and sends each peer its block: no arithmetic, no
+    // order to depend on.
     auto news = peersNew();
     std::vector<int64_t> counts;
     for (auto &b : news)
       counts.push_back(b.volume());
-    HostTensor send = dev.emptyUninit(dt, {totalCount(counts)});
+    const bool packs = !deterministic || me == 0;
+    HostTensor send = dev.emptyUninit(dt, {packs ? totalCount(counts) : 0});
     auto offs = countOffsets(counts);
-    for (size_t q = 0; q < news.size(); ++q)
+    for (size_t q = 0; packs && q < news.size(); ++q)
       if (counts[q])
         pack(dev, block, oldB, news[q], static_cast<char *>(send.raw()) + offs[q] * es);
+    if (deterministic) {
+      std::vector<int64_t> sendCounts = packs ? counts : std::vector<int64_t>(counts.size(), 0);
+      std::vector<int64_t> recvCounts(counts.size(), 0);
+      recvCounts[0] = counts[(size_t)me]; // packed row-major: the block as it lies
+      // (the members that send nothing still pass a valid buffer)
+      dev.group(members).allToAllV(packs ? send.raw() : block.raw(), sendCounts, out.raw(),
+                                   recvCounts, dt);
+      return out;
+    }
     dev.group(members).reduceScatterV(send.raw(), out.raw(), counts, dt,
                                       src.placements[axes[0]].op);
     return out;

@@ -161,6 +161,9 @@ struct Emitter {
     switch (n.op) {
     case KOp::Load:
       return "x" + std::to_string(n.index);
+    case KOp::Gather: // idx[dim] replaced by the index (KernelIR.h)
+      return loadAt(n.index, offset(true, n.index) + " + ((dt_i64)" + A(0) + " - idx[" +
+                                 std::to_string(n.dim) + "]) * " + inStride(n.index, n.dim));
     case KOp::Const:
       return fl ? hexFloat(kernelConstFloat(n), f32) : intLit(kernelConstInt(n), n.dtype);
     case KOp::Random: {
@@ -268,8 +271,8 @@ struct Emitter {
       std::string e = nodeExpr((int)i);
       // bf16/f16 ops compute in f32 and round once to the storage type (the
       // ops that only pick or flip an exact value need no rounding).
-      bool exact = n.op == KOp::Load || n.op == KOp::Const || n.op == KOp::Select ||
-                   n.op == KOp::Neg || n.op == KOp::Abs || n.op == KOp::Relu;
+      bool exact = n.op == KOp::Load || n.op == KOp::Gather || n.op == KOp::Const ||
+                   n.op == KOp::Select || n.op == KOp::Neg || n.op == KOp::Abs || n.op == KOp::Relu;
       if (isLowPrecision(n.dtype) && !exact)
         e = "dt_round_" + lowName(n.dtype) + "(" + e + ")";
       os << "  const " << cType(n.dtype) << " " << v((int)i) << " = " << e << ";\n";
@@ -348,7 +351,10 @@ struct Emitter {
 
 void Emitter::emitElementwise(const std::string &sym) {
   const size_t S = k.stores.size();
-  const bool global = usesGlobalIndex(k);
+  // The fast path unravels the point's index only when a node reads it.
+  bool global = usesGlobalIndex(k);
+  for (const KNode &n : k.nodes)
+    global = global || n.op == KOp::Gather;
   os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
      << "(const dt_args a) {\n"
      << "  const dt_i64 total = " << product(allDims()) << ";\n"

@@ -29,6 +29,23 @@ std::vector<int64_t> rowMajor(const std::vector<int64_t> &s) {
   return st;
 }
 
+/// The stride a local input of global type `t` has along the iteration's
+/// last dim (local blocks are row-major): 1 when its last dim runs with the
+/// iteration's, 0 when it broadcasts there, -1 when a size-1 local block
+/// could make either hold. `along`: the dim it is gathered along, or whose
+/// ids it holds (`ids`).
+int innerHint(const TensorType &t, const TensorType &it, int along, bool ids) {
+  int R = it.rank();
+  if (R == 0 || t.rank() == 0 || !isConcrete(t.shape) || it.shape[R - 1].value == 1)
+    return -1;
+  if (ids)
+    return along == R - 1 ? 1 : 0;
+  if (along == R - 1)
+    return -1; // the gather's own index
+  int64_t last = t.shape.back().value;
+  return last == it.shape[R - 1].value ? 1 : last == 1 ? 0 : -1;
+}
+
 } // namespace
 
 FusedKernel buildFusedKernel(const Function &f) {
@@ -59,11 +76,33 @@ FusedKernel buildFusedKernel(const Function &f) {
   if (!isConcrete(fk.iterType.shape))
     throw fail("has a symbolic iteration shape");
   k.rank = fk.iterType.rank();
-  std::unordered_map<int, int> node;
+  // index_select members: their sources are read only through `gather`
+  // nodes (no load: a load at the point's own index could fall outside the
+  // source), their ids run along the gathered dim.
+  std::unordered_map<int, int> gatherSrc, gatherIds; // param -> dim
+  for (size_t i = 0; i + 1 < f.body.insts.size(); ++i) {
+    const Inst &in = f.body.insts[i];
+    if (in.op != Op::IndexSelect)
+      continue;
+    int d = (int)in.attrs.ints.at(0);
+    if (f.type(in.results.at(0)).rank() != k.rank || f.type(in.operands.at(1)).rank() != 1)
+      throw fail("an `index_select` member must have the iteration rank and rank-1 ids");
+    gatherSrc[in.operands.at(0)] = d;
+    gatherIds[in.operands.at(1)] = d;
+  }
+  std::unordered_map<int, int> node, input;
   for (int p : f.params) {
     // A rank-0 input reads one element everywhere: uniform (hoistable).
     int in = k.addInput(f.type(p).dtype, f.type(p).rank() == 0 && k.rank > 0);
-    node[p] = k.load(in);
+    input[p] = in;
+    auto s = gatherSrc.find(p), i = gatherIds.find(p);
+    if (s != gatherSrc.end() && i != gatherIds.end())
+      throw fail("a value is both the source and the ids of a gather");
+    fk.inputDim.push_back(s != gatherSrc.end() ? s->second : i != gatherIds.end() ? i->second : -1);
+    if (s == gatherSrc.end())
+      node[p] = k.load(in);
+    k.innerStrideHints.push_back(
+        innerHint(f.type(p), fk.iterType, fk.inputDim.back(), i != gatherIds.end()));
   }
   auto arg = [&](const Inst &in, size_t i) {
     auto it = node.find(in.operands.at(i));
@@ -81,6 +120,16 @@ FusedKernel buildFusedKernel(const Function &f) {
     int x = -1;
     if (in.op == Op::Broadcast) { // the operand's load already broadcasts
       node[in.results[0]] = arg(in, 0);
+      continue;
+    }
+    if (in.op == Op::IndexSelect) {
+      auto src = input.find(in.operands.at(0)), ids = input.find(in.operands.at(1));
+      if (src == input.end() || ids == input.end())
+        throw fail("an `index_select` member must read inputs");
+      int d = (int)in.attrs.ints.at(0);
+      x = k.gather(src->second, arg(in, 1), d);
+      fk.gathers.push_back({src->second, ids->second, d});
+      node[in.results[0]] = x;
       continue;
     }
     switch (opInfo(in.op).cls) {
@@ -141,16 +190,35 @@ FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int
   if (inShapes.size() != k.inputs.size())
     throw InternalError("fused kernel `" + k.name + "`: wrong number of inputs");
   std::vector<std::vector<int64_t>> inSt, outSt;
-  for (auto &s : inShapes) {
+  for (size_t i = 0; i < inShapes.size(); ++i) {
+    const std::vector<int64_t> &s = inShapes[i];
     int r = (int)s.size();
     if (r > R)
       throw InternalError("fused kernel `" + k.name + "`: input of rank " + std::to_string(r) +
                           " in a rank-" + std::to_string(R) + " iteration space");
     auto rm = rowMajor(s);
     std::vector<int64_t> st(R, 0);
+    int along = i < fk.inputDim.size() ? fk.inputDim[i] : -1;
+    bool ids = false;
+    for (const KernelGather &g : fk.gathers)
+      ids = ids || g.ids == (int)i;
+    if (along >= 0 && ids) { // rank-1 ids of a gather along dim `along`
+      if (s[0] != shape[along])
+        throw InternalError("fused kernel `" + k.name + "`: " + std::to_string(s[0]) +
+                            " ids for a dim of size " + std::to_string(shape[along]));
+      st[along] = shape[along] == 1 ? 0 : 1;
+      inSt.push_back(std::move(st));
+      continue;
+    }
+    if (along >= 0 && r != R)
+      throw InternalError("fused kernel `" + k.name + "`: a gather source of rank " +
+                          std::to_string(r) + " in a rank-" + std::to_string(R) +
+                          " iteration space");
     for (int j = 0; j < r; ++j) {
       int d = j + R - r;
-      if (s[j] == shape[d])
+      if (d == along) // a gather source: its own extent and stride along d
+        st[d] = rm[j];
+      else if (s[j] == shape[d])
         st[d] = s[j] == 1 ? 0 : rm[j];
       else if (s[j] != 1)
         throw InternalError("fused kernel `" + k.name + "`: a local input of size " +

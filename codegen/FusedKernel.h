@@ -25,13 +25,29 @@
 
 namespace dt {
 
+/// An `index_select(src, ids, dim)` member: the kernel reads input `src` at
+/// the rows input `ids` names. A launch must check every id against src's
+/// local extent along `dim` first: the kernel does not (the executor does,
+/// runtime/KernelRuntime.cpp).
+struct KernelGather {
+  int src = 0, ids = 0, dim = 0;
+};
+
 struct FusedKernel {
   Kernel kernel;
   TensorType iterType;                 ///< its local block is the iteration space
   std::vector<TensorType> resultTypes; ///< the root's result, then extra ones (same shape)
+  /// Per input: the iteration dim it is gathered along (a gather source:
+  /// its extent there is its own) or whose ids it holds (a rank-1 ids input,
+  /// the `ids` of an entry of `gathers`, runs along that dim), -1 for an
+  /// input that broadcasts by numpy rules.
+  std::vector<int> inputDim;
+  std::vector<KernelGather> gathers;
 };
 
-/// Builds the kernel of a fusion-pass kernel function.
+/// Builds the kernel of a fusion-pass kernel function. An `index_select`
+/// member becomes a `gather` node; its source and ids must be inputs of the
+/// function used by nothing else in it (passes/Fusion.h guarantees it).
 FusedKernel buildFusedKernel(const Function &f);
 
 /// One rank's launch: the params of the ABI and the outputs' local shape.

@@ -119,6 +119,17 @@ static std::string typeNode(const Kernel &k, const KNode &n, int self, DType &ou
       return "`random` needs a float dtype";
     out = n.dtype;
     return "";
+  case KOp::Gather:
+    if (n.index < 0 || n.index >= (int)k.inputs.size())
+      return "`gather` of a missing input";
+    if (n.dim < 0 || n.dim >= k.rank)
+      return "`gather` of a missing iteration dim";
+    if (at(0) != DType::I32 && at(0) != DType::I64)
+      return "`gather` needs an i32 or i64 index";
+    if (k.isUniformInput(n.index))
+      return "`gather` of a uniform input";
+    out = k.inputs[n.index];
+    return "";
   case KOp::Iota:
     if (n.index < 0 || n.index >= k.rank)
       return "`iota` of a missing iteration dim";
@@ -183,6 +194,11 @@ std::string verifyKernel(const Kernel &k) {
     return "kernel has no outputs";
   if (k.uniformInputs.size() > k.inputs.size())
     return "a uniform flag for a missing input";
+  if (k.innerStrideHints.size() > k.inputs.size())
+    return "a stride hint for a missing input";
+  for (int h : k.innerStrideHints)
+    if (h < -1 || h > 1)
+      return "an inner stride hint other than -1, 0 or 1";
   for (int i = 0; i < (int)k.nodes.size(); ++i) {
     DType t;
     std::string err = typeNode(k, k.nodes[i], i, t);
@@ -257,6 +273,7 @@ std::vector<bool> invariantNodes(const Kernel &k) {
       break;
     case KOp::Random:
     case KOp::Iota:
+    case KOp::Gather: // reads a different element at every point
       break;
     default: {
       bool all = true;
@@ -353,6 +370,14 @@ int Kernel::iota(int dim, DType t) {
   n.dtype = t;
   return push(*this, n);
 }
+int Kernel::gather(int input, int index, int dim) {
+  KNode n;
+  n.op = KOp::Gather;
+  n.index = input;
+  n.dim = dim;
+  n.args = {index, -1, -1};
+  return push(*this, n);
+}
 void Kernel::store(int output, int node) {
   if (output < 0 || output >= (int)outputs.size() || node < 0 || node >= (int)nodes.size() ||
       nodes[node].dtype != outputs[output])
@@ -367,6 +392,14 @@ void Kernel::setReduce(KReduce op, std::vector<int> dims) {
 }
 
 // --- queries ------------------------------------------------------------------------
+
+std::vector<bool> gatheredInputs(const Kernel &k) {
+  std::vector<bool> g(k.inputs.size(), false);
+  for (const KNode &n : k.nodes)
+    if (n.op == KOp::Gather && n.index >= 0 && n.index < (int)g.size())
+      g[n.index] = true;
+  return g;
+}
 
 bool usesGlobalIndex(const Kernel &k) {
   for (const KNode &n : k.nodes)
@@ -504,7 +537,10 @@ std::string printKernel(const Kernel &k, bool withName) {
   s += "\n";
   for (size_t i = 0; i < k.inputs.size(); ++i)
     s += "  in" + std::to_string(i) + " : " + dtypeName(k.inputs[i]) +
-         (k.isUniformInput((int)i) ? " uniform\n" : "\n");
+         (k.isUniformInput((int)i) ? " uniform" : "") +
+         (k.innerStrideHint((int)i) >= 0 ? " inner " + std::to_string(k.innerStrideHint((int)i))
+                                         : std::string()) +
+         "\n";
   for (size_t i = 0; i < k.outputs.size(); ++i)
     s += "  out" + std::to_string(i) + " : " + dtypeName(k.outputs[i]) + "\n";
   for (size_t i = 0; i < k.nodes.size(); ++i) {
@@ -523,6 +559,10 @@ std::string printKernel(const Kernel &k, bool withName) {
       break;
     case KOp::Iota:
       s += " dim " + std::to_string(n.index);
+      break;
+    case KOp::Gather:
+      s += " in" + std::to_string(n.index) + ", %" + std::to_string(n.args[0]) + " dim " +
+           std::to_string(n.dim);
       break;
     default:
       for (int a = 0; a < kopArity(n.op); ++a)

@@ -89,6 +89,16 @@
 //                        widens the f32 value. rngBits(s,i) =
 //                        splitmix64(splitmix64(s) ^ i) as in support/Random.h
 //   iota d : t         : g[d] (global index along iteration dim d) cast to t
+//   gather in_k, x dim d : element of input k at idx with idx[d] replaced
+//                        by x (an i32/i64 node, sign-extended):
+//                        in_k[sum_d' idx[d'] * inStride[k][d'] +
+//                        (x - idx[d]) * inStride[k][d]], where inStride[k][d]
+//                        is the input's own stride along d (its extent
+//                        there may differ from the iteration space's). The
+//                        caller guarantees 0 <= x < that extent (the
+//                        executor checks index_select's ids before a
+//                        launch); node dtype = input dtype. An input that
+//                        is gathered may not be overwritten in place.
 //   store out_k, x     : out_k[idx] = x (x's dtype must be out_k's dtype)
 //
 // Reduction (optional): `reduceDims` (sorted, unique iteration dims) and a
@@ -97,10 +107,9 @@
 // 0. Order: row-major over the reduced dims, but lowerings may reassociate
 // (ir/IR.h allows it). Identities for empty reductions: sum 0, max -inf /
 // INT_MIN, min +inf / INT_MAX. Accumulators: float sums (bf16 and f16 too)
-// accumulate in f64 (then round once to the output dtype), so an f32 sum of n terms has error ~n*2^-53
-// relative to the sum of magnitudes before the final rounding; int sums wrap
-// in the output dtype; max/min use `maximum`/`minimum` (acc = maximum(acc, x)).
-// Bool outputs cannot be reduced.
+// accumulate in f64 (then round once to the output dtype), so an f32 sum of n terms has error
+// ~n*2^-53 relative to the sum of magnitudes before the final rounding; int sums wrap in the output
+// dtype; max/min use `maximum`/`minimum` (acc = maximum(acc, x)). Bool outputs cannot be reduced.
 //
 // Example (printKernel):
 //   kernel @scale_add rank 2
@@ -158,7 +167,8 @@ struct KNode {
   KOp op = KOp::Const;
   DType dtype = DType::F32;                ///< result dtype
   std::array<int, 3> args{-1, -1, -1};     ///< operand node indices (arity many)
-  int index = 0;                           ///< Load: input; Iota: iteration dim
+  int index = 0;                           ///< Load, Gather: input; Iota: iteration dim
+  int dim = 0;                             ///< Gather: the iteration dim it indexes
   double value = 0;                        ///< Const of a float dtype
   int64_t ivalue = 0;                      ///< Const of an integer/bool dtype (exact)
   RandomKind random = RandomKind::Uniform; ///< Random
@@ -181,6 +191,12 @@ struct Kernel {
   /// once per launch instead of once per point (loop-invariant hoisting).
   /// Empty means none is uniform.
   std::vector<bool> uniformInputs;
+  /// Per input: the stride it is expected to have along the last iteration
+  /// dim, 0 (broadcast there: a size-1 last dim, the ids of a gather along
+  /// another dim) or 1 (contiguous), or -1 when unknown. A lowering may build
+  /// its fast inner loop for the expected strides (checking them at run
+  /// time: any stride stays valid). Empty means all unknown.
+  std::vector<int> innerStrideHints;
   std::vector<DType> outputs;
   std::vector<KNode> nodes;
   std::vector<KStore> stores;
@@ -196,6 +212,9 @@ struct Kernel {
   // misuse) and return its index.
   int addInput(DType t, bool uniform = false); ///< returns the input index
   bool isUniformInput(int in) const { return in < (int)uniformInputs.size() && uniformInputs[in]; }
+  int innerStrideHint(int in) const {
+    return in < (int)innerStrideHints.size() ? innerStrideHints[in] : -1;
+  }
   int addOutput(DType t); ///< returns the output index
   int load(int input);
   int constant(double v, DType t);     ///< integers: truncated and saturated
@@ -206,6 +225,8 @@ struct Kernel {
   int select(int c, int a, int b);
   int random(RandomKind kind, uint64_t seed, DType t);
   int iota(int dim, DType t);
+  /// Input `input`'s element with iteration dim `dim` indexed by node `index`.
+  int gather(int input, int index, int dim);
   void store(int output, int node);
   void setReduce(KReduce op, std::vector<int> dims);
 };
@@ -214,6 +235,10 @@ struct Kernel {
 /// load of a uniform input, or an op other than random/iota whose operands
 /// all are), so a lowering may compute it once per launch.
 std::vector<bool> invariantNodes(const Kernel &k);
+
+/// Per input: true when a `gather` node reads it (its elements are read at
+/// other points than the one being stored: never overwritten in place).
+std::vector<bool> gatheredInputs(const Kernel &k);
 
 /// True when a node needs the global offsets/strides (Random, Iota).
 bool usesGlobalIndex(const Kernel &k);

@@ -197,6 +197,14 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
       r = loadSc(n.dtype, buffers[n.index], off);
       break;
     }
+    case KOp::Gather: { // idx[dim] replaced by the index node's value
+      const int64_t *st = params + R * (1 + n.index);
+      int64_t off = (A(0).i - idx[n.dim]) * st[n.dim];
+      for (int d = 0; d < R; ++d)
+        off += idx[d] * st[d];
+      r = loadSc(n.dtype, buffers[n.index], off);
+      break;
+    }
     case KOp::Const:
       if (isFloat(n.dtype))
         r.f = kernelConstFloat(n);

@@ -145,7 +145,7 @@ private:
     if (k_.isUniformInput(in))
       return false;
     for (const KNode &n : k_.nodes)
-      if (n.op == KOp::Load && n.index == in)
+      if ((n.op == KOp::Load || n.op == KOp::Gather) && n.index == in)
         return true;
     return false;
   }
@@ -409,17 +409,22 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
 void Lowering::emitInner(int level, const Offs &off, Value *gl) {
   int d = order_[level];
   bool ew = k_.reduce == KReduce::None;
-  std::vector<int> used;
+  // Inputs with an inner stride hint get the hinted mode in the fast loop;
+  // the others (`used`) are specialised over every 0/1 pattern.
+  std::vector<int> used, hinted;
   for (int in = 0; in < nIn_; ++in)
     if (usedInput(in))
-      used.push_back(in);
+      (k_.innerStrideHint(in) >= 0 && d == R_ - 1 ? hinted : used).push_back(in);
   bool masks = (int)used.size() <= kMaxMaskInputs;
   // Fast when every used input's inner stride is 0 or 1 (or exactly 1 past
-  // kMaxMaskInputs) and, elementwise, every output's inner stride is 1.
+  // kMaxMaskInputs), every hinted one's is its hint and, elementwise, every
+  // output's inner stride is 1.
   Value *fast = b_.getTrue();
   for (int in : used)
     fast = b_.CreateAnd(fast, masks ? b_.CreateICmpULE(stride_[in][d], i64(1))
                                     : b_.CreateICmpEQ(stride_[in][d], i64(1)));
+  for (int in : hinted)
+    fast = b_.CreateAnd(fast, b_.CreateICmpEQ(stride_[in][d], i64(k_.innerStrideHint(in))));
   if (ew)
     for (int o = 0; o < nOut_; ++o)
       fast = b_.CreateAnd(fast, b_.CreateICmpEQ(stride_[nIn_ + o][d], i64(1)));
@@ -429,10 +434,15 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
   b_.CreateCondBr(fast, fastBB, slowBB);
 
   std::vector<Mode> modes(nIn_ + nOut_, ew ? Mode::Contig : Mode::Bcast);
+  auto hintModes = [&] {
+    for (int in : hinted)
+      modes[in] = k_.innerStrideHint(in) == 0 ? Mode::Bcast : Mode::Contig;
+  };
   b_.SetInsertPoint(fastBB);
   if (!masks || used.empty()) {
     for (int in = 0; in < nIn_; ++in)
       modes[in] = Mode::Contig;
+    hintModes();
     emitInnerLoop(d, modes, off, gl);
     b_.CreateBr(join);
   } else {
@@ -450,6 +460,7 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
       b_.SetInsertPoint(bb);
       for (size_t j = 0; j < used.size(); ++j)
         modes[used[j]] = (m >> j) & 1 ? Mode::Bcast : Mode::Contig;
+      hintModes();
       emitInnerLoop(d, modes, off, gl);
       b_.CreateBr(join);
     }
@@ -561,6 +572,17 @@ std::vector<Value *> Lowering::emitNodes(const Offs &off, Value *glin) {
         loaded[n.index] = fromMem(ld, n.dtype);
       }
       v[i] = loaded[n.index];
+      continue;
+    }
+    if (n.op == KOp::Gather) {
+      // The running offset holds idx[dim] * stride; the gather swaps in the
+      // index node's value (KernelIR.h). Every loop mode keeps `off` equal
+      // to sum idx * stride, so the real stride is right in all of them.
+      Value *x = b_.CreateSExt(v[n.args[0]], b_.getInt64Ty());
+      Value *delta = b_.CreateMul(b_.CreateSub(x, idx_[n.dim]), stride_[n.index][n.dim]);
+      auto *ld = b_.CreateLoad(memTy(n.dtype), addr(n.index, b_.CreateAdd(off[n.index], delta)));
+      tag(ld, n.index);
+      v[i] = fromMem(ld, n.dtype);
       continue;
     }
     v[i] = roundNode(n, emitNode(n, v, off, glin));

@@ -6,6 +6,8 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <unordered_map>
 
 namespace dt {
@@ -83,6 +85,23 @@ bool fusableSource(const Inst &in, const Function &f) {
   return !t.hasPartial() && isConcrete(t.shape);
 }
 
+/// An `index_select` a kernel can read through a `gather` node: rank-1
+/// integer ids, and a result of exactly the iteration type's shape and
+/// layout (so its dims are the iteration dims and its local block the
+/// iteration block; the source's local block differs from it only along
+/// the gathered dim).
+bool fusableGather(const Inst &in, const Function &f, const TensorType &it) {
+  if (in.op != Op::IndexSelect || in.operands.size() != 2 || in.results.size() != 1 ||
+      in.attrs.ints.size() != 1 || !in.regions.empty())
+    return false;
+  const TensorType &src = f.type(in.operands[0]), &ids = f.type(in.operands[1]),
+                   &r = f.type(in.results[0]);
+  return ids.rank() == 1 && (ids.dtype == DType::I32 || ids.dtype == DType::I64) &&
+         src.rank() == r.rank() && isConcrete(src.shape) && isConcrete(ids.shape) &&
+         sameLayoutAndShape(r, it) && !src.hasPartial() && !ids.hasPartial() && sameMesh(src, it) &&
+         sameMesh(ids, it);
+}
+
 bool fusableReduce(const Inst &in, const Function &f) {
   if (!isReduce(in.op) || in.operands.size() != 1 || in.results.size() != 1)
     return false;
@@ -102,6 +121,7 @@ public:
       for (auto &r : in.regions)
         run(r);
     splitSharedSplats(b);
+    splitSharedGathers(b);
     size_t n = b.insts.size();
     defIdx_.clear();
     users_.clear();
@@ -133,7 +153,17 @@ public:
       rootIdx_ = i;
       multiOut_ = !reduce && isPointwise(root.op);
       extraOutputs_ = 0;
+      gathers_ = true;
       grow(b, groups.back(), g, it);
+      if (!gathersValid(b, groups.back())) { // grow again without them
+        for (int m : groups.back())
+          if (m != i)
+            group_[m] = -1;
+        groups.back() = {i};
+        extraOutputs_ = 0;
+        gathers_ = false;
+        grow(b, groups.back(), g, it);
+      }
       // On the cpu a lone fill or random gains nothing from a kernel (the
       // reference source is a fill or the same RNG loop) and would cost a
       // compile; a lone iota is a kernel everywhere (its index loop is
@@ -144,8 +174,10 @@ public:
         groups.pop_back();
       }
     }
-    if (groups.empty())
+    if (groups.empty()) {
+      mergeUnfusedGathers(b);
       return;
+    }
     std::vector<int> rootOf(n, -1);
     for (auto &members : groups)
       rootOf[members.front()] = 1;
@@ -158,6 +190,7 @@ public:
         out.push_back(outline(b, groups[group_[i]]));
     }
     b.insts = std::move(out);
+    mergeUnfusedGathers(b);
   }
 
 private:
@@ -218,6 +251,139 @@ private:
         kept.push_back(std::move(in));
     }
     b.insts = std::move(kept);
+  }
+
+  /// An `index_select` read by several pointwise ops or reductions feeds
+  /// none of their groups (a member's every use is in its group): each such
+  /// user gets its own copy right before it, which the user's group reads
+  /// through a `gather` node (re-reading a few source rows instead of
+  /// writing the gathered tensor once and reading it in every kernel). The
+  /// original stays for the other users; copies that no group takes are
+  /// merged back afterwards (mergeUnfusedGathers).
+  void splitSharedGathers(Block &b) {
+    users_.clear();
+    std::unordered_map<int, const Inst *> gatherDef;
+    for (size_t i = 0; i < b.insts.size(); ++i) {
+      const Inst &in = b.insts[i];
+      if (in.op == Op::IndexSelect && in.results.size() == 1 && in.regions.empty())
+        gatherDef[in.results[0]] = &in;
+      noteUses(in, (int)i);
+    }
+    std::unordered_map<int, int> fusableUsers;
+    for (auto &[v, def] : gatherDef) {
+      std::vector<int> us = users_[v];
+      us.erase(std::unique(us.begin(), us.end()), us.end());
+      int n = 0;
+      for (int u : us) {
+        const Inst &in = b.insts[u];
+        n += (isPointwise(in.op) || fusableReduce(in, f_)) && in.regions.empty();
+      }
+      if (n >= 2)
+        fusableUsers[v] = n;
+    }
+    users_.clear();
+    if (fusableUsers.empty())
+      return;
+    std::vector<Inst> out;
+    out.reserve(b.insts.size() + 2 * fusableUsers.size());
+    std::unordered_map<int, Inst> copyOf; // gather value -> its instruction
+    for (auto &[v, n] : fusableUsers)
+      copyOf[v] = *gatherDef.at(v);
+    for (Inst &in : b.insts) {
+      if ((isPointwise(in.op) || fusableReduce(in, f_)) && in.regions.empty()) {
+        std::unordered_map<int, int> mine;
+        for (int &o : in.operands) {
+          auto c = copyOf.find(o);
+          if (c == copyOf.end())
+            continue;
+          auto m = mine.find(o);
+          if (m == mine.end()) {
+            Inst copy = c->second;
+            copy.results = {f_.newValue(f_.type(o))};
+            m = mine.emplace(o, copy.results[0]).first;
+            out.push_back(std::move(copy));
+          }
+          o = m->second;
+        }
+      }
+      out.push_back(std::move(in));
+    }
+    // An original that no user reads any more is dead.
+    users_.clear();
+    for (size_t i = 0; i < out.size(); ++i)
+      noteUses(out[i], (int)i);
+    std::vector<Inst> kept;
+    kept.reserve(out.size());
+    for (auto &in : out) {
+      bool dead = in.results.size() == 1 && fusableUsers.count(in.results[0]) &&
+                  users_[in.results[0]].empty();
+      if (!dead)
+        kept.push_back(std::move(in));
+    }
+    users_.clear();
+    b.insts = std::move(kept);
+  }
+
+  /// Equal `index_select`s (same operands and dim) left outside every
+  /// kernel are one: the later ones' uses read the first (which precedes
+  /// them in the block).
+  void mergeUnfusedGathers(Block &b) {
+    std::map<std::pair<std::vector<int>, std::vector<int64_t>>, int> first;
+    std::unordered_map<int, int> rename;
+    std::function<void(Inst &)> apply = [&](Inst &in) {
+      for (int &o : in.operands)
+        if (auto r = rename.find(o); r != rename.end())
+          o = r->second;
+      for (Block &r : in.regions)
+        for (Inst &sub : r.insts)
+          apply(sub);
+    };
+    std::vector<Inst> out;
+    out.reserve(b.insts.size());
+    for (Inst &in : b.insts) {
+      apply(in);
+      if (in.op == Op::IndexSelect && in.results.size() == 1 && in.regions.empty()) {
+        auto key = std::make_pair(in.operands, in.attrs.ints);
+        auto [it, fresh] = first.emplace(key, in.results[0]);
+        if (!fresh && f_.type(it->second) == f_.type(in.results[0])) {
+          rename[in.results[0]] = it->second;
+          continue;
+        }
+      }
+      out.push_back(std::move(in));
+    }
+    b.insts = std::move(out);
+  }
+
+  /// A gather's source and ids are read only through gathers (a source is
+  /// not loaded at the point's own index, ids run along the gathered dim):
+  /// both stay outside the group and no other member reads them.
+  bool gathersValid(const Block &b, const std::vector<int> &members) const {
+    std::unordered_map<int, std::pair<int, int64_t>> role; // value -> (operand, dim)
+    for (int m : members) {
+      const Inst &in = b.insts[m];
+      if (in.op != Op::IndexSelect)
+        continue;
+      for (int k = 0; k < 2; ++k) {
+        auto [it, fresh] = role.emplace(in.operands[k], std::make_pair(k, in.attrs.ints[0]));
+        if (!fresh && it->second != std::make_pair(k, in.attrs.ints[0]))
+          return false;
+      }
+    }
+    if (role.empty())
+      return true;
+    for (int m : members) {
+      const Inst &in = b.insts[m];
+      for (int r : in.results)
+        if (role.count(r))
+          return false; // computed in the group
+      if (in.op == Op::IndexSelect)
+        continue;
+      for (int o : in.operands)
+        if (role.count(o))
+          return false;
+    }
+    return true;
   }
 
   /// Records the uses of `in` (and of everything nested in its regions) as
@@ -294,6 +460,14 @@ private:
     if (isPointwise(p.op)) {
       if (!fits(t, it))
         return false;
+    } else if (gathers_ && fusableGather(p, f_, it)) {
+      for (int o : p.operands) // its source and ids stay inputs
+        if (auto d = defIdx_.find(o); d != defIdx_.end() && group_[d->second] == g)
+          return false;
+      for (int u : users_[v])
+        if (group_[u] != g)
+          return false; // not an extra output: it is re-gathered where needed
+      return true;
     } else if (fusableSource(p, f_)) {
       bool global = p.op == Op::Random || p.op == Op::Iota;
       if (global ? !sameLayoutAndShape(t, it) : !fits(t, it))
@@ -303,6 +477,10 @@ private:
     }
     for (int o : p.operands)
       if (!fits(f_.type(o), it))
+        return false;
+    // A value a member gathers from, or whose ids it uses, stays outside.
+    for (int u : users_[v])
+      if (group_[u] == g && b.insts[u].op == Op::IndexSelect)
         return false;
     // A pointwise member whose value is also used after the root (by the
     // optimizer state's `return`, say) becomes one more output of the group:
@@ -421,6 +599,7 @@ private:
   int rootIdx_ = -1;
   bool multiOut_ = false;
   int extraOutputs_ = 0;
+  bool gathers_ = true; ///< index_select members allowed (gathersValid failed: no)
 };
 
 } // namespace

@@ -33,6 +33,14 @@
 //    broadcast exactly as the global shapes do;
 //  * random/iota members have exactly the iteration type (their global index
 //    is the iteration space's); sources with a partial placement stay outside;
+//  * an `index_select` with rank-1 integer ids whose result has exactly the
+//    iteration type is a member (the kernel's `gather` node reads the source
+//    at the ids' rows: the gathered tensor is never written out); its source
+//    and ids are inputs of the kernel that no other member reads or
+//    computes, and it is never an extra output. An `index_select` read by
+//    several pointwise ops or reductions is copied once per such user first,
+//    so every kernel gathers for itself; copies no kernel takes are merged
+//    back into one;
 //  * a reduction root keeps its dtype (no bool) and has the reduced operand's
 //    group feeding only it;
 //  * groups hold at most kMaxFusedOps non-source ops (bounded compile time);

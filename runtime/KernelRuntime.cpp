@@ -3,6 +3,7 @@
 #include "runtime/KernelRuntime.h"
 
 #include "passes/Fusion.h"
+#include "runtime/RefKernelsUtil.h"
 #include "support/Diagnostics.h"
 
 #include <functional>
@@ -24,6 +25,13 @@ std::vector<std::vector<char>> outputReads(const Kernel &k) {
   std::vector<std::vector<char>> reads(k.outputs.size());
   for (const KStore &st : k.stores)
     reads[st.output] = dep[st.node];
+  // A gathered input is read at other points than the one stored: never
+  // overwritten in place.
+  std::vector<bool> gathered = gatheredInputs(k);
+  for (auto &r : reads)
+    for (size_t in = 0; in < k.inputs.size(); ++in)
+      if (gathered[in])
+        r[in] = 0;
   return reads;
 }
 
@@ -91,8 +99,8 @@ void KernelTable::addOpKernels(const Module &m, Backend &backend) {
         e.op = std::move(*ok);
         if (in.op == Op::Einsum && dts.size() == 2 && isFloat(dts[0]) && !m.deterministic)
           e.blas = einsumMatmulPlan(in.attrs.str, ranks[0], ranks[1]);
-        bool small = std::max(elements, isConcrete(rt.shape) ? numElements(rt.shape) : 0) <=
-                     kQuickElements;
+        bool small =
+            std::max(elements, isConcrete(rt.shape) ? numElements(rt.shape) : 0) <= kQuickElements;
         e.op.main.deterministic = m.deterministic;
         if (!e.blas || !cpuBlas) {
           e.main = backend.compile(e.op.main, small);
@@ -210,6 +218,16 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
       shapes.push_back((*args[i])->shape);
     cs.launch = fusedLaunch(e.fk, shapes, cs.meshRank);
     cs.launched = true;
+  }
+  // A gather reads rows its ids name: every id must be inside the source's
+  // local block (the reference evaluator's check and message; the kernel
+  // itself does not check).
+  for (const KernelGather &g : e.fk.gathers) {
+    const HostTensor &src = **args[g.src];
+    HostTensor ids = dev.toHost(**args[g.ids]);
+    int64_t bound = src.shape.at(g.dim);
+    for (int64_t j = 0, n = ids.numel(); j < n; ++j)
+      ref::checkedId("index_select", ids, j, g.dim, bound);
   }
   const FusedLaunch &l = cs.launch;
   size_t nOut = k.outputs.size();

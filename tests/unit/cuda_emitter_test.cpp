@@ -27,7 +27,7 @@ Kernel unaryKernel(DType t) {
   int x = k.load(k.addInput(t));
   for (int i = 0; i < kNumKOps; ++i) { // every unary node of KernelOps.def
     KOp op = (KOp)i;
-    if (kopArity(op) != 1 || op == KOp::Cast)
+    if (kopArity(op) != 1 || op == KOp::Cast || op == KOp::Gather)
       continue;
     bool ok = op == KOp::Not         ? t == DType::Bool
               : isTranscendental(op) ? isFloat(t)

@@ -23,10 +23,16 @@
 namespace dt::ktest {
 
 /// The one-node kernel of `op` on dtype `t` (`out = op(in0, ...)`; a cast
-/// casts to `castTo`), or nullopt when the op is not defined on `t`.
+/// casts to `castTo`; a gather reads in0 at the i32 ids of in1), or nullopt
+/// when the op is not defined on `t`.
 inline std::optional<Kernel> oneNode(KOp op, DType t, DType castTo) {
   Kernel k;
   k.rank = 1;
+  if (op == KOp::Gather) { // out = in0[in1] (makeCase keeps the ids in range)
+    int src = k.addInput(t), ids = k.load(k.addInput(DType::I32));
+    k.store(k.addOutput(t), k.gather(src, ids, 0));
+    return k;
+  }
   std::vector<int> args;
   for (int a = 0; a < kopArity(op); ++a)
     args.push_back(k.load(k.addInput(a == 0 && op == KOp::Select ? DType::Bool : t)));
@@ -120,6 +126,7 @@ inline Kernel randomKernel(std::mt19937_64 &r) {
   int nIn = (int)uni(r, 1, 4);
   for (int i = 0; i < nIn; ++i)
     k.addInput(anyDType(r), coin(r, 0.3)); // uniform: one element read everywhere
+  std::vector<bool> gathered;              // inputs read only through gathers
   auto pick = [&](DType t) -> int {
     std::vector<int> c;
     for (int i = 0; i < (int)k.nodes.size(); ++i)
@@ -129,7 +136,7 @@ inline Kernel randomKernel(std::mt19937_64 &r) {
       return c[std::max<int64_t>(0, (int64_t)c.size() - uni(r, 1, 6))];
     std::vector<int> ins;
     for (int i = 0; i < nIn; ++i)
-      if (k.inputs[i] == t)
+      if (k.inputs[i] == t && !(i < (int)gathered.size() && gathered[i]))
         ins.push_back(i);
     if (!ins.empty() && coin(r, 0.7))
       return k.load(ins[uni(r, 0, ins.size() - 1)]);
@@ -142,7 +149,18 @@ inline Kernel randomKernel(std::mt19937_64 &r) {
   int nOps = (int)uni(r, 3, 14);
   for (int n = 0; n < nOps; ++n) {
     KOp op = (KOp)uni(r, (int)KOp::Random, (int)KOp::Select);
-    if (op == KOp::Random)
+    if (op == KOp::Gather) {
+      // A source read only through the gather and its own ids input: the
+      // case generator (makeCase) gives the source its own extent along
+      // `dim` and ids inside it.
+      if (k.rank == 0)
+        continue;
+      int src = k.addInput(anyDType(r)), ids = k.addInput(coin(r, 0.5) ? DType::I32 : DType::I64);
+      nIn += 2;
+      gathered.resize(k.inputs.size(), false);
+      gathered[src] = true;
+      k.gather(src, k.load(ids), (int)uni(r, 0, k.rank - 1));
+    } else if (op == KOp::Random)
       k.random(coin(r, 0.5) ? RandomKind::Normal : RandomKind::Uniform, uni(r, 0, 99),
                floatDType(r));
     else if (op == KOp::Iota) {
@@ -168,6 +186,10 @@ inline Kernel randomKernel(std::mt19937_64 &r) {
       k.binary(op, a, pick(t));
     }
   }
+  // Inner stride hints, right or wrong: a lowering must check them.
+  if (coin(r, 0.3))
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      k.innerStrideHints.push_back((int)uni(r, -1, 1));
   bool reduce = k.rank > 0 && coin(r, 0.35);
   int nOut = (int)uni(r, 1, 3);
   for (int o = 0; o < nOut; ++o) {
@@ -242,16 +264,42 @@ inline Case makeCase(const Kernel &k, std::mt19937_64 &r, bool corner) {
       c.shape[R - 1] = uni(r, 5, 70);
   }
   bool plainAll = corner || coin(r, 0.4);
+  // Gathers: the source's own extent along the gathered dim, and the ids
+  // input that feeds it (randomKernel loads a fresh one per gather).
+  std::vector<int> gatherDim(k.inputs.size(), -1), idsOf(k.inputs.size(), -1);
+  std::vector<int64_t> extent(k.inputs.size(), 0);
+  for (const KNode &n : k.nodes)
+    if (n.op == KOp::Gather) {
+      gatherDim[n.index] = n.dim;
+      extent[n.index] = uni(r, 1, 5);
+      const KNode &ix = k.nodes[n.args[0]];
+      if (ix.op == KOp::Load)
+        idsOf[ix.index] = n.index;
+    }
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     std::vector<bool> zero(R, k.isUniformInput((int)i));
     if (!plainAll)
       for (int d = 0; d < R; ++d)
         zero[d] = zero[d] || coin(r, 0.25);
-    c.inStr.push_back(randomStrides(r, c.shape, zero, plainAll));
-    int64_t n = spanOf(c.shape, c.inStr.back());
+    std::vector<int64_t> shape = c.shape;
+    if (gatherDim[i] >= 0) {
+      shape[gatherDim[i]] = extent[i];
+      zero[gatherDim[i]] = false; // the gathered dim has its own stride
+    }
+    c.inStr.push_back(randomStrides(r, shape, zero, plainAll));
+    int64_t n = spanOf(shape, c.inStr.back());
     c.inputs.emplace_back(n * dtypeSize(k.inputs[i]));
-    for (int64_t e = 0; e < n; ++e)
-      fillValue(r, k.inputs[i], c.inputs.back().data(), e, corner);
+    for (int64_t e = 0; e < n; ++e) {
+      if (idsOf[i] >= 0) { // an id inside its source's extent
+        int64_t id = uni(r, 0, extent[idsOf[i]] - 1);
+        if (k.inputs[i] == DType::I32)
+          ((int32_t *)c.inputs.back().data())[e] = (int32_t)id;
+        else
+          ((int64_t *)c.inputs.back().data())[e] = id;
+      } else {
+        fillValue(r, k.inputs[i], c.inputs.back().data(), e, corner);
+      }
+    }
   }
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     std::vector<bool> zero(R, false);

@@ -99,15 +99,16 @@ TEST_CASE("op tables: the kernel node list is ir/Ops.def's elementwise ops, same
     CHECK(kopArity(*k) == opInfo(op).numOperands);
     CHECK(parseKOp(opName(op)) == k);
   }
-  CHECK(kNumKOps == elementwise + 4); // load, const, random, iota
+  CHECK(kNumKOps == elementwise + 5); // load, const, random, iota, gather
 }
 
 TEST_CASE("op tables: every arithmetic kernel node has scalar semantics") {
-  // Each node but cast and select (conversions, not arithmetic) evaluates
-  // through ScalarOps.h on at least one C++ type without being refused.
+  // Each node but cast, select (conversions, not arithmetic) and gather (a
+  // load) evaluates through ScalarOps.h on at least one C++ type without
+  // being refused.
   for (int i = 0; i < kNumKOps; ++i) {
     KOp op = (KOp)i;
-    if (kopArity(op) == 0 || op == KOp::Cast || op == KOp::Select)
+    if (kopArity(op) == 0 || op == KOp::Cast || op == KOp::Select || op == KOp::Gather)
       continue;
     int defined = 0;
     auto tryOn = [&](auto v) {

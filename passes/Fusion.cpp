@@ -2,6 +2,7 @@
 // grown bottom-up from a root by absorbing producers whose every use is in the
 // group, then outlined into `@fused.N` kernel functions.
 #include "passes/Fusion.h"
+#include "passes/FusionRules.h"
 
 #include "support/Diagnostics.h"
 
@@ -18,96 +19,7 @@ bool isFusedKernel(const Function &f) { return isFusedKernelName(f.name); }
 
 namespace {
 
-bool isElementwise(Op op) {
-  OpClass c = opInfo(op).cls;
-  return c == OpClass::Elementwise1 || c == OpClass::Elementwise2 || c == OpClass::Elementwise3;
-}
-
-bool isReduce(Op op) { return opInfo(op).cls == OpClass::Reduce; }
-
-/// Elementwise, or the identity on local blocks (`broadcast`: its operand
-/// reaches the kernel as a broadcasting load, see fits()).
-bool isPointwise(Op op) { return isElementwise(op) || op == Op::Broadcast; }
-
-bool sameMesh(const TensorType &a, const TensorType &b) {
-  if (a.isHost() || b.isHost())
-    return a.isHost() && b.isHost();
-  return a.mesh == b.mesh || *a.mesh == *b.mesh;
-}
-
-/// Whether a value of type `t` broadcasts to the iteration type `it` so that
-/// every rank's local block broadcasts to the rank's iteration block (see the
-/// guarantees in Fusion.h).
-bool fits(const TensorType &t, const TensorType &it) {
-  if (!isConcrete(t.shape) || !isConcrete(it.shape) || t.rank() > it.rank() || !sameMesh(t, it))
-    return false;
-  int lead = it.rank() - t.rank();
-  for (int j = 0; j < t.rank(); ++j) {
-    int64_t ts = t.shape[j].value, is = it.shape[j + lead].value;
-    if (ts == is) {
-      if (!t.isHost() && t.axesShardingDim(j) != it.axesShardingDim(j + lead))
-        return false;
-    } else if (ts != 1 || (!t.isHost() && !t.axesShardingDim(j).empty())) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/// Same shape, mesh and placements (dtype may differ).
-bool sameLayoutAndShape(const TensorType &a, const TensorType &b) {
-  return a.shape == b.shape && sameMesh(a, b) && (a.isHost() || a.placements == b.placements);
-}
-
-/// A source the kernel IR can generate on every rank without communication.
-bool fusableSource(const Inst &in, const Function &f) {
-  switch (in.op) {
-  case Op::Fill:
-    break;
-  case Op::Const:
-    if (in.results.size() != 1 || constCount(in.attrs, f.type(in.results[0]).dtype) != 1)
-      return false;
-    break;
-  case Op::Random:
-    if (in.attrs.ints.size() != 1 || (in.attrs.str != "normal" && in.attrs.str != "uniform"))
-      return false;
-    break;
-  case Op::Iota:
-    if (in.attrs.ints.size() != 1)
-      return false;
-    break;
-  default:
-    return false;
-  }
-  const TensorType &t = f.type(in.results.at(0));
-  if (in.op == Op::Random && t.dtype != DType::F32 && t.dtype != DType::F64)
-    return false;
-  return !t.hasPartial() && isConcrete(t.shape);
-}
-
-/// An `index_select` a kernel can read through a `gather` node: rank-1
-/// integer ids, and a result of exactly the iteration type's shape and
-/// layout (so its dims are the iteration dims and its local block the
-/// iteration block; the source's local block differs from it only along
-/// the gathered dim).
-bool fusableGather(const Inst &in, const Function &f, const TensorType &it) {
-  if (in.op != Op::IndexSelect || in.operands.size() != 2 || in.results.size() != 1 ||
-      in.attrs.ints.size() != 1 || !in.regions.empty())
-    return false;
-  const TensorType &src = f.type(in.operands[0]), &ids = f.type(in.operands[1]),
-                   &r = f.type(in.results[0]);
-  return ids.rank() == 1 && (ids.dtype == DType::I32 || ids.dtype == DType::I64) &&
-         src.rank() == r.rank() && isConcrete(src.shape) && isConcrete(ids.shape) &&
-         sameLayoutAndShape(r, it) && !src.hasPartial() && !ids.hasPartial() && sameMesh(src, it) &&
-         sameMesh(ids, it);
-}
-
-bool fusableReduce(const Inst &in, const Function &f) {
-  if (!isReduce(in.op) || in.operands.size() != 1 || in.results.size() != 1)
-    return false;
-  const TensorType &x = f.type(in.operands[0]), &r = f.type(in.results[0]);
-  return x.dtype == r.dtype && x.dtype != DType::Bool && isConcrete(x.shape);
-}
+using namespace fusion;
 
 class BlockFuser {
 public:

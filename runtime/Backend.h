@@ -128,6 +128,13 @@ public:
                                                         DType, bool, bool) {
     return std::nullopt;
   }
+  /// matmulDeterministic writing into `c` as matmulInto does (a pooled
+  /// buffer); false when the Device cannot (default).
+  virtual bool matmulDeterministicInto(const HostTensor &a, const HostTensor &b, HostTensor &c,
+                                       bool transA, bool transB) {
+    (void)a, (void)b, (void)c, (void)transA, (void)transB;
+    return false;
+  }
 
   // --- data movement --------------------------------------------------------
   /// Copies the box `extent` at coordinate `srcStart` of a row-major tensor of

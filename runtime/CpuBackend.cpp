@@ -151,8 +151,7 @@ std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTenso
 
 bool CpuDevice::matmulInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
                            bool transB) {
-  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype || a.rank() < 1 ||
-      b.rank() < 1)
+  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype || a.rank() < 1 || b.rank() < 1)
     return false;
   gemm(a, b, c, transA, transB, blasThreads_); // c has the result's shape: gemm writes into it
   return true;
@@ -165,6 +164,16 @@ std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, co
   HostTensor c;
   gemm(a, b, c, transA, transB, blasThreads_, true);
   return c;
+}
+
+bool CpuDevice::matmulDeterministicInto(const HostTensor &a, const HostTensor &b, HostTensor &c,
+                                        bool transA, bool transB) {
+  // f32/f64 write every element of c (bf16/f16 would round into a new buffer).
+  if ((a.dtype != DType::F32 && a.dtype != DType::F64) || a.dtype != b.dtype ||
+      a.dtype != c.dtype || a.rank() < 1 || b.rank() < 1)
+    return false;
+  gemm(a, b, c, transA, transB, blasThreads_, true);
+  return true;
 }
 
 void CpuDevice::copyRegion(const void *src, const std::vector<int64_t> &srcShape,

@@ -54,6 +54,8 @@ public:
   void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override;
   std::optional<HostTensor> matmulDeterministic(const HostTensor &a, const HostTensor &b, DType out,
                                                 bool transA, bool transB) override;
+  bool matmulDeterministicInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
+                               bool transB) override;
   bool matmulInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
                   bool transB) override;
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,

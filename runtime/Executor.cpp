@@ -287,6 +287,12 @@ private:
   std::optional<HostTensor> deterministicProduct(const Inst &in, const HostTensor &a,
                                                  const HostTensor &b, DType out, LocalPlace place) {
     const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
+    if (!place.referenceOnly && isFloat(out) && a.dtype == out && b.dtype == out && a.rank() >= 1 &&
+        b.rank() >= 1)
+      if (auto c = productPooled(
+              a, b, out, gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta,
+              tb, true))
+        return c;
     if (!place.referenceOnly)
       if (auto c = dev_.matmulDeterministic(a, b, out, ta, tb))
         return c;
@@ -410,18 +416,21 @@ private:
         a, b, out, gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta, tb);
   }
 
-  /// The product of `a` and `b` (Device::matmulInto) in a buffer of the
+  /// The product of `a` and `b` (Device::matmulInto, or
+  /// matmulDeterministicInto) in a buffer of the
   /// rank's pool of exactly `shape`'s bytes; nullopt (the buffer back in the
   /// pool) when none fits or the Device has no such product.
   std::optional<HostTensor> productPooled(const HostTensor &a, const HostTensor &b, DType out,
-                                          std::vector<int64_t> shape, bool ta, bool tb) {
+                                          std::vector<int64_t> shape, bool ta, bool tb,
+                                          bool deterministic = false) {
     HostTensor c;
     c.dtype = out;
     c.shape = std::move(shape);
     c.buf = rs_.takePooled(c.bytes());
     if (!c.buf)
       return std::nullopt;
-    if (dev_.matmulInto(a, b, c, ta, tb))
+    if (deterministic ? dev_.matmulDeterministicInto(a, b, c, ta, tb)
+                      : dev_.matmulInto(a, b, c, ta, tb))
       return c;
     std::optional<HostTensor> back = std::move(c);
     rs_.hold(*back); // the pool's buffer goes back to the pool

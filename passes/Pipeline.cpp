@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Autodiff.h"
+#include "passes/DeadCollectives.h"
 #include "passes/FoldTranspose.h"
 #include "passes/Fusion.h"
 #include "passes/SpmdLower.h"
@@ -154,6 +155,9 @@ struct PipelineRun {
       return p;
     if (opts.fusion) {
       if (!step(Step::Fusion, [&] {
+            // Steps lowering left unread go (`explain` still shows what a
+            // statement whose value is never read would move).
+            removeDeadCollectives(m);
             // BLAS and cuBLAS take transposed operands as flags.
             foldTransposes(m);
             FusionOptions fo;

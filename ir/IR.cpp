@@ -96,6 +96,21 @@ MeshRef Module::findMesh(const std::string &name) const {
   return nullptr;
 }
 
+static void addUses(const Block &b, std::map<int, int> &uses) {
+  for (const Inst &in : b.insts) {
+    for (int o : in.operands)
+      ++uses[o];
+    for (const Block &r : in.regions)
+      addUses(r, uses);
+  }
+}
+
+std::map<int, int> useCounts(const Block &b) {
+  std::map<int, int> uses;
+  addUses(b, uses);
+  return uses;
+}
+
 uint64_t forTripCount(int64_t lo, int64_t hi, int64_t step) {
   if (step > 0 ? hi <= lo : hi >= lo)
     return 0;

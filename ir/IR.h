@@ -64,6 +64,7 @@
 #include "support/SourceLoc.h"
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -168,6 +169,10 @@ struct Block {
   std::vector<int> args; ///< block arguments (value ids)
   std::vector<Inst> insts;
 };
+
+/// How many times each value is an operand in `b`, its regions included
+/// (values never used are absent).
+std::map<int, int> useCounts(const Block &b);
 
 struct Function {
   std::string name;

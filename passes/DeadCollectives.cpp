@@ -1,25 +1,16 @@
 // This file implements the removal of dead collectives (DeadCollectives.h).
 #include "passes/DeadCollectives.h"
 
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 namespace dt {
 
 namespace {
 
-void countUses(const Block &b, std::unordered_map<int, int> &uses) {
-  for (const Inst &in : b.insts) {
-    for (int o : in.operands)
-      ++uses[o];
-    for (const Block &r : in.regions)
-      countUses(r, uses);
-  }
-}
-
 /// Drops the dead collectives of `b` and its regions (last first, so a step
 /// that only fed a dropped one goes in the same sweep); returns how many.
-int sweep(Block &b, std::unordered_map<int, int> &uses) {
+int sweep(Block &b, std::map<int, int> &uses) {
   int n = 0;
   for (Inst &in : b.insts)
     for (Block &r : in.regions)
@@ -51,8 +42,7 @@ int sweep(Block &b, std::unordered_map<int, int> &uses) {
 int removeDeadCollectives(Module &m) {
   int total = 0;
   for (Function &f : m.functions) {
-    std::unordered_map<int, int> uses;
-    countUses(f.body, uses);
+    std::map<int, int> uses = useCounts(f.body);
     // A region's dead step can feed nothing outside it, but one outside can
     // feed only a dead step inside: sweep until nothing more goes.
     for (int n = sweep(f.body, uses); n; n = sweep(f.body, uses))

@@ -19,15 +19,6 @@ struct WholeResult {
   std::vector<int64_t> axes;
 };
 
-void countUses(const Block &b, std::map<int, int> &uses) {
-  for (const Inst &in : b.insts) {
-    for (int o : in.operands)
-      ++uses[o];
-    for (const Block &r : in.regions)
-      countUses(r, uses);
-  }
-}
-
 void countCalls(const Block &b, std::set<std::string> &called) {
   for (const Inst &in : b.insts) {
     if (in.op == Op::Call)
@@ -193,8 +184,7 @@ public:
 
   int run() {
     block(g_.body);
-    std::map<int, int> uses;
-    countUses(g_.body, uses);
+    std::map<int, int> uses = useCounts(g_.body);
     dropUnusedPartials(g_.body, uses);
     return made_;
   }
@@ -296,8 +286,7 @@ int returnWholeResults(Module &m) {
     std::vector<WholeResult> w = returnWhole(f);
     if (w.empty())
       continue;
-    std::map<int, int> uses;
-    countUses(f.body, uses);
+    std::map<int, int> uses = useCounts(f.body);
     dropUnusedPartials(f.body, uses);
     changed[f.name] = std::move(w);
   }

@@ -4,7 +4,8 @@
 // unary/binary node and cast on every dtype, the contiguous vector path and
 // its tail, broadcast (strided) inputs, scalars, warp- and block-per-output
 // reductions, split reductions (two launches), empty reductions, RNG and iota
-// with global offsets, rank 0; and the cuda backend's data-movement kernels
+// with global offsets, rank 0, gathers (index_select inside a kernel); and
+// the cuda backend's data-movement kernels
 // (runtime/CudaDataKernels.h: strided copy as transpose, gather, scatter-add)
 // against the reference kernels on every dtype.
 // Build and run with scripts/cuda-host-sim.sh (minutes: one g++ per kernel).
@@ -103,12 +104,37 @@ void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, in
   for (int d = 0; d < R; ++d)
     gshape[d] += 7;
   gstr = rowMajorStrides(gshape);
+  // Gathers: the source has its own extent kGatherExtent along the gathered
+  // dim, and the ids input feeding it holds ids inside that extent.
+  constexpr int64_t kGatherExtent = 4;
+  std::vector<int64_t> elems(I, n);
+  std::vector<bool> isIds(I, false);
+  for (const KNode &nd : k.nodes)
+    if (nd.op == KOp::Gather) {
+      std::vector<int64_t> s = shape;
+      s[nd.dim] = kGatherExtent;
+      inS[nd.index] = rowMajorStrides(s);
+      elems[nd.index] = 1;
+      for (auto e : s)
+        elems[nd.index] *= e;
+      const KNode &ix = k.nodes[nd.args[0]];
+      if (ix.op == KOp::Load)
+        isIds[ix.index] = true;
+    }
   auto params =
       kernelParams(k, shape, inS, outS, usesGlobalIndex(k) ? goff : std::vector<int64_t>{},
                    usesGlobalIndex(k) ? gstr : std::vector<int64_t>{});
   std::vector<std::vector<char>> ref, sim;
   for (int i = 0; i < I; ++i) {
-    ref.push_back(randomData(k.inputs[i], n, g));
+    ref.push_back(randomData(k.inputs[i], elems[i], g));
+    if (isIds[i])
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t id = (int64_t)(g() % kGatherExtent);
+        if (k.inputs[i] == DType::I32)
+          ((int32_t *)ref.back().data())[e] = (int32_t)id;
+        else
+          ((int64_t *)ref.back().data())[e] = id;
+      }
     sim.push_back(ref.back());
   }
   for (int o = 0; o < O; ++o) {
@@ -378,6 +404,33 @@ int main(int argc, char **argv) {
         run(rk, {190, 2, 181}, false, tol, tag++); // few outputs, 34390 each: split in 4
       }
   }
+  // Gathers (index_select inside a kernel) along the outer and the inner
+  // dim, elementwise (fast path with its tail, strided) and in a reduction.
+  for (DType t : all)
+    for (int dim = 0; dim < 2; ++dim) {
+      Kernel gk;
+      gk.name = std::string("gather") + std::to_string(dim) + "_" + dtypeName(t);
+      gk.rank = 2;
+      int src = gk.addInput(t);
+      int x = gk.load(gk.addInput(t)); // input 1: broadcast along dim 0 when bcast
+      int ids = gk.load(gk.addInput(dim ? DType::I64 : DType::I32));
+      int v = gk.gather(src, ids, dim);
+      gk.store(gk.addOutput(t), v);
+      gk.store(gk.addOutput(DType::Bool), gk.binary(KOp::Lt, v, x));
+      run(gk, {6, 35}, false, 0, tag++);
+      run(gk, {6, 35}, true, 0, tag++);
+      if (t == DType::Bool)
+        continue;
+      Kernel rk;
+      rk.name = std::string("gather_red") + std::to_string(dim) + "_" + dtypeName(t);
+      rk.rank = 3;
+      int a = rk.load(rk.addInput(t));
+      int rs = rk.addInput(t);
+      int ri = rk.load(rk.addInput(DType::I32));
+      rk.store(rk.addOutput(t), rk.binary(KOp::Mul, a, rk.gather(rs, ri, dim ? 2 : 0)));
+      rk.setReduce(KReduce::Sum, {0, 2});
+      run(rk, {9, 5, 11}, false, isFloat(t) ? 1e-6 : 0, tag++);
+    }
   for (DType t : {DType::F32, DType::F64, DType::I32}) {
     Kernel s;
     s.name = std::string("src_") + dtypeName(t);

@@ -136,7 +136,7 @@
 namespace dt {
 
 /// The kernel IR's node list, generated from ir/Ops.def (codegen/KernelOps.def):
-/// load, const, random, iota, then every elementwise op of the global IR.
+/// load, const, random, iota, gather, then every elementwise op of the global IR.
 enum class KOp {
 #define KOP(E, name, arity) E,
 #include "codegen/KernelOps.def"

@@ -3,7 +3,7 @@
 // the kernel interpreter (KernelInterp.cpp) both compute through these, so
 // LLVMCodegen and CudaEmitter are the only other spellings of an op, and
 // both are tested against the interpreter. KernelIR.h states the same rules
-// in words. Leaf and structural nodes (load, const, random, iota, cast,
+// in words. Leaf and structural nodes (load, const, random, iota, gather, cast,
 // select) are data movement or conversion, not arithmetic, and stay with
 // their evaluators.
 //

@@ -98,11 +98,10 @@ FusedKernel buildFusedKernel(const Function &f) {
     auto s = gatherSrc.find(p), i = gatherIds.find(p);
     if (s != gatherSrc.end() && i != gatherIds.end())
       throw fail("a value is both the source and the ids of a gather");
-    fk.inputDim.push_back(s != gatherSrc.end() ? s->second : i != gatherIds.end() ? i->second : -1);
+    int along = s != gatherSrc.end() ? s->second : i != gatherIds.end() ? i->second : -1;
     if (s == gatherSrc.end())
       node[p] = k.load(in);
-    k.innerStrideHints.push_back(
-        innerHint(f.type(p), fk.iterType, fk.inputDim.back(), i != gatherIds.end()));
+    k.innerStrideHints.push_back(innerHint(f.type(p), fk.iterType, along, i != gatherIds.end()));
   }
   auto arg = [&](const Inst &in, size_t i) {
     auto it = node.find(in.operands.at(i));
@@ -198,11 +197,16 @@ FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int
                           " in a rank-" + std::to_string(R) + " iteration space");
     auto rm = rowMajor(s);
     std::vector<int64_t> st(R, 0);
-    int along = i < fk.inputDim.size() ? fk.inputDim[i] : -1;
+    // A gather's source has its own extent along the gathered dim; its
+    // rank-1 ids run along that dim.
+    int along = -1;
     bool ids = false;
     for (const KernelGather &g : fk.gathers)
-      ids = ids || g.ids == (int)i;
-    if (along >= 0 && ids) { // rank-1 ids of a gather along dim `along`
+      if (g.src == (int)i || g.ids == (int)i) {
+        along = g.dim;
+        ids = g.ids == (int)i;
+      }
+    if (ids) { // rank-1 ids of a gather along dim `along`
       if (s[0] != shape[along])
         throw InternalError("fused kernel `" + k.name + "`: " + std::to_string(s[0]) +
                             " ids for a dim of size " + std::to_string(shape[along]));

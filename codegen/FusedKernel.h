@@ -37,11 +37,9 @@ struct FusedKernel {
   Kernel kernel;
   TensorType iterType;                 ///< its local block is the iteration space
   std::vector<TensorType> resultTypes; ///< the root's result, then extra ones (same shape)
-  /// Per input: the iteration dim it is gathered along (a gather source:
-  /// its extent there is its own) or whose ids it holds (a rank-1 ids input,
-  /// the `ids` of an entry of `gathers`, runs along that dim), -1 for an
-  /// input that broadcasts by numpy rules.
-  std::vector<int> inputDim;
+  /// Its index_select members. A gather's source has its own extent along
+  /// the gathered dim and its rank-1 ids run along that dim; every other
+  /// input broadcasts by numpy rules.
   std::vector<KernelGather> gathers;
 };
 

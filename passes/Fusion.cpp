@@ -110,130 +110,85 @@ private:
     return (in.op == Op::Const || in.op == Op::Fill) && fusableSource(in, f);
   }
 
-  /// A splat constant (fill, one-value const) used by several pointwise ops
-  /// would feed none of their groups (a member's every use must be in its
-  /// group): each pointwise user gets its own copy instead, which the user's
-  /// group absorbs as a constant; the original stays for the other users and
-  /// goes when none is left.
+  /// A splat constant (fill, one-value const) used by several ops feeds
+  /// none of its pointwise users' groups (a member's every use is in its
+  /// group): each pointwise user gets its own copy (copyPerUser), which the
+  /// user's group absorbs as a constant; the original stays for the other
+  /// users and goes when none is left.
   void splitSharedSplats(Block &b) {
     std::unordered_map<int, Inst> splatDef; // value -> its defining splat
-    std::unordered_map<int, int> users;
     for (size_t i = 0; i < b.insts.size(); ++i) {
       if (b.insts[i].results.size() == 1 && isSplat(b.insts[i], f_))
         splatDef[b.insts[i].results[0]] = b.insts[i];
       noteUses(b.insts[i], (int)i);
     }
-    if (splatDef.empty())
-      return;
-    for (auto &[v, us] : users_)
-      users[v] = (int)us.size();
+    std::erase_if(splatDef, [&](const auto &d) { return users_[d.first].size() < 2; });
     users_.clear();
-    std::vector<Inst> out;
-    out.reserve(b.insts.size());
-    for (size_t i = 0; i < b.insts.size(); ++i) {
-      Inst &in = b.insts[i];
-      bool pointwise = isPointwise(in.op) || fusableReduce(in, f_);
-      if (pointwise && in.regions.empty() && in.results.size() == 1) {
-        std::unordered_map<int, int> mine; // one copy per value for this user
-        for (int &o : in.operands) {
-          auto d = splatDef.find(o);
-          if (d == splatDef.end() || users[o] < 2)
-            continue;
-          auto m = mine.find(o);
-          if (m == mine.end()) {
-            Inst c = d->second;
-            int orig = o;
-            c.results = {f_.newValue(f_.type(orig))};
-            m = mine.emplace(orig, c.results[0]).first;
-            out.push_back(std::move(c));
-          }
-          --users[o];
-          o = m->second;
-        }
-      }
-      out.push_back(std::move(in));
-    }
-    // Originals whose every use took a copy are dead now.
-    std::vector<Inst> kept;
-    kept.reserve(out.size());
-    for (auto &in : out) {
-      bool dead = in.results.size() == 1 && isSplat(in, f_) && users.count(in.results[0]) &&
-                  users[in.results[0]] == 0 && splatDef.count(in.results[0]);
-      if (!dead)
-        kept.push_back(std::move(in));
-    }
-    b.insts = std::move(kept);
+    copyPerUser(b, splatDef);
   }
 
   /// An `index_select` read by several pointwise ops or reductions feeds
   /// none of their groups (a member's every use is in its group): each such
-  /// user gets its own copy right before it, which the user's group reads
+  /// user gets its own copy (copyPerUser), which the user's group reads
   /// through a `gather` node (re-reading a few source rows instead of
   /// writing the gathered tensor once and reading it in every kernel). The
   /// original stays for the other users; copies that no group takes are
   /// merged back afterwards (mergeUnfusedGathers).
   void splitSharedGathers(Block &b) {
-    users_.clear();
-    std::unordered_map<int, const Inst *> gatherDef;
+    std::unordered_map<int, Inst> gatherDef;
     for (size_t i = 0; i < b.insts.size(); ++i) {
       const Inst &in = b.insts[i];
       if (in.op == Op::IndexSelect && in.results.size() == 1 && in.regions.empty())
-        gatherDef[in.results[0]] = &in;
+        gatherDef[in.results[0]] = in;
       noteUses(in, (int)i);
     }
-    std::unordered_map<int, int> fusableUsers;
-    for (auto &[v, def] : gatherDef) {
-      std::vector<int> us = users_[v];
+    std::erase_if(gatherDef, [&](const auto &d) {
+      std::vector<int> us = users_[d.first];
       us.erase(std::unique(us.begin(), us.end()), us.end());
-      int n = 0;
-      for (int u : us) {
-        const Inst &in = b.insts[u];
-        n += (isPointwise(in.op) || fusableReduce(in, f_)) && in.regions.empty();
-      }
-      if (n >= 2)
-        fusableUsers[v] = n;
-    }
+      return std::count_if(us.begin(), us.end(), [&](int u) { return copyTaker(b.insts[u]); }) < 2;
+    });
     users_.clear();
-    if (fusableUsers.empty())
+    copyPerUser(b, gatherDef);
+  }
+
+  /// A pointwise op or fusable reduction: takes its own copy in copyPerUser.
+  bool copyTaker(const Inst &in) const {
+    return (isPointwise(in.op) || fusableReduce(in, f_)) && in.regions.empty() &&
+           in.results.size() == 1;
+  }
+
+  /// Gives every copyTaker that reads a value of `defs` its own copy of the
+  /// value's defining instruction, right before it, and drops the originals
+  /// nothing reads any more.
+  void copyPerUser(Block &b, const std::unordered_map<int, Inst> &defs) {
+    if (defs.empty())
       return;
-    std::vector<Inst> out;
-    out.reserve(b.insts.size() + 2 * fusableUsers.size());
-    std::unordered_map<int, Inst> copyOf; // gather value -> its instruction
-    for (auto &[v, n] : fusableUsers)
-      copyOf[v] = *gatherDef.at(v);
+    Block out;
+    out.insts.reserve(b.insts.size() + 2 * defs.size());
     for (Inst &in : b.insts) {
-      if ((isPointwise(in.op) || fusableReduce(in, f_)) && in.regions.empty()) {
-        std::unordered_map<int, int> mine;
+      if (copyTaker(in)) {
+        std::unordered_map<int, int> mine; // one copy per value for this user
         for (int &o : in.operands) {
-          auto c = copyOf.find(o);
-          if (c == copyOf.end())
+          auto d = defs.find(o);
+          if (d == defs.end())
             continue;
           auto m = mine.find(o);
           if (m == mine.end()) {
-            Inst copy = c->second;
-            copy.results = {f_.newValue(f_.type(o))};
-            m = mine.emplace(o, copy.results[0]).first;
-            out.push_back(std::move(copy));
+            Inst c = d->second;
+            c.results = {f_.newValue(f_.type(o))};
+            m = mine.emplace(o, c.results[0]).first;
+            out.insts.push_back(std::move(c));
           }
           o = m->second;
         }
       }
-      out.push_back(std::move(in));
+      out.insts.push_back(std::move(in));
     }
-    // An original that no user reads any more is dead.
-    users_.clear();
-    for (size_t i = 0; i < out.size(); ++i)
-      noteUses(out[i], (int)i);
-    std::vector<Inst> kept;
-    kept.reserve(out.size());
-    for (auto &in : out) {
-      bool dead = in.results.size() == 1 && fusableUsers.count(in.results[0]) &&
-                  users_[in.results[0]].empty();
-      if (!dead)
-        kept.push_back(std::move(in));
-    }
-    users_.clear();
-    b.insts = std::move(kept);
+    std::map<int, int> uses = useCounts(out);
+    std::erase_if(out.insts, [&](const Inst &in) {
+      return in.results.size() == 1 && defs.count(in.results[0]) && !uses.count(in.results[0]);
+    });
+    b.insts = std::move(out.insts);
   }
 
   /// Equal `index_select`s (same operands and dim) left outside every

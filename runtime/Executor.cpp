@@ -287,11 +287,8 @@ private:
   std::optional<HostTensor> deterministicProduct(const Inst &in, const HostTensor &a,
                                                  const HostTensor &b, DType out, LocalPlace place) {
     const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
-    if (!place.referenceOnly && isFloat(out) && a.dtype == out && b.dtype == out && a.rank() >= 1 &&
-        b.rank() >= 1)
-      if (auto c = productPooled(
-              a, b, out, gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta,
-              tb, true))
+    if (!place.referenceOnly)
+      if (auto c = matmulPooled(in, a, b, out, true))
         return c;
     if (!place.referenceOnly)
       if (auto c = dev_.matmulDeterministic(a, b, out, ta, tb))
@@ -406,14 +403,16 @@ private:
   }
 
   /// A float matmul into a buffer of the rank's pool when one fits (the
-  /// product of BLAS then takes no new memory, as a kernel output would not).
+  /// product of BLAS then takes no new memory, as a kernel output would not);
+  /// `deterministic`: the Device's deterministic product.
   std::optional<HostTensor> matmulPooled(const Inst &in, const HostTensor &a, const HostTensor &b,
-                                         DType out) {
+                                         DType out, bool deterministic = false) {
     const bool ta = matmulTransposed(in.attrs, 0), tb = matmulTransposed(in.attrs, 1);
     if (!isFloat(out) || a.dtype != out || b.dtype != out || a.rank() < 1 || b.rank() < 1)
       return std::nullopt;
-    return productPooled(
-        a, b, out, gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta, tb);
+    return productPooled(a, b, out,
+                         gemmShape(a.shape, b.shape, ta && a.rank() > 1, tb && b.rank() > 1), ta,
+                         tb, deterministic);
   }
 
   /// The product of `a` and `b` (Device::matmulInto, or

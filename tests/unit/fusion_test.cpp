@@ -56,6 +56,16 @@ std::pair<std::string, std::string> runBoth(const std::string &text, ExecOptions
   return {out.str(), refOut.str()};
 }
 
+/// Runs `text` distributed with the JIT and on the reference kernels
+/// (--no-jit), checks that both print the same, and returns that output.
+std::string jitMatchesReferenceKernels(const std::string &text) {
+  ExecOptions noJit;
+  noJit.jit = false;
+  std::string jit = runBoth(text, ExecOptions{}).first;
+  CHECK(jit == runBoth(text, noJit).first);
+  return jit;
+}
+
 const char *kChain = R"(mesh m = [x = 2]
 let a : f32[8, 4] @ m[x, _] = rand(seed=1)
 let b : f32[8, 4] @ m[x, _] = rand(seed=2)
@@ -231,14 +241,8 @@ let a : f32[5, 6] @ m[x, y] = randn(seed=3)
 let r : f32[6] @ m[y] = rand(seed=4)
 print(where(a > r, a * r, -a) + 1.0)
 )";
-  ExecOptions jit, ref;
-  ref.jit = false;
-  for (const char *text : {kChain, prog}) {
-    auto [outJ, refJ] = runBoth(text, jit);
-    auto [outR, refR] = runBoth(text, ref);
-    CHECK(outJ == outR);
-    CHECK(outJ.size() > 10);
-  }
+  for (const char *text : {kChain, prog})
+    CHECK(jitMatchesReferenceKernels(text).size() > 10);
 }
 
 TEST_CASE("fused kernels: a reduction is fused and matches the reference") {
@@ -346,12 +350,7 @@ print(u)
   CHECK(gatherNodes(s.module) == 2);
   std::vector<std::string> errs;
   CHECK(verifyModule(s.module, errs));
-  ExecOptions noJit;
-  noJit.jit = false;
-  auto [out, ref] = runBoth(prog, ExecOptions{});
-  auto [outR, refR] = runBoth(prog, noJit);
-  CHECK(out == outR);
-  CHECK(out.size() > 20);
+  CHECK(jitMatchesReferenceKernels(prog).size() > 20);
 }
 
 TEST_CASE("fusion: a gather's source and ids stay inputs; unfused copies merge back") {
@@ -373,11 +372,7 @@ print(h)
   build(s, prog, true, true);
   CHECK(unfusedGathers(s.module) == 1);
   CHECK(gatherNodes(s.module) == 2);
-  auto [out, ref] = runBoth(prog, ExecOptions{});
-  ExecOptions noJit;
-  noJit.jit = false;
-  auto [outR, refR] = runBoth(prog, noJit);
-  CHECK(out == outR);
+  jitMatchesReferenceKernels(prog);
 }
 
 TEST_CASE("fused kernels: a gathered id out of range is the reference's runtime fault") {

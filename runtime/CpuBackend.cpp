@@ -118,7 +118,8 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   if (!pool_ || pool_->parts() != blasThreads_)
     pool_ = std::make_unique<KernelPool>(blasThreads_);
   // Each part runs dim 0's slice [lo, hi): its own params (shape[0], and the
-  // global offset of dim 0 for random/iota) and buffers moved to the slice.
+  // global offset of dim 0 for random/iota) and buffers moved to the slice
+  // (but for an input gathered along dim 0: the ids pick its rows).
   int parts = (int)std::min<int64_t>(pool_->parts(), d0);
   int nb = ck.inputs + ck.outputs;
   int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
@@ -132,8 +133,10 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
       p[(int64_t)R * (1 + nb)] += lo;
     std::vector<void *> pb(nb);
     for (int i = 0; i < nb; ++i)
-      pb[i] = b[i] ? static_cast<char *>(b[i]) + lo * params[R + (int64_t)i * R] * ck.elemBytes[i]
-                   : nullptr;
+      pb[i] = !b[i] ? nullptr
+              : i < ck.inputs && ck.gatheredDim0[i]
+                  ? b[i]
+                  : static_cast<char *>(b[i]) + lo * params[R + (int64_t)i * R] * ck.elemBytes[i];
     ck.fn(pb.data(), p.data());
   });
 }
@@ -296,6 +299,10 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   ck.global = usesGlobalIndex(k);
   for (DType t : k.inputs)
     ck.elemBytes.push_back(dtypeSize(t));
+  ck.gatheredDim0.assign(k.inputs.size(), false);
+  for (const KNode &n : k.nodes)
+    if (n.op == KOp::Gather && n.dim == 0 && n.index >= 0 && n.index < ck.inputs)
+      ck.gatheredDim0[n.index] = true;
   for (DType t : k.outputs)
     ck.elemBytes.push_back(dtypeSize(t));
   std::lock_guard<std::mutex> lock(mu_);

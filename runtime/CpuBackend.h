@@ -34,6 +34,9 @@ struct CpuKernel {
   bool splitDim0 = false;         ///< dim 0 is not reduced: chunks write disjoint outputs
   bool global = false;            ///< reads the global offsets (random, iota)
   std::vector<int64_t> elemBytes; ///< per buffer (inputs, then outputs)
+  /// Per input: gathered along dim 0 (its row comes from the ids, not from
+  /// the point), so a chunk of dim 0 reads it from its own base.
+  std::vector<bool> gatheredDim0;
 };
 
 /// A rank whose buffers are host memory; subclasses supply the communicators.

@@ -523,18 +523,40 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
     k.setReduce(KReduce::Sum, {dim});
     return k;
   };
-  const int64_t R0 = 301, R1 = 701; // 211k points, uneven parts
-  std::vector<float> x(R0 * R1), row(R1);
+  // out0 = table[ids[i], j] * x[i, j]: the table is gathered along dim 0
+  // (its rows come from the ids, whatever the chunk of dim 0).
+  auto gathered = [] {
+    Kernel k;
+    k.rank = 2;
+    k.addInput(DType::F32); // x
+    k.addInput(DType::F32); // table [S, R1]
+    k.addInput(DType::I32); // ids [R0]
+    k.addOutput(DType::F32);
+    k.store(0, k.binary(KOp::Mul, k.gather(1, k.load(2), 0), k.load(0)));
+    return k;
+  };
+  const int64_t R0 = 301, R1 = 701, S = 5; // 211k points, uneven parts
+  std::vector<float> x(R0 * R1), row(R1), table(S * R1);
+  std::vector<int32_t> ids(R0);
   for (int64_t i = 0; i < R0 * R1; ++i)
     x[i] = (float)((i * 37) % 101) * 0.01f - 0.5f;
   for (int64_t j = 0; j < R1; ++j)
     row[j] = (float)j * 0.5f;
-  for (int which = 0; which < 3; ++which) {
-    Kernel k = which == 0 ? elementwise() : reduction(which - 1);
+  for (int64_t i = 0; i < S * R1; ++i)
+    table[i] = (float)(i % 13) - 6.0f;
+  for (int64_t i = 0; i < R0; ++i)
+    ids[i] = (int32_t)((i * 3) % S);
+  for (int which = 0; which < 4; ++which) {
+    Kernel k = which == 0 ? elementwise() : which == 3 ? gathered() : reduction(which - 1);
     NativeKernel nk = jit.compile(k, false);
     std::vector<std::vector<int64_t>> inSt = {{R1, 1}}, outSt;
     std::vector<int64_t> outN;
-    if (which == 0) {
+    if (which == 3) {
+      inSt.push_back({R1, 1}); // the table: its row stride on the gathered dim
+      inSt.push_back({1, 0});  // ids along dim 0
+      outSt = {{R1, 1}};
+      outN = {R0 * R1};
+    } else if (which == 0) {
       inSt.push_back({0, 1});
       outSt = {{R1, 1}, {R1, 1}};
       outN = {R0 * R1, R0 * R1};
@@ -555,12 +577,19 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
       std::vector<void *> bufs = {x.data()};
       if (which == 0)
         bufs.push_back(row.data());
+      if (which == 3) {
+        bufs.push_back(table.data());
+        bufs.push_back(ids.data());
+      }
       for (auto &o : outs)
         bufs.push_back(o.data());
       dev.launch(nk, bufs.data(), params.data());
       return outs;
     };
     auto one = run(1);
+    if (which == 3) // one thread: the table's rows by the ids
+      for (int64_t i = 0; i < R0 * R1; i += 997)
+        CHECK(one[0][i] == table[ids[i / R1] * R1 + i % R1] * x[i]);
     for (int threads : {2, 3, 8}) {
       INFO("kernel " << which << ", threads " << threads);
       CHECK(run(threads) == one);

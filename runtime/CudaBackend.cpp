@@ -179,7 +179,9 @@ public:
     if (in.op == Op::CheckFactor && args.size() == 1 && args[0] && isFloat(args[0]->dtype) &&
         !cudaBadFactor(ctx_, *args[0], in.attrs.str == "nonzero", stream_))
       return {*args[0]};
-    // A fill (or a one-value const): one element uploaded, broadcast on the device.
+    // A fill (or a one-value const): one element uploaded, broadcast on the
+    // device; a partial(sum) component other than the first is zeros
+    // (applyPartialSource), so the value counts once in the sum.
     if ((in.op == Op::Fill || in.op == Op::Const) && resultTypes.size() == 1 &&
         isConcrete(resultTypes[0].shape) && constCount(in.attrs, resultTypes[0].dtype) == 1) {
       const TensorType &t = resultTypes[0];
@@ -190,6 +192,7 @@ public:
       bool zero = true; // all bytes 0: the zero-filled allocation is the fill
       for (int64_t b = 0; b < dtypeSize(t.dtype); ++b)
         zero &= static_cast<const unsigned char *>(one.raw())[b] == 0;
+      zero |= isZeroPartialComponent(t, place.meshRank);
       r.buf = zero ? allocate(r.bytes()) : allocateUninit(r.bytes());
       if (!zero)
         cudaFill(ctx_, one, r, stream_);

@@ -174,6 +174,12 @@ private:
       dying_ = dies ? &(*dies)[ii] : nullptr;
       RankState::CallSite *cs =
           in.op == Op::Call && sh_.kernels ? &rs_.site(in, *sh_.kernels) : nullptr;
+      const bool timed = sh_.opts.profile && (cs ? cs->kernel != nullptr : !isControl(in.op));
+      std::chrono::steady_clock::time_point t0;
+      if (timed) {
+        dev_.synchronize();
+        t0 = std::chrono::steady_clock::now();
+      }
       if (cs && cs->kernel) { // fast path: a compiled kernel
         kernelCall(*cs, in, fr);
       } else if (auto skip = sh_.ownerOnly.find(&in);
@@ -194,11 +200,29 @@ private:
             rs_.hold(*fr.vals[in.results[i]]);
         }
       }
+      if (timed) {
+        dev_.synchronize();
+        OpProfile &p = rs_.stats.profile[profileLabel(in)];
+        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (p.count++ == 0)
+          p.firstSeconds = sec;
+        p.seconds += sec;
+      }
       if (dies)
         for (int id : (*dies)[ii])
           rs_.release(fr.vals[id]);
     }
     return {};
+  }
+
+  /// Control flow and calls of program functions: their instructions are
+  /// timed, not they (ExecOptions::profile).
+  static bool isControl(Op op) {
+    return op == Op::For || op == Op::While || op == Op::If || op == Op::Call;
+  }
+  static std::string profileLabel(const Inst &in) {
+    std::string what = in.op == Op::Call ? in.attrs.str : opName(in.op);
+    return in.loc.line > 0 ? what + " line " + std::to_string(in.loc.line) : what;
   }
 
   /// Whether this rank's coordinate on one of `axes` of `t`'s mesh is not 0.
@@ -486,12 +510,8 @@ private:
       return global;
     LocalBlock b = localBlock(t, meshRank);
     HostTensor out = dev_.empty(global.dtype, b.shape);
-    if (t.hasPartial()) {
-      auto c = t.mesh->coords(meshRank);
-      for (size_t a = 0; a < t.placements.size(); ++a)
-        if (t.placements[a].isPartial() && t.placements[a].op == ReduceOp::Sum && c[a] != 0)
-          return out; // zeros
-    }
+    if (isZeroPartialComponent(t, meshRank))
+      return out; // zeros
     dev_.copyRegion(global.raw(), global.shape, b.offset, out.raw(), b.shape,
                     std::vector<int64_t>(b.shape.size(), 0), b.shape, dtypeSize(global.dtype));
     return out;
@@ -788,12 +808,11 @@ private:
       return;
     std::vector<const HostTensor *> vals;
     PrintedValue pv;
-    for (auto &g : globals) {
+    for (auto &g : globals)
       vals.push_back(&g);
-      pv.lineDTypes.push_back(g.dtype);
-    }
     pv.isLine = true;
     pv.line = formatPrintLine(in.attrs, vals);
+    pv.lineValues = std::move(globals);
     writeOutput(pv.line + "\n" + extra);
     sh_.printed->push_back(std::move(pv));
   }

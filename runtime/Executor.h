@@ -128,6 +128,10 @@ struct ExecOptions {
   /// Iterations one `while` or `for` may run (0: no limit); past it the run
   /// ends with RuntimeFault (CompileOptions::maxLoopTrips).
   int64_t maxLoopTrips = 0;
+  /// Time every leaf instruction (kernel launch, collective, local op)
+  /// between two device synchronizations, into RankStats::profile
+  /// (`dtensorc run --profile`). Slower: the device waits after each.
+  bool profile = false;
 };
 
 /// Counters of the last run (`dtensorc run --stats`).
@@ -144,10 +148,10 @@ struct ExecStats {
 struct PrintedValue {
   std::string label;
   HostTensor value;
-  TensorType type;               ///< the program's type of the printed value (before any gather)
-  bool isLine = false;           ///< a `print` of several items (or none): `line` holds it
-  std::string line;              ///< its whole line (label and value unset)
-  std::vector<DType> lineDTypes; ///< the dtypes of the line's values
+  TensorType type;     ///< the program's type of the printed value (before any gather)
+  bool isLine = false; ///< a `print` of several items (or none): `line` holds it
+  std::string line;    ///< its whole line (label and value unset)
+  std::vector<HostTensor> lineValues; ///< the line's values, global, on the host
 };
 
 class Executor {

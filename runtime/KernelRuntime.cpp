@@ -6,6 +6,8 @@
 #include "runtime/RefKernelsUtil.h"
 #include "support/Diagnostics.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
 
 namespace dt {
@@ -270,6 +272,40 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   if (l.iterations > 0 || k.reduce != KReduce::None)
     dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
+}
+
+std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_t top) {
+  // Steady state: the runs after the first (one run: that run).
+  auto steady = [](const OpProfile &p) {
+    return p.count > 1 ? p.seconds - p.firstSeconds : p.seconds;
+  };
+  auto steadyRuns = [](const OpProfile &p) { return p.count > 1 ? p.count - 1 : p.count; };
+  std::vector<std::pair<std::string, OpProfile>> rows(profile.begin(), profile.end());
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto &a, const auto &b) {
+    return steady(a.second) > steady(b.second);
+  });
+  double total = 0, firsts = 0;
+  for (auto &[name, p] : rows) {
+    total += steady(p);
+    firsts += p.count > 1 ? p.firstSeconds : 0;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "profile: %12s %7s %7s %9s %10s  %s\n", "ms", "%", "runs",
+                "ms/run", "first ms", "instruction (rank 0; runs after the first)");
+  std::string out = line;
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const OpProfile &p = rows[i].second;
+    int64_t n = steadyRuns(p);
+    std::snprintf(line, sizeof line, "profile: %12.3f %6.1f%% %7lld %9.4f %10.3f  %s\n",
+                  steady(p) * 1e3, total > 0 ? 100 * steady(p) / total : 0.0, (long long)n,
+                  n ? steady(p) * 1e3 / n : 0.0, p.firstSeconds * 1e3, rows[i].first.c_str());
+    out += line;
+  }
+  if (rows.size() > top)
+    out += "profile: ... " + std::to_string(rows.size() - top) + " more instructions\n";
+  std::snprintf(line, sizeof line, "profile: %12.3f %6.1f%% %7s %9s %10.3f  total\n", total * 1e3,
+                100.0, "", "", firsts * 1e3);
+  return out + line;
 }
 
 } // namespace dt

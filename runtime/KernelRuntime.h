@@ -74,8 +74,8 @@ public:
   /// A local op that runs as kernel IR outside the fused kernels: an
   /// `einsum`, a `matmul` BLAS has no dtype for (integers, bool), a
   /// `transpose` on a device backend (the cpu device's own transpose is a
-  /// tiled host loop: its memory is the host's). A float einsum that is one matmul (`blas`) goes to the
-  /// Device's matmul, and to the kernel only where that has no BLAS path
+  /// tiled host loop: its memory is the host's). A float einsum that is one matmul (`blas`) goes to
+  /// the Device's matmul, and to the kernel only where that has no BLAS path
   /// (`main` is then compiled on every backend but the cpu's, whose BLAS
   /// takes every float dtype).
   struct OpEntry {
@@ -101,6 +101,14 @@ private:
 using LivenessTable = MemoryPlan;
 
 /// Per-rank counters of one run.
+/// One line of `--profile`: an instruction's runs and their wall time (the
+/// first run apart: it carries one-time costs, a GPU's module loads).
+struct OpProfile {
+  int64_t count = 0;
+  double seconds = 0;      ///< all runs
+  double firstSeconds = 0; ///< the first run
+};
+
 struct RankStats {
   int64_t liveBytes = 0;
   int64_t peakBytes = 0;
@@ -111,7 +119,15 @@ struct RankStats {
   /// Local ops run by the Device's fallback (reference kernels on the host,
   /// not kernel IR), by op name: what the CUDA backend could not run.
   std::map<std::string, int64_t> fallbackOps;
+  /// ExecOptions::profile: wall time per instruction ("fused.3 line 7",
+  /// "all_reduce line 9"), each timed between two device synchronizations.
+  std::map<std::string, OpProfile> profile;
 };
+
+/// `--profile`'s table: the `top` instructions of a profile by the time of
+/// their runs after the first (ms, share, runs, ms per run), each with its
+/// first run's time apart, then the totals.
+std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_t top = 25);
 
 /// One rank's pool, launch cache and accounting.
 class RankState {

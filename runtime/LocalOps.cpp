@@ -178,14 +178,18 @@ void copyRegion(const void *src, const std::vector<int64_t> &srcShape,
   }
 }
 
-HostTensor applyPartialSource(HostTensor block, const TensorType &t, int64_t meshRank) {
+bool isZeroPartialComponent(const TensorType &t, int64_t meshRank) {
   if (t.isHost() || !t.hasPartial() || meshRank < 0)
-    return block;
+    return false;
   auto c = t.mesh->coords(meshRank);
   for (size_t a = 0; a < t.placements.size(); ++a)
     if (t.placements[a].isPartial() && t.placements[a].op == ReduceOp::Sum && c[a] != 0)
-      return HostTensor(block.dtype, block.shape);
-  return block;
+      return true;
+  return false;
+}
+
+HostTensor applyPartialSource(HostTensor block, const TensorType &t, int64_t meshRank) {
+  return isZeroPartialComponent(t, meshRank) ? HostTensor(block.dtype, block.shape) : block;
 }
 
 HostTensor blockOfGlobal(const HostTensor &global, const TensorType &t, int64_t meshRank) {

@@ -45,8 +45,11 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
 /// types: the value on coordinate 0 of partial(sum) axes, zeros elsewhere).
 HostTensor blockOfGlobal(const HostTensor &global, const TensorType &t, int64_t meshRank);
 
-/// Zeros `block` when the rank is off coordinate 0 of some partial(sum) axis
-/// of `t`; returns it unchanged otherwise.
+/// True when rank `meshRank`'s component of a value of type `t` is zero for
+/// a program-made source: some partial(sum) axis has a coordinate other
+/// than 0 there (the value counts once in the sum).
+bool isZeroPartialComponent(const TensorType &t, int64_t meshRank);
+/// Zeros `block` when isZeroPartialComponent; returns it unchanged otherwise.
 HostTensor applyPartialSource(HostTensor block, const TensorType &t, int64_t meshRank);
 
 /// Copies the box `extent` starting at local coordinate `srcStart` of a

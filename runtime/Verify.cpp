@@ -253,10 +253,10 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
     // A line of several items: compared token by token, numbers at the
     // tolerance of f32, or of the loosest bf16/f16 item's.
     Tol lineTol = tolerance(DType::F32);
-    for (DType dt : printed[i].lineDTypes)
-      if (isLowPrecision(dt)) {
-        lineTol.rtol = std::max(lineTol.rtol, tolerance(dt).rtol);
-        lineTol.atol = std::max(lineTol.atol, tolerance(dt).atol);
+    for (const HostTensor &v : printed[i].lineValues)
+      if (isLowPrecision(v.dtype)) {
+        lineTol.rtol = std::max(lineTol.rtol, tolerance(v.dtype).rtol);
+        lineTol.atol = std::max(lineTol.atol, tolerance(v.dtype).atol);
       }
     out.push_back(!printed[i].isLine ? compareText(what, lines[i], printed[i].value)
                                      : compareText(what, lines[i], printed[i].line, lineTol));

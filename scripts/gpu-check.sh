@@ -9,8 +9,9 @@
 # usage: gpu-check.sh [BUNDLE_DIR | BUNDLE.tar.gz]   (default: this script's directory)
 # Writes every log to $OUT when set (else ./gpu-check-logs). Exit status: 0 when
 # every step passed (or was skipped for want of a GPU), 1 otherwise.
-# env: ONLY (step groups: gpu, bench, examples, random, unit, peers), GPU_LIMIT,
-#      BENCH_LIMIT, VERIFY_LIMIT, RANDOM_LIMIT, PEERS_LIMIT (seconds per step),
+# env: ONLY (step groups: gpu, bench, examples, random, unit, profile, peers),
+#      GPU_LIMIT, BENCH_LIMIT, VERIFY_LIMIT, RANDOM_LIMIT, PROFILE_LIMIT,
+#      PEERS_LIMIT (seconds per step),
 #      BENCH_ARGS, PEERS_ARGS (e.g. --quick), and dt_gpu's DT_GPU_RANDOM,
 #      DT_GPU_FAULT_TIMEOUT.
 #
@@ -61,7 +62,7 @@ if command -v nvidia-smi >/dev/null; then
 else
   echo "nvidia-smi not found" | tee "$LOGS/nvidia-smi.log"
 fi
-# ${ONLY:-all}: a comma list of step groups to run (gpu, bench, examples, random, unit, peers).
+# ${ONLY:-all}: a comma list of step groups to run (gpu, bench, examples, random, unit, profile, peers).
 want() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
 # ctest needs the build tree; the bundle has only the binaries, so run them.
@@ -88,6 +89,16 @@ if want random; then
 fi
 if [ -x "$B/bin/dt_unit" ] && want unit; then # bundled only with DT_BUNDLE_UNIT=1
   step nvrtc 120 "$B/bin/dt_unit" --no-intro=true "--test-case=*nvrtc*,*cuda*"
+fi
+# Where the GPU programs' steps go: rank 0's time per instruction (--profile),
+# when the repo's bench/peers is beside the bundle (python3 writes the programs).
+PROGRAMS_PY=$(cd "$(dirname "$0")" && pwd)/../bench/peers/programs.py
+if want profile && [ -f "$PROGRAMS_PY" ]; then
+  for p in modulation_gpu:20 mlp_gpu:5; do
+    name=${p%%:*}
+    python3 -c "import sys; sys.path.insert(0, '$(dirname "$PROGRAMS_PY")'); from programs import dt_program; print(dt_program('$name', ${p##*:}))" >"$LOGS/$name.dt"
+    TAIL=30 step "profile-$name" "${PROFILE_LIMIT:-90}" "$B/bin/dtensorc" run --backend cuda --profile --stats "$LOGS/$name.dt"
+  done
 fi
 # The models against PyTorch on this GPU (torch.compile), when the machine's
 # python3 has torch with CUDA and the repo's bench/peers is beside the bundle.

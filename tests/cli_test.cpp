@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <unistd.h>
 
 using dtlang::ProcResult;
@@ -308,4 +309,28 @@ TEST_CASE("cli: run --deterministic prints the same text on 1, 3 and 4 ranks") {
   CHECK(contains(one, "["));
   CHECK(run(3, true) == one);
   CHECK(run(4, true) == one);
+}
+
+TEST_CASE("cli: run --profile times each instruction of rank 0, the first run apart") {
+  std::string prog = "/tmp/dt-cli-profile-" + std::to_string(::getpid()) + ".dt";
+  {
+    std::ofstream f(prog);
+    f << "mesh m = [x = 2]\nvar a : f32[64, 32] @ m[x, _] = randn(seed=1)\n"
+         "for i in 0..4 {\n  a = tanh(a) * 0.5 + a\n}\n"
+         "print(relayout(sum(a, dims=[0]), m[_]))\n";
+  }
+  ProcResult plain = dtc({"run", prog}), p = dtc({"run", "--profile", prog});
+  CHECK(p.exitCode == 0);
+  CHECK(p.out == plain.out); // the values do not change
+  CHECK_FALSE(contains(plain.err, "profile:"));
+  CHECK(contains(p.err, "instruction (rank 0; runs after the first)"));
+  // The loop's kernel ran 4 times: 3 after the first, named with its line.
+  bool loopKernel = false;
+  std::istringstream lines(p.err);
+  for (std::string l; std::getline(lines, l);)
+    loopKernel |= contains(l, " 3 ") && contains(l, "fused.") && contains(l, " line 4");
+  CHECK(loopKernel);
+  CHECK(contains(p.err, "all_reduce line 6"));
+  CHECK(contains(p.err, "total"));
+  std::filesystem::remove(prog);
 }

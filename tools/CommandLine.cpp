@@ -22,7 +22,7 @@ const Flag kFlags[] = {
     {"x", "dt|ir", false},           {"fault-timeout", "SECONDS", false},
     {"progress", nullptr, false},    {"ranks-per-process", "K", false},
     {"ranks-per-node", "R", false},  {"deterministic", nullptr, false},
-    {"dry-run", nullptr, false},
+    {"dry-run", nullptr, false},     {"profile", nullptr, false},
 };
 
 // The pipeline's flags: its step names (passes/Pipeline.h) and the input language.
@@ -80,10 +80,14 @@ const std::vector<Command> &commands() {
        "\"Deterministic mode\").\n"
        "--dry-run (with --backend cuda): plans the GPU run without a GPU: every kernel\n"
        "compiled by NVRTC for sm_90, every launch's geometry and every collective\n"
-       "counted, nothing computed (prints zeros); --stats adds the plan's summary.",
+       "counted, nothing computed (prints zeros); --stats adds the plan's summary.\n"
+       "--profile prints, to stderr, rank 0's wall time per instruction (each fused\n"
+       "kernel, collective and local op, named with its source line), the device\n"
+       "synchronized before and after each: where a step's time goes, not how fast\n"
+       "an unprofiled run is (a collective's time includes waiting for the others).",
        withPassFlags({"ranks", "backend", "components", "visualize", "reference", "stats", "no-jit",
                       "no-fusion", "no-reuse", "fault-timeout", "progress", "ranks-per-process",
-                      "ranks-per-node", "deterministic", "dry-run"}),
+                      "ranks-per-node", "deterministic", "dry-run", "profile"}),
        {}},
       {"explain",
        "dtensorc explain FILE",

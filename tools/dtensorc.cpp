@@ -8,6 +8,7 @@
 #include "passes/Explain.h"
 #include "passes/Pipeline.h"
 #include "runtime/Backend.h"
+#include "runtime/KernelRuntime.h"
 #include "runtime/Launch.h"
 #include "runtime/Session.h"
 #include "runtime/Verify.h"
@@ -167,6 +168,7 @@ int main(int argc, char **argv) {
   so.kernelCache = dtcli::kernelCacheDir();
   so.exec.ranks = ranks;
   so.dryRun = a.flags.count("dry-run") > 0;
+  so.exec.profile = a.flags.count("profile") > 0;
   so.exec.components = a.flags.count("components") > 0;
   so.exec.visualize = a.flags.count("visualize") > 0;
   so.exec.jit = !a.flags.count("no-jit");
@@ -267,6 +269,8 @@ int main(int argc, char **argv) {
       }
       std::cerr << s.backend().report();
     }
+    if (so.exec.profile && !so.reference && !quiet && !s.stats().ranks.empty())
+      std::cerr << formatProfile(s.stats().ranks[0].profile);
     return 0;
   } catch (const ReportedElsewhere &) {
     return 1; // world rank 0 reports it

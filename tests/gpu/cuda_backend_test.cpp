@@ -57,7 +57,15 @@ void compareBackends(const std::string &text) {
   REQUIRE(ex.printed().size() == cpu.printed().size());
   for (size_t i = 0; i < cpu.printed().size(); ++i) {
     CAPTURE(i);
-    checkSame(cpu.printed()[i].value, ex.printed()[i].value);
+    const PrintedValue &x = cpu.printed()[i], &y = ex.printed()[i];
+    REQUIRE(x.isLine == y.isLine);
+    if (!x.isLine) {
+      checkSame(x.value, y.value);
+      continue;
+    }
+    REQUIRE(x.lineValues.size() == y.lineValues.size());
+    for (size_t k = 0; k < x.lineValues.size(); ++k)
+      checkSame(x.lineValues[k], y.lineValues[k]);
   }
 }
 

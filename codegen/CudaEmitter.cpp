@@ -283,16 +283,37 @@ struct Emitter {
   }
 
   /// `idx[d] = ...` for `dims` (row-major, last fastest) from linear `lin`.
+  /// idx[dims] from the row-major linear index `lin` over `dims`. With the
+  /// kernel's `narrow` (its whole iteration space under 2^32 points: every
+  /// index and extent fits) in 32-bit unsigned arithmetic, several times
+  /// cheaper on a GPU than 64-bit division.
   void emitUnravel(const std::vector<int> &dims, const std::string &lin, const char *ind) {
     if (dims.empty())
       return;
-    os << ind << "{\n" << ind << "  dt_u64 t = (dt_u64)(" << lin << ");\n";
-    for (int j = (int)dims.size() - 1; j > 0; --j) {
-      std::string d = std::to_string(dims[j]);
-      os << ind << "  idx[" << d << "] = (dt_i64)(t % (dt_u64)" << shape(dims[j]) << ");\n"
-         << ind << "  t /= (dt_u64)" << shape(dims[j]) << ";\n";
+    auto body = [&](const char *T, const std::string &in) {
+      os << in << T << " t = (" << T << ")(" << lin << ");\n";
+      for (int j = (int)dims.size() - 1; j > 0; --j) {
+        std::string d = std::to_string(dims[j]);
+        os << in << "idx[" << d << "] = (dt_i64)(t % (" << T << ")" << shape(dims[j]) << ");\n"
+           << in << "t /= (" << T << ")" << shape(dims[j]) << ";\n";
+      }
+      os << in << "idx[" << dims[0] << "] = (dt_i64)t;\n";
+    };
+    if (dims.size() == 1) {
+      os << ind << "idx[" << dims[0] << "] = (dt_i64)(" << lin << ");\n";
+      return;
     }
-    os << ind << "  idx[" << dims[0] << "] = (dt_i64)t;\n" << ind << "}\n";
+    os << ind << "if (narrow) {\n";
+    body("unsigned", std::string(ind) + "  ");
+    os << ind << "} else {\n";
+    body("dt_u64", std::string(ind) + "  ");
+    os << ind << "}\n";
+  }
+
+  /// The prologue's `narrow`: fewer than 2^32 points in the iteration space.
+  void emitNarrow() {
+    os << "  const bool narrow = (dt_u64)(" << product(allDims()) << ") <= 0xffffffffull;\n"
+       << "  (void)narrow;\n";
   }
 
   std::string product(const std::vector<int> &dims) const {
@@ -362,6 +383,7 @@ void Emitter::emitElementwise(const std::string &sym) {
      << "  const dt_u64 tid = (dt_u64)blockIdx.x * blockDim.x + threadIdx.x;\n"
      << "  const dt_u64 nth = (dt_u64)gridDim.x * blockDim.x;\n"
      << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  emitNarrow();
   // Rank 0 is one element: only the general loop (a constant-true fast path
   // would make it unreachable, which NVRTC warns about). The fast path's text
   // goes to `os` and is dropped again for rank 0.
@@ -378,30 +400,77 @@ void Emitter::emitElementwise(const std::string &sym) {
            " == rm" + std::to_string(d) + ")";
     return c;
   };
-  std::string fast = "true";
+  // An input is read, in the vector path, contiguously (c), as one value
+  // (z: every stride 0), or as one value per row (r: stride 0 along the last
+  // dim, whose extent is a multiple of the vector width, so that each vector
+  // of points lies in one row: per-row scales, ids broadcast along a row).
+  std::string fast = "true", anyRow = "false";
   for (int i = 0; i < I; ++i) {
     if (!usedInput[i])
       continue;
-    std::string zero = "true";
+    std::string zero = "true", n = std::to_string(i);
     for (int d = 0; d < R; ++d)
       zero += " && " + inStride(i, d) + " == 0";
     os << "  const bool c" << i << " = " << contig(true, i) << ";\n"
        << "  const bool z" << i << " = !c" << i << " && " << zero << ";\n";
-    fast += " && (c" + std::to_string(i) + " || z" + std::to_string(i) + ")";
+    if (R >= 2) {
+      os << "  const bool r" << i << " = !c" << i << " && !z" << i << " && " << inStride(i, R - 1)
+         << " == 0 && " << shape(R - 1) << " % " << kCudaVector << " == 0;\n";
+      fast += " && (c" + n + " || z" + n + " || r" + n + ")";
+      anyRow += " || r" + n;
+    } else {
+      fast += " && (c" + n + " || z" + n + ")";
+    }
   }
+  // The offset of point idx's row in input i (r mode).
+  auto rowOffset = [&](int i) {
+    std::string o = "(dt_i64)0";
+    for (int d = 0; d + 1 < R; ++d)
+      o += " + idx[" + std::to_string(d) + "] * " + inStride(i, d);
+    return o;
+  };
+  // The vector path's points: idx of `base` unravelled once, then advanced
+  // point by point (a carry chain, no division).
+  auto advance = [&](const char *ind) {
+    if (R == 1) {
+      os << ind << "idx[0] = (dt_i64)(base + j);\n";
+      return;
+    }
+    os << ind << "if (j > 0) {\n";
+    for (int d = R - 1; d > 0; --d)
+      os << ind << std::string(2 * (R - d), ' ') << "if (++idx[" << d << "] == " << shape(d)
+         << ") {\n"
+         << ind << std::string(2 * (R - d) + 2, ' ') << "idx[" << d << "] = 0;\n";
+    os << ind << std::string(2 * R, ' ') << "++idx[0];\n";
+    for (int d = 1; d < R; ++d)
+      os << ind << std::string(2 * (R - d), ' ') << "}\n";
+    os << ind << "}\n";
+  };
   for (size_t s = 0; s < S; ++s)
     fast += " && (" + contig(false, k.stores[s].output) + ")";
   os << "  if (" << fast << ") {\n"
      << "    for (dt_u64 base = tid * " << kCudaVector << "; base < (dt_u64)total; base += nth * "
      << kCudaVector << ") {\n"
      << "      if (base + " << kCudaVector << " <= (dt_u64)total) {\n";
+  if (global) {
+    emitUnravel(allDims(), "base", "        ");
+  } else if (R >= 2) {
+    os << "        if (" << anyRow << ") {\n";
+    emitUnravel(allDims(), "base", "          ");
+    os << "        }\n";
+  }
   std::vector<std::string> xs(I), ys(S);
   for (int i = 0; i < I; ++i)
     if (usedInput[i]) {
+      std::string n = std::to_string(i);
+      std::string off = R >= 2
+                            ? "(z" + n + " ? 0 : r" + n + " ? " + rowOffset(i) + " : (dt_i64)base)"
+                            : "(z" + n + " ? 0 : (dt_i64)base)";
+      std::string one = R >= 2 ? "z" + n + " || r" + n : "z" + n;
       os << "        " << memType(k.inputs[i]) << " m" << i << "[4];\n"
-         << "        dt_ld4(" << ptr(i, k.inputs[i], true) << " + (z" << i << " ? 0 : base), z" << i
-         << ", m" << i << ");\n";
-      xs[i] = widenMem(k.inputs[i], "m" + std::to_string(i) + "[j]");
+         << "        dt_ld4(" << ptr(i, k.inputs[i], true) << " + " << off << ", " << one << ", m"
+         << i << ");\n";
+      xs[i] = widenMem(k.inputs[i], "m" + n + "[j]");
     }
   for (size_t s = 0; s < S; ++s) {
     os << "        " << memType(k.outputs[k.stores[s].output]) << " n" << s << "[4];\n";
@@ -409,7 +478,7 @@ void Emitter::emitElementwise(const std::string &sym) {
   }
   os << "#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n";
   if (global)
-    emitUnravel(allDims(), "base + j", "          ");
+    advance("          ");
   for (size_t s = 0; s < S; ++s)
     os << "          " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
   os << "          " << bodyCall(xs, ys) << ";\n";
@@ -426,8 +495,11 @@ void Emitter::emitElementwise(const std::string &sym) {
     std::vector<std::string> sx(I), sy(S);
     for (int i = 0; i < I; ++i)
       if (usedInput[i]) {
-        std::string off =
-            strided ? offset(true, i) : "(z" + std::to_string(i) + " ? 0 : (dt_i64)e)";
+        std::string n = std::to_string(i);
+        std::string off = strided ? offset(true, i)
+                          : R >= 2
+                              ? "(z" + n + " ? 0 : r" + n + " ? " + rowOffset(i) + " : (dt_i64)e)"
+                              : "(z" + n + " ? 0 : (dt_i64)e)";
         os << ind << "const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, off)
            << ";\n";
         sx[i] = "s" + std::to_string(i);
@@ -446,8 +518,13 @@ void Emitter::emitElementwise(const std::string &sym) {
   };
   os << "      } else {\n"
      << "        for (dt_u64 e = base; e < (dt_u64)total; ++e) {\n";
-  if (global)
+  if (global) {
     emitUnravel(allDims(), "e", "          ");
+  } else if (R >= 2) {
+    os << "          if (" << anyRow << ") {\n";
+    emitUnravel(allDims(), "e", "            ");
+    os << "          }\n";
+  }
   scalarBody("          ", false);
   os << "        }\n      }\n    }\n    return;\n  }\n";
   if (R == 0) {
@@ -521,6 +598,7 @@ void Emitter::emitReduction(const std::string &sym) {
      << "  const dt_i64 split = (dt_i64)" << word(W - 2) << ";\n"
      << "  char *const scratch = (char *)" << word(W - 1) << ";\n"
      << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  emitNarrow();
   for (size_t s = 0; s < S; ++s) {
     DType t = k.outputs[k.stores[s].output];
     os << "  __shared__ " << accType(rop, t) << " sh" << s << "[32];\n"
@@ -614,6 +692,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
      << "  const dt_i64 red = " << product(red) << ";\n"
      << "  // Deterministic mode: one thread per output, sequential over the reduced dims.\n"
      << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
+  emitNarrow();
   for (size_t s = 0; s < S; ++s) {
     DType t = k.outputs[k.stores[s].output];
     os << "  auto comb" << s << " = [](" << accType(rop, t) << " p, " << accType(rop, t)

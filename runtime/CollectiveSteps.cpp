@@ -117,6 +117,17 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     throw InternalError("executor: rank is not in its own axis group");
   const DType dt = src.dtype;
   const int64_t es = dtypeSize(dt);
+  // A group of one (an axis of size 1): an all-reduce, and a gather or a
+  // scatter whose block does not change, is the block itself (shared, as
+  // local_partial shares it: the memory plan writes in place only into a
+  // buffer no other value holds).
+  // (Deterministic mode's tree all-reduce combines its node in the tree's
+  // order: it keeps its own path.)
+  const bool tree = in.op == Op::AllReduce && in.attrs.str.rfind("tree ", 0) == 0;
+  if (members.size() == 1 && oldB.shape == newB.shape && oldB.offset == newB.offset && !tree &&
+      (in.op == Op::AllReduce || in.op == Op::AllGather || in.op == Op::ReduceScatter ||
+       in.op == Op::AllToAll))
+    return block;
   // Every step writes its whole result but local_partial's zeros.
   HostTensor out =
       in.op == Op::LocalPartial ? dev.empty(dt, newB.shape) : dev.emptyUninit(dt, newB.shape);

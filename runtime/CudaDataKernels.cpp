@@ -79,11 +79,27 @@ __device__ void scatterAddRows(const typename Op::T *base, const long long *rowS
                                const long long *order, const typename Op::T *src,
                                typename Op::T *dst, long long total, long long n, long long k,
                                long long inner) {
+  // Few outputs over long lists (index_add into a few rows): each thread
+  // loads 8 list entries, then their 8 values, before adding them in list
+  // order, so 8 loads are in flight and the sum keeps the reference's order.
+  const int kBatch = 8;
   DT_LOOP(i, total) {
     long long e = i % inner, r = (i / inner) % n, o = i / (inner * n);
+    const typename Op::T *col = src + o * k * inner + e;
     typename Op::A acc = Op::in(base[i]);
-    for (long long p = rowStart[r]; p < rowStart[r + 1]; ++p)
-      acc = Op::add(acc, Op::in(src[(o * k + order[p]) * inner + e]));
+    long long p = rowStart[r];
+    const long long end = rowStart[r + 1];
+    for (; p + kBatch <= end; p += kBatch) {
+      typename Op::T v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        v[b] = col[order[p + b] * inner];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        acc = Op::add(acc, Op::in(v[b]));
+    }
+    for (; p < end; ++p)
+      acc = Op::add(acc, Op::in(col[order[p] * inner]));
     dst[i] = Op::out(acc);
   }
 }

@@ -56,7 +56,10 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
   }
   return v;
 }
-void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, int tag) {
+/// `bcast`: 0 every input contiguous; 1 input 1 broadcast along dim 0; 2
+/// input 1 and every ids input broadcast along the last dim (one value per
+/// row: the vector path's row mode when that dim is a multiple of 4).
+void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int tag) {
   std::string sym = "simk" + std::to_string(tag);
   auto src = emitCudaKernel(k, sym);
   std::string base = gWork + "/k" + std::to_string(tag);
@@ -82,8 +85,10 @@ void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, in
   for (auto s : shape)
     n *= s;
   std::vector<std::vector<int64_t>> inS(I, rm), outS(O, rm);
-  if (bcast && I > 1 && R > 0)
+  if (bcast == 1 && I > 1 && R > 0)
     inS[1][0] = 0;
+  if (bcast == 2 && I > 1 && R > 1)
+    inS[1][R - 1] = 0;
   int64_t kept = 1;
   std::vector<int64_t> ks;
   for (int d = 0; d < R; ++d) {
@@ -118,8 +123,11 @@ void run(const Kernel &k, std::vector<int64_t> shape, bool bcast, double tol, in
       for (auto e : s)
         elems[nd.index] *= e;
       const KNode &ix = k.nodes[nd.args[0]];
-      if (ix.op == KOp::Load)
+      if (ix.op == KOp::Load) {
         isIds[ix.index] = true;
+        if (bcast == 2 && R > 1)
+          inS[ix.index][R - 1] = 0;
+      }
     }
   auto params =
       kernelParams(k, shape, inS, outS, usesGlobalIndex(k) ? goff : std::vector<int64_t>{},
@@ -314,30 +322,33 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
             ++fails;
           }
         }
-    // Gather and scatter-add along every dim, i32 and i64 ids, repeated ids.
+    // Gather and scatter-add along every dim, i32 and i64 ids, repeated ids;
+    // 27 ids into 2 rows: lists of 14 and 13 (scatter-add's batches of 8
+    // and their remainders).
     for (int64_t dim = 0; dim < 3; ++dim)
-      for (DType it : {DType::I32, DType::I64}) {
-        const int64_t n = a.shape[dim];
-        HostTensor ids(it, {6});
-        for (int64_t j = 0; j < 6; ++j)
-          ids.set(j, (double)((j * 5 + 1) % n));
-        HostTensor want = ref::indexSelect(a, ids, dim), got(t, want.shape);
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < dim; ++d)
-          outer *= a.shape[d];
-        for (int64_t d = dim + 1; d < 3; ++d)
-          inner *= a.shape[d];
-        gather((int)dtypeSize(t), it == DType::I64, a.raw(), ids.raw(), got.raw(), got.numel(), 6,
-               inner, n);
-        sameBits("gather", want, got);
-        HostTensor src = tensor(t, want.shape);
-        HostTensor sum = ref::indexAdd(a, ids, src, dim), out(t, a.shape);
-        std::vector<int64_t> rs, order;
-        cudaScatterLists(ids, dim, n, rs, order);
-        scatter(dtypeName(t), a.raw(), (const long long *)rs.data(),
-                (const long long *)order.data(), src.raw(), out.raw(), a.numel(), n, 6, inner);
-        sameBits("scatter_add", sum, out);
-      }
+      for (DType it : {DType::I32, DType::I64})
+        for (int64_t K : {6, 27}) {
+          const int64_t n = a.shape[dim];
+          HostTensor ids(it, {K});
+          for (int64_t j = 0; j < K; ++j)
+            ids.set(j, (double)(K == 6 ? (j * 5 + 1) % n : j % std::min<int64_t>(n, 2)));
+          HostTensor want = ref::indexSelect(a, ids, dim), got(t, want.shape);
+          int64_t outer = 1, inner = 1;
+          for (int64_t d = 0; d < dim; ++d)
+            outer *= a.shape[d];
+          for (int64_t d = dim + 1; d < 3; ++d)
+            inner *= a.shape[d];
+          gather((int)dtypeSize(t), it == DType::I64, a.raw(), ids.raw(), got.raw(), got.numel(), K,
+                 inner, n);
+          sameBits("gather", want, got);
+          HostTensor src = tensor(t, want.shape);
+          HostTensor sum = ref::indexAdd(a, ids, src, dim), out(t, a.shape);
+          std::vector<int64_t> rs, order;
+          cudaScatterLists(ids, dim, n, rs, order);
+          scatter(dtypeName(t), a.raw(), (const long long *)rs.data(),
+                  (const long long *)order.data(), src.raw(), out.raw(), a.numel(), n, K, inner);
+          sameBits("scatter_add", sum, out);
+        }
   }
   dlclose(h);
 }
@@ -387,6 +398,8 @@ int main(int argc, char **argv) {
       b.store(b.addOutput(t), b.select(b.binary(KOp::Lt, p, q), p, b.constant(-2.5, t)));
     run(b, {6, 35}, false, 0, tag++); // contiguous fast path (+ tail)
     run(b, {6, 35}, true, 0, tag++);  // broadcast along dim 0: strided path
+    run(b, {6, 36}, 2, 0, tag++);     // one value per row: the vector path's row mode
+    run(b, {6, 35}, 2, 0, tag++);     // rows of 35: the strided path
     run(b, {1, 1}, true, 0, tag++);   // scalars
     if (t != DType::Bool)
       for (KReduce r : {KReduce::Sum, KReduce::Max, KReduce::Min}) {
@@ -419,6 +432,19 @@ int main(int argc, char **argv) {
       gk.store(gk.addOutput(DType::Bool), gk.binary(KOp::Lt, v, x));
       run(gk, {6, 35}, false, 0, tag++);
       run(gk, {6, 35}, true, 0, tag++);
+      run(gk, {6, 36}, 2, 0, tag++); // ids per row (index_select's broadcast): row mode
+      // Rank 3: the vector path's index carries across two dims (rows of 7),
+      // and the row mode with rows of 8.
+      Kernel g3;
+      g3.name = std::string("gather3_") + std::to_string(dim) + "_" + dtypeName(t);
+      g3.rank = 3;
+      int src3 = g3.addInput(t);
+      int x3 = g3.load(g3.addInput(t));
+      int v3 = g3.gather(src3, g3.load(g3.addInput(DType::I32)), dim);
+      g3.store(g3.addOutput(t), v3);
+      g3.store(g3.addOutput(DType::Bool), g3.binary(KOp::Eq, v3, x3));
+      run(g3, {3, 5, 7}, 0, 0, tag++);
+      run(g3, {3, 5, 8}, 2, 0, tag++);
       if (t == DType::Bool)
         continue;
       Kernel rk;

@@ -19,7 +19,9 @@
 #include "runtime/CudaRuntime.h"
 #include "runtime/Session.h"
 #include "support/Errors.h"
+#include "support/LowPrecision.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -283,6 +285,89 @@ void benchNvrtc(CudaLibraries &libs, const std::string &program) {
   std::filesystem::remove_all(dir, ec);
 }
 
+/// The backend's two GEMM paths (CudaOptions::cublasLt: cublasGemmEx and
+/// cublasLt's heuristic plan) on the square benchmarks and on modulation's
+/// skinny f32 shapes (cond @ transpose(w), its gradient products): time per
+/// call of each and the largest relative difference between their outputs
+/// (a wrong layout in one path shows there).
+void benchGemmPaths(CudaLibraries &libs, bool quick) {
+  struct Shape {
+    const char *name;
+    GemmType type;
+    int64_t m, n, k;
+    bool transA, transB;
+  };
+  const Shape shapes[] = {
+      {"bf16 8192^3", GemmType::BF16, 8192, 8192, 8192, false, false},
+      {"f32 4096^3", GemmType::F32, 4096, 4096, 4096, false, false},
+      {"f32 16x4096 @ (4096x4096)^T", GemmType::F32, 16, 4096, 4096, false, true},
+      {"f32 16x4096 @ 4096x4096", GemmType::F32, 16, 4096, 4096, false, false},
+      {"f32 (16x4096)^T @ 16x4096", GemmType::F32, 4096, 4096, 16, true, false},
+  };
+  CudaOptions oe, ol;
+  oe.cublasLt = false;
+  ol.cublasLt = true;
+  CudaContext ex(libs, oe), lt(libs, ol);
+  for (const Shape &sh : shapes) {
+    const int64_t es = sh.type == GemmType::BF16 ? 2 : 4;
+    const int64_t na = sh.m * sh.k, nb = sh.k * sh.n, nc = sh.m * sh.n;
+    std::vector<float> ha(na), hb(nb);
+    for (int64_t i = 0; i < na; ++i)
+      ha[i] = (float)((i * 2654435761u >> 20) % 1000) * 1e-3f - 0.5f;
+    for (int64_t i = 0; i < nb; ++i)
+      hb[i] = (float)((i * 40503u >> 7) % 1000) * 1e-3f - 0.5f;
+    auto upload = [&](CudaContext &ctx, const std::vector<float> &h, CudaStream s) {
+      void *d = ctx.alloc((int64_t)h.size() * es, s);
+      if (es == 4) {
+        ctx.copyToDevice(d, h.data(), (int64_t)h.size() * 4, s);
+      } else {
+        std::vector<uint16_t> b(h.size());
+        for (size_t i = 0; i < h.size(); ++i)
+          b[i] = floatToBf16(h[i]);
+        ctx.copyToDevice(d, b.data(), (int64_t)b.size() * 2, s);
+      }
+      return d;
+    };
+    std::vector<float> out[2];
+    double secs[2] = {0, 0};
+    CudaContext *ctxs[2] = {&ex, &lt};
+    for (int path = 0; path < 2; ++path) {
+      CudaContext &ctx = *ctxs[path];
+      CudaStream s = ctx.streamForRank(0);
+      GemmDesc g;
+      g.type = sh.type;
+      g.m = sh.m, g.n = sh.n, g.k = sh.k;
+      g.transA = sh.transA, g.transB = sh.transB;
+      g.a = upload(ctx, ha, s), g.b = upload(ctx, hb, s);
+      g.c = ctx.alloc(nc * es, s);
+      try {
+        secs[path] = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.gemm(g, s); });
+        std::vector<char> raw(nc * es);
+        ctx.copyToHost(raw.data(), g.c, nc * es, s);
+        ctx.synchronize(s);
+        out[path].resize(nc);
+        for (int64_t i = 0; i < nc; ++i)
+          out[path][i] = es == 4 ? reinterpret_cast<float *>(raw.data())[i]
+                                 : bf16ToFloat(reinterpret_cast<uint16_t *>(raw.data())[i]);
+      } catch (const std::exception &e) {
+        std::printf("gemm paths %s: %s FAILED: %s\n", sh.name, path ? "lt" : "ex", e.what());
+      }
+      ctx.free(const_cast<void *>(g.a));
+      ctx.free(const_cast<void *>(g.b));
+      ctx.free(g.c);
+    }
+    if (out[0].empty() || out[1].empty())
+      continue;
+    double diff = 0;
+    for (int64_t i = 0; i < nc; ++i)
+      diff = std::max(diff, (double)std::fabs(out[0][i] - out[1][i]) /
+                                std::max(1.0, (double)std::fabs(out[0][i])));
+    std::printf("gemm paths %s: ex %.1f us, lt %.1f us, lt speed-up %.2fx, max rel diff %.2g %s\n",
+                sh.name, secs[0] * 1e6, secs[1] * 1e6, secs[0] / secs[1], diff,
+                diff <= (es == 2 ? 2e-2 : 1e-4) ? "SAME" : "DIFFERENT");
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -316,6 +401,7 @@ int main(int argc, char **argv) {
     benchFused(ctx, quick);
     benchGemm(ctx, GemmType::BF16, 8192, quick);
     benchGemm(ctx, GemmType::F32, 4096, quick);
+    benchGemmPaths(libs, quick);
   } catch (const std::exception &e) {
     std::printf("cuda_bench: FAILED: %s\n", e.what());
     return 1;

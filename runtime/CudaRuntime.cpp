@@ -92,6 +92,7 @@ CudaContext::~CudaContext() {
       d.cuModuleUnload(static_cast<CUmodule>(k->module));
   for (auto &[source, m] : rawModules_)
     d.cuModuleUnload(static_cast<CUmodule>(m));
+  lt_.reset(); // its workspaces are among the blocks freed below
   for (auto &[stream, h] : cublas_)
     libs_.cublas().cublasDestroy(static_cast<cublasHandle_t>(h));
   for (auto &[key, list] : free_)
@@ -388,58 +389,6 @@ void *CudaContext::cublasHandle(CudaStream s) {
   return h;
 }
 
-void CudaContext::gemm(const GemmDesc &g, CudaStream s) {
-  if (g.m == 0 || g.n == 0 || g.batch == 0)
-    return;
-  const CudaCublasApi &b = libs_.cublas();
-  cublasHandle_t h = static_cast<cublasHandle_t>(cublasHandle(s));
-  const int64_t lda = g.lda ? g.lda : (g.transA ? g.m : g.k);
-  const int64_t ldb = g.ldb ? g.ldb : (g.transB ? g.k : g.n);
-  const int64_t ldc = g.ldc ? g.ldc : g.n;
-  for (int64_t v : {g.m, g.n, g.k, lda, ldb, ldc, g.batch})
-    if (v > INT_MAX || v < 0)
-      throw RuntimeFault("cuda: GEMM dimension " + std::to_string(v) +
-                         " exceeds cuBLAS's int range");
-  cudaDataType t = CUDA_R_32F;
-  cublasComputeType_t compute = opts_.allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  float af = (float)g.alpha, bf = (float)g.beta;
-  double ad = g.alpha, bd = g.beta;
-  const void *alpha = &af, *beta = &bf;
-  switch (g.type) {
-  case GemmType::F32:
-    break;
-  case GemmType::F64:
-    t = CUDA_R_64F;
-    compute = CUBLAS_COMPUTE_64F;
-    alpha = &ad;
-    beta = &bd;
-    break;
-  case GemmType::F16:
-    t = CUDA_R_16F;
-    compute = CUBLAS_COMPUTE_32F;
-    break;
-  case GemmType::BF16:
-    t = CUDA_R_16BF;
-    compute = CUBLAS_COMPUTE_32F;
-    break;
-  }
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
-  // operands and pass n, m; the transposition flags keep their meaning.
-  const cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasStatus_t st;
-  if (g.batch == 1)
-    st = b.cublasGemmEx(h, opB, opA, (int)g.n, (int)g.m, (int)g.k, alpha, g.b, t, (int)ldb, g.a, t,
-                        (int)lda, beta, g.c, t, (int)ldc, compute, CUBLAS_GEMM_DEFAULT);
-  else
-    st = b.cublasGemmStridedBatchedEx(h, opB, opA, (int)g.n, (int)g.m, (int)g.k, alpha, g.b, t,
-                                      (int)ldb, g.strideB, g.a, t, (int)lda, g.strideA, beta, g.c,
-                                      t, (int)ldc, g.strideC, (int)g.batch, compute,
-                                      CUBLAS_GEMM_DEFAULT);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    throw RuntimeFault(std::string("cuda: cublasGemmEx failed: ") + b.cublasGetStatusString(st));
-}
-
 #else // !DT_HAVE_CUDA_HEADERS
 
 void CudaContext::check(int, const char *) const {}
@@ -470,7 +419,6 @@ const CudaKernel &CudaContext::kernel(const Kernel &) {
 }
 void CudaContext::launch(const CudaKernel &, void *const *, const int64_t *, CudaStream) {}
 void *CudaContext::cublasHandle(CudaStream) { return nullptr; }
-void CudaContext::gemm(const GemmDesc &, CudaStream) {}
 void *CudaContext::rawFunction(const std::string &, const std::string &) { return nullptr; }
 void CudaContext::launchRaw(void *, int64_t, int, void **, CudaStream) {}
 

@@ -33,11 +33,17 @@
 
 namespace dt {
 
+/// DTENSOR_CUDA_GEMM=lt: CudaOptions::cublasLt's default.
+bool cudaGemmLtFromEnv();
+
 /// Session options of the CUDA backend.
 struct CudaOptions {
   int device = 0;                               ///< CUDA device ordinal
   std::string cacheDir = defaultCudaCacheDir(); ///< NVRTC cache ("" = none)
   bool allowTf32 = false;                       ///< f32 GEMM on TF32 tensor cores
+  /// GEMMs through cublasLt's heuristic plans instead of cublasGemmEx
+  /// (runtime/CudaGemm.cpp; env DTENSOR_CUDA_GEMM=lt).
+  bool cublasLt = cudaGemmLtFromEnv();
 };
 
 /// An opaque CUDA stream (CUstream); nullptr is the legacy default stream.
@@ -83,6 +89,8 @@ struct CudaAllocStats {
 /// The size class of a request: powers of two from 512 B up to 1 MiB, then
 /// multiples of 2 MiB (bounded waste, few distinct classes).
 int64_t cudaSizeClass(int64_t bytes);
+
+struct CudaLtCache; // runtime/CudaGemm.cpp
 
 /// One GPU, as the Session sees it.
 class CudaContext {
@@ -183,6 +191,9 @@ private:
   /// cuModuleLoadData + cuModuleGetFunction of a compiled `symbol` into `ck`.
   void load(CudaKernel &ck, const std::string &binary);
   std::map<CudaStream, void *> cublas_; ///< cublasHandle_t per stream
+  /// cublasLt's handle, plans and workspaces (runtime/CudaGemm.cpp), made on
+  /// the first GEMM with CudaOptions::cublasLt.
+  std::shared_ptr<CudaLtCache> lt_;
 };
 
 } // namespace dt

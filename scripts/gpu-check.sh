@@ -69,6 +69,9 @@ want() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 # Order: what must pass first, then the benchmarks, then the longer checks.
 if want gpu; then
   step gpu "${GPU_LIMIT:-300}" "$B/bin/dt_gpu" --no-intro=true --test-case-exclude="*random*"
+  # The GEMMs through cublasLt's plans (CudaOptions::cublasLt, opt-in until
+  # this passes on a GPU): every matmul flag, batch and dtype against the cpu.
+  step gpu-lt 120 env DTENSOR_CUDA_GEMM=lt "$B/bin/dt_gpu" --no-intro=true "--test-case=cuda backend*"
 fi
 if want bench; then
   for bench in "$B"/bin/*bench*; do

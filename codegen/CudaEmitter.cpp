@@ -429,6 +429,17 @@ void Emitter::emitElementwise(const std::string &sym) {
       o += " + idx[" + std::to_string(d) + "] * " + inStride(i, d);
     return o;
   };
+  // idx of point `lin` where a node reads it (global) or a row-mode input
+  // needs its row.
+  auto unravelIfRead = [&](const std::string &lin, const std::string &ind) {
+    if (global) {
+      emitUnravel(allDims(), lin, ind.c_str());
+    } else if (R >= 2) {
+      os << ind << "if (" << anyRow << ") {\n";
+      emitUnravel(allDims(), lin, (ind + "  ").c_str());
+      os << ind << "}\n";
+    }
+  };
   // The vector path's points: idx of `base` unravelled once, then advanced
   // point by point (a carry chain, no division).
   auto advance = [&](const char *ind) {
@@ -452,13 +463,7 @@ void Emitter::emitElementwise(const std::string &sym) {
      << "    for (dt_u64 base = tid * " << kCudaVector << "; base < (dt_u64)total; base += nth * "
      << kCudaVector << ") {\n"
      << "      if (base + " << kCudaVector << " <= (dt_u64)total) {\n";
-  if (global) {
-    emitUnravel(allDims(), "base", "        ");
-  } else if (R >= 2) {
-    os << "        if (" << anyRow << ") {\n";
-    emitUnravel(allDims(), "base", "          ");
-    os << "        }\n";
-  }
+  unravelIfRead("base", "        ");
   std::vector<std::string> xs(I), ys(S);
   for (int i = 0; i < I; ++i)
     if (usedInput[i]) {
@@ -518,13 +523,7 @@ void Emitter::emitElementwise(const std::string &sym) {
   };
   os << "      } else {\n"
      << "        for (dt_u64 e = base; e < (dt_u64)total; ++e) {\n";
-  if (global) {
-    emitUnravel(allDims(), "e", "          ");
-  } else if (R >= 2) {
-    os << "          if (" << anyRow << ") {\n";
-    emitUnravel(allDims(), "e", "            ");
-    os << "          }\n";
-  }
+  unravelIfRead("e", "          ");
   scalarBody("          ", false);
   os << "        }\n      }\n    }\n    return;\n  }\n";
   if (R == 0) {

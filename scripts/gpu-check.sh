@@ -17,13 +17,16 @@
 #
 # Through a lent machine whose $OUT returns at most 8 files: build the bundle
 # here, carry build-gpu/bundle.tar.gz, keep the logs outside $OUT and tar them
-# back (the eighth session's two runs, about 400 s each):
-#   R=$OUT; export DT_GPU_FAULT_TIMEOUT=10 DT_GPU_RANDOM=8
-#   OUT=/tmp/l1 ONLY=gpu,bench GPU_LIMIT=150 BENCH_LIMIT=80 \
+# back. The twelfth session's runs on an H100 (a fresh machine starts in about
+# 30 s; every step below passed there in 65-240 s a run):
+#   R=$OUT; export DT_GPU_FAULT_TIMEOUT=10 DT_GPU_RANDOM=24
+#   OUT=/tmp/l1 ONLY=gpu,bench GPU_LIMIT=200 BENCH_LIMIT=120 \
 #     bash scripts/gpu-check.sh build-gpu/bundle.tar.gz > $R/c1.txt 2>&1
-#   OUT=/tmp/l2 ONLY=peers PEERS_ARGS=--quick bash scripts/gpu-check.sh ... > $R/c2.txt 2>&1
+#   OUT=/tmp/l2 ONLY=peers,profile PEERS_ARGS=--quick bash scripts/gpu-check.sh ... > $R/c2.txt 2>&1
 #   OUT=/tmp/l3 ONLY=examples,random VERIFY_LIMIT=30 bash scripts/gpu-check.sh ... > $R/c3.txt 2>&1
 #   tar czf $R/logs.tgz -C /tmp l1 l2 l3
+# A crash in dt_gpu prints a native stack (lib(+offset) lines): resolve them
+# with `addr2line -f -e build-gpu/libdtensor_all.so OFFSET` here.
 set -uo pipefail
 ARG=${1:-$(dirname "$0")}
 if [ -f "$ARG" ]; then # a bundle.tar.gz: unpack it in a temporary folder

@@ -155,6 +155,22 @@ void RankState::startRun() {
   refs_.clear();
   purgeAt_ = 4096;
   pool_.clear();
+  checkedIds_.clear();
+}
+
+void RankState::checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound) {
+  for (const CheckedIds &c : checkedIds_)
+    if (c.buf == ids.buf && c.data == ids.raw() && c.dtype == ids.dtype && c.numel == ids.numel() &&
+        c.bound == bound)
+      return;
+  HostTensor host = dev.toHost(ids);
+  for (int64_t j = 0, n = host.numel(); j < n; ++j)
+    ref::checkedId("index_select", host, j, dim, bound);
+  if (!ids.buf || ids.bytes() > kCheckedIdsBytes)
+    return;
+  if (checkedIds_.size() == kCheckedIds)
+    checkedIds_.erase(checkedIds_.begin());
+  checkedIds_.push_back({ids.buf, ids.raw(), ids.dtype, ids.numel(), bound});
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
@@ -224,13 +240,8 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   // A gather reads rows its ids name: every id must be inside the source's
   // local block (the reference evaluator's check and message; the kernel
   // itself does not check).
-  for (const KernelGather &g : e.fk.gathers) {
-    const HostTensor &src = **args[g.src];
-    HostTensor ids = dev.toHost(**args[g.ids]);
-    int64_t bound = src.shape.at(g.dim);
-    for (int64_t j = 0, n = ids.numel(); j < n; ++j)
-      ref::checkedId("index_select", ids, j, g.dim, bound);
-  }
+  for (const KernelGather &g : e.fk.gathers)
+    checkIds(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
   const FusedLaunch &l = cs.launch;
   size_t nOut = k.outputs.size();
   void *bufs[16];

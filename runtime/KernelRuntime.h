@@ -182,6 +182,23 @@ public:
 
 private:
   void count(const Buffer *b, int delta);
+  /// Whether every id of `ids` was checked to lie in [0, bound) (a gather's
+  /// ids); else checks them (RuntimeFault as the reference evaluator's) and
+  /// remembers the buffer. A remembered buffer is held here, so it is never
+  /// pooled or written in place (both need the only reference): its ids
+  /// cannot change while it is listed. A loop-invariant ids tensor is thus
+  /// checked once, not on every launch (on a GPU, a copy to the host and a
+  /// wait each time).
+  void checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
+  struct CheckedIds {
+    std::shared_ptr<Buffer> buf;
+    const void *data;
+    DType dtype;
+    int64_t numel, bound;
+  };
+  static constexpr size_t kCheckedIds = 8;             ///< remembered at most
+  static constexpr int64_t kCheckedIdsBytes = 4 << 20; ///< larger ids are checked each time
+  std::vector<CheckedIds> checkedIds_;                 ///< most recent last
 
   bool reuse_;
   std::unordered_map<const Buffer *, int> refs_; ///< holds per buffer (0: none now)

@@ -392,3 +392,39 @@ print(index_select(tab, ids) * b)
       doctest::Contains("`index_select`: index 5 is out of range for dim 0 of size 5"),
       RuntimeFault);
 }
+
+TEST_CASE("fused kernels: ids checked once stay checked only while they cannot change") {
+  // The loop-invariant ids are checked on the first trip and remembered; the
+  // ids that move one row a trip are checked again each trip, and the fourth
+  // trip's (3..6 against 6 rows: 6 is out) is the reference's fault, with
+  // the same values printed before it.
+  const char *prog = R"(mesh m = [x = 2]
+let tab : f32[6, 8] @ m[_, _] = randn(seed=1)
+let fixed : i32[4] @ m[x] = [5, 0, 2, 1]
+var ids : i32[4] @ m[x] = [0, 1, 2, 3]
+let b : f32[4, 8] @ m[x, _] = randn(seed=2)
+for i in 0..5 {
+  print(relayout(index_select(tab, fixed) * b + index_select(tab, ids) * 2.0, m[_, _]))
+  ids = ids + 1
+}
+)";
+  Compilation s(pipelineCompileOptions());
+  build(s, prog, true, true);
+  CHECK(gatherNodes(s.module) == 2);
+  std::ostringstream out, ref;
+  Executor ex(s.module, out, ExecOptions{});
+  CHECK_THROWS_WITH_AS(
+      ex.run("main", {}),
+      doctest::Contains("`index_select`: index 6 is out of range for dim 0 of size 6"),
+      RuntimeFault);
+  ExecOptions noJit;
+  noJit.jit = false;
+  Executor slow(s.module, ref, noJit);
+  CHECK_THROWS_AS(slow.run("main", {}), RuntimeFault);
+  CHECK(ex.printed().size() == 3);
+  REQUIRE(slow.printed().size() == 3);
+  for (size_t p = 0; p < 3; ++p)
+    for (int64_t i = 0; i < 32; ++i)
+      CHECK(ex.printed()[p].value.get(i) ==
+            doctest::Approx(slow.printed()[p].value.get(i)).epsilon(1e-6));
+}

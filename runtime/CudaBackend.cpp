@@ -167,8 +167,37 @@ public:
     t.dtype = base.dtype;
     t.shape = base.shape;
     t.buf = allocateUninit(t.bytes());
-    cudaScatterAdd(ctx_, base, toHost(ids), src, dim, t, stream_);
+    const int64_t n = base.shape.at(dim);
+    if (ids.bytes() > kScatterPlanBytes) { // planned for this call only
+      CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_);
+      cudaScatterAdd(ctx_, base, p, src, dim, t, stream_);
+      ctx_.free(p.lists); // stream ordered: reused after the launch
+      return t;
+    }
+    cudaScatterAdd(ctx_, base, scatterPlan(ids, dim, n), src, dim, t, stream_);
     return t;
+  }
+  /// The device lists of `ids` against `n` rows: planned once while the ids
+  /// cannot change (held here, as RankState::checkIds holds checked ids: a
+  /// buffer with another reference is never pooled or written in place), so
+  /// a loop-invariant index_add neither copies its ids to the host nor
+  /// waits on each trip.
+  const CudaScatterPlan &scatterPlan(const HostTensor &ids, int64_t dim, int64_t n) {
+    for (const ScatterEntry &e : plans_)
+      if (e.ids == ids.buf && e.data == ids.raw() && e.dtype == ids.dtype &&
+          e.numel == ids.numel() && e.dim == dim && e.n == n)
+        return e.plan;
+    if (plans_.size() == kScatterPlans) {
+      ctx_.free(plans_.front().plan.lists); // stream ordered: after the launches that read it
+      plans_.erase(plans_.begin());
+    }
+    plans_.push_back({ids.buf, ids.raw(), ids.dtype, ids.numel(), dim, n,
+                      cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_)});
+    return plans_.back().plan;
+  }
+  ~CudaDevice() override {
+    for (ScatterEntry &e : plans_)
+      ctx_.free(e.plan.lists);
   }
   std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                           const std::vector<const HostTensor *> &args,
@@ -241,6 +270,16 @@ private:
   Communicator &hostWorld_;
   Communicator *world_ = nullptr;
   std::map<std::vector<int>, std::unique_ptr<CudaCopyComm>> comms_;
+  struct ScatterEntry {
+    std::shared_ptr<Buffer> ids;
+    const void *data;
+    DType dtype;
+    int64_t numel, dim, n;
+    CudaScatterPlan plan;
+  };
+  static constexpr size_t kScatterPlans = 8;
+  static constexpr int64_t kScatterPlanBytes = 4 << 20; ///< larger ids are planned each call
+  std::vector<ScatterEntry> plans_;                     ///< most recent last
 };
 
 } // namespace

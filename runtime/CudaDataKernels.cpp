@@ -277,32 +277,36 @@ void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector
     order[next[ref::idAt(ids, j)]++] = j; // stable: each row's list in id order
 }
 
-void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const HostTensor &idsOnHost,
+CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, int64_t dim,
+                                int64_t n, CudaStream s) {
+  std::vector<int64_t> rowStart, order;
+  cudaScatterLists(idsOnHost, dim, n, rowStart, order);
+  CudaScatterPlan p;
+  p.k = idsOnHost.numel();
+  p.lists = ctx.alloc((int64_t)(rowStart.size() + order.size()) * 8, s);
+  p.order = static_cast<char *>(p.lists) + rowStart.size() * 8;
+  ctx.copyToDevice(p.lists, rowStart.data(), (int64_t)rowStart.size() * 8, s);
+  ctx.copyToDevice(p.order, order.data(), (int64_t)order.size() * 8, s);
+  // The host vectors die here: the copies must have read them (pageable
+  // copies are staged at the call, but wait to be sure).
+  ctx.synchronize(s);
+  return p;
+}
+
+void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterPlan &plan,
                     const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s) {
   int64_t outer, n, inner;
   around(base.shape, dim, outer, n, inner);
-  const int64_t k = idsOnHost.numel(), total = outer * n * inner;
-  std::vector<int64_t> rowStart, order;
-  cudaScatterLists(idsOnHost, dim, n, rowStart, order);
+  const int64_t total = outer * n * inner;
   if (total == 0)
     return;
   // One kernel per dtype, named by the language's dtype names.
   void *f = fn(ctx, std::string("dt_scatter_add_") + dtypeName(base.dtype));
-  const int64_t listBytes = (int64_t)(rowStart.size() + order.size()) * 8;
-  void *lists = ctx.alloc(listBytes, s);
-  ctx.copyToDevice(lists, rowStart.data(), (int64_t)rowStart.size() * 8, s);
-  void *orderDev = static_cast<char *>(lists) + rowStart.size() * 8;
-  ctx.copyToDevice(orderDev, order.data(), (int64_t)order.size() * 8, s);
-  const void *bp = base.raw(), *sp = src.raw();
+  const void *bp = base.raw(), *sp = src.raw(), *lp = plan.lists, *op = plan.order;
   void *dp = out.raw();
-  long long t = total, nn = n, kk = k, in = inner;
-  void *args[] = {&bp, &lists, &orderDev, &sp, &dp, &t, &nn, &kk, &in};
+  long long t = total, nn = n, kk = plan.k, in = inner;
+  void *args[] = {&bp, &lp, &op, &sp, &dp, &t, &nn, &kk, &in};
   ctx.launchRaw(f, gridFor(ctx, total), 256, args, s);
-  // The host vectors die here: the copies above must have read them (pageable
-  // copies are staged at the call, but wait to be sure), and the lists are
-  // reused only on this stream, after the kernel.
-  ctx.synchronize(s);
-  ctx.free(lists);
 }
 
 } // namespace dt

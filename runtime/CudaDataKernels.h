@@ -58,9 +58,20 @@ void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStre
 void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,
                       std::vector<int64_t> &order);
 
-/// `index_add`: out = base with the rows of `src` added at `ids` along `dim`
-/// (`out` has base's type and its own buffer).
-void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const HostTensor &idsOnHost,
+/// cudaScatterLists on the device: one allocation (`lists`, freed with
+/// ctx.free) holding rowStart then order. Waits for the upload (the host
+/// lists die on return).
+struct CudaScatterPlan {
+  void *lists = nullptr; ///< rowStart (n + 1 entries)
+  void *order = nullptr; ///< inside `lists`
+  int64_t k = 0;         ///< ids
+};
+CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, int64_t dim,
+                                int64_t n, CudaStream s);
+
+/// `index_add`: out = base with the rows of `src` added at the planned ids
+/// along `dim` (`out` has base's type and its own buffer). Queued on `s`.
+void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterPlan &plan,
                     const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s);
 
 } // namespace dt

@@ -282,7 +282,6 @@ struct Emitter {
     os << "}\n\n";
   }
 
-  /// `idx[d] = ...` for `dims` (row-major, last fastest) from linear `lin`.
   /// idx[dims] from the row-major linear index `lin` over `dims`. With the
   /// kernel's `narrow` (its whole iteration space under 2^32 points: every
   /// index and extent fits) in 32-bit unsigned arithmetic, several times
@@ -373,9 +372,9 @@ struct Emitter {
 void Emitter::emitElementwise(const std::string &sym) {
   const size_t S = k.stores.size();
   // The fast path unravels the point's index only when a node reads it.
-  bool global = usesGlobalIndex(k);
-  for (const KNode &n : k.nodes)
-    global = global || n.op == KOp::Gather;
+  std::vector<bool> gathered = gatheredInputs(k);
+  const bool global =
+      usesGlobalIndex(k) || std::find(gathered.begin(), gathered.end(), true) != gathered.end();
   os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
      << "(const dt_args a) {\n"
      << "  const dt_i64 total = " << product(allDims()) << ";\n"

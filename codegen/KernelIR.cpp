@@ -393,10 +393,10 @@ void Kernel::setReduce(KReduce op, std::vector<int> dims) {
 
 // --- queries ------------------------------------------------------------------------
 
-std::vector<bool> gatheredInputs(const Kernel &k) {
+std::vector<bool> gatheredInputs(const Kernel &k, int dim) {
   std::vector<bool> g(k.inputs.size(), false);
   for (const KNode &n : k.nodes)
-    if (n.op == KOp::Gather && n.index >= 0 && n.index < (int)g.size())
+    if (n.op == KOp::Gather && (dim < 0 || n.dim == dim) && n.index >= 0 && n.index < (int)g.size())
       g[n.index] = true;
   return g;
 }

@@ -237,8 +237,9 @@ struct Kernel {
 std::vector<bool> invariantNodes(const Kernel &k);
 
 /// Per input: true when a `gather` node reads it (its elements are read at
-/// other points than the one being stored: never overwritten in place).
-std::vector<bool> gatheredInputs(const Kernel &k);
+/// other points than the one being stored: never overwritten in place);
+/// with `dim` >= 0, only gathers along iteration dim `dim` count.
+std::vector<bool> gatheredInputs(const Kernel &k, int dim = -1);
 
 /// True when a node needs the global offsets/strides (Random, Iota).
 bool usesGlobalIndex(const Kernel &k);

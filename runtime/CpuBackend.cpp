@@ -299,10 +299,7 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   ck.global = usesGlobalIndex(k);
   for (DType t : k.inputs)
     ck.elemBytes.push_back(dtypeSize(t));
-  ck.gatheredDim0.assign(k.inputs.size(), false);
-  for (const KNode &n : k.nodes)
-    if (n.op == KOp::Gather && n.dim == 0 && n.index >= 0 && n.index < ck.inputs)
-      ck.gatheredDim0[n.index] = true;
+  ck.gatheredDim0 = gatheredInputs(k, 0);
   for (DType t : k.outputs)
     ck.elemBytes.push_back(dtypeSize(t));
   std::lock_guard<std::mutex> lock(mu_);

@@ -177,22 +177,19 @@ public:
     cudaScatterAdd(ctx_, base, scatterPlan(ids, dim, n), src, dim, t, stream_);
     return t;
   }
-  /// The device lists of `ids` against `n` rows: planned once while the ids
-  /// cannot change (held here, as RankState::checkIds holds checked ids: a
-  /// buffer with another reference is never pooled or written in place), so
-  /// a loop-invariant index_add neither copies its ids to the host nor
-  /// waits on each trip.
+  /// The device lists of `ids` against `n` rows, planned once while the ids
+  /// cannot change (HeldTensor), so a loop-invariant index_add neither copies
+  /// its ids to the host nor waits on each trip.
   const CudaScatterPlan &scatterPlan(const HostTensor &ids, int64_t dim, int64_t n) {
     for (const ScatterEntry &e : plans_)
-      if (e.ids == ids.buf && e.data == ids.raw() && e.dtype == ids.dtype &&
-          e.numel == ids.numel() && e.dim == dim && e.n == n)
+      if (e.ids.holds(ids) && e.dim == dim && e.n == n)
         return e.plan;
     if (plans_.size() == kScatterPlans) {
       ctx_.free(plans_.front().plan.lists); // stream ordered: after the launches that read it
       plans_.erase(plans_.begin());
     }
-    plans_.push_back({ids.buf, ids.raw(), ids.dtype, ids.numel(), dim, n,
-                      cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_)});
+    plans_.push_back(
+        {HeldTensor(ids), dim, n, cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_)});
     return plans_.back().plan;
   }
   ~CudaDevice() override {
@@ -271,10 +268,8 @@ private:
   Communicator *world_ = nullptr;
   std::map<std::vector<int>, std::unique_ptr<CudaCopyComm>> comms_;
   struct ScatterEntry {
-    std::shared_ptr<Buffer> ids;
-    const void *data;
-    DType dtype;
-    int64_t numel, dim, n;
+    HeldTensor ids;
+    int64_t dim, n;
     CudaScatterPlan plan;
   };
   static constexpr size_t kScatterPlans = 8;

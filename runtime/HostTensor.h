@@ -66,6 +66,23 @@ struct HostTensor {
   HostTensor clone() const;
 };
 
+/// A reference that keeps a tensor's elements as they are while it lives:
+/// the executor pools a buffer, or writes a kernel's output into it in
+/// place, only when nothing else references it (runtime/KernelRuntime.h).
+/// What caches by a tensor's contents (checked gather ids, a scatter-add's
+/// plan) holds one.
+struct HeldTensor {
+  explicit HeldTensor(const HostTensor &t) : buf(t.buf), dtype(t.dtype), numel(t.numel()) {}
+  /// `t` reads exactly the held elements (the same buffer, as a view of any
+  /// shape, of the same dtype and count).
+  bool holds(const HostTensor &t) const {
+    return buf && buf == t.buf && dtype == t.dtype && numel == t.numel();
+  }
+  std::shared_ptr<Buffer> buf;
+  DType dtype;
+  int64_t numel;
+};
+
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
 

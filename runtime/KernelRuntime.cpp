@@ -160,8 +160,7 @@ void RankState::startRun() {
 
 void RankState::checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound) {
   for (const CheckedIds &c : checkedIds_)
-    if (c.buf == ids.buf && c.data == ids.raw() && c.dtype == ids.dtype && c.numel == ids.numel() &&
-        c.bound == bound)
+    if (c.ids.holds(ids) && c.bound == bound)
       return;
   HostTensor host = dev.toHost(ids);
   for (int64_t j = 0, n = host.numel(); j < n; ++j)
@@ -170,7 +169,7 @@ void RankState::checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_
     return;
   if (checkedIds_.size() == kCheckedIds)
     checkedIds_.erase(checkedIds_.begin());
-  checkedIds_.push_back({ids.buf, ids.raw(), ids.dtype, ids.numel(), bound});
+  checkedIds_.push_back({HeldTensor(ids), bound});
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }

@@ -100,7 +100,6 @@ private:
 /// The memory plan (passes/MemoryPlan.h) the executor releases buffers by.
 using LivenessTable = MemoryPlan;
 
-/// Per-rank counters of one run.
 /// One line of `--profile`: an instruction's runs and their wall time (the
 /// first run apart: it carries one-time costs, a GPU's module loads).
 struct OpProfile {
@@ -109,6 +108,7 @@ struct OpProfile {
   double firstSeconds = 0; ///< the first run
 };
 
+/// Per-rank counters of one run.
 struct RankStats {
   int64_t liveBytes = 0;
   int64_t peakBytes = 0;
@@ -182,19 +182,16 @@ public:
 
 private:
   void count(const Buffer *b, int delta);
-  /// Whether every id of `ids` was checked to lie in [0, bound) (a gather's
-  /// ids); else checks them (RuntimeFault as the reference evaluator's) and
-  /// remembers the buffer. A remembered buffer is held here, so it is never
-  /// pooled or written in place (both need the only reference): its ids
-  /// cannot change while it is listed. A loop-invariant ids tensor is thus
+  /// Checks that every id of `ids` (a gather's) lies in [0, bound)
+  /// (RuntimeFault as the reference evaluator's) unless these very ids were
+  /// checked against `bound` already: checked ids are held (HeldTensor), so
+  /// they cannot change while listed. A loop-invariant ids tensor is thus
   /// checked once, not on every launch (on a GPU, a copy to the host and a
   /// wait each time).
   void checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
   struct CheckedIds {
-    std::shared_ptr<Buffer> buf;
-    const void *data;
-    DType dtype;
-    int64_t numel, bound;
+    HeldTensor ids;
+    int64_t bound;
   };
   static constexpr size_t kCheckedIds = 8;             ///< remembered at most
   static constexpr int64_t kCheckedIdsBytes = 4 << 20; ///< larger ids are checked each time

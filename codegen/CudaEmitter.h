@@ -29,7 +29,12 @@
 //    otherwise one warp per output element (shuffles only). The kernel makes
 //    that choice itself from the params; cudaLaunchDims makes the same one.
 //    Few outputs with long reductions (a full `sum`) are split over many
-//    blocks and folded by a second launch (cudaReduceSplit).
+//    blocks and folded by a second launch (cudaReduceSplit). When the last
+//    dim is reduced and every used input is contiguous or constant along it
+//    (extent a multiple of 4), each thread reads 4 points of one row per step
+//    with vector loads, as the elementwise path does. When the last dim is
+//    kept (a sum over rows), the column path instead gives each thread one
+//    output, so that a warp reads 32 neighbours of a row (cudaColumnReduction).
 //    Float sums accumulate in f64 (as the IR says) but the association order is
 //    the tree order of the threads, not row-major (the IR allows it).
 //
@@ -99,12 +104,29 @@ bool cudaSplitsReduction(const Kernel &k);
 
 /// How many chunks each output of reduction `k` is cut into (1: one pass).
 /// A split reduction runs in two launches of the same kernel: the last two
-/// dt_args words are (split, scratch) with grid kept * split -- each block
-/// reduces one chunk of one output into `scratch` (accumulator type, 8-byte
-/// slots: cudaSplitScratchBytes) -- then (-split, scratch) with a thread per
-/// output (grid from cudaLaunchDims of an elementwise launch), which folds
-/// the chunks in order and stores. With (0, 0) the kernel runs in one pass.
+/// dt_args words are (split, scratch) with grid cudaSplitBlocks -- each block
+/// reduces one chunk of one output (of a tile of outputs, on the column path)
+/// into `scratch` (accumulator type, 8-byte slots: cudaSplitScratchBytes) --
+/// then (-split, scratch) with a warp per output (grid cudaFoldBlocks), whose
+/// lane l folds the l-th run of consecutive chunks in order before the warp
+/// pairs neighbouring runs: a fixed order, the same every run, and on the
+/// column path (each chunk a left fold of its rows) the order of a left fold
+/// wherever it matters (max of -0 and +0).
+/// With (0, 0) the kernel runs in one pass.
 int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs);
+/// The grid of a split reduction's first launch (kept * split, or with
+/// columns tiles of 256 outputs * split).
+int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split);
+/// The grid of a split reduction's second launch (a warp per output).
+int64_t cudaFoldBlocks(int64_t kept, int numSMs);
+
+/// Reductions whose last dim is kept, at least this wide, take the column path.
+constexpr int64_t kCudaColumnMin = 32;
+/// Whether reduction `k` at `params` takes the column path: a thread per
+/// output, consecutive outputs in consecutive threads (a sum over rows, as a
+/// bias gradient is), each folding its points in row-major order from its
+/// chunk's start (split as cudaReduceSplit says).
+bool cudaColumnReduction(const Kernel &k, const int64_t *params);
 int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split);
 
 /// The device helpers every emitted kernel starts with (splitmix64 RNG,

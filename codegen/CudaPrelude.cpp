@@ -276,6 +276,18 @@ __device__ __forceinline__ T dt_warp_reduce(T v, F combine) {
     v = combine(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
 }
+// The same in order: lane 0 gets combine over lanes 0, 1, ..., 31 as
+// neighbours pair up ((v0 v1) (v2 v3)) ((v4 v5) ...), so when lane l holds
+// the l-th run of a sequence, ties (max of -0 and +0) resolve as a left fold.
+template <class T, class F>
+__device__ __forceinline__ T dt_warp_reduce_ordered(T v, F combine) {
+  const int lane = threadIdx.x & 31;
+  for (int off = 1; off < 32; off <<= 1) {
+    const T w = __shfl_xor_sync(0xffffffffu, v, off);
+    v = (lane & off) ? combine(w, v) : combine(v, w);
+  }
+  return v;
+}
 )CUDA";
 }
 

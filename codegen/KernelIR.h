@@ -105,7 +105,8 @@
 // `reduce` op (sum, max, min). Each output then receives the reduction of its
 // stored value over the reduced dims; its strides on the reduced dims must be
 // 0. Order: row-major over the reduced dims, but lowerings may reassociate
-// (ir/IR.h allows it). Identities for empty reductions: sum 0, max -inf /
+// (ir/IR.h allows it; a reassociated max/min may then give either zero where
+// -0 and +0 tie). Identities for empty reductions: sum 0, max -inf /
 // INT_MIN, min +inf / INT_MAX. Accumulators: float sums (bf16 and f16 too)
 // accumulate in f64 (then round once to the output dtype), so an f32 sum of n terms has error
 // ~n*2^-53 relative to the sum of magnitudes before the final rounding; int sums wrap in the output

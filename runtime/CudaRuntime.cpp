@@ -364,9 +364,9 @@ void CudaContext::launch(const CudaKernel &ck, void *const *deviceBuffers, const
   const size_t W = words.size();
   words[W - 2] = (uint64_t)split;
   words[W - 1] = (uint64_t)(uintptr_t)scratch;
-  go((unsigned)(kept * split));
+  go((unsigned)cudaSplitBlocks(ck.kernel, params, split));
   words[W - 2] = (uint64_t)(-split);
-  go((unsigned)std::min<int64_t>((kept + dims.block - 1) / dims.block, (int64_t)sms_ * 32));
+  go((unsigned)cudaFoldBlocks(kept, sms_));
   free(scratch); // reused only on this stream, after these launches
 }
 

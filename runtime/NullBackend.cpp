@@ -164,11 +164,7 @@ void NullBackend::planLaunch(const Kernel &k, const int64_t *params) {
   int64_t grid = d.grid;
   if (split > 1) {
     ++plan_stats_.splitLaunches;
-    int64_t kept = 1;
-    for (int i = 0; i < k.rank; ++i)
-      if (!isReducedDim(k, i))
-        kept *= params[i];
-    grid = kept * split;
+    grid = cudaSplitBlocks(k, params, split);
   }
   if (grid > 0x7fffffff)
     throw RuntimeFault("--dry-run: kernel " + k.name + " would launch " + std::to_string(grid) +

@@ -180,6 +180,30 @@ TEST_CASE("cuda emitter: few outputs over long reductions are split, others are 
   CHECK(split(d, 1, 1 << 20, 132) == 1);
 }
 
+TEST_CASE("cuda emitter: sums over rows take the column path, split into chunks of rows") {
+  Kernel k = reduceKernel(KReduce::Sum, DType::F32, 2, {0});
+  auto params = [&](int64_t rows, int64_t cols) {
+    std::vector<std::vector<int64_t>> in(k.inputs.size(), {cols, 1}), out(k.outputs.size(), {0, 1});
+    return kernelParams(k, {rows, cols}, in, out);
+  };
+  auto p = params(4096, 16384); // a bias gradient: 64 tiles of 256 columns
+  CHECK(cudaColumnReduction(k, p.data()));
+  int64_t s = cudaReduceSplit(k, p.data(), 132);
+  CHECK(s == 17); // 64 tiles * 17 chunks fill 132 SMs with 8 blocks each
+  CHECK(cudaSplitBlocks(k, p.data(), s) == 64 * 17);
+  CHECK(cudaLaunchDims(k, p.data(), 132).grid == 64);
+  auto wide = params(64, 1 << 20); // tiles enough: one pass
+  CHECK(cudaReduceSplit(k, wide.data(), 132) == 1);
+  auto narrow = params(1 << 20, 8); // 8 columns: the row path
+  CHECK_FALSE(cudaColumnReduction(k, narrow.data()));
+  CHECK(cudaReduceSplit(k, narrow.data(), 132) > 1);
+  CHECK(cudaSplitBlocks(k, narrow.data(), 4) == 8 * 4);
+  Kernel d = k;
+  d.deterministic = true; // its own thread-per-output kernel
+  CHECK_FALSE(cudaColumnReduction(d, p.data()));
+  CHECK(emitCudaKernel(k, "col").source.find("cudaColumnReduction") != std::string::npos);
+}
+
 TEST_CASE("cuda emitter: kernel args and launch dims follow the ABI") {
   Kernel k = binaryKernel(DType::F32);
   std::vector<int64_t> shape = {3, 5};

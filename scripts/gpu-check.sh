@@ -25,6 +25,9 @@
 #   OUT=/tmp/l2 ONLY=peers,profile PEERS_ARGS=--quick bash scripts/gpu-check.sh ... > $R/c2.txt 2>&1
 #   OUT=/tmp/l3 ONLY=examples,random VERIFY_LIMIT=30 bash scripts/gpu-check.sh ... > $R/c3.txt 2>&1
 #   tar czf $R/logs.tgz -C /tmp l1 l2 l3
+# Kernel by kernel (Firecracker machines): ncu --clock-control none
+# --cache-control none --metrics gpu__time_duration.sum --csv BIN/dtensorc run
+# --backend cuda PROGRAM (the thirteenth session's numbers in docs/performance.md).
 # A crash in dt_gpu prints a native stack (lib(+offset) lines): resolve them
 # with `addr2line -f -e build-gpu/libdtensor_all.so OFFSET` here.
 set -uo pipefail
@@ -99,12 +102,18 @@ fi
 # Where the GPU programs' steps go: rank 0's time per instruction (--profile),
 # when the repo's bench/peers is beside the bundle (python3 writes the programs).
 PROGRAMS_PY=$(cd "$(dirname "$0")" && pwd)/../bench/peers/programs.py
-if want profile && [ -f "$PROGRAMS_PY" ]; then
+if want profile && [ -f "$PROGRAMS_PY" ] && nvidia-smi -L >/dev/null 2>&1; then
   for p in modulation_gpu:20 mlp_gpu:5; do
     name=${p%%:*}
     python3 -c "import sys; sys.path.insert(0, '$(dirname "$PROGRAMS_PY")'); from programs import dt_program; print(dt_program('$name', ${p##*:}))" >"$LOGS/$name.dt"
     TAIL=30 step "profile-$name" "${PROFILE_LIMIT:-90}" "$B/bin/dtensorc" run --backend cuda --profile --stats "$LOGS/$name.dt"
   done
+fi
+# torch.compile's kernels for the same step (the counterpart of --profile).
+TORCH_PROFILE=$(cd "$(dirname "$0")" && pwd)/../bench/peers/gpu_torch_profile.py
+if want profile && [ -f "$TORCH_PROFILE" ] &&
+  python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  TAIL=30 step torch-profile "${PROFILE_LIMIT:-90}" python3 "$TORCH_PROFILE" --programs modulation_gpu
 fi
 # The models against PyTorch on this GPU (torch.compile), when the machine's
 # python3 has torch with CUDA and the repo's bench/peers is beside the bundle.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds, runs every test label
-# that needs no GPU (unit, lang, diff, fuzz, nvrtc, example), then the parser
+# that needs no GPU (unit, lang, diff, fuzz, nvrtc, cudasim, example), then the parser
 # and tensor-file header fuzz targets under libFuzzer (scripts/fuzz.sh). GPU tests report SKIP
 # without a GPU.
 set -euo pipefail

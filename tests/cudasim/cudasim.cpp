@@ -21,11 +21,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <filesystem>
 #include <fstream>
 #include <random>
 using namespace dt;
 static int fails = 0, checks = 0, splits = 0;
 static std::string gWork, gShim;
+/// g++'s flags for every kernel and for the shim's precompiled header.
+static const char *kFlags = "-std=c++20 -O1 -w -fPIC";
 std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
   std::vector<char> v(n * dtypeSize(t) + 64);
   std::uniform_int_distribution<int> d(-5, 5);
@@ -83,7 +86,7 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
       << "  dt_args a; std::memcpy(&a, w, sizeof a);\n  simLaunch(grid, 256, [&] { " << sym
       << "(a); });\n}\n";
   }
-  std::string cmd = "g++ -std=c++20 -O1 -w -fPIC -shared -include " + gShim + " " + base +
+  std::string cmd = "g++ " + std::string(kFlags) + " -shared -include " + gShim + " " + base +
                     ".cpp -o " + base + ".so";
   if (system(cmd.c_str())) {
     printf("compile failed %s\n", k.name.c_str());
@@ -274,7 +277,7 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
 }
 )";
   }
-  std::string cmd = "g++ -std=c++20 -O1 -w -fPIC -shared -include " + gShim + " " + base +
+  std::string cmd = "g++ " + std::string(kFlags) + " -shared -include " + gShim + " " + base +
                     ".cpp -o " + base + ".so";
   if (system(cmd.c_str())) {
     printf("compile failed: data kernels\n");
@@ -378,7 +381,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   gWork = argv[1];
-  gShim = argv[2];
+  std::filesystem::create_directories(gWork);
+  // The shim, copied beside a precompiled header built with the kernels'
+  // flags (g++ takes the .gch for -include, else the header: 2.5x faster).
+  gShim = gWork + "/shim.h";
+  std::filesystem::copy_file(argv[2], gShim, std::filesystem::copy_options::overwrite_existing);
+  if (system(("g++ " + std::string(kFlags) + " -x c++-header " + gShim + " -o " + gShim + ".gch")
+                 .c_str()))
+    printf("note: no precompiled shim (compiling it in every kernel)\n");
   int tag = 0;
   runDataKernels();
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,

@@ -1,6 +1,6 @@
 // Host shim for tests/cudasim: lets g++ compile a kernel emitted by
 // codegen/CudaEmitter as ordinary C++ and run it on the CPU, one std::thread
-// per CUDA thread (256 per block), with real barriers for __syncthreads and
+// per CUDA thread of a block (256), with real barriers for __syncthreads and
 // per-warp barriers for __shfl_xor_sync. Not a GPU: it checks the emitted
 // kernel's *semantics* (indexing, fast paths, reductions, RNG) against the
 // interpreter where no GPU is available. Host libm replaces CUDA's.
@@ -77,27 +77,32 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
   return r;
 }
 inline void __syncthreads() { simBlock->arrive_and_wait(); }
+// One thread per CUDA thread of a block, started once per launch: the block's
+// threads run the grid's blocks one after another (a barrier between blocks,
+// as __shared__ arrays are one per kernel here). A thread that returns early
+// waits at that barrier; it took part in no __syncthreads or shuffle after
+// its return, as on a GPU.
 template <class F> void simLaunch(unsigned grid, unsigned block, F kernel) {
   gridDim.x = grid;
   blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {
-    std::barrier<> blk(block);
-    simBlock = &blk;
-    std::vector<std::barrier<> *> bars;
-    std::vector<SimWarp> warps(block / 32);
-    for (auto &w : warps)
-      w.bar = new std::barrier<>(32);
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < block; ++t)
-      ts.emplace_back([&, t, b] {
-        threadIdx.x = t;
+  std::barrier<> blk(block), next(block);
+  simBlock = &blk;
+  std::vector<SimWarp> warps(block / 32);
+  for (auto &w : warps)
+    w.bar = new std::barrier<>(32);
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < block; ++t)
+    ts.emplace_back([&, t] {
+      threadIdx.x = t;
+      simWarp = &warps[t / 32];
+      for (unsigned b = 0; b < grid; ++b) {
         blockIdx.x = b;
-        simWarp = &warps[t / 32];
         kernel();
-      });
-    for (auto &t : ts)
-      t.join();
-    for (auto &w : warps)
-      delete w.bar;
-  }
+        next.arrive_and_wait();
+      }
+    });
+  for (auto &t : ts)
+    t.join();
+  for (auto &w : warps)
+    delete w.bar;
 }

@@ -103,40 +103,42 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   const CpuKernel &ck = *static_cast<const CpuKernel *>(k.handle);
   void **b = const_cast<void **>(bufs);
   int R = ck.rank;
-  if (blasThreads_ <= 1 || R == 0 || !ck.splitDim0) {
+  const int d = ck.splitDim;
+  if (blasThreads_ <= 1 || R == 0 || d < 0) {
     ck.fn(b, params);
     return;
   }
   int64_t points = 1;
-  for (int d = 0; d < R; ++d)
-    points *= params[d];
-  int64_t d0 = params[0];
-  if (points < kSplitPoints || d0 < 2) {
+  for (int i = 0; i < R; ++i)
+    points *= params[i];
+  const int64_t extent = params[d];
+  if (points < kSplitPoints || extent < 2) {
     ck.fn(b, params);
     return;
   }
   if (!pool_ || pool_->parts() != blasThreads_)
     pool_ = std::make_unique<KernelPool>(blasThreads_);
-  // Each part runs dim 0's slice [lo, hi): its own params (shape[0], and the
-  // global offset of dim 0 for random/iota) and buffers moved to the slice
-  // (but for an input gathered along dim 0: the ids pick its rows).
-  int parts = (int)std::min<int64_t>(pool_->parts(), d0);
+  // Each part runs the slice [lo, hi) of dim d: its own params (shape[d], and
+  // the global offset of dim d for random/iota) and buffers moved to the
+  // slice (but for an input gathered along d: the ids pick its index there).
+  int parts = (int)std::min<int64_t>(pool_->parts(), extent);
   int nb = ck.inputs + ck.outputs;
   int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
   pool_->run([&](int part) {
     if (part >= parts)
       return;
-    int64_t lo = d0 * part / parts, hi = d0 * (part + 1) / parts;
+    int64_t lo = extent * part / parts, hi = extent * (part + 1) / parts;
     std::vector<int64_t> p(params, params + np);
-    p[0] = hi - lo;
+    p[d] = hi - lo;
     if (ck.global)
-      p[(int64_t)R * (1 + nb)] += lo;
+      p[(int64_t)R * (1 + nb) + d] += lo;
     std::vector<void *> pb(nb);
     for (int i = 0; i < nb; ++i)
-      pb[i] = !b[i] ? nullptr
-              : i < ck.inputs && ck.gatheredDim0[i]
-                  ? b[i]
-                  : static_cast<char *>(b[i]) + lo * params[R + (int64_t)i * R] * ck.elemBytes[i];
+      pb[i] =
+          !b[i] ? nullptr
+          : i < ck.inputs && ck.gatheredSplit[i]
+              ? b[i]
+              : static_cast<char *>(b[i]) + lo * params[R + (int64_t)i * R + d] * ck.elemBytes[i];
     ck.fn(pb.data(), p.data());
   });
 }
@@ -295,11 +297,13 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   ck.rank = k.rank;
   ck.inputs = (int)k.inputs.size();
   ck.outputs = (int)k.outputs.size();
-  ck.splitDim0 = k.rank > 0 && !isReducedDim(k, 0);
+  for (int d = 0; d < k.rank && ck.splitDim < 0; ++d)
+    if (!isReducedDim(k, d))
+      ck.splitDim = d;
   ck.global = usesGlobalIndex(k);
   for (DType t : k.inputs)
     ck.elemBytes.push_back(dtypeSize(t));
-  ck.gatheredDim0 = gatheredInputs(k, 0);
+  ck.gatheredSplit = gatheredInputs(k, std::max(ck.splitDim, 0));
   for (DType t : k.outputs)
     ck.elemBytes.push_back(dtypeSize(t));
   std::lock_guard<std::mutex> lock(mu_);

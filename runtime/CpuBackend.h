@@ -27,16 +27,17 @@ class ThreadWorld;
 class KernelPool;
 
 /// What a cpu NativeKernel's handle points to: the JIT's function and what a
-/// launch needs to split the iteration space along dim 0 across threads.
+/// launch needs to split the iteration space across threads along its
+/// outermost kept dim (dim 0, or for a sum over rows the columns).
 struct CpuKernel {
   void (*fn)(void **, const int64_t *) = nullptr;
   int rank = 0, inputs = 0, outputs = 0;
-  bool splitDim0 = false;         ///< dim 0 is not reduced: chunks write disjoint outputs
+  int splitDim = -1;              ///< the outermost dim not reduced (chunks write disjoint outputs)
   bool global = false;            ///< reads the global offsets (random, iota)
   std::vector<int64_t> elemBytes; ///< per buffer (inputs, then outputs)
-  /// Per input: gathered along dim 0 (its row comes from the ids, not from
-  /// the point), so a chunk of dim 0 reads it from its own base.
-  std::vector<bool> gatheredDim0;
+  /// Per input: gathered along splitDim (its index there comes from the ids,
+  /// not from the point), so a chunk reads it from its own base.
+  std::vector<bool> gatheredSplit;
 };
 
 /// A rank whose buffers are host memory; subclasses supply the communicators.

@@ -497,9 +497,10 @@ public:
 };
 } // namespace
 
-TEST_CASE("backend: a large kernel is split along dim 0 across the rank's threads, same bits") {
+TEST_CASE("backend: a large kernel is split along its outer kept dim across threads, same bits") {
   // out0 = in0 * iota(dim 1) + random, out1 = in1 (a row broadcast) - in0;
-  // a reduction over dim 1 (dim 0 kept: split) and one over dim 0 (not split).
+  // a reduction over dim 1 (dim 0 kept: split along it) and one over dim 0
+  // (split along the columns).
   CpuKernelCompiler jit(nullptr, nullptr);
   auto elementwise = [] {
     Kernel k;
@@ -535,19 +536,37 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
     k.store(0, k.binary(KOp::Mul, k.gather(1, k.load(2), 0), k.load(0)));
     return k;
   };
+  // A sum over rows of table[i, ids[j]] * iota(dim 1) * x[i, j]: split along
+  // dim 1, where the table is gathered (its columns come from the ids) and
+  // the iota's global offset moves with the chunk.
+  auto columns = [] {
+    Kernel k;
+    k.rank = 2;
+    k.addInput(DType::F32); // x
+    k.addInput(DType::F32); // table [R0, S]
+    k.addInput(DType::I32); // ids [R1]
+    k.addOutput(DType::F32);
+    int v = k.binary(KOp::Mul, k.gather(1, k.load(2), 1), k.load(0));
+    k.store(0, k.binary(KOp::Mul, v, k.iota(1, DType::F32)));
+    k.setReduce(KReduce::Sum, {0});
+    return k;
+  };
   const int64_t R0 = 301, R1 = 701, S = 5; // 211k points, uneven parts
-  std::vector<float> x(R0 * R1), row(R1), table(S * R1);
-  std::vector<int32_t> ids(R0);
+  std::vector<float> x(R0 * R1), row(R1), table(S * std::max(R0, R1));
+  std::vector<int32_t> ids(std::max(R0, R1));
   for (int64_t i = 0; i < R0 * R1; ++i)
     x[i] = (float)((i * 37) % 101) * 0.01f - 0.5f;
   for (int64_t j = 0; j < R1; ++j)
     row[j] = (float)j * 0.5f;
-  for (int64_t i = 0; i < S * R1; ++i)
+  for (size_t i = 0; i < table.size(); ++i)
     table[i] = (float)(i % 13) - 6.0f;
-  for (int64_t i = 0; i < R0; ++i)
+  for (size_t i = 0; i < ids.size(); ++i)
     ids[i] = (int32_t)((i * 3) % S);
-  for (int which = 0; which < 4; ++which) {
-    Kernel k = which == 0 ? elementwise() : which == 3 ? gathered() : reduction(which - 1);
+  for (int which = 0; which < 5; ++which) {
+    Kernel k = which == 0   ? elementwise()
+               : which == 3 ? gathered()
+               : which == 4 ? columns()
+                            : reduction(which - 1);
     NativeKernel nk = jit.compile(k, false);
     std::vector<std::vector<int64_t>> inSt = {{R1, 1}}, outSt;
     std::vector<int64_t> outN;
@@ -556,6 +575,11 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
       inSt.push_back({1, 0});  // ids along dim 0
       outSt = {{R1, 1}};
       outN = {R0 * R1};
+    } else if (which == 4) {
+      inSt.push_back({S, 1}); // the table [R0, S], gathered along dim 1
+      inSt.push_back({0, 1}); // ids along dim 1
+      outSt = {{0, 1}};
+      outN = {R1};
     } else if (which == 0) {
       inSt.push_back({0, 1});
       outSt = {{R1, 1}, {R1, 1}};
@@ -577,7 +601,7 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
       std::vector<void *> bufs = {x.data()};
       if (which == 0)
         bufs.push_back(row.data());
-      if (which == 3) {
+      if (which >= 3) {
         bufs.push_back(table.data());
         bufs.push_back(ids.data());
       }
@@ -590,6 +614,13 @@ TEST_CASE("backend: a large kernel is split along dim 0 across the rank's thread
     if (which == 3) // one thread: the table's rows by the ids
       for (int64_t i = 0; i < R0 * R1; i += 997)
         CHECK(one[0][i] == table[ids[i / R1] * R1 + i % R1] * x[i]);
+    if (which == 4) // one thread: column j sums table[i, ids[j]] * x[i, j] * j
+      for (int64_t j = 0; j < R1; j += 97) {
+        double want = 0;
+        for (int64_t i = 0; i < R0; ++i)
+          want += (double)(table[i * S + ids[j]] * x[i * R1 + j] * (float)j);
+        CHECK(one[0][j] == (float)want);
+      }
     for (int threads : {2, 3, 8}) {
       INFO("kernel " << which << ", threads " << threads);
       CHECK(run(threads) == one);

@@ -123,6 +123,13 @@ private:
   void emitLevel(int level, const Offs &off, Value *gl);
   void emitRowReduce(const Offs &off, Value *gl);
   void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
+  /// One row of a row reduction: offsets and global index at dim d = i.
+  struct RowPoint {
+    Offs off;
+    Value *gl;
+    Value *i;
+  };
+  void emitRowTile(int d, const std::vector<RowPoint> &rows, Value *t0, Value *len);
   void emitInner(int level, const Offs &off, Value *gl);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
   void emitPoint(const Offs &off, Value *glin);
@@ -185,6 +192,8 @@ private:
 /// Elements of the last dim a row reduction accumulates at once (f64
 /// accumulators: 4 KiB per store on the stack).
 constexpr int64_t kRowTile = 512;
+/// Rows of a row reduction added per pass over the tile's accumulators.
+constexpr int kRowUnroll = 4;
 
 Value *Lowering::tag(Instruction *i, int buf) {
   i->setMetadata(LLVMContext::MD_alias_scope, MDNode::get(ctx_, {scope_[buf]}));
@@ -348,25 +357,48 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
   });
 }
 
-/// The reduced loops of a row reduction (reduced dim r of order_'s tail),
-/// then the tile loop: unit-stride addresses when every used input's last
-/// stride is 1 (a run-time check), strided otherwise.
+/// The reduced loops of a row reduction (reduced dim r of order_'s tail).
+/// The innermost reduced dim's rows go kRowUnroll at a time to one tile
+/// loop (emitRowTile), which adds them into each accumulator in row order:
+/// the accumulator is read and written once per kRowUnroll rows.
 void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len) {
-  if (r < k_.reduceDims.size()) {
-    int d = k_.reduceDims[r];
+  int d = k_.reduceDims[r];
+  auto point = [&](Value *i) {
+    RowPoint p{Offs(off), gl, i};
+    for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+      p.off[bf] =
+          b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
+    if (gl)
+      p.gl = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+    return p;
+  };
+  if (r + 1 < k_.reduceDims.size()) {
     loop(shape_[d], [&](Value *i) {
-      Offs o2(off);
-      for (int bf = 0; bf < nIn_ + nOut_; ++bf)
-        o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false,
-                              true);
-      Value *g2 = gl;
-      if (gl)
-        g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+      RowPoint p = point(i);
       idx_[d] = i;
-      emitRowReduced(r + 1, o2, g2, t0, len);
+      emitRowReduced(r + 1, p.off, p.gl, t0, len);
     });
     return;
   }
+  Value *full = b_.CreateUDiv(shape_[d], i64(kRowUnroll));
+  loop(full, [&](Value *q) {
+    std::vector<RowPoint> rows;
+    for (int u = 0; u < kRowUnroll; ++u)
+      rows.push_back(point(
+          b_.CreateAdd(b_.CreateMul(q, i64(kRowUnroll), "", true, true), i64(u), "", true, true)));
+    emitRowTile(d, rows, t0, len);
+  });
+  Value *done = b_.CreateMul(full, i64(kRowUnroll), "", true, true);
+  loop(b_.CreateSub(shape_[d], done, "", true, true), [&](Value *ri) {
+    emitRowTile(d, {point(b_.CreateAdd(done, ri, "", true, true))}, t0, len);
+  });
+}
+
+/// The tile loop of a row reduction: for each j of [t0, t0 + len), every
+/// row of `rows` (dim d at row.i) in order into accumulator j; unit-stride
+/// addresses when every used input's last stride is 1 (a run-time check),
+/// strided otherwise.
+void Lowering::emitRowTile(int d, const std::vector<RowPoint> &rows, Value *t0, Value *len) {
   int last = R_ - 1;
   Value *contig = b_.getTrue();
   for (int in = 0; in < nIn_; ++in)
@@ -378,28 +410,35 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
   b_.CreateCondBr(contig, fastBB, slowBB);
   for (int pass = 0; pass < 2; ++pass) {
     b_.SetInsertPoint(pass == 0 ? fastBB : slowBB);
-    Offs base(off);
-    for (int in = 0; in < nIn_; ++in)
-      base[in] = b_.CreateAdd(off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",
-                              false, true);
-    loop(len, [&](Value *j) {
-      Offs o2(base);
+    std::vector<Offs> bases;
+    for (const RowPoint &p : rows) {
+      Offs base(p.off);
       for (int in = 0; in < nIn_; ++in)
-        o2[in] = pass == 0
-                     ? b_.CreateAdd(base[in], j, "", false, true)
-                     : b_.CreateAdd(base[in], b_.CreateMul(j, stride_[in][last], "", false, true),
-                                    "", false, true);
+        base[in] = b_.CreateAdd(p.off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",
+                                false, true);
+      bases.push_back(base);
+    }
+    loop(len, [&](Value *j) {
       Value *e = b_.CreateAdd(t0, j, "", true, true);
-      Value *g2 = gl;
-      if (gl)
-        g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[last], e), gStr_[last]));
-      idx_[last] = e;
       for (size_t s = 0; s < k_.stores.size(); ++s) {
         DType t = k_.outputs[k_.stores[s].output];
         accAt_[s] =
             b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile), accRows_[s], {i64(0), j});
       }
-      emitPoint(o2, g2);
+      for (size_t u = 0; u < rows.size(); ++u) {
+        Offs o2(bases[u]);
+        for (int in = 0; in < nIn_; ++in)
+          o2[in] = pass == 0 ? b_.CreateAdd(bases[u][in], j, "", false, true)
+                             : b_.CreateAdd(bases[u][in],
+                                            b_.CreateMul(j, stride_[in][last], "", false, true), "",
+                                            false, true);
+        Value *g2 = rows[u].gl;
+        if (g2)
+          g2 = b_.CreateAdd(g2, b_.CreateMul(b_.CreateAdd(gOff_[last], e), gStr_[last]));
+        idx_[d] = rows[u].i;
+        idx_[last] = e;
+        emitPoint(o2, g2);
+      }
     });
     b_.CreateBr(join);
   }

@@ -284,6 +284,8 @@ struct Emitter {
   void emitReduction(const std::string &sym);
   /// Every output's store from its accumulator `accS` (after a reduction).
   void emitReductionStores(const char *ind);
+  /// A reduction's step at point idx (CudaReduction.cpp).
+  void emitPointAccumulate(const std::string &ind);
   /// Deterministic mode: one thread per output element, which reduces its
   /// inputs in row-major order over the reduced dims into one accumulator
   /// (f64 for float sums): the order of the interpreter and the CPU JIT.

@@ -25,6 +25,29 @@ void Emitter::emitReductionStores(const char *ind) {
   }
 }
 
+/// At the point idx: each used input's value, the body, and every store's
+/// value combined into its accumulator (acc<s> = comb<s>(acc<s>, y<s>)).
+void Emitter::emitPointAccumulate(const std::string &ind) {
+  const size_t S = k.stores.size();
+  std::vector<std::string> xs(I), ys(S);
+  for (int i = 0; i < I; ++i)
+    if (usedInput[i]) {
+      os << ind << "const " << cType(k.inputs[i]) << " s" << i << " = "
+         << loadAt(i, offset(true, i)) << ";\n";
+      xs[i] = "s" + std::to_string(i);
+    }
+  for (size_t s = 0; s < S; ++s) {
+    os << ind << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
+    ys[s] = "y" + std::to_string(s);
+  }
+  os << ind << bodyCall(xs, ys) << ";\n";
+  for (size_t s = 0; s < S; ++s) {
+    DType t = k.outputs[k.stores[s].output];
+    os << ind << "acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(k.reduce, t)
+       << ")y" << s << ");\n";
+  }
+}
+
 void Emitter::emitReduction(const std::string &sym) {
   const size_t S = k.stores.size();
   std::vector<int> kept, red = k.reduceDims;
@@ -167,23 +190,7 @@ void Emitter::emitReduction(const std::string &sym) {
   }
   os << "    for (dt_i64 r = rbegin + tfirst; r < rend; r += tstep) {\n";
   emitUnravel(red, "r", "      ");
-  std::vector<std::string> xs(I), ys(S);
-  for (int i = 0; i < I; ++i)
-    if (usedInput[i]) {
-      os << "      const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, offset(true, i))
-         << ";\n";
-      xs[i] = "s" + std::to_string(i);
-    }
-  for (size_t s = 0; s < S; ++s) {
-    os << "      " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
-    ys[s] = "y" + std::to_string(s);
-  }
-  os << "      " << bodyCall(xs, ys) << ";\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "      acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(rop, t) << ")y" << s
-       << ");\n";
-  }
+  emitPointAccumulate("      ");
   os << "    }\n";
   for (size_t s = 0; s < S; ++s)
     os << "    acc" << s << " = dt_warp_reduce(acc" << s << ", comb" << s << ");\n";
@@ -229,23 +236,7 @@ void Emitter::emitColumnReduction(const std::vector<int> &kept, const std::vecto
   }
   os << "#pragma unroll 4\n      for (dt_i64 r = rbegin; r < rend; ++r) {\n";
   emitUnravel(red, "r", "        ");
-  std::vector<std::string> xs(I), ys(S);
-  for (int i = 0; i < I; ++i)
-    if (usedInput[i]) {
-      os << "        const " << cType(k.inputs[i]) << " s" << i << " = "
-         << loadAt(i, offset(true, i)) << ";\n";
-      xs[i] = "s" + std::to_string(i);
-    }
-  for (size_t s = 0; s < S; ++s) {
-    os << "        " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
-    ys[s] = "y" + std::to_string(s);
-  }
-  os << "        " << bodyCall(xs, ys) << ";\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "        acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(k.reduce, t)
-       << ")y" << s << ");\n";
-  }
+  emitPointAccumulate("        ");
   os << "      }\n      if (nsplit > 1) {\n";
   for (size_t s = 0; s < S; ++s)
     os << "        part" << s << "[o * nsplit + (dt_i64)blockIdx.x % nsplit] = acc" << s << ";\n";
@@ -281,23 +272,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
   }
   os << "    for (dt_i64 r = 0; r < red; ++r) {\n";
   emitUnravel(red, "r", "      ");
-  std::vector<std::string> xs(I), ys(S);
-  for (int i = 0; i < I; ++i)
-    if (usedInput[i]) {
-      os << "      const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, offset(true, i))
-         << ";\n";
-      xs[i] = "s" + std::to_string(i);
-    }
-  for (size_t s = 0; s < S; ++s) {
-    os << "      " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
-    ys[s] = "y" + std::to_string(s);
-  }
-  os << "      " << bodyCall(xs, ys) << ";\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "      acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(rop, t) << ")y" << s
-       << ");\n";
-  }
+  emitPointAccumulate("      ");
   os << "    }\n";
   emitReductionStores("    ");
   os << "  }\n}\n";

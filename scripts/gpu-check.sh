@@ -17,8 +17,9 @@
 #
 # Through a lent machine whose $OUT returns at most 8 files: build the bundle
 # here, carry build-gpu/bundle.tar.gz, keep the logs outside $OUT and tar them
-# back. The twelfth session's runs on an H100 (a fresh machine starts in about
-# 30 s; every step below passed there in 65-240 s a run):
+# back. The twelfth session's runs on an H100 and the thirteenth's on an H200
+# (a fresh machine starts in about 30 s; every step below passed there, in
+# 40-300 s a run):
 #   R=$OUT; export DT_GPU_FAULT_TIMEOUT=10 DT_GPU_RANDOM=24
 #   OUT=/tmp/l1 ONLY=gpu,bench GPU_LIMIT=200 BENCH_LIMIT=120 \
 #     bash scripts/gpu-check.sh build-gpu/bundle.tar.gz > $R/c1.txt 2>&1

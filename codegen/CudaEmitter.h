@@ -118,7 +118,7 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs);
 /// columns tiles of 256 outputs * split).
 int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split);
 /// The grid of a split reduction's second launch (a warp per output).
-int64_t cudaFoldBlocks(int64_t kept, int numSMs);
+int64_t cudaFoldBlocks(const Kernel &k, const int64_t *params, int numSMs);
 
 /// Reductions whose last dim is kept, at least this wide, take the column path.
 constexpr int64_t kCudaColumnMin = 32;

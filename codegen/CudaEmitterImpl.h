@@ -286,6 +286,8 @@ struct Emitter {
   void emitReductionStores(const char *ind);
   /// A reduction's step at point idx (CudaReduction.cpp).
   void emitPointAccumulate(const std::string &ind);
+  /// The same step on given input values (the vector path's m<i>[j]).
+  void emitAccumulate(const std::string &ind, const std::vector<std::string> &xs);
   /// Deterministic mode: one thread per output element, which reduces its
   /// inputs in row-major order over the reduced dims into one accumulator
   /// (f64 for float sums): the order of the interpreter and the CPU JIT.

@@ -25,17 +25,23 @@ void Emitter::emitReductionStores(const char *ind) {
   }
 }
 
-/// At the point idx: each used input's value, the body, and every store's
-/// value combined into its accumulator (acc<s> = comb<s>(acc<s>, y<s>)).
+/// At the point idx: each used input's value, then emitAccumulate.
 void Emitter::emitPointAccumulate(const std::string &ind) {
-  const size_t S = k.stores.size();
-  std::vector<std::string> xs(I), ys(S);
+  std::vector<std::string> xs(I);
   for (int i = 0; i < I; ++i)
     if (usedInput[i]) {
       os << ind << "const " << cType(k.inputs[i]) << " s" << i << " = "
          << loadAt(i, offset(true, i)) << ";\n";
       xs[i] = "s" + std::to_string(i);
     }
+  emitAccumulate(ind, xs);
+}
+
+/// The body on the inputs' values `xs`, and every store's value combined
+/// into its accumulator (acc<s> = comb<s>(acc<s>, y<s>)).
+void Emitter::emitAccumulate(const std::string &ind, const std::vector<std::string> &xs) {
+  const size_t S = k.stores.size();
+  std::vector<std::string> ys(S);
   for (size_t s = 0; s < S; ++s) {
     os << ind << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
     ys[s] = "y" + std::to_string(s);
@@ -165,7 +171,7 @@ void Emitter::emitReduction(const std::string &sym) {
        << "      for (dt_i64 r = rbegin + tfirst * " << kCudaVector << "; r < rend; r += tstep * "
        << kCudaVector << ") {\n";
     emitUnravel(red, "r", "        ");
-    std::vector<std::string> vx(I), vy(S);
+    std::vector<std::string> vx(I);
     for (int i = 0; i < I; ++i)
       if (usedInput[i]) {
         std::string n = std::to_string(i);
@@ -176,16 +182,7 @@ void Emitter::emitReduction(const std::string &sym) {
       }
     os << "#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n"
        << "          idx[" << R - 1 << "] += j > 0;\n";
-    for (size_t s = 0; s < S; ++s) {
-      os << "          " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
-      vy[s] = "y" + std::to_string(s);
-    }
-    os << "          " << bodyCall(vx, vy) << ";\n";
-    for (size_t s = 0; s < S; ++s) {
-      DType t = k.outputs[k.stores[s].output];
-      os << "          acc" << s << " = comb" << s << "(acc" << s << ", (" << accType(rop, t)
-         << ")y" << s << ");\n";
-    }
+    emitAccumulate("          ", vx);
     os << "        }\n      }\n    } else\n";
   }
   os << "    for (dt_i64 r = rbegin + tfirst; r < rend; r += tstep) {\n";
@@ -280,6 +277,19 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
 
 } // namespace cudaemit
 
+namespace {
+
+/// Output elements of `k` at `params`: the product of its kept dims.
+int64_t keptPoints(const Kernel &k, const int64_t *params) {
+  int64_t kept = 1;
+  for (int i = 0; i < k.rank; ++i)
+    if (!isReducedDim(k, i))
+      kept *= params[i];
+  return kept;
+}
+
+} // namespace
+
 bool cudaColumnReduction(const Kernel &k, const int64_t *params) {
   return k.reduce != KReduce::None && !k.deterministic && k.rank >= 1 &&
          !isReducedDim(k, k.rank - 1) && params[k.rank - 1] >= kCudaColumnMin;
@@ -310,26 +320,18 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
 }
 
 int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split) {
-  int64_t kept = 1;
-  for (int i = 0; i < k.rank; ++i)
-    if (!isReducedDim(k, i))
-      kept *= params[i];
-  if (cudaColumnReduction(k, params))
-    kept = (kept + kCudaBlock - 1) / kCudaBlock;
-  return kept * split;
+  const int64_t kept = keptPoints(k, params);
+  return (cudaColumnReduction(k, params) ? (kept + kCudaBlock - 1) / kCudaBlock : kept) * split;
 }
 
-int64_t cudaFoldBlocks(int64_t kept, int numSMs) {
+int64_t cudaFoldBlocks(const Kernel &k, const int64_t *params, int numSMs) {
   const int64_t warps = kCudaBlock / 32;
-  return std::clamp<int64_t>((kept + warps - 1) / warps, 1, (int64_t)std::max(numSMs, 1) * 32);
+  return std::clamp<int64_t>((keptPoints(k, params) + warps - 1) / warps, 1,
+                             (int64_t)std::max(numSMs, 1) * 32);
 }
 
 int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split) {
-  int64_t kept = 1;
-  for (int i = 0; i < k.rank; ++i)
-    if (!isReducedDim(k, i))
-      kept *= params[i];
-  return (int64_t)k.stores.size() * 8 * kept * split;
+  return (int64_t)k.stores.size() * 8 * keptPoints(k, params) * split;
 }
 
 } // namespace dt

@@ -123,13 +123,14 @@ private:
   void emitLevel(int level, const Offs &off, Value *gl);
   void emitRowReduce(const Offs &off, Value *gl);
   void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
-  /// One row of a row reduction: offsets and global index at dim d = i.
-  struct RowPoint {
+  /// The buffers' offsets and the global index advanced to dim d = i.
+  struct DimPoint {
     Offs off;
     Value *gl;
     Value *i;
   };
-  void emitRowTile(int d, const std::vector<RowPoint> &rows, Value *t0, Value *len);
+  DimPoint at(int d, const Offs &off, Value *gl, Value *i);
+  void emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len);
   void emitInner(int level, const Offs &off, Value *gl);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
   void emitPoint(const Offs &off, Value *glin);
@@ -300,16 +301,20 @@ void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
     return emitInner(level, off, gl);
   int d = order_[level];
   loop(shape_[d], [&](Value *i) {
-    Offs o2(off);
-    for (int bf = 0; bf < nIn_ + nOut_; ++bf)
-      o2[bf] =
-          b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
-    Value *g2 = gl;
-    if (gl)
-      g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+    DimPoint p = at(d, off, gl, i);
     idx_[d] = i;
-    emitLevel(level + 1, o2, g2);
+    emitLevel(level + 1, p.off, p.gl);
   });
+}
+
+Lowering::DimPoint Lowering::at(int d, const Offs &off, Value *gl, Value *i) {
+  DimPoint p{Offs(off.size()), gl, i};
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf)
+    p.off[bf] =
+        b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
+  if (gl)
+    p.gl = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+  return p;
 }
 
 // Kept-innermost reduction: for each tile [t0, t0 + len) of the last dim, a
@@ -363,18 +368,10 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
 /// the accumulator is read and written once per kRowUnroll rows.
 void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len) {
   int d = k_.reduceDims[r];
-  auto point = [&](Value *i) {
-    RowPoint p{Offs(off), gl, i};
-    for (int bf = 0; bf < nIn_ + nOut_; ++bf)
-      p.off[bf] =
-          b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
-    if (gl)
-      p.gl = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
-    return p;
-  };
+  auto point = [&](Value *i) { return at(d, off, gl, i); };
   if (r + 1 < k_.reduceDims.size()) {
     loop(shape_[d], [&](Value *i) {
-      RowPoint p = point(i);
+      DimPoint p = point(i);
       idx_[d] = i;
       emitRowReduced(r + 1, p.off, p.gl, t0, len);
     });
@@ -382,7 +379,7 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
   }
   Value *full = b_.CreateUDiv(shape_[d], i64(kRowUnroll));
   loop(full, [&](Value *q) {
-    std::vector<RowPoint> rows;
+    std::vector<DimPoint> rows;
     for (int u = 0; u < kRowUnroll; ++u)
       rows.push_back(point(
           b_.CreateAdd(b_.CreateMul(q, i64(kRowUnroll), "", true, true), i64(u), "", true, true)));
@@ -398,7 +395,7 @@ void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, V
 /// row of `rows` (dim d at row.i) in order into accumulator j; unit-stride
 /// addresses when every used input's last stride is 1 (a run-time check),
 /// strided otherwise.
-void Lowering::emitRowTile(int d, const std::vector<RowPoint> &rows, Value *t0, Value *len) {
+void Lowering::emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len) {
   int last = R_ - 1;
   Value *contig = b_.getTrue();
   for (int in = 0; in < nIn_; ++in)
@@ -411,7 +408,7 @@ void Lowering::emitRowTile(int d, const std::vector<RowPoint> &rows, Value *t0, 
   for (int pass = 0; pass < 2; ++pass) {
     b_.SetInsertPoint(pass == 0 ? fastBB : slowBB);
     std::vector<Offs> bases;
-    for (const RowPoint &p : rows) {
+    for (const DimPoint &p : rows) {
       Offs base(p.off);
       for (int in = 0; in < nIn_; ++in)
         base[in] = b_.CreateAdd(p.off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",

@@ -356,17 +356,13 @@ void CudaContext::launch(const CudaKernel &ck, void *const *deviceBuffers, const
     return;
   }
   // Two passes over one scratch buffer (CudaEmitter.h): chunks, then the fold.
-  int64_t kept = 1;
-  for (int i = 0; i < ck.kernel.rank; ++i)
-    if (!isReducedDim(ck.kernel, i))
-      kept *= params[i];
   void *scratch = alloc(cudaSplitScratchBytes(ck.kernel, params, split), s);
   const size_t W = words.size();
   words[W - 2] = (uint64_t)split;
   words[W - 1] = (uint64_t)(uintptr_t)scratch;
   go((unsigned)cudaSplitBlocks(ck.kernel, params, split));
   words[W - 2] = (uint64_t)(-split);
-  go((unsigned)cudaFoldBlocks(kept, sms_));
+  go((unsigned)cudaFoldBlocks(ck.kernel, params, sms_));
   free(scratch); // reused only on this stream, after these launches
 }
 

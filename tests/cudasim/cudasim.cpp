@@ -60,9 +60,6 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
   }
   return v;
 }
-/// `bcast`: 0 every input contiguous; 1 input 1 broadcast along dim 0; 2
-/// input 1 and every ids input broadcast along the last dim (one value per
-/// row: the vector path's row mode when that dim is a multiple of 4).
 int gKernels = 0; ///< kernels run (CUDASIM_ONLY skips some)
 
 std::string shapeStr(const std::vector<int64_t> &shape) {
@@ -72,6 +69,22 @@ std::string shapeStr(const std::vector<int64_t> &shape) {
   return s;
 }
 
+/// `base`.cpp compiled against the shim and loaded; nullptr (a failure
+/// counted, `what` named) when g++ rejects it.
+void *compileAndLoad(const std::string &base, const std::string &what) {
+  std::string cmd = "g++ " + std::string(kFlags) + " -shared -include " + gShim + " " + base +
+                    ".cpp -o " + base + ".so";
+  if (system(cmd.c_str())) {
+    printf("compile failed %s\n", what.c_str());
+    fails++;
+    return nullptr;
+  }
+  return dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+}
+
+/// `bcast`: 0 every input contiguous; 1 input 1 broadcast along dim 0; 2
+/// input 1 and every ids input broadcast along the last dim (one value per
+/// row: the vector path's row mode when that dim is a multiple of 4).
 void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int tag) {
   if (const char *only = std::getenv("CUDASIM_ONLY");
       only && k.name.find(only) == std::string::npos)
@@ -86,14 +99,9 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
       << "  dt_args a; std::memcpy(&a, w, sizeof a);\n  simLaunch(grid, 256, [&] { " << sym
       << "(a); });\n}\n";
   }
-  std::string cmd = "g++ " + std::string(kFlags) + " -shared -include " + gShim + " " + base +
-                    ".cpp -o " + base + ".so";
-  if (system(cmd.c_str())) {
-    printf("compile failed %s\n", k.name.c_str());
-    fails++;
+  void *h = compileAndLoad(base, k.name);
+  if (!h)
     return;
-  }
-  void *h = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   auto fn = (void (*)(const unsigned long long *, unsigned))dlsym(h, "sim_run");
   std::mt19937 g(tag);
   const int R = k.rank, I = k.inputs.size(), O = k.outputs.size();
@@ -183,7 +191,7 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
     fn((const unsigned long long *)words.data(),
        (unsigned)cudaSplitBlocks(k, params.data(), split));
     words[words.size() - 2] = (uint64_t)(-split);
-    fn((const unsigned long long *)words.data(), (unsigned)cudaFoldBlocks(kept, 2));
+    fn((const unsigned long long *)words.data(), (unsigned)cudaFoldBlocks(k, params.data(), 2));
     ++splits;
   } else if (dims.grid) {
     fn((const unsigned long long *)words.data(), dims.grid);
@@ -277,14 +285,9 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
 }
 )";
   }
-  std::string cmd = "g++ " + std::string(kFlags) + " -shared -include " + gShim + " " + base +
-                    ".cpp -o " + base + ".so";
-  if (system(cmd.c_str())) {
-    printf("compile failed: data kernels\n");
-    fails++;
+  void *h = compileAndLoad(base, "data kernels");
+  if (!h)
     return;
-  }
-  void *h = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   struct Dims8 {
     long long v[8] = {0};
   };

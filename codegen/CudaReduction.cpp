@@ -3,6 +3,7 @@
 // sums over rows, split reductions and their fold, deterministic mode's
 // thread per output) and the launch geometry the runtime gives them.
 #include "codegen/CudaEmitterImpl.h"
+#include "ir/DeterministicOrder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -267,10 +268,50 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
     DType t = k.outputs[k.stores[s].output];
     os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
   }
-  os << "    for (dt_i64 r = 0; r < red; ++r) {\n";
-  emitUnravel(red, "r", "      ");
-  emitPointAccumulate("      ");
-  os << "    }\n";
+  if (!deterministicTreeSum(k)) {
+    os << "    for (dt_i64 r = 0; r < red; ++r) {\n";
+    emitUnravel(red, "r", "      ");
+    emitPointAccumulate("      ");
+    os << "    }\n";
+    emitReductionStores("    ");
+    os << "  }\n}\n";
+    return;
+  }
+  // Float sums: leaves of kDeterministicBlock rows of the outermost reduced
+  // dim (a span of the flattened reduced index), each pushed onto a stack of
+  // subtrees as a binary counter, the stack combined right to left at the
+  // end (ir/DeterministicOrder.h; the interpreter's DeterministicTree).
+  std::vector<int> inner(red.begin() + 1, red.end());
+  auto tree = [&](size_t s) { return isFloat(k.outputs[k.stores[s].output]); };
+  os << "    const dt_i64 span = " << kDeterministicBlock << "LL * " << product(inner) << ";\n"
+     << "    int sp = 0;\n";
+  for (size_t s = 0; s < S; ++s)
+    if (tree(s))
+      os << "    double tree" << s << "[" << kDeterministicDepth << "];\n";
+  os << "    for (dt_i64 r0 = 0, leaf = 0; r0 < red; r0 += span, ++leaf) {\n";
+  for (size_t s = 0; s < S; ++s)
+    if (tree(s))
+      os << "      acc" << s << " = 0.0;\n";
+  os << "      const dt_i64 r1 = red - r0 < span ? red : r0 + span;\n"
+     << "      for (dt_i64 r = r0; r < r1; ++r) {\n";
+  emitUnravel(red, "r", "        ");
+  emitPointAccumulate("        ");
+  os << "      }\n"
+     << "      int merges = 0; // the trailing ones of leaf\n"
+     << "      for (dt_i64 l = leaf; l & 1; l >>= 1)\n"
+     << "        ++merges;\n";
+  for (size_t s = 0; s < S; ++s)
+    if (tree(s))
+      os << "      {\n        double v = acc" << s << ";\n"
+         << "        for (int q = 1; q <= merges; ++q)\n"
+         << "          v = tree" << s << "[sp - q] + v;\n"
+         << "        tree" << s << "[sp - merges] = v;\n      }\n";
+  os << "      sp = sp - merges + 1;\n    }\n";
+  for (size_t s = 0; s < S; ++s)
+    if (tree(s))
+      os << "    acc" << s << " = sp > 0 ? tree" << s << "[sp - 1] : 0.0;\n"
+         << "    for (int q = sp - 2; q >= 0; --q)\n"
+         << "      acc" << s << " = tree" << s << "[q] + acc" << s << ";\n";
   emitReductionStores("    ");
   os << "  }\n}\n";
 }

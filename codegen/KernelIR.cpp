@@ -418,6 +418,10 @@ bool isReducedDim(const Kernel &k, int d) {
   return std::find(k.reduceDims.begin(), k.reduceDims.end(), d) != k.reduceDims.end();
 }
 
+bool deterministicTreeSum(const Kernel &k) {
+  return k.deterministic && k.reduce == KReduce::Sum && !k.reduceDims.empty();
+}
+
 std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &shape,
                                   const std::vector<std::vector<int64_t>> &inStrides,
                                   const std::vector<std::vector<int64_t>> &outStrides,

@@ -203,10 +203,12 @@ struct Kernel {
   std::vector<KStore> stores;
   KReduce reduce = KReduce::None;
   std::vector<int> reduceDims; ///< sorted, unique; empty when reduce == None
-  /// Deterministic mode: the reduction order is exactly the interpreter's
-  /// (row-major over the reduced dims, one accumulator per output, f64 for
-  /// float sums), never reassociated, so a result's bits depend only on the
-  /// reduced extent and the inputs. Part of the kernel text (and hash).
+  /// Deterministic mode: the reduction order is exactly the interpreter's,
+  /// never reassociated, so a result's bits depend only on the reduced extent
+  /// and the inputs: float sums in f64 over leaves of kDeterministicBlock rows
+  /// of reduceDims[0] (each leaf row-major over the reduced dims), combined in
+  /// the fixed tree of ir/DeterministicOrder.h; max/min one row-major chain.
+  /// Part of the kernel text (and hash).
   bool deterministic = false;
 
   // Builders: append a node, infer its dtype, check operands (InternalError on
@@ -248,6 +250,10 @@ bool usesGlobalIndex(const Kernel &k);
 int64_t numParams(const Kernel &k);
 /// True when `d` is one of the kernel's reduced iteration dims.
 bool isReducedDim(const Kernel &k, int d);
+/// True when the kernel's float sums follow deterministic mode's leaf tree
+/// (ir/DeterministicOrder.h): leaves of kDeterministicBlock rows of
+/// reduceDims[0], combined in the fixed tree (integer sums: any order).
+bool deterministicTreeSum(const Kernel &k);
 
 /// Checks every structural and typing rule of this header; returns an empty
 /// string when valid, else the first violation.

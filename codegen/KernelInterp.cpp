@@ -5,6 +5,7 @@
 // in its own dtype, reductions in row-major order of the reduced dims.
 #include "codegen/KernelIR.h"
 #include "codegen/ScalarOps.h"
+#include "ir/DeterministicOrder.h"
 
 #include "support/Diagnostics.h"
 #include "support/LowPrecision.h"
@@ -299,6 +300,7 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params) {
   for (int d : red)
     emptyRed |= shape[d] == 0;
 
+  const bool treeSum = deterministicTreeSum(k);
   std::vector<int64_t> idx(R, 0);
   std::vector<Sc> vals(k.nodes.size()), acc(k.stores.size());
   auto outOffset = [&](int o) {
@@ -317,7 +319,30 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params) {
     }
     for (size_t s = 0; s < k.stores.size(); ++s)
       acc[s] = identity(k.reduce, k.outputs[k.stores[s].output]);
-    if (!emptyRed) {
+    if (treeSum && !emptyRed) {
+      // Deterministic mode: leaves of kDeterministicBlock rows of the
+      // outermost reduced dim, combined in the fixed tree (ir/DeterministicOrder.h).
+      std::vector<DeterministicTree<double>> trees(k.stores.size());
+      const int d0 = red[0];
+      bool more = true;
+      while (more) {
+        const int64_t leafEnd = std::min(shape[d0], idx[d0] + kDeterministicBlock);
+        do {
+          evalPoint(k, buffers, params, idx.data(), vals);
+          for (size_t s = 0; s < k.stores.size(); ++s)
+            accumulate(k.reduce, k.outputs[k.stores[s].output], acc[s], vals[k.stores[s].node]);
+          more = advance(idx, red, shape);
+        } while (more && idx[d0] < leafEnd);
+        for (size_t s = 0; s < k.stores.size(); ++s)
+          if (isFloat(k.outputs[k.stores[s].output])) { // integer sums: any order
+            trees[s].push(acc[s].f);
+            acc[s].f = 0;
+          }
+      }
+      for (size_t s = 0; s < k.stores.size(); ++s)
+        if (isFloat(k.outputs[k.stores[s].output]))
+          acc[s].f = trees[s].finish();
+    } else if (!emptyRed) {
       do {
         evalPoint(k, buffers, params, idx.data(), vals);
         for (size_t s = 0; s < k.stores.size(); ++s)

@@ -4,6 +4,7 @@
 // instruction alone would be ambiguous (saturating casts, division by zero,
 // unsigned bool compares).
 #include "codegen/LLVMCodegen.h"
+#include "codegen/LLVMLowering.h"
 
 #include "support/Diagnostics.h"
 
@@ -32,169 +33,7 @@ std::vector<LibmSymbol> kernelLibmSymbols() {
       {"cos", (void *)(D1)::cos},   {"powf", (void *)(F2)::powf},   {"pow", (void *)(D2)::pow}};
 }
 
-namespace {
-using namespace llvm;
-// dt has its own Value/Function/Module (ir/IR.h); inside the lowering the
-// LLVM ones are meant.
-using llvm::Function;
-using llvm::Module;
-using llvm::Value;
-
-/// How the innermost loop addresses one buffer: `off + i*stride`, `off + i`
-/// (stride 1) or `off` (stride 0).
-enum class Mode { Strided, Contig, Bcast };
-
-/// Inputs up to which the fast path specialises every 0/1 stride pattern
-/// (2^n loop copies); beyond it only the all-contiguous pattern is fast.
-constexpr int kMaxMaskInputs = 3;
-
-class Lowering {
-public:
-  Lowering(const Kernel &k, LLVMContext &ctx, Module &m)
-      : k_(k), ctx_(ctx), m_(m), b_(ctx), R_(k.rank), nIn_((int)k.inputs.size()),
-        nOut_((int)k.outputs.size()) {}
-
-  void run(const std::string &symbol);
-
-private:
-  using Offs = std::vector<Value *>;
-  Type *regTy(DType t) {
-    switch (t) {
-    case DType::F32:
-      return b_.getFloatTy();
-    case DType::F64:
-      return b_.getDoubleTy();
-    case DType::I32:
-      return b_.getInt32Ty();
-    case DType::I64:
-      return b_.getInt64Ty();
-    case DType::Bool:
-      return b_.getInt1Ty();
-    case DType::BF16: // computed in f32; in memory as 16-bit patterns
-    case DType::F16:
-      return b_.getFloatTy();
-    }
-    return nullptr;
-  }
-  Type *memTy(DType t) {
-    return t == DType::Bool ? b_.getInt8Ty() : isLowPrecision(t) ? b_.getInt16Ty() : regTy(t);
-  }
-  // bf16/f16 (support/LowPrecision.h's algorithms, spelled in IR: no libcall,
-  // no CPU feature): memory bits <-> f32 registers, and the f64 -> f32
-  // round-to-odd step that makes f64 -> bf16/f16 one rounding.
-  Value *widenBits(Value *h, DType t);
-  Value *narrowBits(Value *f, DType t);
-  Value *roundLow(Value *f, DType t) { return widenBits(narrowBits(f, t), t); }
-  Value *toFloatOdd(Value *d);
-  /// A register value as stored in memory (bool -> i8, bf16/f16 -> bits).
-  Value *toMem(Value *v, DType t) {
-    if (t == DType::Bool)
-      return b_.CreateZExt(v, b_.getInt8Ty());
-    return isLowPrecision(t) ? narrowBits(v, t) : v;
-  }
-  /// A value loaded from memory as its register value.
-  Value *fromMem(Value *ld, DType t) {
-    if (t == DType::Bool)
-      return b_.CreateICmpNE(ld, b_.getInt8(0));
-    return isLowPrecision(t) ? widenBits(ld, t) : ld;
-  }
-  /// Node `n`'s value `v`: bf16/f16 ops compute in f32 and round once to the
-  /// storage type (the ops that only pick or flip an exact value need not).
-  Value *roundNode(const KNode &n, Value *v) {
-    bool exact = n.op == KOp::Const || n.op == KOp::Select || n.op == KOp::Neg ||
-                 n.op == KOp::Abs || n.op == KOp::Relu;
-    return isLowPrecision(n.dtype) && !exact ? roundLow(v, n.dtype) : v;
-  }
-  /// A finished accumulator as stored in memory: f64 sums round once.
-  Value *accToMem(Value *v, DType t) {
-    if (isLowPrecision(t) && v->getType()->isDoubleTy())
-      v = toFloatOdd(v);
-    else if (v->getType() != regTy(t))
-      v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
-    return toMem(v, t);
-  }
-  DType bufTy(int buf) { return buf < nIn_ ? k_.inputs[buf] : k_.outputs[buf - nIn_]; }
-  Value *i64(int64_t v) { return b_.getInt64((uint64_t)v); }
-
-  void loadParams(Value *buffers, Value *params);
-  /// `interleave` > 1: asks the loop vectorizer for that many independent
-  /// vectors per iteration (llvm.loop.interleave.count).
-  void loop(Value *n, const std::function<void(Value *)> &body, int interleave = 0);
-  void emitLevel(int level, const Offs &off, Value *gl);
-  void emitRowReduce(const Offs &off, Value *gl);
-  void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
-  /// The buffers' offsets and the global index advanced to dim d = i.
-  struct DimPoint {
-    Offs off;
-    Value *gl;
-    Value *i;
-  };
-  DimPoint at(int d, const Offs &off, Value *gl, Value *i);
-  void emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len);
-  void emitInner(int level, const Offs &off, Value *gl);
-  void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
-  void emitPoint(const Offs &off, Value *glin);
-  std::vector<Value *> emitNodes(const Offs &off, Value *glin);
-  Value *emitNode(const KNode &n, const std::vector<Value *> &v, const Offs &off, Value *glin);
-  Value *emitCast(Value *v, DType from, DType to);
-  Value *emitBinary(KOp op, DType t, Value *a, Value *c);
-  Value *emitMaxMin(bool isMax, DType t, Value *a, Value *c);
-  Value *emitFloorModF(bool mod, Value *a, Value *c);
-  Value *emitFloorModI(bool mod, Value *a, Value *c);
-  Value *emitIntPow(DType t, Value *base, Value *e);
-  Value *emitUniform(uint64_t seed, Value *ctr);
-  Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
-  Value *tag(Instruction *i, int buf);
-  Value *addr(int buf, Value *off) {
-    return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);
-  }
-  /// Read per point (a uniform input is read once, see emitHoisted).
-  bool usedInput(int in) const {
-    if (k_.isUniformInput(in))
-      return false;
-    for (const KNode &n : k_.nodes)
-      if ((n.op == KOp::Load || n.op == KOp::Gather) && n.index == in)
-        return true;
-    return false;
-  }
-
-  // Accumulators (reduction kernels), one per store.
-  Type *accTy(DType t) { return isFloat(t) ? (Type *)b_.getDoubleTy() : regTy(t); }
-  Type *accTyOf(DType t) { return k_.reduce == KReduce::Sum ? accTy(t) : regTy(t); }
-  Value *identity(DType t);
-
-  const Kernel &k_;
-  LLVMContext &ctx_;
-  Module &m_;
-  IRBuilder<> b_;
-  int R_, nIn_, nOut_;
-  Function *f_ = nullptr;
-  std::vector<Value *> shape_, gOff_, gStr_, base_;
-  std::vector<std::vector<Value *>> stride_; ///< [buffer][dim]
-  std::vector<MDNode *> scope_, noalias_;
-  std::vector<int> order_; ///< loop order: kept dims, then reduced dims
-  int nKept_ = 0;
-  bool inReduction_ = false;
-  std::vector<Value *> idx_; ///< current index per dim (for iota)
-  std::vector<AllocaInst *> acc_;
-  /// Where emitPoint accumulates store s: acc_[s], or one element of a row
-  /// of accumulators (kept-innermost reductions, emitRowReduce).
-  std::vector<Value *> accAt_;
-  /// Kept-innermost schedule: the last iteration dim is kept and some other
-  /// dim is reduced, so the reduced loops run outside a loop over a tile of
-  /// the last dim that adds whole rows into a row of accumulators.
-  bool rowReduce_ = false;
-  std::vector<AllocaInst *> accRows_; ///< one row of accumulators per store
-  /// Nodes computed once in the entry block (invariantNodes), else null.
-  std::vector<Value *> hoisted_;
-  void emitHoisted();
-};
-
-/// Elements of the last dim a row reduction accumulates at once (f64
-/// accumulators: 4 KiB per store on the stack).
-constexpr int64_t kRowTile = 512;
-/// Rows of a row reduction added per pass over the tile's accumulators.
-constexpr int kRowUnroll = 4;
+namespace llvmgen {
 
 Value *Lowering::tag(Instruction *i, int buf) {
   i->setMetadata(LLVMContext::MD_alias_scope, MDNode::get(ctx_, {scope_[buf]}));
@@ -261,46 +100,18 @@ void Lowering::loop(Value *n, const std::function<void(Value *)> &body, int inte
   b_.SetInsertPoint(exit);
 }
 
-Value *Lowering::identity(DType t) {
-  if (k_.reduce == KReduce::Sum)
-    return Constant::getNullValue(accTyOf(t));
-  bool mx = k_.reduce == KReduce::Max;
-  if (isFloat(t))
-    return ConstantFP::getInfinity(regTy(t), mx);
-  unsigned bits = t == DType::I32 ? 32 : 64;
-  return b_.getInt(mx ? APInt::getSignedMinValue(bits) : APInt::getSignedMaxValue(bits));
-}
-
 void Lowering::emitLevel(int level, const Offs &off, Value *gl) {
   if (rowReduce_ && level == nKept_ - 1)
     return emitRowReduce(off, gl);
-  if (k_.reduce != KReduce::None && level == nKept_ && !inReduction_) {
-    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    for (size_t s = 0; s < k_.stores.size(); ++s) {
-      DType t = k_.outputs[k_.stores[s].output];
-      if (acc_.size() <= s) {
-        acc_.push_back(eb.CreateAlloca(accTyOf(t), nullptr, "acc"));
-        accAt_.push_back(acc_.back());
-      }
-      b_.CreateStore(identity(t), acc_[s]);
-    }
-    inReduction_ = true;
-    emitLevel(level, off, gl);
-    inReduction_ = false;
-    for (size_t s = 0; s < k_.stores.size(); ++s) {
-      int o = k_.stores[s].output;
-      DType t = k_.outputs[o];
-      Value *v = accToMem(b_.CreateLoad(accTyOf(t), acc_[s]), t);
-      tag(b_.CreateStore(v, addr(nIn_ + o, off[nIn_ + o])), nIn_ + o);
-    }
-    return;
-  }
+  if (k_.reduce != KReduce::None && level == nKept_ && !inReduction_)
+    return emitReduction(level, off, gl);
   if (level == R_)
     return emitPoint(off, gl);
   if (level == R_ - 1)
     return emitInner(level, off, gl);
   int d = order_[level];
-  loop(shape_[d], [&](Value *i) {
+  loop(extent(d), [&](Value *i0) {
+    Value *i = first(d, i0);
     DimPoint p = at(d, off, gl, i);
     idx_[d] = i;
     emitLevel(level + 1, p.off, p.gl);
@@ -315,131 +126,6 @@ Lowering::DimPoint Lowering::at(int d, const Offs &off, Value *gl, Value *i) {
   if (gl)
     p.gl = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
   return p;
-}
-
-// Kept-innermost reduction: for each tile [t0, t0 + len) of the last dim, a
-// row of accumulators starts at the identity, the reduced dims loop outside
-// (emitRowReduced) a unit-stride loop over the tile that adds one row of the
-// input into the row of accumulators, and the row is stored once. Every
-// output element still sums its inputs in row-major order over the reduced
-// dims; reads walk memory contiguously instead of with the row stride.
-void Lowering::emitRowReduce(const Offs &off, Value *gl) {
-  int last = R_ - 1;
-  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-  std::vector<AllocaInst *> &rows = accRows_;
-  for (size_t s = rows.size(); s < k_.stores.size(); ++s) {
-    DType t = k_.outputs[k_.stores[s].output];
-    rows.push_back(eb.CreateAlloca(ArrayType::get(accTyOf(t), kRowTile), nullptr, "accrow"));
-  }
-  accAt_.assign(k_.stores.size(), nullptr);
-  Value *n = shape_[last];
-  Value *tiles = b_.CreateUDiv(b_.CreateAdd(n, i64(kRowTile - 1)), i64(kRowTile));
-  loop(tiles, [&](Value *ti) {
-    Value *t0 = b_.CreateMul(ti, i64(kRowTile), "", true, true);
-    Value *rest = b_.CreateSub(n, t0, "", true, true);
-    Value *len = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kRowTile)), rest, i64(kRowTile));
-    for (size_t s = 0; s < k_.stores.size(); ++s) {
-      DType t = k_.outputs[k_.stores[s].output];
-      Type *at = ArrayType::get(accTyOf(t), kRowTile);
-      loop(len, [&](Value *j) {
-        b_.CreateStore(identity(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j}));
-      });
-    }
-    emitRowReduced(0, off, gl, t0, len);
-    for (size_t s = 0; s < k_.stores.size(); ++s) {
-      int o = k_.stores[s].output, bf = nIn_ + o;
-      DType t = k_.outputs[o];
-      Type *at = ArrayType::get(accTyOf(t), kRowTile);
-      loop(len, [&](Value *j) {
-        Value *v =
-            accToMem(b_.CreateLoad(accTyOf(t), b_.CreateInBoundsGEP(at, rows[s], {i64(0), j})), t);
-        Value *e = b_.CreateAdd(t0, j, "", true, true);
-        Value *o2 = b_.CreateAdd(off[bf], b_.CreateMul(e, stride_[bf][last], "", false, true), "",
-                                 false, true);
-        tag(b_.CreateStore(v, addr(bf, o2)), bf);
-      });
-    }
-  });
-}
-
-/// The reduced loops of a row reduction (reduced dim r of order_'s tail).
-/// The innermost reduced dim's rows go kRowUnroll at a time to one tile
-/// loop (emitRowTile), which adds them into each accumulator in row order:
-/// the accumulator is read and written once per kRowUnroll rows.
-void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len) {
-  int d = k_.reduceDims[r];
-  auto point = [&](Value *i) { return at(d, off, gl, i); };
-  if (r + 1 < k_.reduceDims.size()) {
-    loop(shape_[d], [&](Value *i) {
-      DimPoint p = point(i);
-      idx_[d] = i;
-      emitRowReduced(r + 1, p.off, p.gl, t0, len);
-    });
-    return;
-  }
-  Value *full = b_.CreateUDiv(shape_[d], i64(kRowUnroll));
-  loop(full, [&](Value *q) {
-    std::vector<DimPoint> rows;
-    for (int u = 0; u < kRowUnroll; ++u)
-      rows.push_back(point(
-          b_.CreateAdd(b_.CreateMul(q, i64(kRowUnroll), "", true, true), i64(u), "", true, true)));
-    emitRowTile(d, rows, t0, len);
-  });
-  Value *done = b_.CreateMul(full, i64(kRowUnroll), "", true, true);
-  loop(b_.CreateSub(shape_[d], done, "", true, true), [&](Value *ri) {
-    emitRowTile(d, {point(b_.CreateAdd(done, ri, "", true, true))}, t0, len);
-  });
-}
-
-/// The tile loop of a row reduction: for each j of [t0, t0 + len), every
-/// row of `rows` (dim d at row.i) in order into accumulator j; unit-stride
-/// addresses when every used input's last stride is 1 (a run-time check),
-/// strided otherwise.
-void Lowering::emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len) {
-  int last = R_ - 1;
-  Value *contig = b_.getTrue();
-  for (int in = 0; in < nIn_; ++in)
-    if (usedInput(in))
-      contig = b_.CreateAnd(contig, b_.CreateICmpEQ(stride_[in][last], i64(1)));
-  BasicBlock *fastBB = BasicBlock::Create(ctx_, "row.fast", f_);
-  BasicBlock *slowBB = BasicBlock::Create(ctx_, "row.strided", f_);
-  BasicBlock *join = BasicBlock::Create(ctx_, "row.done", f_);
-  b_.CreateCondBr(contig, fastBB, slowBB);
-  for (int pass = 0; pass < 2; ++pass) {
-    b_.SetInsertPoint(pass == 0 ? fastBB : slowBB);
-    std::vector<Offs> bases;
-    for (const DimPoint &p : rows) {
-      Offs base(p.off);
-      for (int in = 0; in < nIn_; ++in)
-        base[in] = b_.CreateAdd(p.off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",
-                                false, true);
-      bases.push_back(base);
-    }
-    loop(len, [&](Value *j) {
-      Value *e = b_.CreateAdd(t0, j, "", true, true);
-      for (size_t s = 0; s < k_.stores.size(); ++s) {
-        DType t = k_.outputs[k_.stores[s].output];
-        accAt_[s] =
-            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile), accRows_[s], {i64(0), j});
-      }
-      for (size_t u = 0; u < rows.size(); ++u) {
-        Offs o2(bases[u]);
-        for (int in = 0; in < nIn_; ++in)
-          o2[in] = pass == 0 ? b_.CreateAdd(bases[u][in], j, "", false, true)
-                             : b_.CreateAdd(bases[u][in],
-                                            b_.CreateMul(j, stride_[in][last], "", false, true), "",
-                                            false, true);
-        Value *g2 = rows[u].gl;
-        if (g2)
-          g2 = b_.CreateAdd(g2, b_.CreateMul(b_.CreateAdd(gOff_[last], e), gStr_[last]));
-        idx_[d] = rows[u].i;
-        idx_[last] = e;
-        emitPoint(o2, g2);
-      }
-    });
-    b_.CreateBr(join);
-  }
-  b_.SetInsertPoint(join);
 }
 
 void Lowering::emitInner(int level, const Offs &off, Value *gl) {
@@ -516,8 +202,9 @@ void Lowering::emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &
   // model picks 1 for long bodies). Reductions keep the vectorizer's choice.
   const int interleave = k_.reduce == KReduce::None && k_.nodes.size() >= 24 ? 4 : 0;
   loop(
-      shape_[d],
-      [&](Value *i) {
+      extent(d),
+      [&](Value *i0) {
+        Value *i = first(d, i0);
         Offs o2(off);
         for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
           if (modes[bf] == Mode::Contig)
@@ -545,20 +232,7 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
       tag(b_.CreateStore(toMem(x, t), addr(bf, off[bf])), bf);
       continue;
     }
-    Value *a = b_.CreateLoad(accTyOf(t), accAt_[s]);
-    Value *r;
-    if (k_.reduce == KReduce::Sum && isFloat(t)) {
-      // f64 accumulation; `reassoc` lets the vectorizer split the sum,
-      // except in deterministic mode (one sequential order at O0 and O2).
-      r = b_.CreateFAdd(a, x->getType()->isFloatTy() ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
-      if (auto *inst = dyn_cast<Instruction>(r); inst && !k_.deterministic)
-        inst->setHasAllowReassoc(true);
-    } else if (k_.reduce == KReduce::Sum) {
-      r = b_.CreateAdd(a, x);
-    } else {
-      r = emitMaxMin(k_.reduce == KReduce::Max, t, a, x);
-    }
-    b_.CreateStore(r, accAt_[s]);
+    accumulate(s, t, x);
   }
 }
 
@@ -972,6 +646,8 @@ void Lowering::run(const std::string &symbol) {
   nKept_ = (int)order_.size();
   for (int d : k_.reduceDims)
     order_.push_back(d);
+  treeSum_ = deterministicTreeSum(k_);
+  rowTile_ = treeSum_ ? kTreeRowTile : kRowTile;
   rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
                !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);
@@ -981,7 +657,7 @@ void Lowering::run(const std::string &symbol) {
   b_.CreateRetVoid();
 }
 
-} // namespace
+} // namespace llvmgen
 
 std::unique_ptr<llvm::Module> lowerKernelToLLVM(const Kernel &k, llvm::LLVMContext &ctx,
                                                 const std::string &symbol) {
@@ -989,7 +665,7 @@ std::unique_ptr<llvm::Module> lowerKernelToLLVM(const Kernel &k, llvm::LLVMConte
   if (!err.empty())
     throw InternalError("LLVM lowering: invalid kernel: " + err);
   auto m = std::make_unique<llvm::Module>("dtk." + k.name, ctx);
-  Lowering(k, ctx, *m).run(symbol);
+  llvmgen::Lowering(k, ctx, *m).run(symbol);
   std::string msg;
   llvm::raw_string_ostream os(msg);
   if (llvm::verifyModule(*m, &os))

@@ -3,9 +3,11 @@
 // Contractions and data movement live in RefKernelsData.cpp.
 #include "runtime/RefKernels.h"
 
+#include "ir/DeterministicOrder.h"
+
+#include "runtime/RefKernelsUtil.h"
 #include "support/Diagnostics.h"
 #include "support/Random.h"
-#include "runtime/RefKernelsUtil.h"
 
 #include <cmath>
 #include <limits>
@@ -81,9 +83,7 @@ template <class T> T unaryOp(KOp op, T v) {
 
 } // namespace
 
-HostTensor widen(const HostTensor &x) {
-  return isLowPrecision(x.dtype) ? cast(x, DType::F32) : x;
-}
+HostTensor widen(const HostTensor &x) { return isLowPrecision(x.dtype) ? cast(x, DType::F32) : x; }
 
 // bf16/f16 operands are widened to f32 (exact), computed there and the result
 // rounded once to `out`; sums and contractions widen to f64 instead, so their
@@ -190,14 +190,39 @@ HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims,
         v = op == Op::ReduceMax ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
     }
     const T *src = x.data<T>();
-    forEachIndex(x.shape, {&xs, &ostrideFull}, [&](const int64_t *off) {
-      Acc v = (Acc)src[off[0]];
-      Acc &a = acc[off[1]];
-      if (op == Op::ReduceSum)
-        a = scalarBinary<Acc>(KOp::Add, a, v);
-      else
-        a = scalarBinary<Acc>(op == Op::ReduceMax ? KOp::Maximum : KOp::Minimum, a, v);
-    });
+    auto chain = [&](const T *from, const Dims &shape) {
+      forEachIndex(shape, {&xs, &ostrideFull}, [&](const int64_t *off) {
+        Acc v = (Acc)from[off[0]];
+        Acc &a = acc[off[1]];
+        if (op == Op::ReduceSum)
+          a = scalarBinary<Acc>(KOp::Add, a, v);
+        else
+          a = scalarBinary<Acc>(op == Op::ReduceMax ? KOp::Maximum : KOp::Minimum, a, v);
+      });
+    };
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op == Op::ReduceSum && !dims.empty() && x.numel() > 0) {
+        // Float sums in deterministic mode's order (ir/DeterministicOrder.h),
+        // the kernels' in that mode: leaves of kDeterministicBlock rows of
+        // the outermost reduced dim, each one chain, combined in the tree.
+        const int d0 = (int)*std::min_element(dims.begin(), dims.end());
+        std::vector<DeterministicTree<double>> trees((size_t)on);
+        for (int64_t r0 = 0; r0 < x.shape[d0]; r0 += kDeterministicBlock) {
+          Dims leaf = x.shape;
+          leaf[d0] = std::min(kDeterministicBlock, x.shape[d0] - r0);
+          std::fill(acc.begin(), acc.end(), 0.0);
+          chain(src + r0 * xs[d0], leaf);
+          for (int64_t i = 0; i < on; ++i)
+            trees[i].push(acc[i]);
+        }
+        for (int64_t i = 0; i < on; ++i)
+          acc[i] = trees[i].finish();
+      } else {
+        chain(src, x.shape);
+      }
+    } else {
+      chain(src, x.shape);
+    }
     T *dst = r.data<T>();
     for (int64_t i = 0; i < on; ++i)
       dst[i] = (T)acc[i];

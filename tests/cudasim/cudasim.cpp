@@ -462,6 +462,18 @@ int main(int argc, char **argv) {
         run(ck, {9, 2, 31}, 2, tol, tag++);
         ck.setReduce(r, {0, 1});
         run(ck, {7, 11, 36}, 2, tol, tag++);
+        // Deterministic mode: one thread per output in the interpreter's
+        // order, exactly (float sums: leaves of 64 rows of the outermost
+        // reduced dim in the fixed tree, ir/DeterministicOrder.h).
+        Kernel dk = rk;
+        dk.name = std::string("det_") + kreduceName(r) + dtypeName(t);
+        dk.deterministic = true;
+        run(dk, {200, 3, 7}, false, 0, tag++); // 4 leaves of 64 x 7, the last short
+        run(dk, {64, 2, 3}, 1, 0, tag++);      // one whole leaf
+        run(dk, {0, 3, 4}, false, 0, tag++);
+        run(dk, {5, 3, 0}, false, 0, tag++);
+        dk.setReduce(r, {0});
+        run(dk, {449, 2, 5}, 2, 0, tag++); // 8 leaves: the stack carries 3 times
       }
   }
   // Gathers (index_select inside a kernel) along the outer and the inner

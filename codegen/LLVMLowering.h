@@ -1,0 +1,216 @@
+// This file declares the kernel IR -> LLVM IR lowering's one class, shared
+// by its two files: codegen/LLVMCodegen.cpp (the loop nest, the nodes, the
+// casts) and codegen/LLVMReduction.cpp (accumulators, the kept-innermost row
+// reduction, deterministic mode's leaf tree). Internal to codegen/.
+#pragma once
+
+#include "codegen/KernelIR.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dt::llvmgen {
+using namespace llvm;
+// dt has its own Value/Function/Module (ir/IR.h); inside the lowering the
+// LLVM ones are meant.
+using llvm::Function;
+using llvm::Module;
+using llvm::Value;
+
+/// How the innermost loop addresses one buffer: `off + i*stride`, `off + i`
+/// (stride 1) or `off` (stride 0).
+enum class Mode { Strided, Contig, Bcast };
+
+/// Inputs up to which the fast path specialises every 0/1 stride pattern
+/// (2^n loop copies); beyond it only the all-contiguous pattern is fast.
+constexpr int kMaxMaskInputs = 3;
+
+class Lowering {
+public:
+  Lowering(const Kernel &k, LLVMContext &ctx, Module &m)
+      : k_(k), ctx_(ctx), m_(m), b_(ctx), R_(k.rank), nIn_((int)k.inputs.size()),
+        nOut_((int)k.outputs.size()) {}
+
+  void run(const std::string &symbol);
+
+private:
+  using Offs = std::vector<Value *>;
+  Type *regTy(DType t) {
+    switch (t) {
+    case DType::F32:
+      return b_.getFloatTy();
+    case DType::F64:
+      return b_.getDoubleTy();
+    case DType::I32:
+      return b_.getInt32Ty();
+    case DType::I64:
+      return b_.getInt64Ty();
+    case DType::Bool:
+      return b_.getInt1Ty();
+    case DType::BF16: // computed in f32; in memory as 16-bit patterns
+    case DType::F16:
+      return b_.getFloatTy();
+    }
+    return nullptr;
+  }
+  Type *memTy(DType t) {
+    return t == DType::Bool ? b_.getInt8Ty() : isLowPrecision(t) ? b_.getInt16Ty() : regTy(t);
+  }
+  // bf16/f16 (support/LowPrecision.h's algorithms, spelled in IR: no libcall,
+  // no CPU feature): memory bits <-> f32 registers, and the f64 -> f32
+  // round-to-odd step that makes f64 -> bf16/f16 one rounding.
+  Value *widenBits(Value *h, DType t);
+  Value *narrowBits(Value *f, DType t);
+  Value *roundLow(Value *f, DType t) { return widenBits(narrowBits(f, t), t); }
+  Value *toFloatOdd(Value *d);
+  /// A register value as stored in memory (bool -> i8, bf16/f16 -> bits).
+  Value *toMem(Value *v, DType t) {
+    if (t == DType::Bool)
+      return b_.CreateZExt(v, b_.getInt8Ty());
+    return isLowPrecision(t) ? narrowBits(v, t) : v;
+  }
+  /// A value loaded from memory as its register value.
+  Value *fromMem(Value *ld, DType t) {
+    if (t == DType::Bool)
+      return b_.CreateICmpNE(ld, b_.getInt8(0));
+    return isLowPrecision(t) ? widenBits(ld, t) : ld;
+  }
+  /// Node `n`'s value `v`: bf16/f16 ops compute in f32 and round once to the
+  /// storage type (the ops that only pick or flip an exact value need not).
+  Value *roundNode(const KNode &n, Value *v) {
+    bool exact = n.op == KOp::Const || n.op == KOp::Select || n.op == KOp::Neg ||
+                 n.op == KOp::Abs || n.op == KOp::Relu;
+    return isLowPrecision(n.dtype) && !exact ? roundLow(v, n.dtype) : v;
+  }
+  /// A finished accumulator as stored in memory: f64 sums round once.
+  Value *accToMem(Value *v, DType t) {
+    if (isLowPrecision(t) && v->getType()->isDoubleTy())
+      v = toFloatOdd(v);
+    else if (v->getType() != regTy(t))
+      v = b_.CreateFPTrunc(v, regTy(t)); // f32 sum: round once
+    return toMem(v, t);
+  }
+  DType bufTy(int buf) { return buf < nIn_ ? k_.inputs[buf] : k_.outputs[buf - nIn_]; }
+  Value *i64(int64_t v) { return b_.getInt64((uint64_t)v); }
+
+  void loadParams(Value *buffers, Value *params);
+  /// `interleave` > 1: asks the loop vectorizer for that many independent
+  /// vectors per iteration (llvm.loop.interleave.count).
+  void loop(Value *n, const std::function<void(Value *)> &body, int interleave = 0);
+  void emitLevel(int level, const Offs &off, Value *gl);
+  /// The reduced loops of the kept point `off` (level nKept_) between the
+  /// accumulators' start and their stores.
+  void emitReduction(int level, const Offs &off, Value *gl);
+  /// acc(store s) = combine(acc, x) for store s of output dtype t.
+  void accumulate(size_t s, DType t, Value *x);
+  void emitRowReduce(const Offs &off, Value *gl);
+  void emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len);
+  /// The buffers' offsets and the global index advanced to dim d = i.
+  struct DimPoint {
+    Offs off;
+    Value *gl;
+    Value *i;
+  };
+  DimPoint at(int d, const Offs &off, Value *gl, Value *i);
+  void emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len);
+  void emitInner(int level, const Offs &off, Value *gl);
+  void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
+  void emitPoint(const Offs &off, Value *glin);
+  std::vector<Value *> emitNodes(const Offs &off, Value *glin);
+  Value *emitNode(const KNode &n, const std::vector<Value *> &v, const Offs &off, Value *glin);
+  Value *emitCast(Value *v, DType from, DType to);
+  Value *emitBinary(KOp op, DType t, Value *a, Value *c);
+  Value *emitMaxMin(bool isMax, DType t, Value *a, Value *c);
+  Value *emitFloorModF(bool mod, Value *a, Value *c);
+  Value *emitFloorModI(bool mod, Value *a, Value *c);
+  Value *emitIntPow(DType t, Value *base, Value *e);
+  Value *emitUniform(uint64_t seed, Value *ctr);
+  Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
+  Value *tag(Instruction *i, int buf);
+  Value *addr(int buf, Value *off) {
+    return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);
+  }
+  /// Read per point (a uniform input is read once, see emitHoisted).
+  bool usedInput(int in) const {
+    if (k_.isUniformInput(in))
+      return false;
+    for (const KNode &n : k_.nodes)
+      if ((n.op == KOp::Load || n.op == KOp::Gather) && n.index == in)
+        return true;
+    return false;
+  }
+
+  // Accumulators (reduction kernels), one per store.
+  Type *accTy(DType t) { return isFloat(t) ? (Type *)b_.getDoubleTy() : regTy(t); }
+  Type *accTyOf(DType t) { return k_.reduce == KReduce::Sum ? accTy(t) : regTy(t); }
+  Value *identity(DType t);
+
+  // Deterministic mode's float sums (ir/DeterministicOrder.h): the loop of
+  // reduceDims[0] runs leaf by leaf, [rangeStart_, rangeStart_ + rangeLen_)
+  // of it at a time, each leaf's accumulator pushed onto a stack of subtrees.
+  /// The trip count of dim d's loop / dim d's index at trip i (i itself
+  /// unless d is the leaf loop's dim).
+  Value *extent(int d) { return d == rangeDim_ ? rangeLen_ : shape_[d]; }
+  Value *first(int d, Value *i) {
+    return d == rangeDim_ ? b_.CreateAdd(rangeStart_, i, "", true, true) : i;
+  }
+  /// Runs `leaf` once per leaf with the range set, then `push(merges, sp)`:
+  /// the finished leaf merges with the `merges` subtrees below stack slot
+  /// `sp` (the binary counter's carries) into slot sp - merges.
+  void forEachLeaf(const std::function<void()> &leaf,
+                   const std::function<void(Value *merges, Value *sp)> &push);
+  /// The push of one element: v merged with slots sp-1, ..., sp-merges
+  /// (left operand the older subtree), stored in slot sp - merges.
+  void treePush(const std::function<Value *(Value *)> &slot, Value *v, Value *merges, Value *sp);
+  /// The tree of the sp subtrees in slots [0, sp), right to left (0: +0).
+  Value *treeFinish(const std::function<Value *(Value *)> &slot, Value *sp);
+  bool treeStore(size_t s) const { return treeSum_ && isFloat(k_.outputs[k_.stores[s].output]); }
+  bool treeSum_ = false;
+  int rangeDim_ = -1;
+  Value *rangeStart_ = nullptr, *rangeLen_ = nullptr;
+  AllocaInst *treeSp_ = nullptr, *treeTmp_ = nullptr;
+  std::vector<AllocaInst *> tree_;     ///< per store: kDeterministicDepth slots
+  std::vector<AllocaInst *> treeRows_; ///< the same, each slot a row of rowTile_
+  int64_t rowTile_ = 0;                ///< kRowTile, or kTreeRowTile with a leaf tree
+
+  const Kernel &k_;
+  LLVMContext &ctx_;
+  Module &m_;
+  IRBuilder<> b_;
+  int R_, nIn_, nOut_;
+  Function *f_ = nullptr;
+  std::vector<Value *> shape_, gOff_, gStr_, base_;
+  std::vector<std::vector<Value *>> stride_; ///< [buffer][dim]
+  std::vector<MDNode *> scope_, noalias_;
+  std::vector<int> order_; ///< loop order: kept dims, then reduced dims
+  int nKept_ = 0;
+  bool inReduction_ = false;
+  std::vector<Value *> idx_; ///< current index per dim (for iota)
+  std::vector<AllocaInst *> acc_;
+  /// Where emitPoint accumulates store s: acc_[s], or one element of a row
+  /// of accumulators (kept-innermost reductions, emitRowReduce).
+  std::vector<Value *> accAt_;
+  /// Kept-innermost schedule: the last iteration dim is kept and some other
+  /// dim is reduced, so the reduced loops run outside a loop over a tile of
+  /// the last dim that adds whole rows into a row of accumulators.
+  bool rowReduce_ = false;
+  std::vector<AllocaInst *> accRows_; ///< one row of accumulators per store
+  /// Nodes computed once in the entry block (invariantNodes), else null.
+  std::vector<Value *> hoisted_;
+  void emitHoisted();
+};
+
+/// Elements of the last dim a row reduction accumulates at once (f64
+/// accumulators: 4 KiB per store on the stack).
+constexpr int64_t kRowTile = 512;
+/// The row tile with a leaf tree (ir/DeterministicOrder.h): its stack of
+/// subtrees takes kDeterministicDepth rows of accumulators (48 KiB a store).
+constexpr int64_t kTreeRowTile = 128;
+/// Rows of a row reduction added per pass over the tile's accumulators.
+constexpr int kRowUnroll = 4;
+
+} // namespace dt::llvmgen

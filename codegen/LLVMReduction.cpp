@@ -1,0 +1,304 @@
+// This file implements the reductions of the kernel IR -> LLVM IR lowering
+// (codegen/LLVMLowering.h): the accumulators of a reduction kernel, the
+// kept-innermost row reduction and deterministic mode's leaf tree of float
+// sums (ir/DeterministicOrder.h).
+#include "codegen/LLVMLowering.h"
+
+#include "ir/DeterministicOrder.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace dt::llvmgen {
+
+Value *Lowering::identity(DType t) {
+  if (k_.reduce == KReduce::Sum)
+    return Constant::getNullValue(accTyOf(t));
+  bool mx = k_.reduce == KReduce::Max;
+  if (isFloat(t))
+    return ConstantFP::getInfinity(regTy(t), mx);
+  unsigned bits = t == DType::I32 ? 32 : 64;
+  return b_.getInt(mx ? APInt::getSignedMinValue(bits) : APInt::getSignedMaxValue(bits));
+}
+
+void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  for (size_t s = 0; s < k_.stores.size(); ++s) {
+    DType t = k_.outputs[k_.stores[s].output];
+    if (acc_.size() <= s) {
+      acc_.push_back(eb.CreateAlloca(accTyOf(t), nullptr, "acc"));
+      accAt_.push_back(acc_.back());
+    }
+    if (tree_.size() <= s)
+      tree_.push_back(treeStore(s)
+                          ? eb.CreateAlloca(ArrayType::get(b_.getDoubleTy(), kDeterministicDepth),
+                                            nullptr, "tree")
+                          : nullptr);
+    b_.CreateStore(identity(t), acc_[s]);
+  }
+  auto reduced = [&] {
+    inReduction_ = true;
+    emitLevel(level, off, gl);
+    inReduction_ = false;
+  };
+  if (!treeSum_) {
+    reduced();
+  } else {
+    Type *st = ArrayType::get(b_.getDoubleTy(), kDeterministicDepth);
+    auto slots = [&](size_t s) {
+      return [this, s, st](Value *q) { return b_.CreateInBoundsGEP(st, tree_[s], {i64(0), q}); };
+    };
+    forEachLeaf(
+        [&] {
+          for (size_t s = 0; s < k_.stores.size(); ++s)
+            if (treeStore(s))
+              b_.CreateStore(identity(DType::F64), acc_[s]);
+          reduced();
+        },
+        [&](Value *merges, Value *sp) {
+          for (size_t s = 0; s < k_.stores.size(); ++s)
+            if (treeStore(s))
+              treePush(slots(s), b_.CreateLoad(b_.getDoubleTy(), acc_[s]), merges, sp);
+        });
+    Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      if (treeStore(s))
+        b_.CreateStore(treeFinish(slots(s), sp), acc_[s]);
+  }
+  for (size_t s = 0; s < k_.stores.size(); ++s) {
+    int o = k_.stores[s].output;
+    DType t = k_.outputs[o];
+    Value *v = accToMem(b_.CreateLoad(accTyOf(t), acc_[s]), t);
+    tag(b_.CreateStore(v, addr(nIn_ + o, off[nIn_ + o])), nIn_ + o);
+  }
+}
+
+void Lowering::accumulate(size_t s, DType t, Value *x) {
+  Value *a = b_.CreateLoad(accTyOf(t), accAt_[s]);
+  Value *r;
+  if (k_.reduce == KReduce::Sum && isFloat(t)) {
+    // f64 accumulation; `reassoc` lets the vectorizer split the sum,
+    // except in deterministic mode (one sequential order at O0 and O2).
+    r = b_.CreateFAdd(a, x->getType()->isFloatTy() ? b_.CreateFPExt(x, b_.getDoubleTy()) : x);
+    if (auto *inst = dyn_cast<Instruction>(r); inst && !k_.deterministic)
+      inst->setHasAllowReassoc(true);
+  } else if (k_.reduce == KReduce::Sum) {
+    r = b_.CreateAdd(a, x);
+  } else {
+    r = emitMaxMin(k_.reduce == KReduce::Max, t, a, x);
+  }
+  b_.CreateStore(r, accAt_[s]);
+}
+
+void Lowering::forEachLeaf(const std::function<void()> &leaf,
+                           const std::function<void(Value *, Value *)> &push) {
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  if (!treeSp_) {
+    treeSp_ = eb.CreateAlloca(b_.getInt64Ty(), nullptr, "tree.sp");
+    treeTmp_ = eb.CreateAlloca(b_.getDoubleTy(), nullptr, "tree.v");
+  }
+  const int d0 = k_.reduceDims[0];
+  const int64_t B = kDeterministicBlock;
+  Value *n = shape_[d0];
+  b_.CreateStore(i64(0), treeSp_);
+  loop(b_.CreateUDiv(b_.CreateAdd(n, i64(B - 1)), i64(B)), [&](Value *l) {
+    Value *start = b_.CreateMul(l, i64(B), "", true, true);
+    Value *rest = b_.CreateSub(n, start, "", true, true);
+    rangeDim_ = d0;
+    rangeStart_ = start;
+    rangeLen_ = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(B)), rest, i64(B));
+    leaf();
+    rangeDim_ = -1;
+    // Leaf l's carries: the trailing ones of l.
+    Value *merges =
+        b_.CreateIntrinsic(Intrinsic::cttz, {b_.getInt64Ty()}, {b_.CreateNot(l), b_.getFalse()});
+    Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
+    push(merges, sp);
+    b_.CreateStore(b_.CreateAdd(b_.CreateSub(sp, merges), i64(1)), treeSp_);
+  });
+}
+
+void Lowering::treePush(const std::function<Value *(Value *)> &slot, Value *v, Value *merges,
+                        Value *sp) {
+  Type *f64 = b_.getDoubleTy();
+  b_.CreateStore(v, treeTmp_);
+  loop(merges, [&](Value *q) {
+    Value *older = b_.CreateLoad(f64, slot(b_.CreateSub(b_.CreateSub(sp, i64(1)), q)));
+    b_.CreateStore(b_.CreateFAdd(older, b_.CreateLoad(f64, treeTmp_)), treeTmp_);
+  });
+  b_.CreateStore(b_.CreateLoad(f64, treeTmp_), slot(b_.CreateSub(sp, merges)));
+}
+
+Value *Lowering::treeFinish(const std::function<Value *(Value *)> &slot, Value *sp) {
+  Type *f64 = b_.getDoubleTy();
+  b_.CreateStore(ConstantFP::get(f64, 0.0), treeTmp_);
+  loop(sp, [&](Value *q) {
+    Value *x = b_.CreateLoad(f64, slot(b_.CreateSub(b_.CreateSub(sp, i64(1)), q)));
+    Value *sum = b_.CreateFAdd(x, b_.CreateLoad(f64, treeTmp_));
+    b_.CreateStore(b_.CreateSelect(b_.CreateICmpEQ(q, i64(0)), x, sum), treeTmp_);
+  });
+  return b_.CreateLoad(f64, treeTmp_);
+}
+
+// Kept-innermost reduction: for each tile [t0, t0 + len) of the last dim, a
+// row of accumulators starts at the identity, the reduced dims loop outside
+// (emitRowReduced) a unit-stride loop over the tile that adds one row of the
+// input into the row of accumulators, and the row is stored once. Every
+// output element still sums its inputs in row-major order over the reduced
+// dims; reads walk memory contiguously instead of with the row stride.
+void Lowering::emitRowReduce(const Offs &off, Value *gl) {
+  int last = R_ - 1;
+  const int64_t T = rowTile_;
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  std::vector<AllocaInst *> &rows = accRows_;
+  for (size_t s = rows.size(); s < k_.stores.size(); ++s) {
+    DType t = k_.outputs[k_.stores[s].output];
+    rows.push_back(eb.CreateAlloca(ArrayType::get(accTyOf(t), T), nullptr, "accrow"));
+    treeRows_.push_back(
+        treeStore(s) ? eb.CreateAlloca(ArrayType::get(b_.getDoubleTy(), kDeterministicDepth * T),
+                                       nullptr, "treerows")
+                     : nullptr);
+  }
+  accAt_.assign(k_.stores.size(), nullptr);
+  auto accIn = [&](size_t s, Value *j) {
+    DType t = k_.outputs[k_.stores[s].output];
+    return b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), T), rows[s], {i64(0), j});
+  };
+  auto start = [&](size_t s, Value *len) {
+    DType t = k_.outputs[k_.stores[s].output];
+    loop(len, [&](Value *j) { b_.CreateStore(identity(t), accIn(s, j)); });
+  };
+  Value *n = shape_[last];
+  Value *tiles = b_.CreateUDiv(b_.CreateAdd(n, i64(T - 1)), i64(T));
+  loop(tiles, [&](Value *ti) {
+    Value *t0 = b_.CreateMul(ti, i64(T), "", true, true);
+    Value *rest = b_.CreateSub(n, t0, "", true, true);
+    Value *len = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(T)), rest, i64(T));
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      start(s, len);
+    if (!treeSum_) {
+      emitRowReduced(0, off, gl, t0, len);
+    } else {
+      // Deterministic mode: every accumulator of the tile walks the same
+      // leaves; slot q of store s's stack is the row [q T, q T + len).
+      Type *st = ArrayType::get(b_.getDoubleTy(), kDeterministicDepth * T);
+      auto slots = [&](size_t s, Value *j) {
+        return [this, s, j, st, T](Value *q) {
+          Value *e = b_.CreateAdd(b_.CreateMul(q, i64(T), "", true, true), j, "", true, true);
+          return b_.CreateInBoundsGEP(st, treeRows_[s], {i64(0), e});
+        };
+      };
+      forEachLeaf(
+          [&] {
+            for (size_t s = 0; s < k_.stores.size(); ++s)
+              if (treeStore(s))
+                start(s, len);
+            emitRowReduced(0, off, gl, t0, len);
+          },
+          [&](Value *merges, Value *sp) {
+            for (size_t s = 0; s < k_.stores.size(); ++s)
+              if (treeStore(s))
+                loop(len, [&](Value *j) {
+                  treePush(slots(s, j), b_.CreateLoad(b_.getDoubleTy(), accIn(s, j)), merges, sp);
+                });
+          });
+      Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        if (treeStore(s))
+          loop(len, [&](Value *j) { b_.CreateStore(treeFinish(slots(s, j), sp), accIn(s, j)); });
+    }
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      int o = k_.stores[s].output, bf = nIn_ + o;
+      DType t = k_.outputs[o];
+      loop(len, [&](Value *j) {
+        Value *v = accToMem(b_.CreateLoad(accTyOf(t), accIn(s, j)), t);
+        Value *e = b_.CreateAdd(t0, j, "", true, true);
+        Value *o2 = b_.CreateAdd(off[bf], b_.CreateMul(e, stride_[bf][last], "", false, true), "",
+                                 false, true);
+        tag(b_.CreateStore(v, addr(bf, o2)), bf);
+      });
+    }
+  });
+}
+
+/// The reduced loops of a row reduction (reduced dim r of order_'s tail).
+/// The innermost reduced dim's rows go kRowUnroll at a time to one tile
+/// loop (emitRowTile), which adds them into each accumulator in row order:
+/// the accumulator is read and written once per kRowUnroll rows.
+void Lowering::emitRowReduced(size_t r, const Offs &off, Value *gl, Value *t0, Value *len) {
+  int d = k_.reduceDims[r];
+  auto point = [&](Value *i) { return at(d, off, gl, i); };
+  if (r + 1 < k_.reduceDims.size()) {
+    loop(extent(d), [&](Value *i0) {
+      Value *i = first(d, i0);
+      DimPoint p = point(i);
+      idx_[d] = i;
+      emitRowReduced(r + 1, p.off, p.gl, t0, len);
+    });
+    return;
+  }
+  Value *full = b_.CreateUDiv(extent(d), i64(kRowUnroll));
+  loop(full, [&](Value *q) {
+    std::vector<DimPoint> rows;
+    for (int u = 0; u < kRowUnroll; ++u)
+      rows.push_back(point(first(d, b_.CreateAdd(b_.CreateMul(q, i64(kRowUnroll), "", true, true),
+                                                 i64(u), "", true, true))));
+    emitRowTile(d, rows, t0, len);
+  });
+  Value *done = b_.CreateMul(full, i64(kRowUnroll), "", true, true);
+  loop(b_.CreateSub(extent(d), done, "", true, true), [&](Value *ri) {
+    emitRowTile(d, {point(first(d, b_.CreateAdd(done, ri, "", true, true)))}, t0, len);
+  });
+}
+
+/// The tile loop of a row reduction: for each j of [t0, t0 + len), every
+/// row of `rows` (dim d at row.i) in order into accumulator j; unit-stride
+/// addresses when every used input's last stride is 1 (a run-time check),
+/// strided otherwise.
+void Lowering::emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len) {
+  int last = R_ - 1;
+  Value *contig = b_.getTrue();
+  for (int in = 0; in < nIn_; ++in)
+    if (usedInput(in))
+      contig = b_.CreateAnd(contig, b_.CreateICmpEQ(stride_[in][last], i64(1)));
+  BasicBlock *fastBB = BasicBlock::Create(ctx_, "row.fast", f_);
+  BasicBlock *slowBB = BasicBlock::Create(ctx_, "row.strided", f_);
+  BasicBlock *join = BasicBlock::Create(ctx_, "row.done", f_);
+  b_.CreateCondBr(contig, fastBB, slowBB);
+  for (int pass = 0; pass < 2; ++pass) {
+    b_.SetInsertPoint(pass == 0 ? fastBB : slowBB);
+    std::vector<Offs> bases;
+    for (const DimPoint &p : rows) {
+      Offs base(p.off);
+      for (int in = 0; in < nIn_; ++in)
+        base[in] = b_.CreateAdd(p.off[in], b_.CreateMul(t0, stride_[in][last], "", false, true), "",
+                                false, true);
+      bases.push_back(base);
+    }
+    loop(len, [&](Value *j) {
+      Value *e = b_.CreateAdd(t0, j, "", true, true);
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        DType t = k_.outputs[k_.stores[s].output];
+        accAt_[s] =
+            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), rowTile_), accRows_[s], {i64(0), j});
+      }
+      for (size_t u = 0; u < rows.size(); ++u) {
+        Offs o2(bases[u]);
+        for (int in = 0; in < nIn_; ++in)
+          o2[in] = pass == 0 ? b_.CreateAdd(bases[u][in], j, "", false, true)
+                             : b_.CreateAdd(bases[u][in],
+                                            b_.CreateMul(j, stride_[in][last], "", false, true), "",
+                                            false, true);
+        Value *g2 = rows[u].gl;
+        if (g2)
+          g2 = b_.CreateAdd(g2, b_.CreateMul(b_.CreateAdd(gOff_[last], e), gStr_[last]));
+        idx_[d] = rows[u].i;
+        idx_[last] = e;
+        emitPoint(o2, g2);
+      }
+    });
+    b_.CreateBr(join);
+  }
+  b_.SetInsertPoint(join);
+}
+
+} // namespace dt::llvmgen

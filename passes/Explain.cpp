@@ -120,7 +120,7 @@ std::string explainModule(const Module &m, const SourceManager &sources, const s
     if (e.count != 1)
       out += " x " + std::to_string(e.count);
     if (e.tree)
-      out += ", the ranks' partial products added in the fixed tree order";
+      out += ", the ranks' partial sums (subtree nodes) added in the fixed tree order";
     out += !communicates(e.op) ? " (local, no communication)\n"
            : e.crossNode       ? " (crosses nodes)\n"
                                : "\n";

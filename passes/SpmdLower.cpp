@@ -136,7 +136,7 @@ private:
       }
     }
     if (axes.empty() || distributeContraction(in, axes, after) ||
-        reshardReduction(in, axes, out, after))
+        distributeSum(in, axes, out, after) || reshardReduction(in, axes, out, after))
       return;
     for (int &o : in.operands) {
       TensorType t = f_.type(o); // a copy: newValue grows the table
@@ -163,6 +163,72 @@ private:
       after.push_back({nv, r});
       r = nv;
     }
+  }
+
+  /// The ranks holding leaves when a dim of extent k is sharded in chunks over
+  /// `ranks` ranks and every chunk is a whole subtree of the fixed order
+  /// (ir/DeterministicOrder.h: 2^j leaves of kDeterministicBlock, the last
+  /// one shorter or empty): those ranks form a prefix. 0 when not so.
+  static int64_t subtreeRanks(int64_t k, int64_t ranks) {
+    const int64_t chunk = chunkRange(k, ranks, 0).second;
+    const int64_t leaves = chunk / kDeterministicBlock;
+    if (ranks < 2 || k == 0 || chunk % kDeterministicBlock || (leaves & (leaves - 1)))
+      return 0;
+    int64_t g = 0; // ranks holding leaves: a prefix, each at i * chunk
+    for (int64_t i = 0; i < ranks; ++i) {
+      auto [off, len] = chunkRange(k, ranks, i);
+      if (len == 0)
+        continue;
+      if (off != i * chunk || g != i || (len != chunk && off + len != k))
+        return 0;
+      g = i + 1;
+    }
+    return g;
+  }
+
+  /// Deterministic mode, a float `reduce_sum` whose outermost reduced dim is
+  /// sharded on one mesh axis in chunks that are whole subtrees of the kernel
+  /// sums' leaf tree (ir/DeterministicOrder.h): each rank sums its shard in
+  /// f64 (its subtree's node; an f32 or bf16 operand is cast up first, which
+  /// the kernel fuses: the same f64 chain as the one-device sum's), `all_reduce`
+  /// marked `tree G` combines the nodes in the tree's order and a cast rounds
+  /// once to the result's dtype. The one-device bits, moving one node per
+  /// output instead of the operand.
+  bool distributeSum(Inst &in, const std::vector<int64_t> &axes, std::vector<Inst> &out,
+                     std::vector<After> &after) {
+    if (in.op != Op::ReduceSum || in.operands.size() != 1 || in.results.size() != 1 ||
+        axes.size() != 1 || in.attrs.ints.empty())
+      return false;
+    const int x = (int)axes[0];
+    TensorType t = f_.type(in.operands[0]), r = f_.type(in.results[0]);
+    if (t.isHost() || r.isHost() || !isConcrete(t.shape) || !isFloat(t.dtype) ||
+        !isFloat(r.dtype) || !t.placements[x].isShard() || !r.placements[x].isPartial() ||
+        r.placements[x].op != ReduceOp::Sum)
+      return false;
+    const int d0 = (int)*std::min_element(in.attrs.ints.begin(), in.attrs.ints.end());
+    if (t.placements[x].dim != d0 || t.axesShardingDim(d0) != std::vector<int>{x})
+      return false;
+    const int64_t g = subtreeRanks(concreteDims(t.shape)[d0], t.mesh->axes[x].size);
+    if (g == 0)
+      return false;
+    if (t.dtype != DType::F64) {
+      TensorType wide = t;
+      wide.dtype = DType::F64;
+      Inst c;
+      c.op = Op::Cast;
+      c.operands = {in.operands[0]};
+      c.results = {f_.newValue(wide)};
+      c.loc = in.loc;
+      in.operands[0] = c.results[0];
+      out.push_back(std::move(c));
+      ++inserted_;
+    }
+    TensorType nodeType = r;
+    nodeType.dtype = DType::F64;
+    int node = f_.newValue(nodeType);
+    after.push_back({node, in.results[0], x, g});
+    in.results[0] = node;
+    return true;
   }
 
   /// Deterministic mode, the distributed case of gatherReduced: a 2-D f32 or
@@ -195,20 +261,9 @@ private:
         pr.op != ReduceOp::Sum || a.axesShardingDim(ka) != std::vector<int>{x} ||
         b.axesShardingDim(kb) != std::vector<int>{x})
       return false;
-    const int64_t k = concreteDims(a.shape)[ka], ranks = a.mesh->axes[x].size;
-    const int64_t chunk = chunkRange(k, ranks, 0).second;
-    const int64_t leaves = chunk / kDeterministicBlock;
-    if (ranks < 2 || k == 0 || chunk % kDeterministicBlock || (leaves & (leaves - 1)))
+    const int64_t g = subtreeRanks(concreteDims(a.shape)[ka], a.mesh->axes[x].size);
+    if (g == 0)
       return false;
-    int64_t g = 0; // ranks holding leaves: a prefix, each at i * chunk
-    for (int64_t i = 0; i < ranks; ++i) {
-      auto [off, len] = chunkRange(k, ranks, i);
-      if (len == 0)
-        continue;
-      if (off != i * chunk || g != i || (len != chunk && off + len != k))
-        return false;
-      g = i + 1;
-    }
     int node = f_.newValue(r);
     after.push_back({node, in.results[0], x, g});
     in.results[0] = node;
@@ -265,7 +320,9 @@ private:
     if (w.treeRanks > 0) {
       TensorType rep = f_.type(w.result);
       rep.placements[w.treeAxis] = Placement::replicate();
-      whole = f_.newValue(rep);
+      TensorType repNode = rep; // a sum's f64 nodes (distributeSum)
+      repNode.dtype = f_.type(w.value).dtype;
+      whole = f_.newValue(repNode);
       Inst s;
       s.op = Op::AllReduce;
       s.operands = {w.value};
@@ -275,6 +332,15 @@ private:
       s.loc = loc;
       out.push_back(std::move(s));
       ++inserted_;
+      if (repNode.dtype != rep.dtype) {
+        Inst c;
+        c.op = Op::Cast;
+        c.operands = {whole};
+        c.results = {whole = f_.newValue(rep)};
+        c.loc = loc;
+        out.push_back(std::move(c));
+        ++inserted_;
+      }
     }
     // `whole` holds the value without a partial axis (the same bits on every
     // rank, or sharded on a kept dim): a relayout of the result moves from

@@ -17,8 +17,8 @@
 // Guarantees: the generated function type-checks under ir/Infer.
 #pragma once
 
-#include "support/Diagnostics.h"
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 #include <vector>

@@ -42,8 +42,9 @@ private:
                        f.type(in.results.at(0)),
                        0,
                        times};
-        e.bytes = isConcrete(e.from.shape) ? collectiveBytes(in.op, e.from, e.to, e.axes, sliceOffset(in.attrs))
-                                               : 0;
+        e.bytes = isConcrete(e.from.shape)
+                      ? collectiveBytes(in.op, e.from, e.to, e.axes, sliceOffset(in.attrs))
+                      : 0;
         e.crossNode = communicates(in.op) && topo_.crosses(*e.from.mesh, e.axes);
         e.tree = in.op == Op::AllReduce && in.attrs.str.rfind("tree ", 0) == 0;
         index_[key] = entries.size();

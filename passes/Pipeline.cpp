@@ -13,6 +13,8 @@
 #include "passes/DeadCollectives.h"
 #include "passes/FoldTranspose.h"
 #include "passes/Fusion.h"
+#include "passes/ReduceEarly.h"
+#include "passes/SinkIntoCalls.h"
 #include "passes/SpmdLower.h"
 
 #include <chrono>
@@ -150,6 +152,12 @@ struct PipelineRun {
     p->spmd_ = true;
     if (!step(Step::Spmd, [&] {
           lowerToSpmd(m, opts.topology);
+          // An update of a call's result moves next to the op that makes
+          // it (fusion then joins them), and all_reduce(P @ R) becomes
+          // all_reduce(P) @ R when P is the smaller: before `explain`
+          // reads the steps, so it shows what moves.
+          sinkIntoCalls(m, entry);
+          reduceEarly(m);
           return true;
         }))
       return p;

@@ -26,7 +26,7 @@ done <<'LIST'
 examples/mlp_tp.dt 5496
 examples/fsdp.dt 4968
 examples/transformer_tp.dt 57544
-examples/modulation.dt 2368
+examples/modulation.dt 2320
 tests/diff/stdlib_nd.dt 8280
 tests/diff/structs_grad.dt 1864
 tests/diff/dtypes.dt 2529

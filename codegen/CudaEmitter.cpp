@@ -280,7 +280,9 @@ std::string cudaKernelSymbol(const Kernel &k) {
   return sym;
 }
 
-bool cudaSplitsReduction(const Kernel &k) { return k.reduce != KReduce::None && !k.deterministic; }
+bool cudaSplitsReduction(const Kernel &k) {
+  return k.reduce != KReduce::None && (!k.deterministic || deterministicTreeSum(k));
+}
 
 int cudaArgWords(const Kernel &k) {
   return (int)std::max<int64_t>(1, (int64_t)(k.inputs.size() + k.outputs.size()) + numParams(k) +

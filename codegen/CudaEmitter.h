@@ -99,7 +99,8 @@ CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs
 constexpr int64_t kCudaSplitReduceMin = 32768;
 
 /// Whether `k`'s arguments end with the two split words (every reduction
-/// but the deterministic one, whose order is fixed per output).
+/// but deterministic mode's max and min, one chain per output; its sums split
+/// on subtree edges of the leaf tree, ir/DeterministicOrder.h).
 bool cudaSplitsReduction(const Kernel &k);
 
 /// How many chunks each output of reduction `k` is cut into (1: one pass).

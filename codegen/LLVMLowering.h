@@ -158,11 +158,22 @@ private:
   Value *first(int d, Value *i) {
     return d == rangeDim_ ? b_.CreateAdd(rangeStart_, i, "", true, true) : i;
   }
-  /// Runs `leaf` once per leaf with the range set, then `push(merges, sp)`:
-  /// the finished leaf merges with the `merges` subtrees below stack slot
-  /// `sp` (the binary counter's carries) into slot sp - merges.
-  void forEachLeaf(const std::function<void()> &leaf,
+  /// An empty stack of subtrees.
+  void startTree();
+  /// `push(merges, sp)` for finished leaf l: it merges with the `merges`
+  /// subtrees below stack slot `sp` (the binary counter's carries) into slot
+  /// sp - merges.
+  void pushLeaf(Value *l, const std::function<void(Value *merges, Value *sp)> &push);
+  /// Runs `leaf` once per leaf from leaf `from` on, with the range set, then
+  /// pushes it.
+  void forEachLeaf(Value *from, const std::function<void()> &leaf,
                    const std::function<void(Value *merges, Value *sp)> &push);
+  /// The points of whole leaves group * kTreeLanes + lane, lane by lane at
+  /// each step of the reduced loops (reduceDims[r] on), each lane's float
+  /// sums into laneAcc_ (integer sums into acc_: any order).
+  void emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
+                     std::vector<std::vector<Value *>> &idx, Value *group);
+  std::vector<AllocaInst *> laneAcc_; ///< per store: kTreeLanes leaf accumulators
   /// The push of one element: v merged with slots sp-1, ..., sp-merges
   /// (left operand the older subtree), stored in slot sp - merges.
   void treePush(const std::function<Value *(Value *)> &slot, Value *v, Value *merges, Value *sp);
@@ -210,6 +221,8 @@ constexpr int64_t kRowTile = 512;
 /// The row tile with a leaf tree (ir/DeterministicOrder.h): its stack of
 /// subtrees takes kDeterministicDepth rows of accumulators (48 KiB a store).
 constexpr int64_t kTreeRowTile = 128;
+/// Leaves a deterministic sum (the loop-nest path) computes side by side.
+constexpr int kTreeLanes = 8;
 /// Rows of a row reduction added per pass over the tile's accumulators.
 constexpr int kRowUnroll = 4;
 

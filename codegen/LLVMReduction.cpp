@@ -47,7 +47,45 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
     auto slots = [&](size_t s) {
       return [this, s, st](Value *q) { return b_.CreateInBoundsGEP(st, tree_[s], {i64(0), q}); };
     };
+    startTree();
+    // Whole leaves kTreeLanes at a time, their chains interleaved (one add's
+    // latency hides behind the others'), pushed in leaf order; then the
+    // rest one by one.
+    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    for (size_t s = laneAcc_.size(); s < k_.stores.size(); ++s)
+      laneAcc_.push_back(
+          treeStore(s)
+              ? eb.CreateAlloca(ArrayType::get(b_.getDoubleTy(), kTreeLanes), nullptr, "lanes")
+              : nullptr);
+    Type *lt = ArrayType::get(b_.getDoubleTy(), kTreeLanes);
+    Value *groups = b_.CreateUDiv(shape_[k_.reduceDims[0]], i64(kDeterministicBlock * kTreeLanes));
+    loop(groups, [&](Value *g) {
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        if (treeStore(s))
+          for (int lane = 0; lane < kTreeLanes; ++lane)
+            b_.CreateStore(identity(DType::F64),
+                           b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)}));
+      std::vector<Offs> offs(kTreeLanes, off);
+      std::vector<Value *> gls(kTreeLanes, gl);
+      std::vector<std::vector<Value *>> idx(kTreeLanes, idx_);
+      inReduction_ = true;
+      emitLeafGroup(0, offs, gls, idx, g);
+      inReduction_ = false;
+      for (int lane = 0; lane < kTreeLanes; ++lane)
+        pushLeaf(b_.CreateAdd(b_.CreateMul(g, i64(kTreeLanes), "", true, true), i64(lane), "", true,
+                              true),
+                 [&](Value *merges, Value *sp) {
+                   for (size_t s = 0; s < k_.stores.size(); ++s)
+                     if (treeStore(s))
+                       treePush(slots(s),
+                                b_.CreateLoad(
+                                    b_.getDoubleTy(),
+                                    b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)})),
+                                merges, sp);
+                 });
+    });
     forEachLeaf(
+        b_.CreateMul(groups, i64(kTreeLanes), "", true, true),
         [&] {
           for (size_t s = 0; s < k_.stores.size(); ++s)
             if (treeStore(s))
@@ -89,18 +127,32 @@ void Lowering::accumulate(size_t s, DType t, Value *x) {
   b_.CreateStore(r, accAt_[s]);
 }
 
-void Lowering::forEachLeaf(const std::function<void()> &leaf,
-                           const std::function<void(Value *, Value *)> &push) {
+void Lowering::startTree() {
   IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
   if (!treeSp_) {
     treeSp_ = eb.CreateAlloca(b_.getInt64Ty(), nullptr, "tree.sp");
     treeTmp_ = eb.CreateAlloca(b_.getDoubleTy(), nullptr, "tree.v");
   }
+  b_.CreateStore(i64(0), treeSp_);
+}
+
+void Lowering::pushLeaf(Value *l, const std::function<void(Value *, Value *)> &push) {
+  // Leaf l's carries: the trailing ones of l.
+  Value *merges =
+      b_.CreateIntrinsic(Intrinsic::cttz, {b_.getInt64Ty()}, {b_.CreateNot(l), b_.getFalse()});
+  Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
+  push(merges, sp);
+  b_.CreateStore(b_.CreateAdd(b_.CreateSub(sp, merges), i64(1)), treeSp_);
+}
+
+void Lowering::forEachLeaf(Value *from, const std::function<void()> &leaf,
+                           const std::function<void(Value *, Value *)> &push) {
   const int d0 = k_.reduceDims[0];
   const int64_t B = kDeterministicBlock;
   Value *n = shape_[d0];
-  b_.CreateStore(i64(0), treeSp_);
-  loop(b_.CreateUDiv(b_.CreateAdd(n, i64(B - 1)), i64(B)), [&](Value *l) {
+  Value *leaves = b_.CreateUDiv(b_.CreateAdd(n, i64(B - 1)), i64(B));
+  loop(b_.CreateSub(leaves, from), [&](Value *i) {
+    Value *l = b_.CreateAdd(from, i, "", true, true);
     Value *start = b_.CreateMul(l, i64(B), "", true, true);
     Value *rest = b_.CreateSub(n, start, "", true, true);
     rangeDim_ = d0;
@@ -108,12 +160,44 @@ void Lowering::forEachLeaf(const std::function<void()> &leaf,
     rangeLen_ = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(B)), rest, i64(B));
     leaf();
     rangeDim_ = -1;
-    // Leaf l's carries: the trailing ones of l.
-    Value *merges =
-        b_.CreateIntrinsic(Intrinsic::cttz, {b_.getInt64Ty()}, {b_.CreateNot(l), b_.getFalse()});
-    Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
-    push(merges, sp);
-    b_.CreateStore(b_.CreateAdd(b_.CreateSub(sp, merges), i64(1)), treeSp_);
+    pushLeaf(l, push);
+  });
+}
+
+void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
+                             std::vector<std::vector<Value *>> &idx, Value *group) {
+  if (r == k_.reduceDims.size()) {
+    const std::vector<Value *> saved = accAt_;
+    for (int lane = 0; lane < kTreeLanes; ++lane) {
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        if (treeStore(s))
+          accAt_[s] = b_.CreateInBoundsGEP(ArrayType::get(b_.getDoubleTy(), kTreeLanes),
+                                           laneAcc_[s], {i64(0), i64(lane)});
+      idx_ = idx[lane];
+      emitPoint(offs[lane], gls[lane]);
+    }
+    accAt_ = saved;
+    return;
+  }
+  const int d = k_.reduceDims[r];
+  loop(r == 0 ? i64(kDeterministicBlock) : shape_[d], [&](Value *i) {
+    std::vector<Offs> o2(offs);
+    std::vector<Value *> g2(gls);
+    std::vector<std::vector<Value *>> x2(idx);
+    for (int lane = 0; lane < kTreeLanes; ++lane) {
+      Value *at = i;
+      if (r == 0) // row i of leaf group * lanes + lane
+        at = b_.CreateAdd(
+            b_.CreateMul(b_.CreateAdd(b_.CreateMul(group, i64(kTreeLanes), "", true, true),
+                                      i64(lane), "", true, true),
+                         i64(kDeterministicBlock), "", true, true),
+            i, "", true, true);
+      DimPoint p = this->at(d, offs[lane], gls[lane], at);
+      o2[lane] = p.off;
+      g2[lane] = p.gl;
+      x2[lane][d] = at;
+    }
+    emitLeafGroup(r + 1, o2, g2, x2, group);
   });
 }
 
@@ -187,7 +271,9 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
           return b_.CreateInBoundsGEP(st, treeRows_[s], {i64(0), e});
         };
       };
+      startTree();
       forEachLeaf(
+          i64(0),
           [&] {
             for (size_t s = 0; s < k_.stores.size(); ++s)
               if (treeStore(s))

@@ -472,8 +472,10 @@ int main(int argc, char **argv) {
         run(dk, {64, 2, 3}, 1, 0, tag++);      // one whole leaf
         run(dk, {0, 3, 4}, false, 0, tag++);
         run(dk, {5, 3, 0}, false, 0, tag++);
+        run(dk, {3000, 2, 5}, false, 0, tag++); // sums split: 47 chunks of a leaf
         dk.setReduce(r, {0});
-        run(dk, {449, 2, 5}, 2, 0, tag++); // 8 leaves: the stack carries 3 times
+        run(dk, {449, 2, 5}, 2, 0, tag++);    // 8 leaves: the stack carries 3 times
+        run(dk, {1500, 300, 1}, 1, 0, tag++); // sums split: 12 chunks of 2 leaves
       }
   }
   // Gathers (index_select inside a kernel) along the outer and the inner

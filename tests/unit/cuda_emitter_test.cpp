@@ -174,10 +174,23 @@ TEST_CASE("cuda emitter: few outputs over long reductions are split, others are 
   CHECK(split(k, 4096, 1 << 20, 132) == 1); // outputs fill the device
   CHECK(split(k, 1, 1000, 132) == 1);       // short: one block is enough
   CHECK(split(k, 0, 1 << 20, 132) == 1);    // nothing to store
+  // Deterministic sums split into chunks of 2^j whole leaves of 64 rows (a
+  // thread each): 2^20 rows are 16384 leaves; one output fills 132 SMs'
+  // 270336 threads with a leaf a chunk, 4096 outputs leave 66 chunks to
+  // each, so chunks of 256 leaves (64 of them).
   Kernel d = k;
-  d.deterministic = true; // fixed per-output order: never split
-  CHECK(cudaArgWords(d) == cudaArgWords(k) - 2);
-  CHECK(split(d, 1, 1 << 20, 132) == 1);
+  d.deterministic = true;
+  CHECK(cudaArgWords(d) == cudaArgWords(k));
+  CHECK(split(d, 1, 1 << 20, 132) == 16384);
+  CHECK(cudaSplitBlocks(d, std::vector<int64_t>{1, 1 << 20}.data(), 16384) == 16384 / kCudaBlock);
+  CHECK(split(d, 4096, 1 << 20, 132) == 64);
+  CHECK(split(d, 1 << 20, 1 << 20, 132) == 1); // outputs fill the device
+  CHECK(split(d, 1, 64, 132) == 1);            // one leaf
+  // Max and min keep one chain per output: never split.
+  Kernel dm = reduceKernel(KReduce::Max, DType::F32, 2, {1});
+  dm.deterministic = true;
+  CHECK(cudaArgWords(dm) == cudaArgWords(reduceKernel(KReduce::Max, DType::F32, 2, {1})) - 2);
+  CHECK(split(dm, 1, 1 << 20, 132) == 1);
 }
 
 TEST_CASE("cuda emitter: sums over rows take the column path, split into chunks of rows") {

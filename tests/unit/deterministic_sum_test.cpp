@@ -154,11 +154,29 @@ TEST_CASE("deterministic sum: the JIT gives the interpreter's bits on every sche
     std::vector<int> red;
   };
   const std::vector<Shape> shapes = {
-      {{0}, {0}},           {{1}, {0}},         {{64}, {0}},        {{65}, {0}},
-      {{1000}, {0}},        {{300, 7}, {0}},    {{300, 600}, {0}},  {{129, 5}, {0}},
-      {{7, 300}, {1}},      {{5, 129}, {1}},    {{70, 70}, {0, 1}}, {{130, 3, 9}, {0, 2}},
-      {{3, 130, 9}, {1}},   {{130, 0, 9}, {0}}, {{0, 130}, {0}},    {{129, 4, 33}, {0, 1}},
-      {{4, 200, 2}, {1, 2}}};
+      {{0}, {0}},
+      {{1}, {0}},
+      {{64}, {0}},
+      {{65}, {0}},
+      {{1000}, {0}},
+      {{300, 7}, {0}},
+      {{300, 600}, {0}},
+      {{129, 5}, {0}},
+      {{7, 300}, {1}},
+      {{5, 129}, {1}},
+      {{70, 70}, {0, 1}},
+      {{130, 3, 9}, {0, 2}},
+      {{3, 130, 9}, {1}},
+      {{130, 0, 9}, {0}},
+      {{0, 130}, {0}},
+      {{129, 4, 33}, {0, 1}},
+      {{4, 200, 2}, {1, 2}},
+      // Groups of 8 whole leaves side by side, then the rest one by one.
+      {{1100, 3}, {0, 1}},
+      {{5, 600}, {1}},
+      {{600, 2, 3}, {0, 2}},
+      {{512}, {0}},
+      {{2, 1030, 3}, {1}}};
   int cases = 0;
   for (DType t : {DType::F32, DType::F64})
     for (const Shape &s : shapes) {
@@ -225,28 +243,29 @@ TEST_CASE("deterministic sum: chunks of 2^j leaves summed apart and combined by 
   CpuJIT jit;
   std::mt19937_64 rng(31);
   for (int64_t R : {256, 1000, 4096, 193})
-    for (int64_t chunk : {64, 128, 256}) {
-      const int64_t C = 5;
-      Kernel k = sumOf(DType::F64, 2, {0});
-      Case whole = plainCase(k, {R, C}, rng);
-      auto fn = jit.compile(k);
-      auto want = runCase(k, whole, fn);
-      std::vector<std::vector<char>> nodes;
-      for (int64_t r0 = 0; r0 < R; r0 += chunk) {
-        Case part = whole;
-        part.shape[0] = std::min(chunk, R - r0);
-        for (size_t i = 0; i < part.inputs.size(); ++i) { // the rows from r0 on
-          const int64_t skip = r0 * whole.inStr[i][0] * 8;
-          part.inputs[i].assign(whole.inputs[i].begin() + skip, whole.inputs[i].end());
+    for (int64_t chunk : {64, 128, 256})
+      for (std::vector<int> red : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+        const int64_t C = 5;
+        Kernel k = sumOf(DType::F64, 2, red);
+        Case whole = plainCase(k, {R, C}, rng);
+        auto fn = jit.compile(k);
+        auto want = runCase(k, whole, fn);
+        std::vector<std::vector<char>> nodes;
+        for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+          Case part = whole;
+          part.shape[0] = std::min(chunk, R - r0);
+          for (size_t i = 0; i < part.inputs.size(); ++i) { // the rows from r0 on
+            const int64_t skip = r0 * whole.inStr[i][0] * 8;
+            part.inputs[i].assign(whole.inputs[i].begin() + skip, whole.inputs[i].end());
+          }
+          nodes.push_back(runCase(k, part, fn)[0]);
         }
-        nodes.push_back(runCase(k, part, fn)[0]);
+        std::vector<const void *> parts;
+        for (auto &n : nodes)
+          parts.push_back(n.data());
+        std::vector<char> got(want[0].size());
+        deterministicTree(true, parts, got.data(), whole.outElems[0]);
+        CHECK_MESSAGE(sameBits(DType::F64, want[0], got, whole.outElems[0]),
+                      "R=" << R << " chunk " << chunk);
       }
-      std::vector<const void *> parts;
-      for (auto &n : nodes)
-        parts.push_back(n.data());
-      std::vector<char> got(want[0].size());
-      deterministicTree(true, parts, got.data(), whole.outElems[0]);
-      CHECK_MESSAGE(sameBits(DType::F64, want[0], got, whole.outElems[0]),
-                    "R=" << R << " chunk " << chunk);
-    }
 }

@@ -256,11 +256,12 @@ TEST_CASE("deterministic kernels: the flag is part of the kernel text and hash")
   CHECK(verifyKernel(b).empty());
 }
 
-TEST_CASE("deterministic CUDA reduction: one thread per output, no shuffle tree") {
+TEST_CASE("deterministic CUDA reduction: a thread per output (or chunk of leaves), no shuffle "
+          "tree") {
   Kernel k = sumKernel(DType::F32);
   k.deterministic = true;
   std::string src = emitCudaKernel(k, "dt_det").source;
-  CHECK(src.find("sequential over the reduced dims") != std::string::npos);
+  CHECK(src.find("leaves a chunk") != std::string::npos);
   CHECK(src.find("dt_warp_reduce(acc") == std::string::npos);
   CHECK(src.find("__syncthreads") == std::string::npos);
   // Grid: one thread per kept element.

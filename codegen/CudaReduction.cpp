@@ -308,6 +308,16 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
        << ind << "for (dt_i64 l = " << count << "; l & 1; l >>= 1)\n"
        << ind << "  ++merges;\n";
   };
+  // Each output's accumulators and, for float sums, its stack of subtrees.
+  auto accumulators = [&](const char *ind) {
+    os << ind << "int sp = 0;\n";
+    for (size_t s = 0; s < S; ++s) {
+      DType t = k.outputs[k.stores[s].output];
+      os << ind << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
+      if (tree(s))
+        os << ind << "double tree" << s << "[" << kDeterministicDepth << "];\n";
+    }
+  };
   os << "  const dt_i64 split = (dt_i64)" << word(W - 2) << ";\n"
      << "  char *const scratch = (char *)" << word(W - 1) << ";\n";
   for (size_t s = 0; s < S; ++s) {
@@ -319,13 +329,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
      << "    for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
      << "         o += (dt_i64)gridDim.x * blockDim.x) {\n";
   emitUnravel(kept, "o", "      ");
-  os << "      int sp = 0;\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "      " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
-    if (tree(s))
-      os << "      double tree" << s << "[" << kDeterministicDepth << "];\n";
-  }
+  accumulators("      ");
   os << "      for (dt_i64 c = 0; c < -split; ++c) {\n";
   carries("c", "        ");
   for (size_t s = 0; s < S; ++s) {
@@ -351,13 +355,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
      << "       t += (dt_i64)gridDim.x * blockDim.x) {\n"
      << "    const dt_i64 o = t / nsplit, chunk = t % nsplit;\n";
   emitUnravel(kept, "o", "    ");
-  os << "    int sp = 0;\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
-    if (tree(s))
-      os << "    double tree" << s << "[" << kDeterministicDepth << "];\n";
-  }
+  accumulators("    ");
   os << "    const dt_i64 lend = (chunk + 1) * per < leaves ? (chunk + 1) * per : leaves;\n"
      << "    for (dt_i64 leaf = chunk * per; leaf < lend; ++leaf) {\n";
   for (size_t s = 0; s < S; ++s)

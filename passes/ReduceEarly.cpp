@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,51 @@ TensorType replicatedOn(TensorType t, const std::vector<int64_t> &axes) {
   return t;
 }
 
+/// The index in `b` (below `below`) of the instruction defining `v`, or
+/// `below` when none does.
+size_t defOf(const Block &b, int v, size_t below) {
+  for (size_t k = below; k-- > 0;)
+    if (std::find(b.insts[k].results.begin(), b.insts[k].results.end(), v) !=
+        b.insts[k].results.end())
+      return k;
+  return below;
+}
+
+/// The matmul that `value` (partial(sum) on `axes`, concrete) comes from in
+/// `b`, below index `below`: back through transposes and reshapes (autodiff
+/// writes a weight gradient as transpose(g^T @ x)), each read only by the
+/// next, to a product whose operand `partial` is partial(sum) on the axes
+/// and whose other operand is whole on them.
+struct Product {
+  size_t at = 0;
+  std::vector<size_t> layout; ///< the steps from the product to `value`, last first
+  int partial = -1;
+};
+std::optional<Product> productOf(const Function &f, const Block &b, int value, size_t below,
+                                 const std::vector<int64_t> &axes, std::map<int, int> &uses) {
+  const TensorType &t = f.type(value);
+  if (!onAxes(t, axes, true) || !isConcrete(t.shape))
+    return std::nullopt;
+  Product p;
+  p.at = defOf(b, value, below);
+  while (p.at < below && (b.insts[p.at].op == Op::Transpose || b.insts[p.at].op == Op::Reshape) &&
+         b.insts[p.at].operands.size() == 1 && uses[b.insts[p.at].operands[0]] == 1) {
+    p.layout.push_back(p.at);
+    p.at = defOf(b, b.insts[p.at].operands[0], p.at);
+  }
+  if (p.at >= below || b.insts[p.at].op != Op::MatMul || b.insts[p.at].operands.size() != 2 ||
+      b.insts[p.at].results.size() != 1)
+    return std::nullopt;
+  const std::vector<int> &ops = b.insts[p.at].operands;
+  for (int s = 0; s < 2; ++s)
+    if (onAxes(f.type(ops[s]), axes, true) && onAxes(f.type(ops[1 - s]), axes, false) &&
+        isConcrete(f.type(ops[s]).shape))
+      p.partial = s;
+  if (p.partial < 0)
+    return std::nullopt;
+  return p;
+}
+
 int block(Function &f, Block &b, std::map<int, int> &uses) {
   int n = 0;
   for (Inst &in : b.insts)
@@ -52,39 +98,14 @@ int block(Function &f, Block &b, std::map<int, int> &uses) {
         ar.results.size() != 1 || uses[ar.operands[0]] != 1)
       continue;
     const int p = ar.operands[0];
-    auto defOf = [&](int v, size_t below) {
-      size_t k = below;
-      while (k-- > 0)
-        if (std::find(b.insts[k].results.begin(), b.insts[k].results.end(), v) !=
-            b.insts[k].results.end())
-          return k;
-      return below;
-    };
-    // Back through transposes and reshapes of the product (autodiff writes a
-    // weight gradient as transpose(g^T @ x)), each read only by the next.
-    std::vector<size_t> layout; // the steps from the product to p, last first
-    size_t k = defOf(p, i);
-    while (k < i && (b.insts[k].op == Op::Transpose || b.insts[k].op == Op::Reshape) &&
-           b.insts[k].operands.size() == 1 && uses[b.insts[k].operands[0]] == 1) {
-      layout.push_back(k);
-      k = defOf(b.insts[k].operands[0], k);
-    }
-    if (k >= i || b.insts[k].op != Op::MatMul || b.insts[k].operands.size() != 2 ||
-        b.insts[k].results.size() != 1)
-      continue;
     const std::vector<int64_t> axes = ar.attrs.ints;
+    std::optional<Product> prod = productOf(f, b, p, i, axes, uses);
+    if (!prod)
+      continue;
+    const size_t k = prod->at;
+    const int q = prod->partial;
+    const std::vector<size_t> &layout = prod->layout;
     const TensorType tp = f.type(p);
-    if (!onAxes(tp, axes, true) || !isConcrete(tp.shape))
-      continue;
-    int q = -1; // the partial operand; the other must be whole on the axes
-    for (int s = 0; s < 2; ++s) {
-      const TensorType &a = f.type(b.insts[k].operands[s]);
-      const TensorType &o = f.type(b.insts[k].operands[1 - s]);
-      if (onAxes(a, axes, true) && onAxes(o, axes, false) && isConcrete(a.shape))
-        q = s;
-    }
-    if (q < 0)
-      continue;
     const int operand = b.insts[k].operands[q];
     // Smaller, or reduced already (for another product): no more to move.
     if (numElements(f.type(operand).shape) >= numElements(tp.shape) &&
@@ -134,31 +155,10 @@ int block(Function &f, Block &b, std::map<int, int> &uses) {
 } // namespace
 
 bool reducesEarly(const Function &f, int value, const std::vector<int64_t> &axes) {
-  const Block &b = f.body;
-  std::map<int, int> uses = useCounts(b);
-  auto defOf = [&](int v) {
-    for (size_t k = 0; k < b.insts.size(); ++k)
-      if (std::find(b.insts[k].results.begin(), b.insts[k].results.end(), v) !=
-          b.insts[k].results.end())
-        return k;
-    return b.insts.size();
-  };
-  const TensorType &t = f.type(value);
-  if (!onAxes(t, axes, true) || !isConcrete(t.shape))
-    return false;
-  size_t k = defOf(value);
-  while (k < b.insts.size() && (b.insts[k].op == Op::Transpose || b.insts[k].op == Op::Reshape) &&
-         b.insts[k].operands.size() == 1 && uses[b.insts[k].operands[0]] == 1)
-    k = defOf(b.insts[k].operands[0]);
-  if (k == b.insts.size() || b.insts[k].op != Op::MatMul || b.insts[k].operands.size() != 2)
-    return false;
-  for (int s = 0; s < 2; ++s) {
-    const TensorType &a = f.type(b.insts[k].operands[s]);
-    if (onAxes(a, axes, true) && onAxes(f.type(b.insts[k].operands[1 - s]), axes, false) &&
-        isConcrete(a.shape) && numElements(a.shape) <= numElements(t.shape))
-      return true;
-  }
-  return false;
+  std::map<int, int> uses = useCounts(f.body);
+  std::optional<Product> p = productOf(f, f.body, value, f.body.insts.size(), axes, uses);
+  return p && numElements(f.type(f.body.insts[p->at].operands[p->partial]).shape) <=
+                  numElements(f.type(value).shape);
 }
 
 int reduceEarly(Module &m) {

@@ -1,6 +1,7 @@
 // This file implements sinking consumer chains into callees (SinkIntoCalls.h).
 #include "passes/SinkIntoCalls.h"
 
+#include "passes/FusionRules.h"
 #include "passes/ReduceEarly.h"
 
 #include <algorithm>
@@ -13,18 +14,20 @@ namespace dt {
 
 namespace {
 
-bool isElementwise(const Inst &in) {
-  OpClass c = opInfo(in.op).cls;
-  return (c == OpClass::Elementwise1 || c == OpClass::Elementwise2 || c == OpClass::Elementwise3) &&
-         in.results.size() == 1 && in.regions.empty();
-}
-
 /// An op a chain may move: elementwise, or an `all_reduce` of a sum (every
 /// rank runs the same program, so the collective keeps its place in every
 /// rank's order; ReduceEarly may then reduce the product's operand instead).
 bool isMovable(const Inst &in) {
-  return isElementwise(in) || (in.op == Op::AllReduce && in.attrs.str.empty() &&
-                               in.operands.size() == 1 && in.results.size() == 1);
+  return in.results.size() == 1 &&
+         (fusion::isElementwise(in.op) ||
+          (in.op == Op::AllReduce && in.attrs.str.empty() && in.operands.size() == 1));
+}
+
+/// The `return` of `g`'s body (its last instruction in a verified function).
+Inst *returnOf(Function &g) {
+  auto r = std::find_if(g.body.insts.begin(), g.body.insts.end(),
+                        [](const Inst &in) { return in.op == Op::Return; });
+  return r == g.body.insts.end() ? nullptr : &*r;
 }
 
 bool isConstant(const Inst &in) {
@@ -88,13 +91,14 @@ private:
       Function *g = m_.find(b.insts[ci].attrs.str);
       if (!g || g == &f)
         continue;
+      std::map<int, int> uses = useCounts(f.body);
       for (size_t j = 0; j < b.insts[ci].results.size(); ++j) {
-        std::map<int, int> uses = useCounts(f.body);
         Chain c = chainOf(f, b, ci, j, uses);
         if (c.ops.empty())
           continue;
         moved += (int)c.ops.size();
         sink(f, b, ci, j, c);
+        uses = useCounts(f.body); // the moved ops' operands are read in the callee now
       }
     }
     return moved;
@@ -152,10 +156,9 @@ private:
   }
 
   bool returnReducesEarly(const Inst &call, size_t j, const Inst &allReduce) {
-    const Function *g = m_.find(call.attrs.str);
-    auto ret = std::find_if(g->body.insts.begin(), g->body.insts.end(),
-                            [](const Inst &in) { return in.op == Op::Return; });
-    return ret != g->body.insts.end() && j < ret->operands.size() &&
+    Function *g = m_.find(call.attrs.str);
+    const Inst *ret = returnOf(*g);
+    return ret && j < ret->operands.size() &&
            reducesEarly(*g, ret->operands[j], allReduce.attrs.ints);
   }
 
@@ -184,9 +187,8 @@ private:
   void sink(Function &f, Block &b, size_t ci, size_t j, const Chain &c) {
     Function &g = target(b.insts[ci]);
     const Inst &call = b.insts[ci];
-    auto ret = std::find_if(g.body.insts.begin(), g.body.insts.end(),
-                            [](const Inst &in) { return in.op == Op::Return; });
-    if (ret == g.body.insts.end() || j >= ret->operands.size())
+    const Inst *ret = returnOf(g);
+    if (!ret || j >= ret->operands.size())
       return;
     std::map<int, int> map; // caller value -> callee value
     map[call.results[j]] = ret->operands[j];
@@ -218,9 +220,7 @@ private:
           g.body.insts[k].results.end())
         at = k + 1;
     g.body.insts.insert(g.body.insts.begin() + (long)at, added.begin(), added.end());
-    auto r = std::find_if(g.body.insts.begin(), g.body.insts.end(),
-                          [](const Inst &in) { return in.op == Op::Return; });
-    r->operands[j] = map.at(c.last);
+    returnOf(g)->operands[j] = map.at(c.last); // `ret` moved with the insert
     g.results[j] = f.type(c.last);
     // The caller: the call's result is the chain's value now.
     const int result = b.insts[ci].results[j];

@@ -165,6 +165,20 @@ private:
     }
   }
 
+  /// Emits `cast v` to dtype `to` (the same layout) into `out`; returns it.
+  int emitCast(int v, DType to, SrcLoc loc, std::vector<Inst> &out) {
+    TensorType t = f_.type(v); // a copy: newValue grows the table
+    t.dtype = to;
+    Inst c;
+    c.op = Op::Cast;
+    c.operands = {v};
+    c.results = {f_.newValue(t)};
+    c.loc = loc;
+    out.push_back(std::move(c));
+    ++inserted_;
+    return out.back().results[0];
+  }
+
   /// The ranks holding leaves when a dim of extent k is sharded in chunks over
   /// `ranks` ranks and every chunk is a whole subtree of the fixed order
   /// (ir/DeterministicOrder.h: 2^j leaves of kDeterministicBlock, the last
@@ -211,18 +225,8 @@ private:
     const int64_t g = subtreeRanks(concreteDims(t.shape)[d0], t.mesh->axes[x].size);
     if (g == 0)
       return false;
-    if (t.dtype != DType::F64) {
-      TensorType wide = t;
-      wide.dtype = DType::F64;
-      Inst c;
-      c.op = Op::Cast;
-      c.operands = {in.operands[0]};
-      c.results = {f_.newValue(wide)};
-      c.loc = in.loc;
-      in.operands[0] = c.results[0];
-      out.push_back(std::move(c));
-      ++inserted_;
-    }
+    if (t.dtype != DType::F64)
+      in.operands[0] = emitCast(in.operands[0], DType::F64, in.loc, out);
     TensorType nodeType = r;
     nodeType.dtype = DType::F64;
     int node = f_.newValue(nodeType);
@@ -332,15 +336,8 @@ private:
       s.loc = loc;
       out.push_back(std::move(s));
       ++inserted_;
-      if (repNode.dtype != rep.dtype) {
-        Inst c;
-        c.op = Op::Cast;
-        c.operands = {whole};
-        c.results = {whole = f_.newValue(rep)};
-        c.loc = loc;
-        out.push_back(std::move(c));
-        ++inserted_;
-      }
+      if (repNode.dtype != rep.dtype)
+        whole = emitCast(whole, rep.dtype, loc, out);
     }
     // `whole` holds the value without a partial axis (the same bits on every
     // rank, or sharded on a kept dim): a relayout of the result moves from

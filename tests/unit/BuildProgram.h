@@ -1,16 +1,20 @@
 // Test helpers shared by the unit tests of pipeline steps: buildProgram
 // compiles `text` into `s` and runs the pipeline (SPMD lowering and fusion
 // when `spmd`), failing the test with the diagnostics if anything does not
-// compile; countOps counts an op in a block.
+// compile; countOps counts an op in a block; printedBoth runs a compiled
+// program and the reference evaluator on the same text.
 #pragma once
 
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
+#include "runtime/Executor.h"
+#include "runtime/Reference.h"
 
 #include <doctest/doctest.h>
 
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace dt::test {
 
@@ -33,6 +37,20 @@ inline int countOps(const Block &b, Op op) {
       n += countOps(r, op);
   }
   return n;
+}
+
+/// What `main` prints when `s` (compiled by buildProgram) runs on the
+/// executor, and what the reference evaluator prints for `text` compiled
+/// under `co` without SPMD lowering.
+inline std::pair<std::string, std::string>
+printedBoth(const Compilation &s, const std::string &text, const CompileOptions &co) {
+  Compilation r(co);
+  buildProgram(r, text, false);
+  std::ostringstream got, want;
+  ExecOptions eo;
+  Executor(s.module, got, eo).run("main", {});
+  ReferenceEvaluator(r.module, want).run("main", {});
+  return {got.str(), want.str()};
 }
 
 } // namespace dt::test

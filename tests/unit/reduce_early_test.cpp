@@ -8,13 +8,10 @@
 #include "passes/Pipeline.h"
 #include "passes/ReduceEarly.h"
 #include "passes/SpmdLower.h"
-#include "runtime/Executor.h"
-#include "runtime/Reference.h"
 
 #include <doctest/doctest.h>
 
 #include <functional>
-#include <sstream>
 #include <string>
 
 using namespace dt;
@@ -76,14 +73,9 @@ void checkProgram(bool deterministic) {
   CHECK(operands == 1); // ...its [2, 16] operand is, once (g_cond shares it)
   CHECK(reduceEarly(s.module) == 0);
 
-  Compilation r(co);
-  test::buildProgram(r, kProgram, false);
-  std::ostringstream got, want;
-  ExecOptions eo;
-  Executor(s.module, got, eo).run("main", {});
-  ReferenceEvaluator(r.module, want).run("main", {});
-  CHECK(got.str().size() > 100);
-  CHECK(got.str() == want.str());
+  auto [got, want] = test::printedBoth(s, kProgram, co);
+  CHECK(got.size() > 100);
+  CHECK(got == want);
 }
 
 } // namespace

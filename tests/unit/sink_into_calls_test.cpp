@@ -9,12 +9,9 @@
 #include "passes/Pipeline.h"
 #include "passes/SinkIntoCalls.h"
 #include "passes/SpmdLower.h"
-#include "runtime/Executor.h"
-#include "runtime/Reference.h"
 
 #include <doctest/doctest.h>
 
-#include <sstream>
 #include <string>
 
 using namespace dt;
@@ -87,12 +84,7 @@ TEST_CASE("sink into calls: the gradient is no kernel's output, and the values s
         kernels += b.op == Op::Call && isFusedKernelName(b.attrs.str);
   CHECK(kernels == 1);
 
-  Compilation r(pipelineCompileOptions());
-  test::buildProgram(r, kProgram, false);
-  std::ostringstream got, want;
-  ExecOptions eo;
-  Executor(s.module, got, eo).run("main", {});
-  ReferenceEvaluator(r.module, want).run("main", {});
-  CHECK(got.str().find("0.84375") != std::string::npos);
-  CHECK(got.str() == want.str());
+  auto [got, want] = test::printedBoth(s, kProgram, pipelineCompileOptions());
+  CHECK(got.find("0.84375") != std::string::npos);
+  CHECK(got == want);
 }

@@ -8,7 +8,9 @@
 //   * mlp_1x1  the same on one rank (matmul kernel and sequential reductions);
 //   * fsdp     examples/fsdp.dt scaled, 4 ranks (gathered weights, gradients
 //              reduce-scattered);
-//   * reduce   sums and softmax over a row-sharded [R, K] matrix, 4 ranks.
+//   * reduce   sums and softmax over a row-sharded [R, K] matrix, 4 ranks;
+//   * sums     a layer norm's row sums, a bias-gradient column sum and a
+//              full-sum loss over the same matrix, one rank.
 // Prints the load averages before and after (the machine is shared).
 // Not a timed test.
 //
@@ -106,6 +108,17 @@ int main(int argc, char **argv) {
                        " {\n  let s = relayout(sum(a * a, dim=0), m[_])\n"
                        "  let p = relayout(sum(nn.softmax(a), dim=0), m[_])\n"
                        "  acc = acc + s + p\n}\nprint(relayout(sum(acc), m[]))\n";
+  // One rank, the sums a training step ends in: a layer norm over rows (sums
+  // over the last dim, with a broadcast operand), a bias gradient (a sum
+  // over rows) and a full-sum loss.
+  std::string sums =
+      "import nn\nmesh m = [x = 1]\nlet a : f32[" + n(rows) + ", " + n(cols) +
+      "] @ m[_, _] = randn(seed=1)\nlet g : f32[" + n(cols) + "] @ m[_] = ones()\nlet z : f32[" +
+      n(cols) + "] @ m[_] = zeros()\nvar acc : f32[" + n(cols) +
+      "] @ m[_] = zeros()\nvar loss : f32[] @ m[] = zeros()\nfor i in 0.." + n(steps * 3) +
+      " {\n  let y = nn.layer_norm(a, g, z)\n"
+      "  acc = acc + sum(y, dim=0)\n  loss = loss + sum(y * y)\n}\n"
+      "print(sum(acc) + loss)\n";
   struct Case {
     const char *name;
     std::string text;
@@ -114,6 +127,7 @@ int main(int argc, char **argv) {
       {"mlp_tp 1x1", scaled(mlp, "mesh m = [dp = 1, tp = 1]", b, d, h, c, steps)},
       {"fsdp 4", scaled(fsdp, "mesh f = [dp = 4]", b, d, h, c, steps)},
       {"reduce 4", reduce},
+      {"sums 1", sums},
   };
   std::printf("deterministic vs default mode: B=%lld D=%lld H=%lld C=%lld, %d steps, best of %d\n",
               (long long)b, (long long)d, (long long)h, (long long)c, steps, reps);

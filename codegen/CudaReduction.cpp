@@ -362,11 +362,50 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
     if (tree(s))
       os << "      acc" << s << " = 0.0;\n";
   os << "      const dt_i64 r0 = leaf * span;\n"
-     << "      const dt_i64 r1 = red - r0 < span ? red : r0 + span;\n"
-     << "      for (dt_i64 r = r0; r < r1; ++r) {\n";
-  emitUnravel(red, "r", "        ");
-  emitPointAccumulate("        ");
-  os << "      }\n";
+     << "      const dt_i64 r1 = red - r0 < span ? red : r0 + span;\n";
+  if (!deterministicChains(k)) {
+    os << "      for (dt_i64 r = r0; r < r1; ++r) {\n";
+    emitUnravel(red, "r", "        ");
+    emitPointAccumulate("        ");
+    os << "      }\n";
+  } else {
+    // A sum over the last dim: the leaf's float sums in kDeterministicChains
+    // chains by last-dim index (every row of the last dim starts at chain
+    // 0), combined by chainTree; the unrolled chain loop keeps them in
+    // registers. Integer sums stay in acc.
+    const int C = kDeterministicChains;
+    for (size_t s = 0; s < S; ++s)
+      if (tree(s))
+        os << "      double ch" << s << "[" << C << "] = {0};\n";
+    os << "      const dt_i64 C = " << shape(R - 1) << ";\n"
+       << "      for (dt_i64 r = r0; r < r1;) {\n"
+       << "        const dt_i64 rowEnd = (r / C + 1) * C < r1 ? (r / C + 1) * C : r1;\n"
+       << "        for (; r < rowEnd; r += " << C << ") {\n"
+       << "#pragma unroll\n"
+       << "          for (int j = 0; j < " << C << "; ++j) {\n"
+       << "            if (r + j >= rowEnd)\n"
+       << "              break;\n"
+       << "            const dt_i64 rj = r + j;\n";
+    emitUnravel(red, "rj", "            ");
+    os << "            {\n";
+    for (size_t s = 0; s < S; ++s)
+      if (tree(s))
+        os << "              double acc" << s << " = ch" << s << "[j];\n";
+    emitPointAccumulate("              ");
+    for (size_t s = 0; s < S; ++s)
+      if (tree(s))
+        os << "              ch" << s << "[j] = acc" << s << ";\n";
+    os << "            }\n"
+       << "          }\n"
+       << "        }\n"
+       << "        r = rowEnd;\n"
+       << "      }\n";
+    for (size_t s = 0; s < S; ++s)
+      if (tree(s))
+        os << "      acc" << s << " = ((ch" << s << "[0] + ch" << s << "[1]) + (ch" << s
+           << "[2] + ch" << s << "[3])) + ((ch" << s << "[4] + ch" << s << "[5]) + (ch" << s
+           << "[6] + ch" << s << "[7]));\n";
+  }
   carries("leaf - chunk * per", "      ");
   for (size_t s = 0; s < S; ++s)
     if (tree(s))

@@ -422,6 +422,10 @@ bool deterministicTreeSum(const Kernel &k) {
   return k.deterministic && k.reduce == KReduce::Sum && !k.reduceDims.empty();
 }
 
+bool deterministicChains(const Kernel &k) {
+  return deterministicTreeSum(k) && isReducedDim(k, k.rank - 1);
+}
+
 std::vector<int64_t> kernelParams(const Kernel &k, const std::vector<int64_t> &shape,
                                   const std::vector<std::vector<int64_t>> &inStrides,
                                   const std::vector<std::vector<int64_t>> &outStrides,

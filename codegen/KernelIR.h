@@ -206,8 +206,10 @@ struct Kernel {
   /// Deterministic mode: the reduction order is exactly the interpreter's,
   /// never reassociated, so a result's bits depend only on the reduced extent
   /// and the inputs: float sums in f64 over leaves of kDeterministicBlock rows
-  /// of reduceDims[0] (each leaf row-major over the reduced dims), combined in
-  /// the fixed tree of ir/DeterministicOrder.h; max/min one row-major chain.
+  /// of reduceDims[0] (each leaf row-major over the reduced dims, in
+  /// kDeterministicChains chains by last-dim index when the last dim is
+  /// reduced), combined in the fixed tree of ir/DeterministicOrder.h;
+  /// max/min one row-major chain.
   /// Part of the kernel text (and hash).
   bool deterministic = false;
 
@@ -254,6 +256,10 @@ bool isReducedDim(const Kernel &k, int d);
 /// (ir/DeterministicOrder.h): leaves of kDeterministicBlock rows of
 /// reduceDims[0], combined in the fixed tree (integer sums: any order).
 bool deterministicTreeSum(const Kernel &k);
+
+/// True when, in addition, the last dim is reduced: a leaf's float sum is
+/// then kDeterministicChains chains by last-dim index, combined by chainTree.
+bool deterministicChains(const Kernel &k);
 
 /// Checks every structural and typing rule of this header; returns an empty
 /// string when valid, else the first violation.

@@ -322,20 +322,36 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params) {
     if (treeSum && !emptyRed) {
       // Deterministic mode: leaves of kDeterministicBlock rows of the
       // outermost reduced dim, combined in the fixed tree (ir/DeterministicOrder.h).
+      // A sum over the last dim: each leaf's float sums run in
+      // kDeterministicChains chains by last-dim index, combined by chainTree.
       std::vector<DeterministicTree<double>> trees(k.stores.size());
       const int d0 = red[0];
+      const bool chained = deterministicChains(k);
+      std::vector<double> chains(k.stores.size() * kDeterministicChains, 0.0);
       bool more = true;
       while (more) {
         const int64_t leafEnd = std::min(shape[d0], idx[d0] + kDeterministicBlock);
         do {
           evalPoint(k, buffers, params, idx.data(), vals);
-          for (size_t s = 0; s < k.stores.size(); ++s)
-            accumulate(k.reduce, k.outputs[k.stores[s].output], acc[s], vals[k.stores[s].node]);
+          const int64_t j = chained ? idx[R - 1] % kDeterministicChains : 0;
+          for (size_t s = 0; s < k.stores.size(); ++s) {
+            DType t = k.outputs[k.stores[s].output];
+            if (chained && isFloat(t)) {
+              Sc c;
+              c.f = chains[s * kDeterministicChains + j];
+              accumulate(k.reduce, t, c, vals[k.stores[s].node]);
+              chains[s * kDeterministicChains + j] = c.f;
+            } else {
+              accumulate(k.reduce, t, acc[s], vals[k.stores[s].node]);
+            }
+          }
           more = advance(idx, red, shape);
         } while (more && idx[d0] < leafEnd);
         for (size_t s = 0; s < k.stores.size(); ++s)
           if (isFloat(k.outputs[k.stores[s].output])) { // integer sums: any order
-            trees[s].push(acc[s].f);
+            double *c = &chains[s * kDeterministicChains];
+            trees[s].push(chained ? chainTree(c) : acc[s].f);
+            std::fill(c, c + kDeterministicChains, 0.0);
             acc[s].f = 0;
           }
       }

@@ -130,6 +130,19 @@ Lowering::DimPoint Lowering::at(int d, const Offs &off, Value *gl, Value *i) {
 
 void Lowering::emitInner(int level, const Offs &off, Value *gl) {
   int d = order_[level];
+  if (chained_ && inReduction_ && d == R_ - 1) {
+    Lanes one{{off},
+              {gl},
+              {idx_},
+              [&](int, Value *i) { return first(d, i); },
+              [&](int, size_t s) -> Value * { return chains_[s]; }};
+    return dispatchInner(
+        d, [&](const std::vector<Mode> &modes) { emitChainedLoop(d, extent(d), modes, one); });
+  }
+  dispatchInner(d, [&](const std::vector<Mode> &modes) { emitInnerLoop(d, modes, off, gl); });
+}
+
+void Lowering::dispatchInner(int d, const std::function<void(const std::vector<Mode> &)> &variant) {
   bool ew = k_.reduce == KReduce::None;
   // Inputs with an inner stride hint get the hinted mode in the fast loop;
   // the others (`used`) are specialised over every 0/1 pattern.
@@ -165,7 +178,7 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
     for (int in = 0; in < nIn_; ++in)
       modes[in] = Mode::Contig;
     hintModes();
-    emitInnerLoop(d, modes, off, gl);
+    variant(modes);
     b_.CreateBr(join);
   } else {
     Value *mask = i64(0);
@@ -183,7 +196,7 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
       for (size_t j = 0; j < used.size(); ++j)
         modes[used[j]] = (m >> j) & 1 ? Mode::Bcast : Mode::Contig;
       hintModes();
-      emitInnerLoop(d, modes, off, gl);
+      variant(modes);
       b_.CreateBr(join);
     }
     b_.SetInsertPoint(none);
@@ -191,7 +204,7 @@ void Lowering::emitInner(int level, const Offs &off, Value *gl) {
   }
   b_.SetInsertPoint(slowBB);
   std::fill(modes.begin(), modes.end(), Mode::Strided);
-  emitInnerLoop(d, modes, off, gl);
+  variant(modes);
   b_.CreateBr(join);
   b_.SetInsertPoint(join);
 }
@@ -647,7 +660,9 @@ void Lowering::run(const std::string &symbol) {
   for (int d : k_.reduceDims)
     order_.push_back(d);
   treeSum_ = deterministicTreeSum(k_);
-  rowTile_ = treeSum_ ? kTreeRowTile : kRowTile;
+  chained_ = deterministicChains(k_);
+  lanes_ = chained_ ? kChainLanes : kTreeLanes;
+  rowTile_ = kRowTile;
   rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
                !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);

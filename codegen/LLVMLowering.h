@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codegen/KernelIR.h"
+#include "ir/DeterministicOrder.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -28,6 +29,17 @@ enum class Mode { Strided, Contig, Bcast };
 /// Inputs up to which the fast path specialises every 0/1 stride pattern
 /// (2^n loop copies); beyond it only the all-contiguous pattern is fast.
 constexpr int kMaxMaskInputs = 3;
+
+/// Elements of the last dim a row reduction accumulates at once (f64
+/// accumulators: 4 KiB per store on the stack).
+constexpr int64_t kRowTile = 512;
+/// Leaves a deterministic sum (the loop-nest path) computes side by side (a
+/// power of two: a group is a whole subtree of the leaf tree).
+constexpr int kTreeLanes = 8;
+/// The same for a sum over the last dim, whose leaves are vectors of chains.
+constexpr int kChainLanes = 4;
+/// Rows of a row reduction added per pass over the tile's accumulators.
+constexpr int kRowUnroll = 4;
 
 class Lowering {
 public:
@@ -118,6 +130,9 @@ private:
   DimPoint at(int d, const Offs &off, Value *gl, Value *i);
   void emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, Value *len);
   void emitInner(int level, const Offs &off, Value *gl);
+  /// The innermost loop of dim d as run-time variants: `variant(modes)` for
+  /// each fast 0/1-stride pattern, then for the strided loop.
+  void dispatchInner(int d, const std::function<void(const std::vector<Mode> &)> &variant);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
   void emitPoint(const Offs &off, Value *glin);
   std::vector<Value *> emitNodes(const Offs &off, Value *glin);
@@ -173,20 +188,51 @@ private:
   /// sums into laneAcc_ (integer sums into acc_: any order).
   void emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
                      std::vector<std::vector<Value *>> &idx, Value *group);
-  std::vector<AllocaInst *> laneAcc_; ///< per store: kTreeLanes leaf accumulators
+  /// Leaves side by side: kTreeLanes, or kChainLanes with chains.
+  int lanes_ = kTreeLanes;
+  /// Per store: lanes_ leaf accumulators (each kDeterministicChains chains
+  /// with chains).
+  std::vector<AllocaInst *> laneAcc_;
   /// The push of one element: v merged with slots sp-1, ..., sp-merges
   /// (left operand the older subtree), stored in slot sp - merges.
   void treePush(const std::function<Value *(Value *)> &slot, Value *v, Value *merges, Value *sp);
   /// The tree of the sp subtrees in slots [0, sp), right to left (0: +0).
   Value *treeFinish(const std::function<Value *(Value *)> &slot, Value *sp);
   bool treeStore(size_t s) const { return treeSum_ && isFloat(k_.outputs[k_.stores[s].output]); }
+  // A sum over the last dim (deterministicChains, codegen/LLVMChains.cpp):
+  // each leaf accumulates into a <kDeterministicChains x double> vector,
+  // point i into lane i mod kDeterministicChains.
+  /// The leaves a chained loop adds into: per lane its offsets, global
+  /// index and indices; indexOf(lane, i) is the last dim's index at trip i;
+  /// chainAt(lane, s) the chains vector of store s (a float sum).
+  struct Lanes {
+    std::vector<Offs> offs;
+    std::vector<Value *> gls;
+    std::vector<std::vector<Value *>> idx;
+    std::function<Value *(int, Value *)> indexOf;
+    std::function<Value *(int, size_t)> chainAt;
+  };
+  /// The loop of the last dim (d, n trips) of every lane: groups of
+  /// kDeterministicChains points computed side by side and added as one
+  /// vector (the SLP vectorizer turns a group's loads and math into vector
+  /// code on unit-stride and broadcast inputs), then the rest point by point.
+  void emitChainedLoop(int d, Value *n, const std::vector<Mode> &modes, const Lanes &lanes);
+  Type *chainsTy() { return FixedVectorType::get(b_.getDoubleTy(), kDeterministicChains); }
+  /// Store s's chains (chains_) set to zero; a chains vector's leaf value
+  /// (chainTree's order).
+  void startChains();
+  Value *chainValue(Value *chains);
+  bool chained_ = false;
+  std::vector<AllocaInst *> chains_; ///< per store: a chains vector (float sums)
   bool treeSum_ = false;
   int rangeDim_ = -1;
   Value *rangeStart_ = nullptr, *rangeLen_ = nullptr;
   AllocaInst *treeSp_ = nullptr, *treeTmp_ = nullptr;
-  std::vector<AllocaInst *> tree_;     ///< per store: kDeterministicDepth slots
-  std::vector<AllocaInst *> treeRows_; ///< the same, each slot a row of rowTile_
-  int64_t rowTile_ = 0;                ///< kRowTile, or kTreeRowTile with a leaf tree
+  std::vector<AllocaInst *> tree_; ///< per store: kDeterministicDepth slots
+  /// The same for a row reduction, each slot a row of rowTile_ (as many
+  /// slots as the leaf count has bits: a dynamic alloca in the entry block).
+  std::vector<AllocaInst *> treeRows_;
+  int64_t rowTile_ = 0; ///< kRowTile
 
   const Kernel &k_;
   LLVMContext &ctx_;
@@ -214,16 +260,5 @@ private:
   std::vector<Value *> hoisted_;
   void emitHoisted();
 };
-
-/// Elements of the last dim a row reduction accumulates at once (f64
-/// accumulators: 4 KiB per store on the stack).
-constexpr int64_t kRowTile = 512;
-/// The row tile with a leaf tree (ir/DeterministicOrder.h): its stack of
-/// subtrees takes kDeterministicDepth rows of accumulators (48 KiB a store).
-constexpr int64_t kTreeRowTile = 128;
-/// Leaves a deterministic sum (the loop-nest path) computes side by side.
-constexpr int kTreeLanes = 8;
-/// Rows of a row reduction added per pass over the tile's accumulators.
-constexpr int kRowUnroll = 4;
 
 } // namespace dt::llvmgen

@@ -48,54 +48,64 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
       return [this, s, st](Value *q) { return b_.CreateInBoundsGEP(st, tree_[s], {i64(0), q}); };
     };
     startTree();
-    // Whole leaves kTreeLanes at a time, their chains interleaved (one add's
+    // Whole leaves lanes_ at a time, their chains interleaved (one add's
     // latency hides behind the others'), pushed in leaf order; then the
-    // rest one by one.
+    // rest one by one. A lane's accumulator: one f64, or its chains.
     IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    Type *ct = chainsTy();
+    Type *lt = ArrayType::get(chained_ ? ct : (Type *)b_.getDoubleTy(), lanes_);
     for (size_t s = laneAcc_.size(); s < k_.stores.size(); ++s)
-      laneAcc_.push_back(
-          treeStore(s)
-              ? eb.CreateAlloca(ArrayType::get(b_.getDoubleTy(), kTreeLanes), nullptr, "lanes")
-              : nullptr);
-    Type *lt = ArrayType::get(b_.getDoubleTy(), kTreeLanes);
-    Value *groups = b_.CreateUDiv(shape_[k_.reduceDims[0]], i64(kDeterministicBlock * kTreeLanes));
+      laneAcc_.push_back(treeStore(s) ? eb.CreateAlloca(lt, nullptr, "lanes") : nullptr);
+    auto laneAt = [&](size_t s, int lane) {
+      return b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
+    };
+    Value *groups =
+        b_.CreateUDiv(shape_[k_.reduceDims[0]], i64(kDeterministicBlock * (int64_t)lanes_));
     loop(groups, [&](Value *g) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
-          for (int lane = 0; lane < kTreeLanes; ++lane)
-            b_.CreateStore(identity(DType::F64),
-                           b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)}));
-      std::vector<Offs> offs(kTreeLanes, off);
-      std::vector<Value *> gls(kTreeLanes, gl);
-      std::vector<std::vector<Value *>> idx(kTreeLanes, idx_);
+          for (int lane = 0; lane < lanes_; ++lane)
+            b_.CreateStore(chained_ ? ConstantAggregateZero::get(ct) : identity(DType::F64),
+                           laneAt(s, lane));
+      std::vector<Offs> offs(lanes_, off);
+      std::vector<Value *> gls(lanes_, gl);
+      std::vector<std::vector<Value *>> idx(lanes_, idx_);
       inReduction_ = true;
       emitLeafGroup(0, offs, gls, idx, g);
       inReduction_ = false;
-      for (int lane = 0; lane < kTreeLanes; ++lane)
-        pushLeaf(b_.CreateAdd(b_.CreateMul(g, i64(kTreeLanes), "", true, true), i64(lane), "", true,
-                              true),
-                 [&](Value *merges, Value *sp) {
-                   for (size_t s = 0; s < k_.stores.size(); ++s)
-                     if (treeStore(s))
-                       treePush(slots(s),
-                                b_.CreateLoad(
-                                    b_.getDoubleTy(),
-                                    b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)})),
-                                merges, sp);
-                 });
+      // The group's aligned lanes_ (a power of two) leaves are a whole
+      // subtree: combined here and pushed once, as node g of a counter of
+      // groups (the rest's leaves then carry only among themselves).
+      pushLeaf(g, [&](Value *merges, Value *sp) {
+        for (size_t s = 0; s < k_.stores.size(); ++s)
+          if (treeStore(s)) {
+            std::vector<Value *> v;
+            for (int lane = 0; lane < lanes_; ++lane)
+              v.push_back(chained_ ? chainValue(laneAt(s, lane))
+                                   : b_.CreateLoad(b_.getDoubleTy(), laneAt(s, lane)));
+            for (size_t w = 1; w < v.size(); w *= 2)
+              for (size_t i = 0; i + w < v.size(); i += 2 * w)
+                v[i] = b_.CreateFAdd(v[i], v[i + w]);
+            treePush(slots(s), v[0], merges, sp);
+          }
+      });
     });
     forEachLeaf(
-        b_.CreateMul(groups, i64(kTreeLanes), "", true, true),
+        b_.CreateMul(groups, i64(lanes_), "", true, true),
         [&] {
           for (size_t s = 0; s < k_.stores.size(); ++s)
             if (treeStore(s))
               b_.CreateStore(identity(DType::F64), acc_[s]);
+          if (chained_)
+            startChains();
           reduced();
         },
         [&](Value *merges, Value *sp) {
           for (size_t s = 0; s < k_.stores.size(); ++s)
             if (treeStore(s))
-              treePush(slots(s), b_.CreateLoad(b_.getDoubleTy(), acc_[s]), merges, sp);
+              treePush(slots(s),
+                       chained_ ? chainValue(chains_[s]) : b_.CreateLoad(b_.getDoubleTy(), acc_[s]),
+                       merges, sp);
         });
     Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
     for (size_t s = 0; s < k_.stores.size(); ++s)
@@ -166,13 +176,13 @@ void Lowering::forEachLeaf(Value *from, const std::function<void()> &leaf,
 
 void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
                              std::vector<std::vector<Value *>> &idx, Value *group) {
+  Type *lt = ArrayType::get(chained_ ? chainsTy() : (Type *)b_.getDoubleTy(), lanes_);
   if (r == k_.reduceDims.size()) {
     const std::vector<Value *> saved = accAt_;
-    for (int lane = 0; lane < kTreeLanes; ++lane) {
+    for (int lane = 0; lane < lanes_; ++lane) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
-          accAt_[s] = b_.CreateInBoundsGEP(ArrayType::get(b_.getDoubleTy(), kTreeLanes),
-                                           laneAcc_[s], {i64(0), i64(lane)});
+          accAt_[s] = b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
       idx_ = idx[lane];
       emitPoint(offs[lane], gls[lane]);
     }
@@ -180,18 +190,30 @@ void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Valu
     return;
   }
   const int d = k_.reduceDims[r];
-  loop(r == 0 ? i64(kDeterministicBlock) : shape_[d], [&](Value *i) {
+  // Index i of this loop in lane `lane`: row i of leaf group * lanes_ + lane
+  // for the leaf dim, else i itself.
+  auto indexOf = [&](int lane, Value *i) {
+    if (r != 0)
+      return i;
+    return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(group, i64(lanes_), "", true, true),
+                                                  i64(lane), "", true, true),
+                                     i64(kDeterministicBlock), "", true, true),
+                        i, "", true, true);
+  };
+  Value *n = r == 0 ? i64(kDeterministicBlock) : shape_[d];
+  if (chained_ && d == R_ - 1) {
+    Lanes lanes{offs, gls, idx, indexOf, [&](int lane, size_t s) {
+                  return b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
+                }};
+    return dispatchInner(
+        d, [&](const std::vector<Mode> &modes) { emitChainedLoop(d, n, modes, lanes); });
+  }
+  loop(n, [&](Value *i) {
     std::vector<Offs> o2(offs);
     std::vector<Value *> g2(gls);
     std::vector<std::vector<Value *>> x2(idx);
-    for (int lane = 0; lane < kTreeLanes; ++lane) {
-      Value *at = i;
-      if (r == 0) // row i of leaf group * lanes + lane
-        at = b_.CreateAdd(
-            b_.CreateMul(b_.CreateAdd(b_.CreateMul(group, i64(kTreeLanes), "", true, true),
-                                      i64(lane), "", true, true),
-                         i64(kDeterministicBlock), "", true, true),
-            i, "", true, true);
+    for (int lane = 0; lane < lanes_; ++lane) {
+      Value *at = indexOf(lane, i);
       DimPoint p = this->at(d, offs[lane], gls[lane], at);
       o2[lane] = p.off;
       g2[lane] = p.gl;
@@ -237,10 +259,25 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
   for (size_t s = rows.size(); s < k_.stores.size(); ++s) {
     DType t = k_.outputs[k_.stores[s].output];
     rows.push_back(eb.CreateAlloca(ArrayType::get(accTyOf(t), T), nullptr, "accrow"));
-    treeRows_.push_back(
-        treeStore(s) ? eb.CreateAlloca(ArrayType::get(b_.getDoubleTy(), kDeterministicDepth * T),
-                                       nullptr, "treerows")
-                     : nullptr);
+  }
+  if (treeSum_ && treeRows_.empty()) {
+    // The stacks of subtrees: rows of T, as many as the leaf count has bits
+    // (the binary counter's most entries), allocated once in the entry block
+    // after the parameters.
+    BasicBlock &entry = f_->getEntryBlock();
+    IRBuilder<> db(&entry);
+    if (Instruction *term = entry.getTerminator())
+      db.SetInsertPoint(term);
+    Value *leaves =
+        db.CreateUDiv(db.CreateAdd(shape_[k_.reduceDims[0]], i64(kDeterministicBlock - 1)),
+                      i64(kDeterministicBlock));
+    Value *bits =
+        db.CreateSub(i64(64), db.CreateIntrinsic(Intrinsic::ctlz, {db.getInt64Ty()},
+                                                 {db.CreateOr(leaves, i64(1)), db.getFalse()}));
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      treeRows_.push_back(
+          treeStore(s) ? db.CreateAlloca(db.getDoubleTy(), db.CreateMul(bits, i64(T)), "treerows")
+                       : nullptr);
   }
   accAt_.assign(k_.stores.size(), nullptr);
   auto accIn = [&](size_t s, Value *j) {
@@ -264,12 +301,19 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
     } else {
       // Deterministic mode: every accumulator of the tile walks the same
       // leaves; slot q of store s's stack is the row [q T, q T + len).
-      Type *st = ArrayType::get(b_.getDoubleTy(), kDeterministicDepth * T);
       auto slots = [&](size_t s, Value *j) {
-        return [this, s, j, st, T](Value *q) {
+        return [this, s, j, T](Value *q) {
           Value *e = b_.CreateAdd(b_.CreateMul(q, i64(T), "", true, true), j, "", true, true);
-          return b_.CreateInBoundsGEP(st, treeRows_[s], {i64(0), e});
+          return b_.CreateInBoundsGEP(b_.getDoubleTy(), treeRows_[s], e);
         };
+      };
+      // acc[j] = slot q[j] + acc[j] over the tile (the older subtree on the left).
+      auto addRow = [&](size_t s, Value *n, auto &slotsOf, Value *q) {
+        loop(n, [&](Value *j) {
+          Value *older = b_.CreateLoad(b_.getDoubleTy(), slotsOf(s, j)(q));
+          Value *acc = b_.CreateLoad(b_.getDoubleTy(), accIn(s, j));
+          b_.CreateStore(b_.CreateFAdd(older, acc), accIn(s, j));
+        });
       };
       startTree();
       forEachLeaf(
@@ -281,16 +325,35 @@ void Lowering::emitRowReduce(const Offs &off, Value *gl) {
             emitRowReduced(0, off, gl, t0, len);
           },
           [&](Value *merges, Value *sp) {
+            // treePush for the whole row, a merge at a time (unit-stride
+            // loops over the tile, which vectorize; the same adds).
             for (size_t s = 0; s < k_.stores.size(); ++s)
-              if (treeStore(s))
-                loop(len, [&](Value *j) {
-                  treePush(slots(s, j), b_.CreateLoad(b_.getDoubleTy(), accIn(s, j)), merges, sp);
+              if (treeStore(s)) {
+                loop(merges, [&](Value *q) {
+                  Value *older = b_.CreateSub(b_.CreateSub(sp, i64(1)), q);
+                  addRow(s, len, slots, older);
                 });
+                Value *at = b_.CreateSub(sp, merges);
+                loop(len, [&](Value *j) {
+                  b_.CreateStore(b_.CreateLoad(b_.getDoubleTy(), accIn(s, j)), slots(s, j)(at));
+                });
+              }
           });
+      // treeFinish for the whole row: the newest subtree, then each older
+      // one added on its left (no leaves: the identities stay).
       Value *sp = b_.CreateLoad(b_.getInt64Ty(), treeSp_);
+      Value *any = b_.CreateZExt(b_.CreateICmpSGT(sp, i64(0)), b_.getInt64Ty());
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
-          loop(len, [&](Value *j) { b_.CreateStore(treeFinish(slots(s, j), sp), accIn(s, j)); });
+          loop(any, [&](Value *) {
+            Value *top = b_.CreateSub(sp, i64(1));
+            loop(len, [&](Value *j) {
+              b_.CreateStore(b_.CreateLoad(b_.getDoubleTy(), slots(s, j)(top)), accIn(s, j));
+            });
+            loop(top, [&](Value *q) {
+              addRow(s, len, slots, b_.CreateSub(top, b_.CreateAdd(q, i64(1))));
+            });
+          });
     }
     for (size_t s = 0; s < k_.stores.size(); ++s) {
       int o = k_.stores[s].output, bf = nIn_ + o;

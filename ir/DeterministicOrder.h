@@ -12,7 +12,13 @@
 //     inner reduced dims in row-major order;
 //   * a leaf's value is one chain from zero over its indices in order (a
 //     kernel's float sums in f64, rounded once at the end; a product in the
-//     operands' precision with fma);
+//     operands' precision with fma) -- except that a kernel sum over its
+//     last dim splits the leaf into kDeterministicChains chains, chain j
+//     taking the points whose last-dim index is j modulo kDeterministicChains
+//     (each in row-major order from zero), and the leaf's value is the tree
+//     of the chains (chainTree). The chains are what a vector register of
+//     f64 accumulators holds, so such a sum vectorizes along its contiguous
+//     dim instead of being one dependent add per element;
 //   * the leaves combine in the fixed tree: tree(x[0..n)) is x[0] for n = 1,
 //     else tree(x[0..h)) + tree(x[h..n)) with h the largest power of two
 //     below n (the left subtree always the left operand).
@@ -30,6 +36,10 @@ namespace dt {
 /// Leaves of this many consecutive indices. A constant of the mode: changing
 /// it changes the bits of every deterministic sum and product.
 inline constexpr int64_t kDeterministicBlock = 64;
+
+/// Chains of a leaf of a kernel sum over its last dim (see above). A
+/// constant of the mode, like kDeterministicBlock.
+inline constexpr int kDeterministicChains = 8;
 
 /// The most subtrees a tree walk holds at once: one per bit of the leaf count
 /// (2^48 leaves are more elements than any buffer holds).
@@ -60,5 +70,12 @@ template <typename T> struct DeterministicTree {
     return v;
   }
 };
+
+/// A leaf's value from its kDeterministicChains chains: the fixed tree over
+/// them, ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)).
+inline double chainTree(const double *c) {
+  return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+}
+static_assert(kDeterministicChains == 8, "chainTree spells the tree of 8 chains");
 
 } // namespace dt

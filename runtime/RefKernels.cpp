@@ -205,13 +205,33 @@ HostTensor reduce(Op op, const HostTensor &x0, const std::vector<int64_t> &dims,
         // Float sums in deterministic mode's order (ir/DeterministicOrder.h),
         // the kernels' in that mode: leaves of kDeterministicBlock rows of
         // the outermost reduced dim, each one chain, combined in the tree.
+        // A sum over the last dim: a leaf is kDeterministicChains chains by
+        // last-dim index, combined by chainTree.
         const int d0 = (int)*std::min_element(dims.begin(), dims.end());
+        const int last = x.rank() - 1;
+        const bool chained = reduced[last];
+        constexpr int C = kDeterministicChains;
+        Dims lastIndex(x.rank(), 0);
+        lastIndex[last] = 1;
+        std::vector<double> chains(chained ? (size_t)on * C : 0);
         std::vector<DeterministicTree<double>> trees((size_t)on);
         for (int64_t r0 = 0; r0 < x.shape[d0]; r0 += kDeterministicBlock) {
           Dims leaf = x.shape;
           leaf[d0] = std::min(kDeterministicBlock, x.shape[d0] - r0);
           std::fill(acc.begin(), acc.end(), 0.0);
-          chain(src + r0 * xs[d0], leaf);
+          if (chained) {
+            std::fill(chains.begin(), chains.end(), 0.0);
+            const T *from = src + r0 * xs[d0];
+            const int64_t base = d0 == last ? r0 : 0;
+            forEachIndex(leaf, {&xs, &ostrideFull, &lastIndex}, [&](const int64_t *off) {
+              double &c = chains[(size_t)off[1] * C + (size_t)((base + off[2]) % C)];
+              c = scalarBinary<double>(KOp::Add, c, (double)from[off[0]]);
+            });
+            for (int64_t i = 0; i < on; ++i)
+              acc[i] = chainTree(&chains[(size_t)i * C]);
+          } else {
+            chain(src + r0 * xs[d0], leaf);
+          }
           for (int64_t i = 0; i < on; ++i)
             trees[i].push(acc[i]);
         }

@@ -464,7 +464,8 @@ int main(int argc, char **argv) {
         run(ck, {7, 11, 36}, 2, tol, tag++);
         // Deterministic mode: one thread per output in the interpreter's
         // order, exactly (float sums: leaves of 64 rows of the outermost
-        // reduced dim in the fixed tree, ir/DeterministicOrder.h).
+        // reduced dim in the fixed tree, ir/DeterministicOrder.h; 8 chains
+        // a leaf when the last dim is summed).
         Kernel dk = rk;
         dk.name = std::string("det_") + kreduceName(r) + dtypeName(t);
         dk.deterministic = true;
@@ -476,6 +477,14 @@ int main(int argc, char **argv) {
         dk.setReduce(r, {0});
         run(dk, {449, 2, 5}, 2, 0, tag++);    // 8 leaves: the stack carries 3 times
         run(dk, {1500, 300, 1}, 1, 0, tag++); // sums split: 12 chunks of 2 leaves
+        // Sums over the last dim: each leaf in 8 chains by last-dim index,
+        // rows of the last dim not a multiple of 8; leaves along the last
+        // dim itself, split (few outputs) or not.
+        dk.setReduce(r, {2});
+        run(dk, {3, 2, 300}, false, 0, tag++);
+        run(dk, {1, 1, 5000}, 2, 0, tag++);
+        dk.setReduce(r, {1, 2});
+        run(dk, {2, 130, 9}, false, 0, tag++);
       }
   }
   // Gathers (index_select inside a kernel) along the outer and the inner

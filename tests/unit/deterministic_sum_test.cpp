@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 
@@ -74,15 +75,22 @@ bool sameBits(DType t, const std::vector<char> &a, const std::vector<char> &b, i
 } // namespace
 
 TEST_CASE("deterministic sum: the interpreter sums leaves of 64 rows of the outermost reduced "
-          "dim in the fixed tree") {
-  // f64 [R, C] summed over dim 0 (rows) and over dims {0, 1}; the expected
+          "dim in the fixed tree, a sum over the last dim in 8 chains per leaf") {
+  // f64 [R, C] summed over dim 0 (rows), dims {0, 1} and dim 1; the expected
   // value spelled out here: per output, leaves of 64 rows (times all of the
-  // inner reduced dims, row-major), each a chain from +0, in the tree.
+  // inner reduced dims, row-major), each a chain from +0 -- or, when the
+  // last dim is summed, 8 chains by column mod 8 combined by chainTree --
+  // in the tree.
   std::mt19937_64 rng(3);
   int orderVisible = 0;
-  for (int64_t R : {1, 63, 64, 65, 200, 1000})
-    for (std::vector<int> red : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
-      const int64_t C = 3;
+  struct Shape {
+    int64_t R, C;
+  };
+  for (Shape sh : {Shape{1, 3}, Shape{63, 3}, Shape{64, 11}, Shape{65, 3}, Shape{200, 11},
+                   Shape{1000, 3}, Shape{5, 130}, Shape{3, 64}, Shape{2, 1}})
+    for (std::vector<int> red :
+         {std::vector<int>{0}, std::vector<int>{0, 1}, std::vector<int>{1}}) {
+      const int64_t R = sh.R, C = sh.C;
       Kernel k = sumOf(DType::F64, 2, red);
       Case c = plainCase(k, {R, C}, rng);
       // row-major inputs (plainCase with no zero dims gives dense strides
@@ -94,24 +102,35 @@ TEST_CASE("deterministic sum: the interpreter sums leaves of 64 rows of the oute
         return in(0, r, col) * in(1, r, col) + in(0, r, col);
       };
       auto got = runCase(k, c, nullptr);
-      const int64_t outs = red.size() == 1 ? C : 1;
+      // The outputs: per column (red {0}), one (red {0, 1}), per row (red {1}).
+      const bool lastSummed = red.back() == 1;
+      const int64_t outs = red == std::vector<int>{0} ? C : red.size() == 2 ? 1 : R;
       for (int64_t o = 0; o < outs; ++o) {
-        DeterministicTree<double> tree;
+        // Leaves by the outermost summed dim's index / 64; within a leaf,
+        // chains by column % 8 when the last dim is summed, else one.
+        std::vector<std::array<double, kDeterministicChains>> leaves;
         double seq = 0;
-        for (int64_t r0 = 0; r0 < R; r0 += kDeterministicBlock) {
-          double leaf = 0;
-          for (int64_t r = r0; r < std::min(R, r0 + kDeterministicBlock); ++r)
-            for (int64_t col = 0; col < C; ++col)
-              if (red.size() == 2 || col == o) {
-                leaf += point(r, col);
-                seq += point(r, col);
-              }
-          tree.push(leaf);
-        }
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t col = 0; col < C; ++col) {
+            bool mine = red.size() == 2 || (red[0] == 0 ? col == o : r == o);
+            if (!mine)
+              continue;
+            const size_t leaf = (size_t)((red[0] == 0 ? r : col) / kDeterministicBlock);
+            if (leaves.size() <= leaf)
+              leaves.resize(leaf + 1, std::array<double, kDeterministicChains>{});
+            leaves[leaf][lastSummed ? col % kDeterministicChains : 0] += point(r, col);
+            seq += point(r, col);
+          }
+        DeterministicTree<double> tree;
+        for (auto &l : leaves)
+          tree.push(((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])));
         const double want = tree.finish();
-        const int64_t at = red.size() == 1 ? o * c.outStr[0][1] : 0;
+        const int64_t at = red == std::vector<int>{0}   ? o * c.outStr[0][1]
+                           : red == std::vector<int>{1} ? o * c.outStr[0][0]
+                                                        : 0;
         const double have = ((const double *)got[0].data())[at];
-        CHECK_MESSAGE(std::memcmp(&have, &want, 8) == 0, "R=" << R << " red " << red.size());
+        CHECK_MESSAGE(std::memcmp(&have, &want, 8) == 0,
+                      "R=" << R << " C=" << C << " red " << red.size() << " from " << red[0]);
         orderVisible += seq != want;
       }
     }
@@ -176,7 +195,17 @@ TEST_CASE("deterministic sum: the JIT gives the interpreter's bits on every sche
       {{5, 600}, {1}},
       {{600, 2, 3}, {0, 2}},
       {{512}, {0}},
-      {{2, 1030, 3}, {1}}};
+      {{2, 1030, 3}, {1}},
+      // Sums over the last dim: chains, whole groups of 8 points, the rest,
+      // leaves side by side (kChainLanes) and one by one.
+      {{130, 17}, {0, 1}},
+      {{3, 1}, {1}},
+      {{1, 8}, {1}},
+      {{4, 7}, {1}},
+      {{2, 128, 16}, {1, 2}},
+      {{300, 1}, {0, 1}},
+      {{3, 200, 9}, {0, 1, 2}},
+      {{2, 320}, {1}}};
   int cases = 0;
   for (DType t : {DType::F32, DType::F64})
     for (const Shape &s : shapes) {
@@ -209,6 +238,46 @@ TEST_CASE("deterministic sum: the JIT gives the interpreter's bits on every sche
     ++cases;
   }
   CHECK(cases > 60);
+}
+
+TEST_CASE("deterministic sum: a sum over the last dim with a broadcast or strided operand") {
+  // sum((x - mu)^2, dim=1) of a layer norm: mu [R, 1] read with stride 0
+  // along the summed dim; then x read with a row stride (a transposed view).
+  CpuJIT jit;
+  std::mt19937_64 rng(31);
+  std::normal_distribution<double> nd;
+  for (DType t : {DType::F32, DType::F64})
+    for (int64_t C : {1, 7, 8, 64, 200})
+      for (bool transposed : {false, true}) {
+        const int64_t R = 150;
+        Kernel k;
+        k.rank = 2;
+        int x = k.load(k.addInput(t)), mu = k.load(k.addInput(t));
+        int dlt = k.binary(KOp::Sub, x, mu);
+        k.store(k.addOutput(t), k.binary(KOp::Mul, dlt, dlt));
+        k.setReduce(KReduce::Sum, {1});
+        k.deterministic = true;
+        Case c;
+        c.shape = {R, C};
+        c.inStr = {transposed ? std::vector<int64_t>{1, R} : std::vector<int64_t>{C, 1},
+                   std::vector<int64_t>{1, 0}};
+        c.outStr = {{1, 0}};
+        c.outElems = {R};
+        for (int64_t n : {R * C, R}) {
+          c.inputs.emplace_back(n * dtypeSize(t));
+          for (int64_t e = 0; e < n; ++e) {
+            double v = nd(rng) * 1e4;
+            if (t == DType::F64)
+              ((double *)c.inputs.back().data())[e] = v;
+            else
+              ((float *)c.inputs.back().data())[e] = (float)v;
+          }
+        }
+        auto want = runCase(k, c, nullptr);
+        auto got = runCase(k, c, jit.compile(k));
+        CHECK_MESSAGE(sameBits(t, want[0], got[0], R),
+                      dtypeName(t) << " C=" << C << (transposed ? " transposed" : ""));
+      }
 }
 
 TEST_CASE("deterministic sum: bf16 and f16 outputs round the f64 tree once") {

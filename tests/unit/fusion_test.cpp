@@ -3,6 +3,7 @@
 // round-trips), the JIT-run kernels against the reference evaluator, kernel
 // reuse across sizes, and the memory planner (lower peak than no reuse,
 // in-place `var` updates).
+#include "BuildProgram.h"
 #include "codegen/CpuJIT.h"
 #include "codegen/FusedKernel.h"
 #include "frontend/Compilation.h"
@@ -427,4 +428,32 @@ for i in 0..5 {
     for (int64_t i = 0; i < 32; ++i)
       CHECK(ex.printed()[p].value.get(i) ==
             doctest::Approx(slow.printed()[p].value.get(i)).epsilon(1e-6));
+}
+
+TEST_CASE(
+    "fusion: a large lone random is a kernel on the cpu, with the reference source's values") {
+  // Consumed only by collectives: nothing to fuse into. From 2^18 local
+  // elements it becomes a kernel of its own (split across the rank's
+  // threads); a small one stays the reference source. Both give the RNG's
+  // layout-invariant values exactly.
+  const char *text = R"(mesh m = [x = 2]
+let a : f32[1024, 600] @ m[x, _] = randn(seed=5)
+let u : f64[600, 1024] @ m[_, x] = rand(seed=6)
+let s : f32[8, 8] @ m[x, _] = randn(seed=7)
+let b = relayout(a, m[_, _])
+let v = relayout(u, m[_, _])
+let t = relayout(s, m[_, _])
+print(b[0:2, 0:6])
+print(b[1023, 590:600])
+print(v[599, 1018:1024])
+print(t[7, :])
+)";
+  Compilation s(pipelineCompileOptions());
+  test::buildProgram(s, text, true);
+  const Function *main = s.module.find("main");
+  REQUIRE(main);
+  CHECK(test::countOps(main->body, Op::Random) == 1); // the small one
+  auto [got, want] = test::printedBoth(s, text, pipelineCompileOptions());
+  CHECK(got.size() > 100);
+  CHECK(got == want);
 }

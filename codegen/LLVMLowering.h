@@ -134,6 +134,9 @@ private:
   /// each fast 0/1-stride pattern, then for the strided loop.
   void dispatchInner(int d, const std::function<void(const std::vector<Mode> &)> &variant);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
+  /// The interleave count of a long elementwise body: 8 when 8 copies of
+  /// its live values and its invariants fit the vector registers, else 4.
+  int chainInterleave() const;
   void emitPoint(const Offs &off, Value *glin);
   std::vector<Value *> emitNodes(const Offs &off, Value *glin);
   Value *emitNode(const KNode &n, const std::vector<Value *> &v, const Offs &off, Value *glin);

@@ -186,11 +186,12 @@ private:
   /// pushes it.
   void forEachLeaf(Value *from, const std::function<void()> &leaf,
                    const std::function<void(Value *merges, Value *sp)> &push);
-  /// The points of whole leaves group * kTreeLanes + lane, lane by lane at
-  /// each step of the reduced loops (reduceDims[r] on), each lane's float
-  /// sums into laneAcc_ (integer sums into acc_: any order).
+  /// The points of whole leaves firstLeaf + lane (a lane per element of
+  /// offs), lane by lane at each step of the reduced loops (reduceDims[r]
+  /// on), each lane's float sums into laneAcc_ (integer sums into acc_: any
+  /// order).
   void emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
-                     std::vector<std::vector<Value *>> &idx, Value *group);
+                     std::vector<std::vector<Value *>> &idx, Value *firstLeaf);
   /// Leaves side by side: kTreeLanes, or kChainLanes with chains.
   int lanes_ = kTreeLanes;
   /// Per store: lanes_ leaf accumulators (each kDeterministicChains chains

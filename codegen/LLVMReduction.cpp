@@ -40,6 +40,27 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
     emitLevel(level, off, gl);
     inReduction_ = false;
   };
+  BasicBlock *treeDone = nullptr;
+  if (treeSum_) {
+    // One leaf (a reduced dim of at most 64 rows, a softmax or layer-norm
+    // row of up to 64): the tree is the leaf itself, summed straight into
+    // the accumulators (or the chains) with no stack.
+    BasicBlock *oneBB = BasicBlock::Create(ctx_, "leaf.one", f_);
+    BasicBlock *treeBB = BasicBlock::Create(ctx_, "leaf.tree", f_);
+    treeDone = BasicBlock::Create(ctx_, "leaf.done", f_);
+    Value *n = shape_[k_.reduceDims[0]];
+    b_.CreateCondBr(b_.CreateICmpULE(n, i64(kDeterministicBlock)), oneBB, treeBB);
+    b_.SetInsertPoint(oneBB);
+    if (chained_)
+      startChains();
+    reduced();
+    if (chained_)
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        if (treeStore(s))
+          b_.CreateStore(chainValue(chains_[s]), acc_[s]);
+    b_.CreateBr(treeDone);
+    b_.SetInsertPoint(treeBB);
+  }
   if (!treeSum_) {
     reduced();
   } else {
@@ -59,28 +80,26 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
     auto laneAt = [&](size_t s, int lane) {
       return b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
     };
-    Value *groups =
-        b_.CreateUDiv(shape_[k_.reduceDims[0]], i64(kDeterministicBlock * (int64_t)lanes_));
-    loop(groups, [&](Value *g) {
+    // L whole leaves from firstLeaf (aligned: a whole subtree), side by
+    // side, combined here and pushed once as node `unit` of a counter of
+    // such subtrees.
+    auto group = [&](Value *firstLeaf, int L, Value *unit) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
-          for (int lane = 0; lane < lanes_; ++lane)
+          for (int lane = 0; lane < L; ++lane)
             b_.CreateStore(chained_ ? ConstantAggregateZero::get(ct) : identity(DType::F64),
                            laneAt(s, lane));
-      std::vector<Offs> offs(lanes_, off);
-      std::vector<Value *> gls(lanes_, gl);
-      std::vector<std::vector<Value *>> idx(lanes_, idx_);
+      std::vector<Offs> offs(L, off);
+      std::vector<Value *> gls(L, gl);
+      std::vector<std::vector<Value *>> idx(L, idx_);
       inReduction_ = true;
-      emitLeafGroup(0, offs, gls, idx, g);
+      emitLeafGroup(0, offs, gls, idx, firstLeaf);
       inReduction_ = false;
-      // The group's aligned lanes_ (a power of two) leaves are a whole
-      // subtree: combined here and pushed once, as node g of a counter of
-      // groups (the rest's leaves then carry only among themselves).
-      pushLeaf(g, [&](Value *merges, Value *sp) {
+      pushLeaf(unit, [&](Value *merges, Value *sp) {
         for (size_t s = 0; s < k_.stores.size(); ++s)
           if (treeStore(s)) {
             std::vector<Value *> v;
-            for (int lane = 0; lane < lanes_; ++lane)
+            for (int lane = 0; lane < L; ++lane)
               v.push_back(chained_ ? chainValue(laneAt(s, lane))
                                    : b_.CreateLoad(b_.getDoubleTy(), laneAt(s, lane)));
             for (size_t w = 1; w < v.size(); w *= 2)
@@ -89,9 +108,22 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
             treePush(slots(s), v[0], merges, sp);
           }
       });
-    });
+    };
+    Value *whole = b_.CreateUDiv(shape_[k_.reduceDims[0]], i64(kDeterministicBlock));
+    Value *groups = b_.CreateUDiv(whole, i64(lanes_));
+    loop(groups, [&](Value *g) { group(b_.CreateMul(g, i64(lanes_), "", true, true), lanes_, g); });
+    Value *from = b_.CreateMul(groups, i64(lanes_), "", true, true);
+    if (chained_) {
+      // Chains: a pair of the rest's whole leaves side by side too (a
+      // softmax row of 128 or 192); it and the leaves after it carry only
+      // among themselves (the counter of pairs is even there).
+      Value *pairs =
+          b_.CreateZExt(b_.CreateICmpUGE(b_.CreateSub(whole, from), i64(2)), b_.getInt64Ty());
+      loop(pairs, [&](Value *) { group(from, 2, b_.CreateMul(groups, i64(lanes_ / 2))); });
+      from = b_.CreateAdd(from, b_.CreateMul(pairs, i64(2)));
+    }
     forEachLeaf(
-        b_.CreateMul(groups, i64(lanes_), "", true, true),
+        from,
         [&] {
           for (size_t s = 0; s < k_.stores.size(); ++s)
             if (treeStore(s))
@@ -111,6 +143,8 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
     for (size_t s = 0; s < k_.stores.size(); ++s)
       if (treeStore(s))
         b_.CreateStore(treeFinish(slots(s), sp), acc_[s]);
+    b_.CreateBr(treeDone);
+    b_.SetInsertPoint(treeDone);
   }
   for (size_t s = 0; s < k_.stores.size(); ++s) {
     int o = k_.stores[s].output;
@@ -175,11 +209,12 @@ void Lowering::forEachLeaf(Value *from, const std::function<void()> &leaf,
 }
 
 void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
-                             std::vector<std::vector<Value *>> &idx, Value *group) {
+                             std::vector<std::vector<Value *>> &idx, Value *firstLeaf) {
   Type *lt = ArrayType::get(chained_ ? chainsTy() : (Type *)b_.getDoubleTy(), lanes_);
+  const int L = (int)offs.size();
   if (r == k_.reduceDims.size()) {
     const std::vector<Value *> saved = accAt_;
-    for (int lane = 0; lane < lanes_; ++lane) {
+    for (int lane = 0; lane < L; ++lane) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
           accAt_[s] = b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
@@ -190,13 +225,12 @@ void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Valu
     return;
   }
   const int d = k_.reduceDims[r];
-  // Index i of this loop in lane `lane`: row i of leaf group * lanes_ + lane
-  // for the leaf dim, else i itself.
+  // Index i of this loop in lane `lane`: row i of leaf firstLeaf + lane for
+  // the leaf dim, else i itself.
   auto indexOf = [&](int lane, Value *i) {
     if (r != 0)
       return i;
-    return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(group, i64(lanes_), "", true, true),
-                                                  i64(lane), "", true, true),
+    return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(firstLeaf, i64(lane), "", true, true),
                                      i64(kDeterministicBlock), "", true, true),
                         i, "", true, true);
   };
@@ -212,14 +246,14 @@ void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Valu
     std::vector<Offs> o2(offs);
     std::vector<Value *> g2(gls);
     std::vector<std::vector<Value *>> x2(idx);
-    for (int lane = 0; lane < lanes_; ++lane) {
+    for (int lane = 0; lane < L; ++lane) {
       Value *at = indexOf(lane, i);
       DimPoint p = this->at(d, offs[lane], gls[lane], at);
       o2[lane] = p.off;
       g2[lane] = p.gl;
       x2[lane][d] = at;
     }
-    emitLeafGroup(r + 1, o2, g2, x2, group);
+    emitLeafGroup(r + 1, o2, g2, x2, firstLeaf);
   });
 }
 

@@ -205,7 +205,12 @@ TEST_CASE("deterministic sum: the JIT gives the interpreter's bits on every sche
       {{2, 128, 16}, {1, 2}},
       {{300, 1}, {0, 1}},
       {{3, 200, 9}, {0, 1, 2}},
-      {{2, 320}, {1}}};
+      {{2, 320}, {1}},
+      // ... and a pair of whole leaves after the groups of 4 (then the rest).
+      {{3, 448}, {1}},
+      {{4, 130}, {1}},
+      {{2, 192}, {1}},
+      {{390, 5}, {0, 1}}};
   int cases = 0;
   for (DType t : {DType::F32, DType::F64})
     for (const Shape &s : shapes) {

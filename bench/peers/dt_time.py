@@ -64,10 +64,14 @@ def time_text(dtensorc, make, n=5, reps=2, args=(), grow=True, timeout=None):
         tns.append(tn)
         peak = max(peak, mib)
     # A step much shorter than process start (the small MLP: 0.3 ms against
-    # 40 ms) is lost in the start's noise: time more steps (the value printed
-    # stays the one after 1 + n steps, as the peers run).
+    # 40 ms) is lost in the start's noise: time more steps, until the steps
+    # take at least half a process start and a quarter second (a process's
+    # wall time varies by 10-30 ms here: 50 steps of the elementwise loop,
+    # 33 ms, read as 0.66 to 1.4 ms a step). The value printed stays the
+    # one after 1 + n steps, as the peers run.
     m = n
-    while grow and min(tns) - min(t1s) < 0.5 * min(t1s) and m < 1000 * n:
+    while (grow and min(tns) - min(t1s) < max(0.5 * min(t1s), 0.25)
+           and m < 10000 * n):
         m *= 10
         tns = [run_once(dtensorc, make(1 + m), args, timeout)[0] for _ in range(reps)]
     return min(t1s), max(min(tns) - min(t1s), 0.0) / m, value, peak

@@ -383,8 +383,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
        << "        for (; r < rowEnd; r += " << C << ") {\n"
        << "#pragma unroll\n"
        << "          for (int j = 0; j < " << C << "; ++j) {\n"
-       << "            if (r + j >= rowEnd)\n"
-       << "              break;\n"
+       << "            if (r + j < rowEnd) {\n"
        << "            const dt_i64 rj = r + j;\n";
     emitUnravel(red, "rj", "            ");
     os << "            {\n";
@@ -396,6 +395,7 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
       if (tree(s))
         os << "              ch" << s << "[j] = acc" << s << ";\n";
     os << "            }\n"
+       << "            }\n"
        << "          }\n"
        << "        }\n"
        << "        r = rowEnd;\n"

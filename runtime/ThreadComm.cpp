@@ -209,7 +209,8 @@ namespace {
 /// Rank `rank_` of a Group: the Communicator handed to one thread.
 class ThreadComm final : public Communicator {
 public:
-  ThreadComm(ThreadWorld::Impl &w, Group &g, int rank) : w_(w), g_(g), rank_(rank) {}
+  ThreadComm(ThreadWorld::Impl &w, Group &g, int rank)
+      : w_(w), g_(g), rank_(rank), srcs_((size_t)g.n) {}
   int rank() const override { return rank_; }
   int size() const override { return g_.n; }
 
@@ -258,6 +259,8 @@ private:
   bool streaming_ = false;
   int spinBudget_ = 1 << 30; ///< current spin iterations before sleeping (clamped to the limit)
   std::vector<unsigned char> scratch_;
+  std::vector<const void *> srcs_; ///< reduceRange's peer pointers (sized up front: the move
+                                   ///< phase never allocates)
   alignas(64) unsigned char tmp_[kBlockBytes];
 };
 
@@ -344,14 +347,10 @@ void ThreadComm::reduceRange(int64_t elemOff, int64_t len, DType dtype, ReduceOp
   for (int64_t b = 0; b < len; b += block) {
     const int64_t m = std::min(block, len - b);
     const size_t at = (size_t)((elemOff + b) * es);
-    if (g_.n == 1) {
-      std::memcpy(tmp_, peer(0).send + at, m * es);
-    } else {
-      reduceTwo(tmp_, peer(0).send + at, peer(1).send + at, m, dtype, op);
-      for (int j = 2; j < g_.n; ++j)
-        reduceInto(tmp_, peer(j).send + at, m, dtype, op);
-      finishAvg(tmp_, m, dtype, op, g_.n);
-    }
+    for (int j = 0; j < g_.n; ++j)
+      srcs_[j] = peer(j).send + at;
+    reduceMany(tmp_, srcs_.data(), g_.n, m, dtype, op);
+    finishAvg(tmp_, m, dtype, op, g_.n);
     emit(b, tmp_, m);
   }
 }

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -69,7 +71,7 @@ struct Errors {
   }
 };
 
-const DType kDTypes[] = {DType::F32, DType::F64,  DType::I32, DType::I64,
+const DType kDTypes[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                          DType::Bool, DType::BF16, DType::F16};
 const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
 const int kSizes[] = {1, 2, 3, 4, 6, 8};
@@ -584,6 +586,28 @@ TEST_CASE("comm: reduction kernels and helpers") {
   CHECK(z == std::vector<uint8_t>{0, 0, 1, 0});
   reduceTwo(z.data(), x.data(), y.data(), 4, DType::Bool, ReduceOp::Sum);
   CHECK(z == std::vector<uint8_t>{0, 1, 1, 1});
+  // reduceMany: the sources combined in order j, bit for bit what a chain
+  // of reduceInto gives (floats whose sum depends on the order), any n.
+  for (int n = 1; n <= 7; ++n) {
+    std::vector<std::vector<float>> src(n, std::vector<float>(37));
+    std::vector<const void *> ptrs;
+    for (int j = 0; j < n; ++j) {
+      for (int i = 0; i < 37; ++i)
+        src[j][i] = (float)((j % 2 ? 1e8 : 1.0) * (i + 1) + 0.1 * j);
+      ptrs.push_back(src[j].data());
+    }
+    std::vector<float> want = src[0], got(37);
+    for (int j = 1; j < n; ++j)
+      reduceInto(want.data(), src[j].data(), 37, DType::F32, ReduceOp::Sum);
+    reduceMany(got.data(), ptrs.data(), n, 37, DType::F32, ReduceOp::Sum);
+    CHECK_MESSAGE(std::memcmp(got.data(), want.data(), 37 * 4) == 0, "n=" << n);
+    std::vector<float> mx(37);
+    reduceMany(mx.data(), ptrs.data(), n, 37, DType::F32, ReduceOp::Max);
+    float top = src[0][36];
+    for (int j = 1; j < n; ++j)
+      top = std::max(top, src[j][36]);
+    CHECK(mx[36] == top);
+  }
   CHECK(countOffsets({2, 0, 3}) == std::vector<int64_t>{0, 2, 2, 5});
   CHECK_THROWS_AS(totalCount({1, -1}), RuntimeFault);
   Mesh m = makeMesh({3, 2});

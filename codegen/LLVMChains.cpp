@@ -37,21 +37,10 @@ void Lowering::emitChainedLoop(int d, Value *n, const std::vector<Mode> &modes,
   const int L = (int)lanes.offs.size();
   // The point at trip i of lane `lane`: its nodes' values.
   auto nodesAt = [&](int lane, Value *i) {
-    Value *at = lanes.indexOf(lane, i);
-    Offs o2(lanes.offs[lane]);
-    for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
-      if (modes[bf] == Mode::Contig)
-        o2[bf] = b_.CreateAdd(o2[bf], at, "", false, true);
-      else if (modes[bf] == Mode::Strided)
-        o2[bf] = b_.CreateAdd(o2[bf], b_.CreateMul(at, stride_[bf][d], "", false, true), "", false,
-                              true);
-    }
-    Value *g2 = lanes.gls[lane];
-    if (g2)
-      g2 = b_.CreateAdd(g2, b_.CreateMul(b_.CreateAdd(gOff_[d], at), gStr_[d]));
+    DimPoint p = innerPoint(d, modes, lanes.offs[lane], lanes.gls[lane], lanes.indexOf(lane, i));
     idx_ = lanes.idx[lane];
-    idx_[d] = at;
-    return emitNodes(o2, g2);
+    idx_[d] = p.i;
+    return emitNodes(p.off, p.gl);
   };
   // A store's value as its chain adds it (accumulate's f64 widening).
   auto wide = [&](Value *x) {

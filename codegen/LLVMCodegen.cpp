@@ -249,30 +249,29 @@ int Lowering::chainInterleave() const {
 }
 
 void Lowering::emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl) {
-  // A long chain of dependent ops per point is latency-bound: several
-  // independent vectors per iteration keep the FP units busy (the cost
-  // model picks 1 for long bodies). Reductions keep the vectorizer's choice.
-  const int interleave =
-      k_.reduce == KReduce::None && k_.nodes.size() >= 24 ? chainInterleave() : 0;
   loop(
       extent(d),
       [&](Value *i0) {
-        Value *i = first(d, i0);
-        Offs o2(off);
-        for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
-          if (modes[bf] == Mode::Contig)
-            o2[bf] = b_.CreateAdd(off[bf], i, "", false, true);
-          else if (modes[bf] == Mode::Strided)
-            o2[bf] = b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "",
-                                  false, true);
-        }
-        Value *g2 = gl;
-        if (gl)
-          g2 = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
-        idx_[d] = i;
-        emitPoint(o2, g2);
+        DimPoint p = innerPoint(d, modes, off, gl, first(d, i0));
+        idx_[d] = p.i;
+        emitPoint(p.off, p.gl);
       },
-      interleave);
+      interleave_);
+}
+
+Lowering::DimPoint Lowering::innerPoint(int d, const std::vector<Mode> &modes, const Offs &off,
+                                        Value *gl, Value *i) {
+  DimPoint p{off, gl, i};
+  for (int bf = 0; bf < nIn_ + nOut_; ++bf) {
+    if (modes[bf] == Mode::Contig)
+      p.off[bf] = b_.CreateAdd(off[bf], i, "", false, true);
+    else if (modes[bf] == Mode::Strided)
+      p.off[bf] =
+          b_.CreateAdd(off[bf], b_.CreateMul(i, stride_[bf][d], "", false, true), "", false, true);
+  }
+  if (gl)
+    p.gl = b_.CreateAdd(gl, b_.CreateMul(b_.CreateAdd(gOff_[d], i), gStr_[d]));
+  return p;
 }
 
 void Lowering::emitPoint(const Offs &off, Value *glin) {
@@ -702,7 +701,10 @@ void Lowering::run(const std::string &symbol) {
   treeSum_ = deterministicTreeSum(k_);
   chained_ = deterministicChains(k_);
   lanes_ = chained_ ? kChainLanes : kTreeLanes;
-  rowTile_ = kRowTile;
+  // A long chain of dependent ops per point is latency-bound: several
+  // independent vectors per iteration keep the FP units busy (the cost
+  // model picks 1 for long bodies). Reductions keep the vectorizer's choice.
+  interleave_ = k_.reduce == KReduce::None && k_.nodes.size() >= 24 ? chainInterleave() : 0;
   rowReduce_ = k_.reduce != KReduce::None && R_ >= 2 && nKept_ >= 1 && !isReducedDim(k_, R_ - 1) &&
                !k_.reduceDims.empty();
   idx_.assign(R_, nullptr);

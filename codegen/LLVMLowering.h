@@ -134,6 +134,11 @@ private:
   /// each fast 0/1-stride pattern, then for the strided loop.
   void dispatchInner(int d, const std::function<void(const std::vector<Mode> &)> &variant);
   void emitInnerLoop(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl);
+  /// The buffers' offsets and the global index at dim d = i of the innermost
+  /// loop, each buffer addressed by its mode.
+  DimPoint innerPoint(int d, const std::vector<Mode> &modes, const Offs &off, Value *gl, Value *i);
+  /// emitInnerLoop's llvm.loop.interleave.count (0: the vectorizer's choice).
+  int interleave_ = 0;
   /// The interleave count of a long elementwise body: 8 when 8 copies of
   /// its live values and its invariants fit the vector registers, else 4.
   int chainInterleave() const;
@@ -195,8 +200,14 @@ private:
   /// Leaves side by side: kTreeLanes, or kChainLanes with chains.
   int lanes_ = kTreeLanes;
   /// Per store: lanes_ leaf accumulators (each kDeterministicChains chains
-  /// with chains).
+  /// with chains), of laneTy(); laneAt(s, lane) is one of them.
   std::vector<AllocaInst *> laneAcc_;
+  Type *laneTy() {
+    return ArrayType::get(chained_ ? chainsTy() : (Type *)b_.getDoubleTy(), lanes_);
+  }
+  Value *laneAt(size_t s, int lane) {
+    return b_.CreateInBoundsGEP(laneTy(), laneAcc_[s], {i64(0), i64(lane)});
+  }
   /// The push of one element: v merged with slots sp-1, ..., sp-merges
   /// (left operand the older subtree), stored in slot sp - merges.
   void treePush(const std::function<Value *(Value *)> &slot, Value *v, Value *merges, Value *sp);
@@ -233,10 +244,9 @@ private:
   Value *rangeStart_ = nullptr, *rangeLen_ = nullptr;
   AllocaInst *treeSp_ = nullptr, *treeTmp_ = nullptr;
   std::vector<AllocaInst *> tree_; ///< per store: kDeterministicDepth slots
-  /// The same for a row reduction, each slot a row of rowTile_ (as many
+  /// The same for a row reduction, each slot a row of kRowTile (as many
   /// slots as the leaf count has bits: a dynamic alloca in the entry block).
   std::vector<AllocaInst *> treeRows_;
-  int64_t rowTile_ = 0; ///< kRowTile
 
   const Kernel &k_;
   LLVMContext &ctx_;

@@ -73,13 +73,8 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
     // latency hides behind the others'), pushed in leaf order; then the
     // rest one by one. A lane's accumulator: one f64, or its chains.
     IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    Type *ct = chainsTy();
-    Type *lt = ArrayType::get(chained_ ? ct : (Type *)b_.getDoubleTy(), lanes_);
     for (size_t s = laneAcc_.size(); s < k_.stores.size(); ++s)
-      laneAcc_.push_back(treeStore(s) ? eb.CreateAlloca(lt, nullptr, "lanes") : nullptr);
-    auto laneAt = [&](size_t s, int lane) {
-      return b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
-    };
+      laneAcc_.push_back(treeStore(s) ? eb.CreateAlloca(laneTy(), nullptr, "lanes") : nullptr);
     // L whole leaves from firstLeaf (aligned: a whole subtree), side by
     // side, combined here and pushed once as node `unit` of a counter of
     // such subtrees.
@@ -87,7 +82,7 @@ void Lowering::emitReduction(int level, const Offs &off, Value *gl) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
           for (int lane = 0; lane < L; ++lane)
-            b_.CreateStore(chained_ ? ConstantAggregateZero::get(ct) : identity(DType::F64),
+            b_.CreateStore(chained_ ? ConstantAggregateZero::get(chainsTy()) : identity(DType::F64),
                            laneAt(s, lane));
       std::vector<Offs> offs(L, off);
       std::vector<Value *> gls(L, gl);
@@ -210,14 +205,13 @@ void Lowering::forEachLeaf(Value *from, const std::function<void()> &leaf,
 
 void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Value *> &gls,
                              std::vector<std::vector<Value *>> &idx, Value *firstLeaf) {
-  Type *lt = ArrayType::get(chained_ ? chainsTy() : (Type *)b_.getDoubleTy(), lanes_);
   const int L = (int)offs.size();
   if (r == k_.reduceDims.size()) {
     const std::vector<Value *> saved = accAt_;
     for (int lane = 0; lane < L; ++lane) {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         if (treeStore(s))
-          accAt_[s] = b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
+          accAt_[s] = laneAt(s, lane);
       idx_ = idx[lane];
       emitPoint(offs[lane], gls[lane]);
     }
@@ -236,9 +230,7 @@ void Lowering::emitLeafGroup(size_t r, std::vector<Offs> &offs, std::vector<Valu
   };
   Value *n = r == 0 ? i64(kDeterministicBlock) : shape_[d];
   if (chained_ && d == R_ - 1) {
-    Lanes lanes{offs, gls, idx, indexOf, [&](int lane, size_t s) {
-                  return b_.CreateInBoundsGEP(lt, laneAcc_[s], {i64(0), i64(lane)});
-                }};
+    Lanes lanes{offs, gls, idx, indexOf, [&](int lane, size_t s) { return laneAt(s, lane); }};
     return dispatchInner(
         d, [&](const std::vector<Mode> &modes) { emitChainedLoop(d, n, modes, lanes); });
   }
@@ -287,7 +279,7 @@ Value *Lowering::treeFinish(const std::function<Value *(Value *)> &slot, Value *
 // dims; reads walk memory contiguously instead of with the row stride.
 void Lowering::emitRowReduce(const Offs &off, Value *gl) {
   int last = R_ - 1;
-  const int64_t T = rowTile_;
+  const int64_t T = kRowTile;
   IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
   std::vector<AllocaInst *> &rows = accRows_;
   for (size_t s = rows.size(); s < k_.stores.size(); ++s) {
@@ -462,7 +454,7 @@ void Lowering::emitRowTile(int d, const std::vector<DimPoint> &rows, Value *t0, 
       for (size_t s = 0; s < k_.stores.size(); ++s) {
         DType t = k_.outputs[k_.stores[s].output];
         accAt_[s] =
-            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), rowTile_), accRows_[s], {i64(0), j});
+            b_.CreateInBoundsGEP(ArrayType::get(accTyOf(t), kRowTile), accRows_[s], {i64(0), j});
       }
       for (size_t u = 0; u < rows.size(); ++u) {
         Offs o2(bases[u]);

@@ -78,17 +78,6 @@ template <DType D, ReduceOp Op> void reduceIntoT(void *accV, const void *srcV, i
     acc[i] = Combine<D, Op>::apply(acc[i], src[i]);
 }
 
-template <DType D, ReduceOp Op>
-void reduceTwoT(void *dstV, const void *aV, const void *bV, int64_t n) {
-  using T = typename Elem<D>::T;
-  T *__restrict dst = static_cast<T *>(dstV);
-  const T *__restrict a = static_cast<const T *>(aV);
-  const T *__restrict b = static_cast<const T *>(bV);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = Combine<D, Op>::apply(a[i], b[i]);
-}
-
 /// dst[i] = op(...op(op(s[0][i], s[1][i]), s[2][i])..., s[N-1][i]): one pass for N sources.
 template <DType D, ReduceOp Op, int N>
 void reduceFixedT(void *dstV, const void *const *srcV, int64_t n) {
@@ -158,12 +147,6 @@ void reduceInto(void *acc, const void *src, int64_t count, DType dtype, ReduceOp
   if (count <= 0)
     return;
   dispatch(dtype, op, [&]<DType D, ReduceOp Op>() { reduceIntoT<D, Op>(acc, src, count); });
-}
-
-void reduceTwo(void *dst, const void *a, const void *b, int64_t count, DType dtype, ReduceOp op) {
-  if (count <= 0)
-    return;
-  dispatch(dtype, op, [&]<DType D, ReduceOp Op>() { reduceTwoT<D, Op>(dst, a, b, count); });
 }
 
 void reduceMany(void *dst, const void *const *srcs, int n, int64_t count, DType dtype,

@@ -74,11 +74,8 @@ void checkReducible(DType dtype, ReduceOp op);
 /// must not overlap. Vectorized loops, one instantiation per dtype and op.
 void reduceInto(void *acc, const void *src, int64_t count, DType dtype, ReduceOp op);
 
-/// dst[i] = op(a[i], b[i]); like reduceInto but writes a third buffer (saves one pass).
-void reduceTwo(void *dst, const void *a, const void *b, int64_t count, DType dtype, ReduceOp op);
-
 /// dst[i] = op over j = 0..n-1 of srcs[j][i], in order j (n >= 1): up to 4 sources in one
-/// pass. dst must not overlap a source.
+/// pass (like reduceInto, but writing a buffer of its own). dst must not overlap a source.
 void reduceMany(void *dst, const void *const *srcs, int n, int64_t count, DType dtype, ReduceOp op);
 
 /// buf[i] /= groupSize when op is Avg (truncating for integers); a no-op for other ops.

@@ -582,9 +582,10 @@ TEST_CASE("comm: reduction kernels and helpers") {
   CHECK(c == std::vector<int64_t>{-3, 3}); // truncating
   std::vector<uint8_t> x = {0, 1, 1, 0}, y = {0, 0, 1, 1};
   std::vector<uint8_t> z(4);
-  reduceTwo(z.data(), x.data(), y.data(), 4, DType::Bool, ReduceOp::Min);
+  const void *xy[] = {x.data(), y.data()};
+  reduceMany(z.data(), xy, 2, 4, DType::Bool, ReduceOp::Min);
   CHECK(z == std::vector<uint8_t>{0, 0, 1, 0});
-  reduceTwo(z.data(), x.data(), y.data(), 4, DType::Bool, ReduceOp::Sum);
+  reduceMany(z.data(), xy, 2, 4, DType::Bool, ReduceOp::Sum);
   CHECK(z == std::vector<uint8_t>{0, 1, 1, 1});
   // reduceMany: the sources combined in order j, bit for bit what a chain
   // of reduceInto gives (floats whose sum depends on the order), any n.

@@ -59,7 +59,8 @@ HostTensor values(DType dt, std::mt19937_64 &rng, bool factor) {
 /// The value of a partial tensor with parts a, b under `op` (the communicator's numerics).
 HostTensor combine(const HostTensor &a, const HostTensor &b, ReduceOp op) {
   HostTensor r(a.dtype, a.shape);
-  reduceTwo(r.raw(), a.raw(), b.raw(), a.numel(), a.dtype, op);
+  const void *parts[] = {a.raw(), b.raw()};
+  reduceMany(r.raw(), parts, 2, a.numel(), a.dtype, op);
   finishAvg(r.raw(), r.numel(), r.dtype, op, 2);
   return r;
 }
@@ -97,11 +98,10 @@ bool same(const HostTensor &a, const HostTensor &b) {
 } // namespace
 
 TEST_CASE("linearity audit: every accepted partial operand commutes with the reduction") {
-  const std::vector<Op> ops = {Op::Add,     Op::Sub,     Op::Mul,       Op::Div,
-                               Op::Maximum, Op::Minimum, Op::Pow,       Op::Neg,
-                               Op::Abs,     Op::Relu,    Op::Exp,       Op::Select,
-                               Op::Eq,      Op::Lt,      Op::ReduceSum, Op::ReduceMax,
-                               Op::ReduceMin, Op::Cast, Op::Transpose};
+  const std::vector<Op> ops = {Op::Add,       Op::Sub,       Op::Mul,  Op::Div,      Op::Maximum,
+                               Op::Minimum,   Op::Pow,       Op::Neg,  Op::Abs,      Op::Relu,
+                               Op::Exp,       Op::Select,    Op::Eq,   Op::Lt,       Op::ReduceSum,
+                               Op::ReduceMax, Op::ReduceMin, Op::Cast, Op::Transpose};
   const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64};
   const ReduceOp rops[] = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
   std::mt19937_64 rng(12345);
@@ -155,9 +155,9 @@ TEST_CASE("linearity audit: every accepted partial operand commutes with the red
               }
               HostTensor want = apply(op, global, rt);
               HostTensor got = combine(apply(op, part0, rt), apply(op, part1, rt), out);
-              INFO(opName(op) << " on " << dtypeName(dt) << " -> " << dtypeName(rt)
-                              << ", partial(" << reduceOpName(rop) << ") operands mask " << mask
-                              << ", trial " << trial);
+              INFO(opName(op) << " on " << dtypeName(dt) << " -> " << dtypeName(rt) << ", partial("
+                              << reduceOpName(rop) << ") operands mask " << mask << ", trial "
+                              << trial);
               REQUIRE(same(got, want));
             }
           }

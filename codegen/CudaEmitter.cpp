@@ -343,7 +343,9 @@ CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs
   int64_t blocks;
   if (k.reduce == KReduce::None) {
     blocks = (kept + (int64_t)kCudaBlock * kCudaVector - 1) / ((int64_t)kCudaBlock * kCudaVector);
-  } else if (k.deterministic || cudaColumnReduction(k, params)) {
+  } else if (k.deterministic) {
+    blocks = cudaemit::deterministicBlocks(k, params, 1);
+  } else if (cudaColumnReduction(k, params)) {
     blocks = (kept + kCudaBlock - 1) / kCudaBlock; // a thread per output
   } else if (red >= kCudaBlockReduceMin) {
     blocks = kept;

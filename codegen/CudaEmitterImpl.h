@@ -8,6 +8,7 @@
 #include "support/Diagnostics.h"
 
 #include <cstdio>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -288,17 +289,29 @@ struct Emitter {
   void emitPointAccumulate(const std::string &ind);
   /// The same step on given input values (the vector path's m<i>[j]).
   void emitAccumulate(const std::string &ind, const std::vector<std::string> &xs);
-  /// Deterministic mode: one thread per output element, which reduces its
-  /// inputs in row-major order over the reduced dims into one accumulator
-  /// (f64 for float sums): the order of the interpreter and the CPU JIT.
-  template <class Combine, class Identity>
+  /// Deterministic mode's reductions (CudaDeterministic.cpp): sums in the
+  /// fixed order of ir/DeterministicOrder.h, max and min a thread per output.
   void emitDeterministicReduction(const std::string &sym, const std::vector<int> &kept,
-                                  const std::vector<int> &red, Combine &&combine,
-                                  Identity &&identity);
+                                  const std::vector<int> &red,
+                                  const std::function<std::string(DType)> &combine,
+                                  const std::function<std::string(DType)> &identity);
+  /// The lane-per-chain body of a deterministic sum over the last dim
+  /// (leaves shorter than the warp-per-leaf layout's).
+  void emitChainLanes(const std::vector<int> &kept, const std::vector<int> &red,
+                      const std::function<std::string(DType)> &identity);
+  /// The warp-per-leaf body of a deterministic sum over the last dim.
+  void emitChainedLeaves(const std::vector<int> &kept, const std::vector<int> &red,
+                         const std::function<std::string(DType)> &identity);
   /// The column path of a reduction whose last dim is kept (CudaEmitter.h).
   template <class Identity>
   void emitColumnReduction(const std::vector<int> &kept, const std::vector<int> &red,
                            Identity &&identity);
 };
+
+/// Deterministic mode's launch geometry (CudaDeterministic.cpp): the chunks
+/// an output's sum is cut into (cudaReduceSplit), and the grid of a launch
+/// with that split (1: the one-pass launch).
+int64_t deterministicSplit(const Kernel &k, const int64_t *params, int numSMs);
+int64_t deterministicBlocks(const Kernel &k, const int64_t *params, int64_t split);
 
 } // namespace dt::cudaemit

@@ -1,9 +1,8 @@
 // The reduction kernels of emitCudaKernel (CudaEmitter.h: a warp or a block
 // per output with 4-wide loads along a reduced last dim, the column path for
-// sums over rows, split reductions and their fold, deterministic mode's
-// thread per output) and the launch geometry the runtime gives them.
+// sums over rows, split reductions and their fold) and the launch geometry
+// the runtime gives them. Deterministic mode's are CudaDeterministic.cpp.
 #include "codegen/CudaEmitterImpl.h"
-#include "ir/DeterministicOrder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -243,185 +242,6 @@ void Emitter::emitColumnReduction(const std::vector<int> &kept, const std::vecto
   os << "      }\n    }\n    return;\n  }\n";
 }
 
-template <class Combine, class Identity>
-void Emitter::emitDeterministicReduction(const std::string &sym, const std::vector<int> &kept,
-                                         const std::vector<int> &red, Combine &&combine,
-                                         Identity &&identity) {
-  const size_t S = k.stores.size();
-  const KReduce rop = k.reduce;
-  const bool treeSum = deterministicTreeSum(k);
-  os << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlock << ") " << sym
-     << "(const dt_args a) {\n"
-     << "  const dt_i64 kept = " << product(kept) << ";\n"
-     << "  const dt_i64 red = " << product(red) << ";\n"
-     << "  dt_i64 idx[" << std::max(R, 1) << "] = {0};\n";
-  emitNarrow();
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "  auto comb" << s << " = [](" << accType(rop, t) << " p, " << accType(rop, t)
-       << " q) { return (" << accType(rop, t) << ")" << combine(t) << "; };\n";
-  }
-  if (!treeSum) {
-    os << "  // Deterministic mode: one thread per output, sequential over the reduced dims.\n"
-       << "  for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
-       << "       o += (dt_i64)gridDim.x * blockDim.x) {\n";
-    emitUnravel(kept, "o", "    ");
-    for (size_t s = 0; s < S; ++s) {
-      DType t = k.outputs[k.stores[s].output];
-      os << "    " << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
-    }
-    os << "    for (dt_i64 r = 0; r < red; ++r) {\n";
-    emitUnravel(red, "r", "      ");
-    emitPointAccumulate("      ");
-    os << "    }\n";
-    emitReductionStores("    ");
-    os << "  }\n}\n";
-    return;
-  }
-  // Sums: leaves of kDeterministicBlock rows of the outermost reduced dim (a
-  // span of the flattened reduced index), each pushed onto a stack of
-  // subtrees as a binary counter, the stack combined right to left at the
-  // end (ir/DeterministicOrder.h; the interpreter's DeterministicTree).
-  // Integer sums add in any order. Split (cudaReduceSplit: few outputs,
-  // many leaves), thread t takes chunk t % split of output t / split: `per`
-  // leaves, the smallest power of two with at most `split` chunks, so a
-  // chunk is a whole subtree and its node goes to the scratch; a second
-  // launch with -split combines each output's nodes in the same tree.
-  const int W = cudaArgWords(k);
-  std::vector<int> inner(red.begin() + 1, red.end());
-  auto tree = [&](size_t s) { return isFloat(k.outputs[k.stores[s].output]); };
-  auto push = [&](size_t s, const std::string &value, const char *ind) {
-    os << ind << "{\n"
-       << ind << "  double v = " << value << ";\n"
-       << ind << "  for (int q = 1; q <= merges; ++q)\n"
-       << ind << "    v = tree" << s << "[sp - q] + v;\n"
-       << ind << "  tree" << s << "[sp - merges] = v;\n"
-       << ind << "}\n";
-  };
-  auto finish = [&](size_t s, const char *ind) {
-    os << ind << "acc" << s << " = sp > 0 ? tree" << s << "[sp - 1] : 0.0;\n"
-       << ind << "for (int q = sp - 2; q >= 0; --q)\n"
-       << ind << "  acc" << s << " = tree" << s << "[q] + acc" << s << ";\n";
-  };
-  auto carries = [&](const char *count, const char *ind) {
-    os << ind << "int merges = 0; // the trailing ones of " << count << "\n"
-       << ind << "for (dt_i64 l = " << count << "; l & 1; l >>= 1)\n"
-       << ind << "  ++merges;\n";
-  };
-  // Each output's accumulators and, for float sums, its stack of subtrees.
-  auto accumulators = [&](const char *ind) {
-    os << ind << "int sp = 0;\n";
-    for (size_t s = 0; s < S; ++s) {
-      DType t = k.outputs[k.stores[s].output];
-      os << ind << accType(rop, t) << " acc" << s << " = " << identity(t) << ";\n";
-      if (tree(s))
-        os << ind << "double tree" << s << "[" << kDeterministicDepth << "];\n";
-    }
-  };
-  os << "  const dt_i64 split = (dt_i64)" << word(W - 2) << ";\n"
-     << "  char *const scratch = (char *)" << word(W - 1) << ";\n";
-  for (size_t s = 0; s < S; ++s) {
-    DType t = k.outputs[k.stores[s].output];
-    os << "  " << accType(rop, t) << " *const part" << s << " = (" << accType(rop, t)
-       << " *)(scratch + " << s << "LL * 8 * kept * (split < 0 ? -split : split));\n";
-  }
-  os << "  if (split < 0) { // the fold: a thread per output\n"
-     << "    for (dt_i64 o = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; o < kept;\n"
-     << "         o += (dt_i64)gridDim.x * blockDim.x) {\n";
-  emitUnravel(kept, "o", "      ");
-  accumulators("      ");
-  os << "      for (dt_i64 c = 0; c < -split; ++c) {\n";
-  carries("c", "        ");
-  for (size_t s = 0; s < S; ++s) {
-    if (tree(s))
-      push(s, "part" + std::to_string(s) + "[o * -split + c]", "        ");
-    else
-      os << "        acc" << s << " = comb" << s << "(acc" << s << ", part" << s
-         << "[o * -split + c]);\n";
-  }
-  os << "        sp = sp - merges + 1;\n      }\n";
-  for (size_t s = 0; s < S; ++s)
-    if (tree(s))
-      finish(s, "      ");
-  emitReductionStores("      ");
-  os << "    }\n    return;\n  }\n"
-     << "  const dt_i64 nsplit = split > 1 ? split : 1;\n"
-     << "  const dt_i64 span = " << kDeterministicBlock << "LL * " << product(inner) << ";\n"
-     << "  const dt_i64 leaves = span > 0 ? (red + span - 1) / span : 0;\n"
-     << "  dt_i64 per = 1; // leaves a chunk\n"
-     << "  while ((leaves + per - 1) / per > nsplit)\n"
-     << "    per <<= 1;\n"
-     << "  for (dt_i64 t = (dt_i64)blockIdx.x * blockDim.x + threadIdx.x; t < kept * nsplit;\n"
-     << "       t += (dt_i64)gridDim.x * blockDim.x) {\n"
-     << "    const dt_i64 o = t / nsplit, chunk = t % nsplit;\n";
-  emitUnravel(kept, "o", "    ");
-  accumulators("    ");
-  os << "    const dt_i64 lend = (chunk + 1) * per < leaves ? (chunk + 1) * per : leaves;\n"
-     << "    for (dt_i64 leaf = chunk * per; leaf < lend; ++leaf) {\n";
-  for (size_t s = 0; s < S; ++s)
-    if (tree(s))
-      os << "      acc" << s << " = 0.0;\n";
-  os << "      const dt_i64 r0 = leaf * span;\n"
-     << "      const dt_i64 r1 = red - r0 < span ? red : r0 + span;\n";
-  if (!deterministicChains(k)) {
-    os << "      for (dt_i64 r = r0; r < r1; ++r) {\n";
-    emitUnravel(red, "r", "        ");
-    emitPointAccumulate("        ");
-    os << "      }\n";
-  } else {
-    // A sum over the last dim: the leaf's float sums in kDeterministicChains
-    // chains by last-dim index (every row of the last dim starts at chain
-    // 0), combined by chainTree; the unrolled chain loop keeps them in
-    // registers. Integer sums stay in acc.
-    const int C = kDeterministicChains;
-    for (size_t s = 0; s < S; ++s)
-      if (tree(s))
-        os << "      double ch" << s << "[" << C << "] = {0};\n";
-    os << "      const dt_i64 C = " << shape(R - 1) << ";\n"
-       << "      for (dt_i64 r = r0; r < r1;) {\n"
-       << "        const dt_i64 rowEnd = (r / C + 1) * C < r1 ? (r / C + 1) * C : r1;\n"
-       << "        for (; r < rowEnd; r += " << C << ") {\n"
-       << "#pragma unroll\n"
-       << "          for (int j = 0; j < " << C << "; ++j) {\n"
-       << "            if (r + j < rowEnd) {\n"
-       << "            const dt_i64 rj = r + j;\n";
-    emitUnravel(red, "rj", "            ");
-    os << "            {\n";
-    for (size_t s = 0; s < S; ++s)
-      if (tree(s))
-        os << "              double acc" << s << " = ch" << s << "[j];\n";
-    emitPointAccumulate("              ");
-    for (size_t s = 0; s < S; ++s)
-      if (tree(s))
-        os << "              ch" << s << "[j] = acc" << s << ";\n";
-    os << "            }\n"
-       << "            }\n"
-       << "          }\n"
-       << "        }\n"
-       << "        r = rowEnd;\n"
-       << "      }\n";
-    for (size_t s = 0; s < S; ++s)
-      if (tree(s))
-        os << "      acc" << s << " = ((ch" << s << "[0] + ch" << s << "[1]) + (ch" << s
-           << "[2] + ch" << s << "[3])) + ((ch" << s << "[4] + ch" << s << "[5]) + (ch" << s
-           << "[6] + ch" << s << "[7]));\n";
-  }
-  carries("leaf - chunk * per", "      ");
-  for (size_t s = 0; s < S; ++s)
-    if (tree(s))
-      push(s, "acc" + std::to_string(s), "      ");
-  os << "      sp = sp - merges + 1;\n    }\n";
-  for (size_t s = 0; s < S; ++s)
-    if (tree(s))
-      finish(s, "    ");
-  os << "    if (nsplit > 1) {\n";
-  for (size_t s = 0; s < S; ++s)
-    os << "      part" << s << "[o * nsplit + chunk] = acc" << s << ";\n";
-  os << "      continue;\n    }\n";
-  emitReductionStores("    ");
-  os << "  }\n}\n";
-}
-
 } // namespace cudaemit
 
 namespace {
@@ -448,22 +268,8 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
   int64_t kept = 1, red = 1;
   for (int i = 0; i < k.rank; ++i)
     (isReducedDim(k, i) ? red : kept) *= params[i];
-  if (k.deterministic) {
-    // A thread per (output, chunk) of 2^j whole leaves, enough of them to
-    // fill the device (the emitted kernel finds the same chunk size).
-    const int64_t target = (int64_t)std::max(numSMs, 1) * 2048;
-    const int64_t inner = red / std::max<int64_t>(params[k.reduceDims[0]], 1);
-    if (kept <= 0 || kept >= target || red == 0 || inner == 0)
-      return 1;
-    const int64_t leaves =
-        (params[k.reduceDims[0]] + kDeterministicBlock - 1) / kDeterministicBlock;
-    const int64_t most = (target + kept - 1) / kept;
-    int64_t per = 1;
-    while ((leaves + per - 1) / per > most)
-      per <<= 1;
-    const int64_t split = (leaves + per - 1) / per;
-    return split >= 2 ? split : 1;
-  }
+  if (k.deterministic)
+    return cudaemit::deterministicSplit(k, params, numSMs);
   // Blocks to fill the machine: 8 of 256 threads on each multiprocessor (a
   // whole SM's threads, the loads in flight a memory-bound sum needs).
   const int64_t target = (int64_t)std::max(numSMs, 1) * 8;
@@ -484,8 +290,8 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
 
 int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split) {
   const int64_t kept = keptPoints(k, params);
-  if (k.deterministic) // a thread per (output, chunk)
-    return (kept * split + kCudaBlock - 1) / kCudaBlock;
+  if (k.deterministic)
+    return cudaemit::deterministicBlocks(k, params, split);
   return (cudaColumnReduction(k, params) ? (kept + kCudaBlock - 1) / kCudaBlock : kept) * split;
 }
 

@@ -29,11 +29,23 @@ static int fails = 0, checks = 0, splits = 0;
 static std::string gWork, gShim;
 /// g++'s flags for every kernel and for the shim's precompiled header.
 static const char *kFlags = "-std=c++20 -O1 -w -fPIC";
-std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
+/// `spread` (deterministic kernels): f32/f64 of magnitudes 2^-20..2^20,
+/// whose sums round differently in every order, so that a kernel which sums
+/// in another order than the interpreter's shows.
+std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g, bool spread = false) {
   std::vector<char> v(n * dtypeSize(t) + 64);
-  std::uniform_int_distribution<int> d(-5, 5);
+  std::uniform_int_distribution<int> d(-5, 5), e(-20, 20);
+  std::uniform_real_distribution<double> m(-1, 1);
   for (int64_t i = 0; i < n; ++i) {
     int x = d(g);
+    if (spread && (t == DType::F32 || t == DType::F64)) {
+      double y = std::ldexp(m(g), e(g));
+      if (t == DType::F32)
+        reinterpret_cast<float *>(v.data())[i] = (float)y;
+      else
+        reinterpret_cast<double *>(v.data())[i] = y;
+      continue;
+    }
     switch (t) {
     case DType::F32:
       reinterpret_cast<float *>(v.data())[i] = x == 5 ? NAN : x * 0.75f;
@@ -159,7 +171,7 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
                    usesGlobalIndex(k) ? gstr : std::vector<int64_t>{});
   std::vector<std::vector<char>> ref, sim;
   for (int i = 0; i < I; ++i) {
-    ref.push_back(randomData(k.inputs[i], elems[i], g));
+    ref.push_back(randomData(k.inputs[i], elems[i], g, k.deterministic));
     if (isIds[i])
       for (int64_t e = 0; e < n; ++e) {
         int64_t id = (int64_t)(g() % kGatherExtent);
@@ -485,6 +497,12 @@ int main(int argc, char **argv) {
         run(dk, {1, 1, 5000}, 2, 0, tag++);
         dk.setReduce(r, {1, 2});
         run(dk, {2, 130, 9}, false, 0, tag++);
+        // Leaves of >= 2048 points: a warp per leaf (rows of 40, 3 leaves a
+        // run of 4, the last short), then split in runs of 8 leaves with
+        // rows of 33 (not a multiple of 32).
+        run(dk, {2, 130, 40}, false, 0, tag++);
+        dk.setReduce(r, {0, 2});
+        run(dk, {700, 1, 33}, 1, 0, tag++);
       }
   }
   // Gathers (index_select inside a kernel) along the outer and the inner

@@ -1,7 +1,7 @@
 // Host shim for tests/cudasim: lets g++ compile a kernel emitted by
 // codegen/CudaEmitter as ordinary C++ and run it on the CPU, one std::thread
 // per CUDA thread of a block (256), with real barriers for __syncthreads and
-// per-warp barriers for __shfl_xor_sync. Not a GPU: it checks the emitted
+// per-warp barriers for __shfl_xor_sync and __syncwarp. Not a GPU: it checks the emitted
 // kernel's *semantics* (indexing, fast paths, reductions, RNG) against the
 // interpreter where no GPU is available. Host libm replaces CUDA's.
 
@@ -76,6 +76,7 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int off) {
   std::memcpy(&r, &o, sizeof(T));
   return r;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { simWarp->bar->arrive_and_wait(); }
 inline void __syncthreads() { simBlock->arrive_and_wait(); }
 // One thread per CUDA thread of a block, started once per launch: the block's
 // threads run the grid's blocks one after another (a barrier between blocks,

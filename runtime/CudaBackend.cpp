@@ -4,12 +4,18 @@
 #include "runtime/Blas.h"
 #include "runtime/CudaComm.h"
 #include "runtime/CudaDataKernels.h"
+#include "runtime/CudaDeterministicGemm.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/RefKernels.h"
 #include "runtime/ThreadComm.h"
 #include "support/Errors.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 namespace dt {
 
@@ -62,46 +68,27 @@ public:
 
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
                                    bool transB) override {
-    // cuBLAS: f32/f64/bf16/f16, 1-D or 2-D operands, or equal batch dims on both.
-    if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
-      return std::nullopt;
     GemmDesc g;
-    // bf16/f16 multiply on tensor cores with f32 accumulation (GemmDesc).
-    g.type = a.dtype == DType::F64    ? GemmType::F64
-             : a.dtype == DType::BF16 ? GemmType::BF16
-             : a.dtype == DType::F16  ? GemmType::F16
-                                      : GemmType::F32;
-    int ra = a.rank(), rb = b.rank();
-    // Transpose flags go to cuBLAS (a flag on a 1-D operand means nothing):
-    // a transposed operand is stored with its last two dims swapped.
-    g.transA = transA && ra >= 2;
-    g.transB = transB && rb >= 2;
-    g.m = ra == 1 ? 1 : a.shape[ra - (g.transA ? 1 : 2)];
-    g.k = a.shape[ra - (g.transA ? 2 : 1)];
-    g.n = rb == 1 ? 1 : b.shape[rb - (g.transB ? 2 : 1)];
-    int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - (g.transB ? 1 : 2)];
-    if (kb != g.k)
-      return std::nullopt; // the fallback reports the mismatch
-    std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - std::min(ra, 2)),
-        batchB(b.shape.begin(), b.shape.end() - std::min(rb, 2));
-    if (!batchA.empty() && !batchB.empty() && batchA != batchB)
-      return std::nullopt; // broadcast batches: staged fallback
-    std::vector<int64_t> batch = batchA.empty() ? batchB : batchA;
-    for (auto d : batch)
-      g.batch *= d;
-    // cuBLAS writes every element (beta = 0); an empty k is zeros.
     HostTensor c;
-    c.dtype = out;
-    c.shape = gemmShape(a.shape, b.shape, g.transA, g.transB);
-    c.buf = g.k > 0 ? allocateUninit(c.bytes()) : allocate(c.bytes());
-    g.strideA = batchA.empty() ? 0 : g.m * g.k;
-    g.strideB = batchB.empty() ? 0 : g.k * g.n;
-    g.strideC = g.m * g.n;
-    g.a = a.raw();
-    g.b = b.raw();
-    g.c = c.raw();
+    if (!describeGemm(a, b, out, transA, transB, g, c))
+      return std::nullopt;
     if (c.numel() > 0 && g.k > 0)
       ctx_.gemm(g, stream_);
+    return c;
+  }
+
+  /// Deterministic mode's product on the device (CudaDeterministicGemm.h):
+  /// the CPU's bits, f32 and f64.
+  std::optional<HostTensor> matmulDeterministic(const HostTensor &a, const HostTensor &b, DType out,
+                                                bool transA, bool transB) override {
+    if (a.dtype != DType::F32 && a.dtype != DType::F64)
+      return std::nullopt;
+    GemmDesc g;
+    HostTensor c;
+    if (!describeGemm(a, b, out, transA, transB, g, c))
+      return std::nullopt;
+    if (c.numel() > 0 && g.k > 0)
+      cudaDeterministicGemm(ctx_, g, stream_);
     return c;
   }
 
@@ -256,6 +243,49 @@ public:
   }
 
 private:
+  /// `a @ b` as one (batched) GEMM of cuBLAS's: f32/f64/bf16/f16, 1-D or
+  /// 2-D operands, or equal batch dims on both; `c` allocated with the
+  /// product's shape (zeros when k is 0). False when it is not one.
+  bool describeGemm(const HostTensor &a, const HostTensor &b, DType out, bool transA, bool transB,
+                    GemmDesc &g, HostTensor &c) {
+    if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
+      return false;
+    // bf16/f16 multiply on tensor cores with f32 accumulation (GemmDesc).
+    g.type = a.dtype == DType::F64    ? GemmType::F64
+             : a.dtype == DType::BF16 ? GemmType::BF16
+             : a.dtype == DType::F16  ? GemmType::F16
+                                      : GemmType::F32;
+    int ra = a.rank(), rb = b.rank();
+    // Transpose flags go to cuBLAS (a flag on a 1-D operand means nothing):
+    // a transposed operand is stored with its last two dims swapped.
+    g.transA = transA && ra >= 2;
+    g.transB = transB && rb >= 2;
+    g.m = ra == 1 ? 1 : a.shape[ra - (g.transA ? 1 : 2)];
+    g.k = a.shape[ra - (g.transA ? 2 : 1)];
+    g.n = rb == 1 ? 1 : b.shape[rb - (g.transB ? 2 : 1)];
+    int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - (g.transB ? 1 : 2)];
+    if (kb != g.k)
+      return false; // the fallback reports the mismatch
+    std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - std::min(ra, 2)),
+        batchB(b.shape.begin(), b.shape.end() - std::min(rb, 2));
+    if (!batchA.empty() && !batchB.empty() && batchA != batchB)
+      return false; // broadcast batches: staged fallback
+    std::vector<int64_t> batch = batchA.empty() ? batchB : batchA;
+    for (auto d : batch)
+      g.batch *= d;
+    // The GEMM writes every element; an empty k is zeros.
+    c.dtype = out;
+    c.shape = gemmShape(a.shape, b.shape, g.transA, g.transB);
+    c.buf = g.k > 0 ? allocateUninit(c.bytes()) : allocate(c.bytes());
+    g.strideA = batchA.empty() ? 0 : g.m * g.k;
+    g.strideB = batchB.empty() ? 0 : g.k * g.n;
+    g.strideC = g.m * g.n;
+    g.a = a.raw();
+    g.b = b.raw();
+    g.c = c.raw();
+    return true;
+  }
+
   /// `ctx` made current on this rank's thread (before its stream is made).
   static CudaContext &current(CudaContext &ctx) {
     ctx.makeCurrent();
@@ -292,6 +322,36 @@ NativeKernel CudaBackend::compile(const Kernel &k, bool) {
   counters_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++counters_.compiles;
   return NativeKernel{&ck};
+}
+
+void CudaBackend::precompile(const std::vector<const Kernel *> &kernels) {
+  const size_t threads =
+      std::min<size_t>({kernels.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+  if (threads < 2)
+    return; // compile() does it
+  auto t0 = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::mutex errMu;
+  std::exception_ptr err;
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      try {
+        ctx_->makeCurrent(); // module loads need the context on this thread
+        for (size_t i; (i = next++) < kernels.size();)
+          ctx_->kernel(*kernels[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(errMu);
+        if (!err)
+          err = std::current_exception();
+        next = kernels.size();
+      }
+    });
+  for (auto &t : pool)
+    t.join();
+  counters_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (err)
+    std::rethrow_exception(err);
 }
 
 CudaCopyGroup &CudaBackend::copyGroup(const std::vector<int> &members) {

@@ -43,6 +43,8 @@ public:
   const char *name() const override { return "cuda"; }
   NativeKernel compile(const Kernel &k, bool small) override;
   CompileCounters compileCounters() const override { return counters_; }
+  /// NVRTC on up to 16 host threads (CudaContext::kernel is thread-safe).
+  void precompile(const std::vector<const Kernel *> &kernels) override;
   void run(int ranks, const std::function<void(Device &)> &body) override;
 
   CudaContext &context() { return *ctx_; }

@@ -46,12 +46,11 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
     Entry e;
     e.fk = buildFusedKernel(f);
     e.fk.kernel.deterministic = m.deterministic;
-    bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
-    e.native = backend.compile(e.fk.kernel, small);
     e.reads = outputReads(e.fk.kernel);
-    byName_.emplace(f.name, std::move(e));
+    addEntry(f.name, std::move(e));
   }
   addOpKernels(m, backend);
+  compileAll(backend);
 }
 
 KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module &m,
@@ -59,12 +58,29 @@ KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module
   for (const ProgramKernel &pk : kernels) {
     Entry e;
     e.fk = pk.kernel;
-    bool small = numElements(e.fk.iterType.shape) <= kQuickElements;
-    e.native = backend.compile(e.fk.kernel, small);
     e.reads = outputReads(e.fk.kernel);
-    byName_.emplace(pk.function, std::move(e));
+    addEntry(pk.function, std::move(e));
   }
   addOpKernels(m, backend);
+  compileAll(backend);
+}
+
+void KernelTable::addEntry(const std::string &name, Entry e) {
+  auto [it, added] = byName_.emplace(name, std::move(e));
+  if (added) // the map's nodes stay put: pending_ points into them
+    pending_.push_back({&it->second.fk.kernel,
+                        numElements(it->second.fk.iterType.shape) <= kQuickElements,
+                        &it->second.native});
+}
+
+void KernelTable::compileAll(Backend &backend) {
+  std::vector<const Kernel *> all;
+  for (const Pending &p : pending_)
+    all.push_back(p.kernel);
+  backend.precompile(all); // in parallel where the backend can (NVRTC)
+  for (const Pending &p : pending_)
+    *p.native = backend.compile(*p.kernel, p.small);
+  pending_.clear();
 }
 
 void KernelTable::addOpKernels(const Module &m, Backend &backend) {
@@ -104,12 +120,13 @@ void KernelTable::addOpKernels(const Module &m, Backend &backend) {
         bool small =
             std::max(elements, isConcrete(rt.shape) ? numElements(rt.shape) : 0) <= kQuickElements;
         e.op.main.deterministic = m.deterministic;
-        if (!e.blas || !cpuBlas) {
-          e.main = backend.compile(e.op.main, small);
-          if (e.op.finish)
-            e.finish = backend.compile(*e.op.finish, small);
+        auto [it, added] = byInst_.emplace(&in, std::move(e));
+        OpEntry &oe = it->second;
+        if (added && (!oe.blas || !cpuBlas)) {
+          pending_.push_back({&oe.op.main, small, &oe.main});
+          if (oe.op.finish)
+            pending_.push_back({&*oe.op.finish, small, &oe.finish});
         }
-        byInst_.emplace(&in, std::move(e));
       }
     };
     walk(f.body);

@@ -92,9 +92,19 @@ public:
   int64_t opKernels() const { return (int64_t)byInst_.size(); }
 
 private:
+  void addEntry(const std::string &name, Entry e);
   void addOpKernels(const Module &m, Backend &backend);
+  /// Compiles every pending kernel: Backend::precompile on all of them (in
+  /// parallel where the backend can), then compile() on each in order.
+  void compileAll(Backend &backend);
   std::unordered_map<std::string, Entry> byName_;
   std::unordered_map<const Inst *, OpEntry> byInst_;
+  struct Pending {
+    const Kernel *kernel;
+    bool small;
+    NativeKernel *native; ///< where the compiled handle goes
+  };
+  std::vector<Pending> pending_; ///< built, not yet compiled
 };
 
 /// The memory plan (passes/MemoryPlan.h) the executor releases buffers by.

@@ -2,7 +2,9 @@
 // kernels against the reference interpreter, the caching allocator, cuBLAS
 // GEMM against a host loop, and the CudaCopyComm / NcclComm collectives.
 #include "codegen/CudaEmitter.h"
+#include "runtime/BlasDeterministic.h"
 #include "runtime/CudaComm.h"
+#include "runtime/CudaDeterministicGemm.h"
 #include "runtime/CudaRuntime.h"
 #include "runtime/HostTensor.h"
 #include "support/Diagnostics.h"
@@ -20,18 +22,20 @@ using namespace dt;
 namespace {
 
 /// Fills `t` elements of dtype `dt` with small random values (a few NaN-free
-/// specials for floats: 0, -0, negatives).
-std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
+/// specials for floats: 0, -0, negatives). `spread`: floats of magnitudes
+/// 2^-24..2^24 instead, whose sums round differently in every order.
+std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g, bool spread = false) {
   std::vector<char> v(n * dtypeSize(t));
-  std::uniform_int_distribution<int> d(-5, 5);
+  std::uniform_int_distribution<int> d(-5, 5), e(-24, 24);
+  std::uniform_real_distribution<double> m(-1, 1);
   for (int64_t i = 0; i < n; ++i) {
     int x = d(g);
     switch (t) {
     case DType::F32:
-      reinterpret_cast<float *>(v.data())[i] = x * 0.75f;
+      reinterpret_cast<float *>(v.data())[i] = spread ? (float)std::ldexp(m(g), e(g)) : x * 0.75f;
       break;
     case DType::F64:
-      reinterpret_cast<double *>(v.data())[i] = x * 0.75;
+      reinterpret_cast<double *>(v.data())[i] = spread ? std::ldexp(m(g), e(g)) : x * 0.75;
       break;
     case DType::I32:
       reinterpret_cast<int32_t *>(v.data())[i] = x;
@@ -57,7 +61,7 @@ std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g) {
 /// when `broadcast`) on the GPU and with interpretKernel; compares outputs
 /// within relative tolerance `relTol` (0: exactly; NaN matches NaN).
 void checkKernel(CudaContext &ctx, const Kernel &k, std::vector<int64_t> shape, bool broadcast,
-                 double relTol) {
+                 double relTol, bool spread = false) {
   std::mt19937 g(1234);
   const int R = k.rank, I = (int)k.inputs.size(), O = (int)k.outputs.size();
   std::vector<int64_t> rm = rowMajorStrides(shape);
@@ -85,7 +89,7 @@ void checkKernel(CudaContext &ctx, const Kernel &k, std::vector<int64_t> shape, 
   std::vector<std::vector<char>> host;
   std::vector<void *> hb, db;
   for (int i = 0; i < I; ++i)
-    host.push_back(randomData(k.inputs[i], n, g));
+    host.push_back(randomData(k.inputs[i], n, g, spread));
   for (int o = 0; o < O; ++o)
     host.push_back(std::vector<char>(kept * dtypeSize(k.outputs[o])));
   CudaStream s = ctx.streamForRank(0);
@@ -162,6 +166,32 @@ TEST_CASE("cuda gpu: elementwise and reduction kernels match the interpreter") {
       checkKernel(ctx, rk, {3000, 7}, false, isFloat(t) ? 1e-12 : 0);  // warp per output
     }
   }
+  // Deterministic mode: every sum bit-identical to the interpreter's fixed
+  // order (ir/DeterministicOrder.h) on data whose sums round differently in
+  // any other order: over the last dim (a warp per leaf: one leaf, a few,
+  // split runs, rows not a multiple of 32), over rows (a thread per output
+  // and chunk), over both (a full sum: leaves of 64 rows), integer sums too.
+  for (DType t : {DType::F32, DType::F64, DType::I32})
+    for (const std::vector<int> &dims :
+         {std::vector<int>{1}, std::vector<int>{0}, std::vector<int>{0, 1}}) {
+      Kernel dk;
+      dk.name = std::string("det_sum_") + dtypeName(t) + "_" + std::to_string(dims.size()) +
+                std::to_string(dims[0]);
+      dk.rank = 2;
+      int p = dk.load(dk.addInput(t)), q = dk.load(dk.addInput(t));
+      dk.store(dk.addOutput(t), dk.binary(KOp::Mul, p, q));
+      dk.store(dk.addOutput(t), p);
+      dk.deterministic = true;
+      dk.setReduce(KReduce::Sum, dims);
+      for (std::vector<int64_t> shape : {std::vector<int64_t>{3000, 7},
+                                         {33, 5000},
+                                         {700, 300},
+                                         {1, 100000},
+                                         {4096, 64},
+                                         {130, 1000}})
+        checkKernel(ctx, dk, shape, false, 0, true);
+      checkKernel(ctx, dk, {257, 520}, true, 0, true); // input 1 broadcast along rows
+    }
   Kernel u;
   u.name = "transcendental";
   u.rank = 1;
@@ -177,6 +207,53 @@ TEST_CASE("cuda gpu: elementwise and reduction kernels match the interpreter") {
   rng.store(rng.addOutput(DType::F32), rng.random(RandomKind::Normal, 9, DType::F32));
   rng.store(rng.addOutput(DType::I64), rng.iota(1, DType::I64));
   checkKernel(ctx, rng, {65, 33}, false, 1e-6); // normal: logf/cosf within a few ulp
+}
+
+TEST_CASE("cuda gpu: deterministic mode's matrix product has the CPU's bits") {
+  CudaLibraries libs;
+  CudaContext ctx(libs);
+  CudaStream s = ctx.streamForRank(0);
+  std::mt19937 g(7);
+  struct Case {
+    int64_t batch, m, k, n;
+  };
+  for (bool f64 : {false, true})
+    for (int flags = 0; flags < 4; ++flags)
+      for (Case c : {Case{1, 16, 4096, 64}, Case{1, 33, 200, 70}, Case{2, 5, 129, 3},
+                     Case{1, 1, 1, 1}, Case{1, 4, 0, 5}}) {
+        const bool ta = flags & 1, tb = flags & 2;
+        const DType t = f64 ? DType::F64 : DType::F32;
+        const int64_t es = f64 ? 8 : 4, na = c.m * c.k, nb = c.k * c.n, nc = c.m * c.n;
+        std::vector<char> ha = randomData(t, c.batch * na, g, true),
+                          hb = randomData(t, c.batch * nb, g, true), want(c.batch * nc * es),
+                          got(c.batch * nc * es);
+        for (int64_t bi = 0; bi < c.batch; ++bi) {
+          if (c.k == 0)
+            std::memset(want.data() + bi * nc * es, 0, nc * es);
+          else
+            deterministicMatrix(f64, ha.data() + bi * na * es, hb.data() + bi * nb * es,
+                                want.data() + bi * nc * es, c.m, c.k, c.n, ta, tb);
+        }
+        GemmDesc d;
+        d.type = f64 ? GemmType::F64 : GemmType::F32;
+        d.m = c.m, d.k = c.k, d.n = c.n, d.transA = ta, d.transB = tb, d.batch = c.batch;
+        d.strideA = na, d.strideB = nb, d.strideC = nc;
+        void *da = ctx.alloc((int64_t)ha.size() + 1, s), *db = ctx.alloc((int64_t)hb.size() + 1, s),
+             *dc = ctx.alloc((int64_t)got.size() + 1, s);
+        ctx.copyToDevice(da, ha.data(), (int64_t)ha.size(), s);
+        ctx.copyToDevice(db, hb.data(), (int64_t)hb.size(), s);
+        ctx.zero(dc, (int64_t)got.size(), s);
+        d.a = da, d.b = db, d.c = dc;
+        cudaDeterministicGemm(ctx, d, s);
+        ctx.copyToHost(got.data(), dc, (int64_t)got.size(), s);
+        ctx.synchronize(s);
+        INFO((f64 ? "f64 " : "f32 ")
+             << c.batch << "x" << c.m << "x" << c.k << "x" << c.n << " ta " << ta << " tb " << tb);
+        CHECK(std::memcmp(want.data(), got.data(), got.size()) == 0);
+        ctx.free(da);
+        ctx.free(db);
+        ctx.free(dc);
+      }
 }
 
 TEST_CASE("cuda gpu: cuBLAS f32 GEMM (no TF32) matches a host loop") {

@@ -3,13 +3,16 @@
 // warnings in its log, and the on-disk cache makes a second compile free.
 #include "codegen/Nvrtc.h"
 #include "runtime/CudaDataKernels.h"
+#include "runtime/CudaDeterministicGemm.h"
 #include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace dt;
 
@@ -95,6 +98,24 @@ TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty
   }
 }
 
+TEST_CASE("nvrtc: deterministic mode's GPU matrix product compiles with an empty log") {
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  NvrtcCompiler nvrtc(libs, "");
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    NvrtcRequest req;
+    req.source = cudaDeterministicGemmSource();
+    req.arch = arch;
+    NvrtcResult r = nvrtc.compile(req);
+    INFO(arch << " " << r.log);
+    REQUIRE(r.ok);
+    CHECK(r.log.empty());
+    for (const char *sym : {"dt_det_gemm_f32", "dt_det_gemm_f64"})
+      CHECK(r.binary.find(sym) != std::string::npos);
+  }
+}
+
 TEST_CASE("nvrtc: errors and warnings come back in the log") {
   if (!cudaHeadersAvailable())
     return;
@@ -173,4 +194,43 @@ TEST_CASE("nvrtc: the cache key depends on source, arch, options and version") {
   CHECK(k != nvrtcCacheKey(c, 13, 0));
   CHECK(k != nvrtcCacheKey(d, 13, 0));
   CHECK(k != nvrtcCacheKey(a, 13, 1));
+}
+
+TEST_CASE("nvrtc: compiles from many threads at once give what one thread gives") {
+  // The cuda backend precompiles a program's kernels on the host's cores
+  // (CudaBackend::precompile): one compiler, concurrent compile() calls,
+  // through the same disk cache.
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  TempDir dir;
+  NvrtcCompiler nvrtc(libs, dir.path);
+  const int n = 8;
+  std::vector<NvrtcRequest> reqs(n);
+  for (int i = 0; i < n; ++i) {
+    reqs[i].source = std::string(kTrivial) + "// variant " + std::to_string(i) + "\n";
+    reqs[i].source.replace(reqs[i].source.find("scale"), 5, "scale" + std::to_string(i));
+  }
+  std::vector<NvrtcResult> par(2 * n);
+  {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 2 * n; ++t) // each request twice: racing on its cache entry
+      ts.emplace_back([&, t] { par[t] = nvrtc.compile(reqs[t % n]); });
+    for (auto &t : ts)
+      t.join();
+  }
+  NvrtcCompiler serial(libs, "");
+  for (int t = 0; t < 2 * n; ++t) {
+    INFO("request " << t % n << ": " << par[t].log);
+    REQUIRE(par[t].ok);
+    CHECK(par[t].log.empty());
+    CHECK(par[t].binary == serial.compile(reqs[t % n]).binary);
+  }
+  // Every entry landed once in the cache, with no temp files left behind.
+  int files = 0;
+  for (auto &e : std::filesystem::recursive_directory_iterator(dir.path)) {
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+    files += e.is_regular_file();
+  }
+  CHECK(files == n);
 }

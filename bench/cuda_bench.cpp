@@ -6,6 +6,8 @@
 //   * gemm: bf16 8192^3 and f32 4096^3 through the backend's GEMM
 //     (CudaContext::gemm, what `a @ b` runs) and as a `.dt` loop, against
 //     cuBLASLt called directly with its heuristic's first algorithm (>= 0.9x);
+//   * sums: full, row and column sums in deterministic mode against the
+//     default mode (a ratio, and each one's read bandwidth against a copy's);
 //   * nvrtc: every kernel of the largest example compiled cold (empty cache)
 //     and warm (a new context over the same on-disk cache), ms per kernel
 //     (<= 200 ms cold, <= 1 ms warm).
@@ -73,9 +75,10 @@ const char *verdict(bool met) { return met ? "MET" : "MISSED"; }
 /// then `n` trips between two `time()` readings (which wait for the rank's
 /// stream), printed by the program itself.
 double programStep(const std::string &setup, const std::string &body, const std::string &use,
-                   int n) {
+                   int n, bool deterministic = false) {
   SessionOptions so;
   so.backend = "cuda";
+  so.compile.deterministic = deterministic;
   so.pipeline.target = CodeTarget::Cuda;
   so.keepValues = false;
   Session s(so);
@@ -300,6 +303,50 @@ void benchNvrtc(CudaLibraries &libs, const std::string &program) {
   std::filesystem::remove_all(dir, ec);
 }
 
+/// Sums in deterministic mode against the default mode, each a `.dt` loop
+/// (one reduction kernel a trip, plus the fold launch of a split sum): the
+/// fixed leaf-tree order with 8 chains over the last dim (issue 14) on the
+/// GPU, and the read bandwidth of each against a device copy's.
+void benchSums(CudaContext &ctx, bool quick) {
+  struct Case {
+    const char *name, *shape, *expr;
+    double bytes;
+  };
+  const Case cases[] = {
+      {"full sum f32[16384,4096]", "16384, 4096", "sum(x)", 16384.0 * 4096 * 4},
+      {"full sum(x*x) f32[16384,4096]", "16384, 4096", "sum(x * x)", 16384.0 * 4096 * 4},
+      {"rows (dim 1) f32[16384,4096]", "16384, 4096", "sum(x, dim=1)", 16384.0 * 4096 * 4},
+      {"cols (dim 0) f32[16384,4096]", "16384, 4096", "sum(x, dim=0)", 16384.0 * 4096 * 4},
+      {"rows (dim 1) f32[1048576,64]", "1048576, 64", "sum(x, dim=1)", 1048576.0 * 64 * 4},
+      {"rows (dim 1) f32[262144,256]", "262144, 256", "sum(x, dim=1)", 262144.0 * 256 * 4},
+  };
+  const int64_t bytes = 256ll << 20;
+  CudaStream s = ctx.streamForRank(0);
+  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
+  ctx.zero(in, bytes, s);
+  double tc = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.copyOnDevice(out, in, bytes, s); });
+  ctx.free(in);
+  ctx.free(out);
+  double copyRead = bytes / tc / 1e9; // a copy reads as many bytes as it writes
+  const int trips = quick ? 20 : 80;
+  for (const Case &c : cases) {
+    std::string setup = std::string("mesh g = [r = 1]\nlet x : f32[") + c.shape +
+                        "] @ g[_, _] = randn(seed=1)\nvar s = " + c.expr + "\n";
+    std::string body = std::string("  s = ") + c.expr;
+    try {
+      const char *use = std::string(c.expr).find("dim") == std::string::npos ? "s" : "sum(s)";
+      double td = programStep(setup, body, use, trips, false);
+      double tt = programStep(setup, body, use, trips, true);
+      std::printf("sum %s: default %.1f us (%.0f GB/s read, %.2fx of a copy's read), "
+                  "deterministic %.1f us (%.0f GB/s, %.2fx), det/default %.2f\n",
+                  c.name, td * 1e6, c.bytes / td / 1e9, c.bytes / td / 1e9 / copyRead, tt * 1e6,
+                  c.bytes / tt / 1e9, c.bytes / tt / 1e9 / copyRead, td / tt);
+    } catch (const std::exception &e) {
+      std::printf("sum %s: FAILED: %s\n", c.name, e.what());
+    }
+  }
+}
+
 /// The backend's two GEMM paths (CudaOptions::cublasLt: cublasGemmEx and
 /// cublasLt's heuristic plan) on the square benchmarks and on modulation's
 /// skinny f32 shapes (cond @ transpose(w), its gradient products): time per
@@ -414,6 +461,7 @@ int main(int argc, char **argv) {
                 ctx.numSMs(), ctx.totalMemory() / 1073741824.0);
     benchNvrtc(libs, program);
     benchFused(ctx, quick);
+    benchSums(ctx, quick);
     benchGemm(ctx, GemmType::BF16, 8192, quick);
     benchGemm(ctx, GemmType::F32, 4096, quick);
     benchGemmPaths(libs, quick);

@@ -26,6 +26,9 @@
 #   OUT=/tmp/l2 ONLY=peers,profile PEERS_ARGS=--quick bash scripts/gpu-check.sh ... > $R/c2.txt 2>&1
 #   OUT=/tmp/l3 ONLY=examples,random VERIFY_LIMIT=30 bash scripts/gpu-check.sh ... > $R/c3.txt 2>&1
 #   tar czf $R/logs.tgz -C /tmp l1 l2 l3
+# The sixteenth session's H100 runs: the diff suite cold in 40-48 s (kernels
+# compile on the host's cores before a program's first step; 165+ s before),
+# dt_gpu's units 23 s, cuda_bench 44-50 s, 8 random programs 7 s.
 # Kernel by kernel (Firecracker machines): ncu --clock-control none
 # --cache-control none --metrics gpu__time_duration.sum --csv BIN/dtensorc run
 # --backend cuda PROGRAM (the thirteenth session's numbers in docs/performance.md).

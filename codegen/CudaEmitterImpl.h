@@ -299,6 +299,9 @@ struct Emitter {
   /// (leaves shorter than the warp-per-leaf layout's).
   void emitChainLanes(const std::vector<int> &kept, const std::vector<int> &red,
                       const std::function<std::string(DType)> &identity);
+  /// Opens the walk over a leaf's row segments [r, rowEnd) (o's kept
+  /// indices, then idx at r and c0: point p's last-dim index is c0 + p).
+  void emitLeafRows(const std::vector<int> &kept, const std::vector<int> &red);
   /// The warp-per-leaf body of a deterministic sum over the last dim.
   void emitChainedLeaves(const std::vector<int> &kept, const std::vector<int> &red,
                          const std::function<std::string(DType)> &identity);
@@ -307,6 +310,9 @@ struct Emitter {
   void emitColumnReduction(const std::vector<int> &kept, const std::vector<int> &red,
                            Identity &&identity);
 };
+
+/// Output elements of `k` at `params`: the product of its kept dims.
+int64_t keptPoints(const Kernel &k, const int64_t *params);
 
 /// Deterministic mode's launch geometry (CudaDeterministic.cpp): the chunks
 /// an output's sum is cut into (cudaReduceSplit), and the grid of a launch

@@ -242,11 +242,6 @@ void Emitter::emitColumnReduction(const std::vector<int> &kept, const std::vecto
   os << "      }\n    }\n    return;\n  }\n";
 }
 
-} // namespace cudaemit
-
-namespace {
-
-/// Output elements of `k` at `params`: the product of its kept dims.
 int64_t keptPoints(const Kernel &k, const int64_t *params) {
   int64_t kept = 1;
   for (int i = 0; i < k.rank; ++i)
@@ -255,7 +250,7 @@ int64_t keptPoints(const Kernel &k, const int64_t *params) {
   return kept;
 }
 
-} // namespace
+} // namespace cudaemit
 
 bool cudaColumnReduction(const Kernel &k, const int64_t *params) {
   return k.reduce != KReduce::None && !k.deterministic && k.rank >= 1 &&
@@ -289,7 +284,7 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
 }
 
 int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split) {
-  const int64_t kept = keptPoints(k, params);
+  const int64_t kept = cudaemit::keptPoints(k, params);
   if (k.deterministic)
     return cudaemit::deterministicBlocks(k, params, split);
   return (cudaColumnReduction(k, params) ? (kept + kCudaBlock - 1) / kCudaBlock : kept) * split;
@@ -297,12 +292,12 @@ int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split) {
 
 int64_t cudaFoldBlocks(const Kernel &k, const int64_t *params, int numSMs) {
   const int64_t warps = kCudaBlock / 32;
-  return std::clamp<int64_t>((keptPoints(k, params) + warps - 1) / warps, 1,
+  return std::clamp<int64_t>((cudaemit::keptPoints(k, params) + warps - 1) / warps, 1,
                              (int64_t)std::max(numSMs, 1) * 32);
 }
 
 int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split) {
-  return (int64_t)k.stores.size() * 8 * keptPoints(k, params) * split;
+  return (int64_t)k.stores.size() * 8 * cudaemit::keptPoints(k, params) * split;
 }
 
 } // namespace dt

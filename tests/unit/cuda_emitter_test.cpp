@@ -174,18 +174,35 @@ TEST_CASE("cuda emitter: few outputs over long reductions are split, others are 
   CHECK(split(k, 4096, 1 << 20, 132) == 1); // outputs fill the device
   CHECK(split(k, 1, 1000, 132) == 1);       // short: one block is enough
   CHECK(split(k, 0, 1 << 20, 132) == 1);    // nothing to store
-  // Deterministic sums split into chunks of 2^j whole leaves of 64 rows (a
-  // thread each): 2^20 rows are 16384 leaves; one output fills 132 SMs'
-  // 270336 threads with a leaf a chunk, 4096 outputs leave 66 chunks to
-  // each, so chunks of 256 leaves (64 of them).
+  // Deterministic sums over the last dim (a lane per chain: 4 leaves of 64
+  // a warp) split into runs of 4 leaves whatever the outputs: 2^20 points a
+  // row are 16384 leaves, 4096 runs, 8 runs (warps) a block.
   Kernel d = k;
   d.deterministic = true;
   CHECK(cudaArgWords(d) == cudaArgWords(k));
-  CHECK(split(d, 1, 1 << 20, 132) == 16384);
-  CHECK(cudaSplitBlocks(d, std::vector<int64_t>{1, 1 << 20}.data(), 16384) == 16384 / kCudaBlock);
-  CHECK(split(d, 4096, 1 << 20, 132) == 64);
-  CHECK(split(d, 1 << 20, 1 << 20, 132) == 1); // outputs fill the device
-  CHECK(split(d, 1, 64, 132) == 1);            // one leaf
+  CHECK(split(d, 1, 1 << 20, 132) == 4096);
+  CHECK(cudaSplitBlocks(d, std::vector<int64_t>{1, 1 << 20}.data(), 4096) == 4096 / 8);
+  CHECK(split(d, 4096, 1 << 20, 132) == 4096);
+  CHECK(split(d, 1, 256, 132) == 1); // 4 leaves: one run
+  CHECK(split(d, 1, 64, 132) == 1);  // one leaf
+  // Other deterministic sums (over rows: the last dim kept) split into
+  // chunks of 2^j whole leaves of 64 rows, a thread each: 2^20 rows are
+  // 16384 leaves; one output fills 132 SMs' 270336 threads with a leaf a
+  // chunk, 4096 outputs leave 66 chunks to each, so chunks of 256 leaves
+  // (64 of them).
+  Kernel dc = reduceKernel(KReduce::Sum, DType::F32, 2, {0});
+  dc.deterministic = true;
+  auto splitRows = [&](int64_t rows, int64_t cols) {
+    std::vector<std::vector<int64_t>> in(dc.inputs.size(), {cols, 1}),
+        out(dc.outputs.size(), {0, 1});
+    std::vector<int64_t> params = kernelParams(dc, {rows, cols}, in, out);
+    return cudaReduceSplit(dc, params.data(), 132);
+  };
+  CHECK(splitRows(1 << 20, 1) == 16384);
+  CHECK(cudaSplitBlocks(dc, std::vector<int64_t>{1 << 20, 1}.data(), 16384) == 16384 / kCudaBlock);
+  CHECK(splitRows(1 << 20, 4096) == 64);
+  CHECK(splitRows(1 << 20, 1 << 20) == 1); // outputs fill the device
+  CHECK(splitRows(64, 1) == 1);            // one leaf
   // Max and min keep one chain per output: never split.
   Kernel dm = reduceKernel(KReduce::Max, DType::F32, 2, {1});
   dm.deterministic = true;

@@ -76,44 +76,36 @@ TEST_CASE("nvrtc: a trivial kernel compiles for sm_80 and sm_90, cubin and ptx")
   CHECK(nvrtc.stats().compiles == 4);
 }
 
-TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty log") {
+/// One of the backend's own modules compiles for sm_80 and sm_90 with an
+/// empty log, and holds every entry point the backend looks up by name.
+static void checkModule(const std::string &source, std::initializer_list<const char *> symbols) {
   if (!cudaHeadersAvailable())
     return;
   CudaLibraries libs;
   NvrtcCompiler nvrtc(libs, "");
   for (const char *arch : {"sm_80", "sm_90"}) {
     NvrtcRequest req;
-    req.source = cudaDataKernelSource();
+    req.source = source;
     req.arch = arch;
     NvrtcResult r = nvrtc.compile(req);
     INFO(arch << " " << r.log);
     REQUIRE(r.ok);
     CHECK(r.log.empty());
-    // Every entry point the backend looks up by name is in the module.
-    for (const char *sym :
-         {"dt_strided_copy_1", "dt_strided_copy_8", "dt_gather_4_i32", "dt_gather_2_i64",
-          "dt_scatter_add_f32", "dt_scatter_add_bf16", "dt_scatter_add_f16", "dt_scatter_add_bool",
-          "dt_scatter_add_i64", "dt_bad_factor_f32", "dt_bad_factor_bf16", "dt_bad_factor_f64"})
+    for (const char *sym : symbols)
       CHECK(r.binary.find(sym) != std::string::npos);
   }
 }
 
+TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty log") {
+  checkModule(cudaDataKernelSource(),
+              {"dt_strided_copy_1", "dt_strided_copy_8", "dt_gather_4_i32", "dt_gather_2_i64",
+               "dt_scatter_add_f32", "dt_scatter_add_bf16", "dt_scatter_add_f16",
+               "dt_scatter_add_bool", "dt_scatter_add_i64", "dt_bad_factor_f32",
+               "dt_bad_factor_bf16", "dt_bad_factor_f64"});
+}
+
 TEST_CASE("nvrtc: deterministic mode's GPU matrix product compiles with an empty log") {
-  if (!cudaHeadersAvailable())
-    return;
-  CudaLibraries libs;
-  NvrtcCompiler nvrtc(libs, "");
-  for (const char *arch : {"sm_80", "sm_90"}) {
-    NvrtcRequest req;
-    req.source = cudaDeterministicGemmSource();
-    req.arch = arch;
-    NvrtcResult r = nvrtc.compile(req);
-    INFO(arch << " " << r.log);
-    REQUIRE(r.ok);
-    CHECK(r.log.empty());
-    for (const char *sym : {"dt_det_gemm_f32", "dt_det_gemm_f64"})
-      CHECK(r.binary.find(sym) != std::string::npos);
-  }
+  checkModule(cudaDeterministicGemmSource(), {"dt_det_gemm_f32", "dt_det_gemm_f64"});
 }
 
 TEST_CASE("nvrtc: errors and warnings come back in the log") {

@@ -256,17 +256,31 @@ TEST_CASE("deterministic kernels: the flag is part of the kernel text and hash")
   CHECK(verifyKernel(b).empty());
 }
 
-TEST_CASE("deterministic CUDA reduction: a thread per output (or chunk of leaves), no shuffle "
-          "tree") {
+TEST_CASE("deterministic CUDA reduction: the layouts of the fixed order, never dt_warp_reduce") {
+  // A sum over the last dim: a lane per chain (short leaves) or a warp per
+  // leaf (long ones), both in the kernel, ordered shuffles only; the
+  // unordered warp reduction of the default mode never appears.
   Kernel k = sumKernel(DType::F32);
   k.deterministic = true;
   std::string src = emitCudaKernel(k, "dt_det").source;
   CHECK(src.find("leaves a chunk") != std::string::npos);
+  CHECK(src.find("a warp per leaf") != std::string::npos);
+  CHECK(src.find("runs of per leaves a warp") != std::string::npos);
   CHECK(src.find("dt_warp_reduce(acc") == std::string::npos);
-  CHECK(src.find("__syncthreads") == std::string::npos);
-  // Grid: one thread per kept element.
-  int64_t params[2] = {1000, 4096};
-  CHECK(cudaLaunchDims(k, params, 100).grid == (1000 + kCudaBlock - 1) / kCudaBlock);
+  // One pass over 4 leaves a row: a warp per output, 8 a block.
+  int64_t params[2] = {1000, 256};
+  CHECK(cudaReduceSplit(k, params, 100) == 1);
+  CHECK(cudaLaunchDims(k, params, 100).grid == (1000 + 7) / 8);
+  // A sum over rows: a thread per output, no shuffles at all.
+  Kernel c = sumKernel(DType::F32);
+  c.setReduce(KReduce::Sum, {0});
+  c.deterministic = true;
+  std::string csrc = emitCudaKernel(c, "dt_detc").source;
+  csrc = csrc.substr(csrc.find("__global__")); // the kernel, not the prelude's helpers
+  CHECK(csrc.find("__shfl") == std::string::npos);
+  CHECK(csrc.find("__syncthreads") == std::string::npos);
+  int64_t cparams[2] = {64, 1000};
+  CHECK(cudaLaunchDims(c, cparams, 100).grid == (1000 + kCudaBlock - 1) / kCudaBlock);
   Kernel d = sumKernel(DType::F32);
   CHECK(emitCudaKernel(d, "dt_def").source.find("dt_warp_reduce(acc") != std::string::npos);
 }

@@ -80,12 +80,18 @@ bool warpPerLeaf(const Kernel &k, const int64_t *params) {
 
 namespace cudaemit {
 
+/// The most leaves a run of a chained layout holds: a block's warps (a
+/// warp per leaf) or a warp's slots (a lane per chain).
+int64_t chainedRunCap(const Kernel &k, const int64_t *params) {
+  return warpPerLeaf(k, params) ? kWarpsPerBlock : kSlotsPerWarp;
+}
+
 int64_t deterministicSplit(const Kernel &k, const int64_t *params, int numSMs) {
-  const int64_t kept = cudaemit::keptPoints(k, params), leaves = leafCount(k, params);
+  const int64_t kept = keptPoints(k, params), leaves = leafCount(k, params);
   if (kept <= 0 || leaves == 0)
     return 1;
   if (deterministicChains(k)) { // runs of `per` leaves, as many as there are
-    const int64_t per = chainedPer(leaves, warpPerLeaf(k, params) ? kWarpsPerBlock : kSlotsPerWarp);
+    const int64_t per = chainedPer(leaves, chainedRunCap(k, params));
     const int64_t split = (leaves + per - 1) / per;
     return split >= 2 ? split : 1;
   }
@@ -103,19 +109,16 @@ int64_t deterministicSplit(const Kernel &k, const int64_t *params, int numSMs) {
 }
 
 int64_t deterministicBlocks(const Kernel &k, const int64_t *params, int64_t split) {
-  const int64_t kept = cudaemit::keptPoints(k, params);
+  const int64_t kept = keptPoints(k, params);
   if (kept <= 0)
     return 0;
   int64_t blocks;
-  if (warpPerLeaf(k, params)) { // 8/per runs a block
-    const int64_t per = chainedPer(leafCount(k, params), kWarpsPerBlock);
-    const int64_t runs = kWarpsPerBlock / per;
+  if (deterministicChains(k)) { // cap/per runs a block (a warp per leaf) or a warp (lanes)
+    const int64_t cap = chainedRunCap(k, params);
+    const int64_t runs = cap / chainedPer(leafCount(k, params), cap);
     blocks = (kept * std::max<int64_t>(split, 1) + runs - 1) / runs;
-  } else if (deterministicChains(k)) { // 4/per runs a warp
-    const int64_t per = chainedPer(leafCount(k, params), kSlotsPerWarp);
-    const int64_t runs = kSlotsPerWarp / per;
-    const int64_t warps = (kept * std::max<int64_t>(split, 1) + runs - 1) / runs;
-    blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    if (cap == kSlotsPerWarp) // those were warps: 8 a block
+      blocks = (blocks + kWarpsPerBlock - 1) / kWarpsPerBlock;
   } else { // a thread per (output, chunk)
     blocks = (kept * std::max<int64_t>(split, 1) + kCudaBlock - 1) / kCudaBlock;
   }
@@ -262,6 +265,17 @@ void Emitter::emitDeterministicReduction(const std::string &sym, const std::vect
   os << "  }\n}\n";
 }
 
+void Emitter::emitRunNode(const std::vector<int> &kept) {
+  // A run's node: to the scratch for the fold when split, else output o's.
+  os << "      if (nsplit > 1) {\n";
+  for (size_t s = 0; s < k.stores.size(); ++s)
+    os << "        part" << s << "[o * nsplit + chunk] = acc" << s << ";\n";
+  os << "      } else {\n";
+  emitUnravel(kept, "o", "        ");
+  emitReductionStores("        ");
+  os << "      }\n";
+}
+
 void Emitter::emitLeafRows(const std::vector<int> &kept, const std::vector<int> &red) {
   // A leaf's rows of the last dim: a leaf starts a row, or (the last dim
   // the only reduced one) at a multiple of 64 of it, so a point's chain is
@@ -383,14 +397,8 @@ void Emitter::emitChainedLeaves(const std::vector<int> &kept, const std::vector<
          << "        acc" << n << " = comb" << n << "(acc" << n << ", node" << n
          << "[warp + i]);\n";
   }
-  os << "      if (nsplit > 1) {\n";
-  for (size_t s = 0; s < S; ++s)
-    os << "        part" << s << "[o * nsplit + chunk] = acc" << s << ";\n";
-  os << "      } else {\n";
-  emitUnravel(kept, "o", "        ");
-  emitReductionStores("        ");
-  os << "      }\n"
-     << "    }\n"
+  emitRunNode(kept);
+  os << "    }\n"
      << "    __syncthreads();\n"
      << "  }\n"
      << "  return;\n"
@@ -446,15 +454,9 @@ void Emitter::emitChainLanes(const std::vector<int> &kept, const std::vector<int
     os << "        acc" << s << " = comb" << s << "(acc" << s << ", q" << s << ");\n";
   os << "      }\n"
      << "    }\n"
-     << "    if (j == 0 && i == 0 && g < groups) {\n"
-     << "      if (nsplit > 1) {\n";
-  for (size_t s = 0; s < S; ++s)
-    os << "        part" << s << "[o * nsplit + chunk] = acc" << s << ";\n";
-  os << "      } else {\n";
-  emitUnravel(kept, "o", "        ");
-  emitReductionStores("        ");
-  os << "      }\n"
-     << "    }\n"
+     << "    if (j == 0 && i == 0 && g < groups) {\n";
+  emitRunNode(kept);
+  os << "    }\n"
      << "  }\n}\n";
 }
 

@@ -302,6 +302,9 @@ struct Emitter {
   /// Opens the walk over a leaf's row segments [r, rowEnd) (o's kept
   /// indices, then idx at r and c0: point p's last-dim index is c0 + p).
   void emitLeafRows(const std::vector<int> &kept, const std::vector<int> &red);
+  /// A chained layout's run node acc<s>: part[o * nsplit + chunk] when
+  /// split, else output o's stores.
+  void emitRunNode(const std::vector<int> &kept);
   /// The warp-per-leaf body of a deterministic sum over the last dim.
   void emitChainedLeaves(const std::vector<int> &kept, const std::vector<int> &red,
                          const std::function<std::string(DType)> &identity);

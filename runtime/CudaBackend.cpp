@@ -143,7 +143,7 @@ public:
     t.shape = src.shape;
     t.shape[dim] = ids.numel();
     t.buf = allocateUninit(t.bytes());
-    cudaGather(ctx_, src, toHost(ids), ids, dim, t, stream_);
+    cudaGather(ctx_, src, ids, dim, t, stream_); // ids checked by the executor
     return t;
   }
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,

@@ -7,6 +7,7 @@
 #include "support/Errors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace dt {
@@ -131,11 +132,23 @@ extern "C" __global__ void dt_bad_factor_bf16(const Bf16In *x, long long n, int 
 extern "C" __global__ void dt_bad_factor_f16(const F16In *x, long long n, int nz, unsigned *f) {
   badFactor<F16In>(x, n, nz, f); }
 
+// A fill: every element the value's bits, passed by value (no upload, no
+// wait on the stream).
+template <class T>
+__device__ void fillBits(T *dst, long long n, u64 bits) {
+  const T v = (T)bits;
+  DT_LOOP(i, n) dst[i] = v;
+}
+
 #define DT_COPY(E, T) \
   extern "C" __global__ void dt_strided_copy_##E(const T *src, T *dst, long long n, int rank, \
       Dims8 ext, Dims8 ss, long long so, Dims8 ds, long long dof) { \
     stridedCopy<T>(src, dst, n, rank, ext, ss, so, ds, dof); }
 DT_COPY(1, u8) DT_COPY(2, u16) DT_COPY(4, u32) DT_COPY(8, u64)
+
+#define DT_FILL(E, T) \
+  extern "C" __global__ void dt_fill_##E(T *dst, long long n, u64 bits) { fillBits<T>(dst, n, bits); }
+DT_FILL(1, u8) DT_FILL(2, u16) DT_FILL(4, u32) DT_FILL(8, u64)
 
 #define DT_GATHER(E, T, IN, I) \
   extern "C" __global__ void dt_gather_##E##_##IN(const T *src, const I *ids, T *dst, \
@@ -215,12 +228,10 @@ void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
   ctx.launchRaw(f, gridFor(ctx, n), 256, args, s);
 }
 
-void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOnHost,
-                const HostTensor &ids, int64_t dim, HostTensor &out, CudaStream s) {
+void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &ids, int64_t dim,
+                HostTensor &out, CudaStream s) {
   int64_t outer, n, inner;
   around(src.shape, dim, outer, n, inner);
-  for (int64_t j = 0; j < idsOnHost.numel(); ++j)
-    ref::checkedId("index_select", idsOnHost, j, dim, n); // the reference's message
   const int64_t k = ids.numel(), total = outer * k * inner;
   if (total == 0)
     return;
@@ -255,12 +266,13 @@ void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStre
   const int64_t es = dtypeSize(out.dtype), n = out.numel();
   if (n == 0)
     return;
-  void *src = ctx.alloc(es, s);
-  ctx.copyToDevice(src, one.raw(), es, s);
-  // Every element reads the one value: a copy with source strides 0.
-  cudaStridedCopy(ctx, src, out.raw(), {n}, {0}, 0, {1}, 0, es, s);
-  ctx.synchronize(s); // `one` is pageable host memory the copy reads
-  ctx.free(src);
+  unsigned long long bits = 0; // the element's bytes, little-endian, as the kernel's T
+  std::memcpy(&bits, one.raw(), (size_t)es);
+  void *f = fn(ctx, "dt_fill_" + std::to_string(es));
+  void *dp = out.raw();
+  long long nn = n;
+  void *args[] = {&dp, &nn, &bits};
+  ctx.launchRaw(f, gridFor(ctx, n), 256, args, s);
 }
 
 void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,

@@ -8,15 +8,16 @@
 //    transpose's permutations, one thread per element, by element size;
 //  * row gather (`index_select`): out[o, j, i] = src[o, ids[j], i];
 //  * `check_factor`'s scan (a flag on the device, read back), and fills of
-//    one value (a strided copy whose source strides are 0);
+//    one value (its bits a kernel argument);
 //  * row scatter-add (`index_add`), deterministic: the ids are sorted on the
 //    host into per-row lists (stable, so in id order) and each output element
 //    adds its rows in that order -- the reference kernel's order, so f32/f64
 //    sums are bit-identical to it; bf16/f16 accumulate in f32 and round once
 //    (as the reference widens); integers wrap; bool is `or`.
 //
-// Ids are checked on the host (they are downloaded for the scatter's lists
-// anyway), with the reference kernels' messages.
+// A scatter's ids are checked on the host (they are downloaded for its lists
+// anyway), with the reference kernels' messages; a gather's by the executor
+// before the call (RankState::checkIds: once while the ids are held).
 #pragma once
 
 #include "runtime/CudaRuntime.h"
@@ -41,15 +42,17 @@ void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
                      int64_t esize, CudaStream s);
 
 /// `index_select` along `dim` of the device tensor `src` by the device ids
-/// `ids` into a new device tensor made by `alloc`.
-void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &idsOnHost,
-                const HostTensor &ids, int64_t dim, HostTensor &out, CudaStream s);
+/// `ids` into `out`. The ids must have been checked against src's extent
+/// (the executor does, once per held ids tensor: RankState::checkIds).
+void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &ids, int64_t dim,
+                HostTensor &out, CudaStream s);
 
 /// `check_factor` on the device: whether some element of the float tensor
 /// `x` is zero (`nonzero`) or infinite (else). Waits for the stream.
 bool cudaBadFactor(CudaContext &ctx, const HostTensor &x, bool nonzero, CudaStream s);
 
-/// Fills the device tensor `out` with the one host element of `one`.
+/// Fills the device tensor `out` with the one host element of `one`: its
+/// bits go to the kernel by value, so the fill is queued without a wait.
 void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStream s);
 
 /// The scatter-add's per-row lists: rows r of the output get the source rows

@@ -190,8 +190,6 @@ public:
 
   RankStats stats;
 
-private:
-  void count(const Buffer *b, int delta);
   /// Checks that every id of `ids` (a gather's) lies in [0, bound)
   /// (RuntimeFault as the reference evaluator's) unless these very ids were
   /// checked against `bound` already: checked ids are held (HeldTensor), so
@@ -199,6 +197,9 @@ private:
   /// checked once, not on every launch (on a GPU, a copy to the host and a
   /// wait each time).
   void checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
+
+private:
+  void count(const Buffer *b, int delta);
   struct CheckedIds {
     HeldTensor ids;
     int64_t bound;

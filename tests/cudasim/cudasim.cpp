@@ -266,6 +266,14 @@ extern "C" void sim_copy(int es, const void *src, void *dst, long long n, int ra
     if (es == 8) dt_strided_copy_8((const u64 *)src, (u64 *)dst, n, rank, ext, ss, so, ds, dof);
   });
 }
+extern "C" void sim_fill(int es, void *dst, long long n, unsigned long long bits) {
+  simLaunch(2, 256, [&] {
+    if (es == 1) dt_fill_1((u8 *)dst, n, bits);
+    if (es == 2) dt_fill_2((u16 *)dst, n, bits);
+    if (es == 4) dt_fill_4((u32 *)dst, n, bits);
+    if (es == 8) dt_fill_8((u64 *)dst, n, bits);
+  });
+}
 extern "C" unsigned sim_bad(const char *t, const void *x, long long n, int nonzero) {
   unsigned flag = 0;
   simLaunch(3, 256, [&] {
@@ -317,6 +325,7 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
       (void (*)(const char *, const void *, const long long *, const long long *, const void *,
                 void *, long long, long long, long long, long long))dlsym(h, "sim_scatter");
   auto bad = (unsigned (*)(const char *, const void *, long long, int))dlsym(h, "sim_bad");
+  auto fill = (void (*)(int, void *, long long, unsigned long long))dlsym(h, "sim_fill");
   std::mt19937 g(99);
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
@@ -338,12 +347,18 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
            d8(rowMajorStrides(shape)), 0, 2);
       sameBits("transpose", ref::transpose(a, perm), got);
     }
-    // A fill: the strided copy with source strides 0 (CudaDevice's fills).
+    // A fill (cudaFill: the element's bytes as the kernel's argument), over
+    // more elements than the grid's threads; and a broadcast as the strided
+    // copy with source strides 0.
     {
-      HostTensor one = tensor(t, {}), got(t, {5, 7});
-      copy((int)dtypeSize(t), one.raw(), got.raw(), got.numel(), 1, d8({35}), d8({0}), 0, d8({1}),
-           0, 2);
-      sameBits("fill", ref::broadcastTo(one, {5, 7}), got);
+      HostTensor one = tensor(t, {}), got(t, {5, 217}), bcast(t, {5, 7});
+      unsigned long long bits = 0;
+      std::memcpy(&bits, one.raw(), (size_t)dtypeSize(t));
+      fill((int)dtypeSize(t), got.raw(), got.numel(), bits);
+      sameBits("fill", ref::broadcastTo(one, {5, 217}), got);
+      copy((int)dtypeSize(t), one.raw(), bcast.raw(), bcast.numel(), 1, d8({35}), d8({0}), 0,
+           d8({1}), 0, 2);
+      sameBits("broadcast copy", ref::broadcastTo(one, {5, 7}), bcast);
     }
     // check_factor's scan: a flag exactly when the reference's check fails.
     if (isFloat(t))

@@ -119,6 +119,17 @@ NvrtcResult NvrtcCompiler::compile(const NvrtcRequest &req) {
   return r;
 }
 
+NvrtcResult NvrtcCompiler::compileTier(NvrtcRequest req, bool quick) {
+  if (quick && version() >= std::make_pair(12, 8)) {
+    req.options.push_back(kQuickOption);
+    NvrtcResult r = compile(req);
+    if (r.ok)
+      return r;
+    req.options.pop_back(); // rejected: the full compile says why, if it fails too
+  }
+  return compile(req);
+}
+
 NvrtcResult NvrtcCompiler::compileUncached(const NvrtcRequest &req) {
   NvrtcResult r;
 #if DT_HAVE_CUDA_HEADERS

@@ -67,6 +67,13 @@ public:
   /// Compiles (or reads from the cache). Throws RuntimeFault only when NVRTC
   /// cannot be loaded; compile errors come back in the result.
   NvrtcResult compile(const NvrtcRequest &req);
+  /// compile(), `quick`: with kQuickOption, for a launch-bound kernel (a few
+  /// thousand points) that gains nothing from the full optimizer. It halves
+  /// NVRTC's time (its optimizer and ptxas do less; the arithmetic, IEEE
+  /// without contraction, is the same). An NVRTC that rejects the option
+  /// (before 12.8) compiles fully.
+  NvrtcResult compileTier(NvrtcRequest req, bool quick);
+  static constexpr const char *kQuickOption = "--Ofast-compile=min";
 
   /// NVRTC's version {major, minor}; loads NVRTC (throws when it cannot).
   std::pair<int, int> version();

@@ -204,10 +204,15 @@ public:
   /// quality (the cpu backend's O0 tier).
   virtual NativeKernel compile(const Kernel &k, bool small) = 0;
   virtual CompileCounters compileCounters() const { return {}; }
-  /// Compiles `kernels` ahead of their compile() calls, which then hit the
-  /// cache: in parallel where the backend's compiler allows (cuda: NVRTC on
-  /// the host's cores). The default does nothing.
-  virtual void precompile(const std::vector<const Kernel *> &kernels) { (void)kernels; }
+  /// Compiles `kernels` (each with compile()'s `small`) ahead of their
+  /// compile() calls, which then hit the cache: in parallel where the
+  /// backend's compiler allows (cuda: NVRTC on the host's cores). The
+  /// default does nothing.
+  struct KernelToCompile {
+    const Kernel *kernel;
+    bool small;
+  };
+  virtual void precompile(const std::vector<KernelToCompile> &kernels) { (void)kernels; }
 
   /// Runs `body` on every rank of a world of `ranks` ranks that this process
   /// hosts (cpu: all, as threads; mpi: this process's rank) and returns when

@@ -316,15 +316,15 @@ CudaBackend::CudaBackend(const BackendOptions &opts) : faultTimeout_(opts.faultT
 
 CudaBackend::~CudaBackend() = default;
 
-NativeKernel CudaBackend::compile(const Kernel &k, bool) {
+NativeKernel CudaBackend::compile(const Kernel &k, bool small) {
   auto t0 = std::chrono::steady_clock::now();
-  const CudaKernel &ck = ctx_->kernel(k);
+  const CudaKernel &ck = ctx_->kernel(k, small);
   counters_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++counters_.compiles;
   return NativeKernel{&ck};
 }
 
-void CudaBackend::precompile(const std::vector<const Kernel *> &kernels) {
+void CudaBackend::precompile(const std::vector<KernelToCompile> &kernels) {
   const size_t threads =
       std::min<size_t>({kernels.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
   if (threads < 2)
@@ -339,7 +339,7 @@ void CudaBackend::precompile(const std::vector<const Kernel *> &kernels) {
       try {
         ctx_->makeCurrent(); // module loads need the context on this thread
         for (size_t i; (i = next++) < kernels.size();)
-          ctx_->kernel(*kernels[i]);
+          ctx_->kernel(*kernels[i].kernel, kernels[i].small);
       } catch (...) {
         std::lock_guard<std::mutex> lock(errMu);
         if (!err)

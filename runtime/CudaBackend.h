@@ -44,7 +44,7 @@ public:
   NativeKernel compile(const Kernel &k, bool small) override;
   CompileCounters compileCounters() const override { return counters_; }
   /// NVRTC on up to 16 host threads (CudaContext::kernel is thread-safe).
-  void precompile(const std::vector<const Kernel *> &kernels) override;
+  void precompile(const std::vector<KernelToCompile> &kernels) override;
   void run(int ranks, const std::function<void(Device &)> &body) override;
 
   CudaContext &context() { return *ctx_; }

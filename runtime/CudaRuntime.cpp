@@ -269,8 +269,8 @@ void CudaContext::load(CudaKernel &ck, const std::string &binary) {
   ck.function = fn;
 }
 
-const CudaKernel &CudaContext::kernel(const Kernel &k) {
-  const std::string text = printKernel(k, false);
+const CudaKernel &CudaContext::kernel(const Kernel &k, bool quick) {
+  const std::string text = printKernel(k, false) + (quick ? "quick\n" : "");
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(text);
@@ -281,7 +281,7 @@ const CudaKernel &CudaContext::kernel(const Kernel &k) {
   ck->kernel = k;
   ck->symbol = cudaKernelSymbol(k);
   CudaKernelSource src = emitCudaKernel(k, ck->symbol);
-  NvrtcResult r = nvrtc_.compile(request(src.source, ck->symbol));
+  NvrtcResult r = nvrtc_.compileTier(request(src.source, ck->symbol), quick);
   if (!r.ok)
     throw InternalError("NVRTC rejected the emitted kernel " + ck->symbol + ":\n" + r.log);
   std::lock_guard<std::mutex> lock(mu_);
@@ -410,7 +410,7 @@ CudaStream CudaContext::streamForRank(int) { return nullptr; }
 void CudaContext::synchronize(CudaStream) {}
 bool CudaContext::query(CudaStream) { return true; }
 void CudaContext::synchronizeDevice() {}
-const CudaKernel &CudaContext::kernel(const Kernel &) {
+const CudaKernel &CudaContext::kernel(const Kernel &, bool) {
   throw RuntimeFault("--backend cuda: built without CUDA headers");
 }
 void CudaContext::launch(const CudaKernel &, void *const *, const int64_t *, CudaStream) {}

@@ -138,8 +138,10 @@ public:
 
   // --- kernels ------------------------------------------------------------
   /// Emits, compiles (NVRTC + cache) and loads `k` once per structure
-  /// (kernelHash + text); later calls return the loaded kernel.
-  const CudaKernel &kernel(const Kernel &k);
+  /// (kernelHash + text) and tier; later calls return the loaded kernel.
+  /// `quick`: a launch-bound kernel (KernelTable's `small`), compiled by
+  /// NvrtcCompiler::compileTier's quick tier.
+  const CudaKernel &kernel(const Kernel &k, bool quick = false);
   /// Launches with the ABI params array (KernelIR.h) and device buffers.
   void launch(const CudaKernel &ck, void *const *deviceBuffers, const int64_t *params,
               CudaStream s);

@@ -74,9 +74,9 @@ void KernelTable::addEntry(const std::string &name, Entry e) {
 }
 
 void KernelTable::compileAll(Backend &backend) {
-  std::vector<const Kernel *> all;
+  std::vector<Backend::KernelToCompile> all;
   for (const Pending &p : pending_)
-    all.push_back(p.kernel);
+    all.push_back({p.kernel, p.small});
   backend.precompile(all); // in parallel where the backend can (NVRTC)
   for (const Pending &p : pending_)
     *p.native = backend.compile(*p.kernel, p.small);

@@ -130,13 +130,13 @@ NullBackend::NullBackend(Plan plan) : plan_(plan) {
 
 NullBackend::~NullBackend() = default;
 
-NativeKernel NullBackend::compile(const Kernel &k, bool) {
+NativeKernel NullBackend::compile(const Kernel &k, bool small) {
   if (plan_ != Plan::Cuda) {
     ++counters_.compiles;
     return NativeKernel{};
   }
   // As CudaContext::kernel: once per kernel text, NVRTC through its cache.
-  std::string text = printKernel(k, false);
+  std::string text = printKernel(k, false) + (small ? "quick\n" : "");
   if (auto it = compiled_.find(text); it != compiled_.end()) {
     ++counters_.cacheHits;
     return NativeKernel{it->second};
@@ -146,7 +146,7 @@ NativeKernel NullBackend::compile(const Kernel &k, bool) {
   req.source = emitCudaKernel(k, sym).source;
   req.name = sym + ".cu";
   req.arch = "sm_90";
-  NvrtcResult r = nvrtc_->compile(req);
+  NvrtcResult r = nvrtc_->compileTier(req, small);
   if (!r.ok)
     throw InternalError("NVRTC rejected the emitted kernel " + sym + ":\n" + r.log);
   ++(r.fromCache ? counters_.diskHits : counters_.compiles);

@@ -1,6 +1,7 @@
 // Unit tests of codegen/Nvrtc (label `nvrtc`): NVRTC compiles a trivial kernel
 // for sm_80 and sm_90 to CUBIN and PTX without a GPU, reports errors and
-// warnings in its log, and the on-disk cache makes a second compile free.
+// warnings in its log, the on-disk cache makes a second compile free, and the
+// quick tier (small kernels) compiles into an entry of its own.
 #include "codegen/Nvrtc.h"
 #include "runtime/CudaDataKernels.h"
 #include "runtime/CudaDeterministicGemm.h"
@@ -225,4 +226,33 @@ TEST_CASE("nvrtc: compiles from many threads at once give what one thread gives"
     files += e.is_regular_file();
   }
   CHECK(files == n);
+}
+
+TEST_CASE("nvrtc: the quick tier compiles with an empty log into a cache entry of its own") {
+  // KernelTable's small kernels compile at the quick tier (compileTier): a
+  // separate cache entry, so a kernel compiled quick for a small call site
+  // never stands in for the full tier's code.
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  TempDir dir;
+  NvrtcCompiler nvrtc(libs, dir.path);
+  NvrtcRequest req;
+  req.source = kTrivial;
+  NvrtcResult full = nvrtc.compileTier(req, false), quick = nvrtc.compileTier(req, true);
+  INFO(quick.log);
+  REQUIRE(full.ok);
+  REQUIRE(quick.ok);
+  CHECK(quick.log.empty());
+  const auto [major, minor] = nvrtc.version();
+  if (std::make_pair(major, minor) < std::make_pair(12, 8)) { // no such option: the full tier
+    CHECK(quick.cacheFile == full.cacheFile);
+    return;
+  }
+  CHECK_FALSE(quick.fromCache);
+  NvrtcRequest withOption = req;
+  withOption.options.push_back(NvrtcCompiler::kQuickOption);
+  CHECK(quick.cacheFile.find(nvrtcCacheKey(withOption, major, minor)) != std::string::npos);
+  CHECK(quick.cacheFile != full.cacheFile);
+  CHECK(nvrtc.compileTier(req, true).fromCache);
 }

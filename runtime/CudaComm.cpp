@@ -32,11 +32,7 @@ bool uniform(const std::vector<int64_t> &counts) {
 }
 } // namespace
 
-void cudaCombine(CudaContext &ctx, void *dst, const void *a, const void *b, int64_t count,
-                 DType dtype, ReduceOp op, CudaStream s) {
-  checkReducible(dtype, op);
-  if (count <= 0)
-    return;
+Kernel cudaCombineKernel(DType dtype, ReduceOp op) {
   Kernel k;
   k.name = "comm_combine";
   k.rank = 1;
@@ -45,6 +41,25 @@ void cudaCombine(CudaContext &ctx, void *dst, const void *a, const void *b, int6
   if (dtype == DType::Bool) // Sum and Max are logical or, Min is logical and
     kop = op == ReduceOp::Min ? KOp::And : KOp::Or;
   k.store(k.addOutput(dtype), k.binary(kop, x, y));
+  return k;
+}
+
+Kernel cudaDivideKernel(DType dtype, int64_t divisor) {
+  Kernel k;
+  k.name = "comm_divide";
+  k.rank = 1;
+  int x = k.load(k.addInput(dtype));
+  int d = k.constantInt(divisor, DType::I64);
+  k.store(k.addOutput(dtype), k.binary(KOp::Div, x, k.cast(d, dtype)));
+  return k;
+}
+
+void cudaCombine(CudaContext &ctx, void *dst, const void *a, const void *b, int64_t count,
+                 DType dtype, ReduceOp op, CudaStream s) {
+  checkReducible(dtype, op);
+  if (count <= 0)
+    return;
+  Kernel k = cudaCombineKernel(dtype, op);
   std::vector<int64_t> params = kernelParams(k, {count}, {{1}, {1}}, {{1}});
   void *bufs[] = {const_cast<void *>(a), const_cast<void *>(b), dst};
   ctx.launch(ctx.kernel(k), bufs, params.data(), s);
@@ -56,20 +71,10 @@ void cudaDivide(CudaContext &ctx, void *dst, const void *src, int64_t count, DTy
     return;
   if (dtype == DType::Bool)
     throw RuntimeFault("avg is not defined on bool");
-  Kernel k;
-  k.name = "comm_divide";
-  k.rank = 1;
-  int x = k.load(k.addInput(dtype));
-  int d = k.load(k.addInput(DType::I64)); // the divisor as a broadcast input
-  k.store(k.addOutput(dtype), k.binary(KOp::Div, x, k.cast(d, dtype)));
-  // The divisor lives in a one-element device buffer (stride 0 broadcast).
-  void *dev = ctx.alloc(sizeof(int64_t), s);
-  ctx.copyToDevice(dev, &divisor, sizeof(int64_t), s);
-  std::vector<int64_t> params = kernelParams(k, {count}, {{1}, {0}}, {{1}});
-  void *bufs[] = {const_cast<void *>(src), dev, dst};
+  Kernel k = cudaDivideKernel(dtype, divisor);
+  std::vector<int64_t> params = kernelParams(k, {count}, {{1}}, {{1}});
+  void *bufs[] = {const_cast<void *>(src), dst};
   ctx.launch(ctx.kernel(k), bufs, params.data(), s);
-  ctx.synchronize(s); // `divisor` is a host stack value the copy reads
-  ctx.free(dev);
 }
 
 // --- NcclComm --------------------------------------------------------------------

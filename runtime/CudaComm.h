@@ -37,8 +37,13 @@ class FaultWatch;
 void cudaCombine(CudaContext &ctx, void *dst, const void *a, const void *b, int64_t count,
                  DType dtype, ReduceOp op, CudaStream s);
 /// dst[i] = src[i] / divisor (integers truncate); dst must not overlap src.
+/// The divisor is a constant of the kernel (one compile per group size), so
+/// nothing is uploaded and nothing waits.
 void cudaDivide(CudaContext &ctx, void *dst, const void *src, int64_t count, DType dtype,
                 int64_t divisor, CudaStream s);
+/// The kernel-IR kernels of the two above (rank 1; inputs a, b or src).
+Kernel cudaCombineKernel(DType dtype, ReduceOp op);
+Kernel cudaDivideKernel(DType dtype, int64_t divisor);
 
 /// NCCL's opaque unique id (ncclUniqueId), exchanged by the caller.
 using NcclUniqueId = std::array<char, 128>;

@@ -2,7 +2,9 @@
 // for sm_80 and sm_90 to CUBIN and PTX without a GPU, reports errors and
 // warnings in its log, the on-disk cache makes a second compile free, and the
 // quick tier (small kernels) compiles into an entry of its own.
+#include "codegen/CudaEmitter.h"
 #include "codegen/Nvrtc.h"
+#include "runtime/CudaComm.h"
 #include "runtime/CudaDataKernels.h"
 #include "runtime/CudaDeterministicGemm.h"
 #include "support/Diagnostics.h"
@@ -255,4 +257,44 @@ TEST_CASE("nvrtc: the quick tier compiles with an empty log into a cache entry o
   CHECK(quick.cacheFile.find(nvrtcCacheKey(withOption, major, minor)) != std::string::npos);
   CHECK(quick.cacheFile != full.cacheFile);
   CHECK(nvrtc.compileTier(req, true).fromCache);
+}
+
+TEST_CASE("nvrtc: the collectives' combine and divide kernels compute as documented and compile") {
+  // runtime/CudaComm.h: an `avg` divides by the group's size, a constant of
+  // the kernel (nothing uploaded, no wait); the interpreter is the oracle of
+  // the CUDA lowering (tests/cudasim), so it is checked here, and NVRTC
+  // compiles both kernels for every dtype they take.
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64}) {
+    HostTensor x(t, {5}), y(t, {5});
+    const double vals[] = {7, -7, 1, 0, 100};
+    for (int i = 0; i < 5; ++i)
+      x.set(i, vals[i]);
+    Kernel k = cudaDivideKernel(t, 3);
+    std::vector<int64_t> params = kernelParams(k, {5}, {{1}}, {{1}});
+    void *bufs[] = {x.raw(), y.raw()};
+    interpretKernel(k, bufs, params.data());
+    for (int i = 0; i < 5; ++i) {
+      double want = t == DType::F32   ? (double)((float)vals[i] / 3.0f)
+                    : t == DType::F64 ? vals[i] / 3.0
+                                      : (double)((int64_t)vals[i] / 3);
+      CHECK(y.get(i) == want);
+    }
+  }
+  if (!cudaHeadersAvailable())
+    return;
+  CudaLibraries libs;
+  NvrtcCompiler nvrtc(libs, "");
+  auto compiles = [&](const Kernel &k) {
+    NvrtcRequest req;
+    req.source = emitCudaKernel(k, "k").source;
+    NvrtcResult r = nvrtc.compile(req);
+    INFO(printKernel(k) << r.log);
+    CHECK(r.ok);
+    CHECK(r.log.empty());
+  };
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64, DType::BF16, DType::F16}) {
+    compiles(cudaDivideKernel(t, 8));
+    compiles(cudaCombineKernel(t, ReduceOp::Sum));
+  }
+  compiles(cudaCombineKernel(DType::Bool, ReduceOp::Min));
 }

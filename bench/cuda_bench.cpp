@@ -8,8 +8,10 @@
 //     cuBLASLt called directly with its heuristic's first algorithm (>= 0.9x);
 //   * sums: full, row and column sums in deterministic mode against the
 //     default mode (a ratio, and each one's read bandwidth against a copy's);
+//   * index_add into 16 and 4096 rows, default against deterministic mode;
 //   * nvrtc: every kernel of the largest example compiled cold (empty cache)
-//     and warm (a new context over the same on-disk cache), ms per kernel
+//     and warm (a new context over the same on-disk cache), ms per kernel,
+//     small kernels at the quick tier as the backend compiles them
 //     (<= 200 ms cold, <= 1 ms warm).
 // Without a driver it prints SKIP and exits 77. `--quick` runs fewer reps.
 #include "BenchUtil.h"
@@ -352,6 +354,41 @@ void benchSums(CudaContext &ctx, bool quick) {
   }
 }
 
+/// `index_add` of f32[16384, 4096] rows as a `.dt` loop: into 16 rows
+/// (modulation's gradient: lists of 1024 rows, which default mode splits
+/// into chunks, cudaScatterChunks) and into 4096 rows (lists of 4: one thread
+/// per output in both modes); default against deterministic mode (the
+/// reference's order, one thread per output) and the read rate against a
+/// device copy's.
+void benchScatter(CudaContext &ctx, bool quick) {
+  const int64_t bytes = 256ll << 20;
+  CudaStream s = ctx.streamForRank(0);
+  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
+  ctx.zero(in, bytes, s);
+  double tc = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.copyOnDevice(out, in, bytes, s); });
+  ctx.free(in);
+  ctx.free(out);
+  const double copyRead = bytes / tc / 1e9, read = 16384.0 * 4096 * 4;
+  const int trips = quick ? 20 : 80;
+  for (int rows : {16, 4096}) {
+    const std::string r = std::to_string(rows);
+    std::string setup = "mesh g = [r = 1]\nlet x : f32[16384, 4096] @ g[_, _] = randn(seed=1)\n"
+                        "let ii : i32[16384] @ g[_] = iota(dim=0)\nlet ids = ii % " +
+                        r + "\nlet z : f32[" + r +
+                        ", 4096] @ g[_, _] = zeros()\nvar s = index_add(z, ids, x)\n";
+    try {
+      double td = programStep(setup, "  s = index_add(z, ids, x)", "sum(s)", trips, false);
+      double tt = programStep(setup, "  s = index_add(z, ids, x)", "sum(s)", trips, true);
+      std::printf("index_add f32[16384,4096] into %d rows: default %.1f us (%.0f GB/s read, "
+                  "%.2fx of a copy's read), deterministic %.1f us (%.2fx), default/det %.2fx\n",
+                  rows, td * 1e6, read / td / 1e9, read / td / 1e9 / copyRead, tt * 1e6,
+                  read / tt / 1e9 / copyRead, tt / td);
+    } catch (const std::exception &e) {
+      std::printf("index_add into %d rows: FAILED: %s\n", rows, e.what());
+    }
+  }
+}
+
 /// The backend's two GEMM paths (CudaOptions::cublasLt: cublasGemmEx and
 /// cublasLt's heuristic plan) on the square benchmarks and on modulation's
 /// skinny f32 shapes (cond @ transpose(w), its gradient products): time per
@@ -467,6 +504,7 @@ int main(int argc, char **argv) {
     benchNvrtc(libs, program);
     benchFused(ctx, quick);
     benchSums(ctx, quick);
+    benchScatter(ctx, quick);
     benchGemm(ctx, GemmType::BF16, 8192, quick);
     benchGemm(ctx, GemmType::F32, 4096, quick);
     benchGemmPaths(libs, quick);

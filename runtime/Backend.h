@@ -151,8 +151,11 @@ public:
   /// has checked the ids (RankState::checkIds); a device need not again.
   virtual HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) = 0;
   /// `base` with the rows of `src` added at `ids` along `dim` (`index_add`).
+  /// `reassociate` (default mode): a device may add an output's rows in any
+  /// grouping (cuda splits long lists); else in the reference's order, ids
+  /// order (deterministic mode).
   virtual HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids,
-                                const HostTensor &src, int64_t dim) = 0;
+                                const HostTensor &src, int64_t dim, bool reassociate) = 0;
 
   // --- the rest ----------------------------------------------------------------
   /// A local op with no kernel-IR kernel, no BLAS call and no data-movement

@@ -257,7 +257,7 @@ HostTensor CpuDevice::gather(const HostTensor &src, const HostTensor &ids, int64
 }
 
 HostTensor CpuDevice::scatterAdd(const HostTensor &base, const HostTensor &ids,
-                                 const HostTensor &src, int64_t dim) {
+                                 const HostTensor &src, int64_t dim, bool) {
   HostTensor out = uninit(base.dtype, base.shape);
   ref::indexAddInto(base, ids, src, dim, out);
   return out;

@@ -71,7 +71,7 @@ public:
   HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) override;
   HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) override;
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
-                        int64_t dim) override;
+                        int64_t dim, bool reassociate) override;
   /// The CPU-only fallback: the reference kernels (runtime/LocalOps.h).
   std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                           const std::vector<const HostTensor *> &args,

@@ -147,7 +147,7 @@ public:
     return t;
   }
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
-                        int64_t dim) override {
+                        int64_t dim, bool reassociate) override {
     if (src.dtype != base.dtype) // the reference casts first: staged
       return fromHost(ref::indexAdd(toHost(base), toHost(ids), toHost(src), dim));
     HostTensor t;
@@ -157,11 +157,11 @@ public:
     const int64_t n = base.shape.at(dim);
     if (ids.bytes() > kScatterPlanBytes) { // planned for this call only
       CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_);
-      cudaScatterAdd(ctx_, base, p, src, dim, t, stream_);
+      cudaScatterAdd(ctx_, base, p, src, dim, t, reassociate, stream_);
       ctx_.free(p.lists); // stream ordered: reused after the launch
       return t;
     }
-    cudaScatterAdd(ctx_, base, scatterPlan(ids, dim, n), src, dim, t, stream_);
+    cudaScatterAdd(ctx_, base, scatterPlan(ids, dim, n), src, dim, t, reassociate, stream_);
     return t;
   }
   /// The device lists of `ids` against `n` rows, planned once while the ids

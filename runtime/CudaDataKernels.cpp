@@ -75,32 +75,69 @@ struct AddF16 { typedef u16 T; typedef float A;
   __device__ static T out(A a) { return dt_f32_to_f16(a); }
   __device__ static A add(A a, A b) { return a + b; } };
 
+// Adds the list entries order[p .. end) of column `col` to `acc` in list
+// order: 8 list entries, then their 8 values, are loaded before they are
+// added, so 8 loads are in flight.
+template <class Op>
+__device__ typename Op::A addList(typename Op::A acc, const typename Op::T *col,
+                                  const long long *order, long long p, long long end,
+                                  long long inner) {
+  const int kBatch = 8;
+  for (; p + kBatch <= end; p += kBatch) {
+    typename Op::T v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      v[b] = col[order[p + b] * inner];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      acc = Op::add(acc, Op::in(v[b]));
+  }
+  for (; p < end; ++p)
+    acc = Op::add(acc, Op::in(col[order[p] * inner]));
+  return acc;
+}
+
+// Few outputs over long lists (index_add into a few rows): each thread adds
+// its output's whole list to base, in list order (the reference's order).
 template <class Op>
 __device__ void scatterAddRows(const typename Op::T *base, const long long *rowStart,
                                const long long *order, const typename Op::T *src,
                                typename Op::T *dst, long long total, long long n, long long k,
                                long long inner) {
-  // Few outputs over long lists (index_add into a few rows): each thread
-  // loads 8 list entries, then their 8 values, before adding them in list
-  // order, so 8 loads are in flight and the sum keeps the reference's order.
-  const int kBatch = 8;
   DT_LOOP(i, total) {
     long long e = i % inner, r = (i / inner) % n, o = i / (inner * n);
     const typename Op::T *col = src + o * k * inner + e;
+    dst[i] = Op::out(addList<Op>(Op::in(base[i]), col, order, rowStart[r], rowStart[r + 1], inner));
+  }
+}
+
+// Default mode, few outputs over long lists: chunk c of each output's list
+// summed by its own thread (outputs fastest, so a warp's loads coalesce),
+// into part[c * total + i]; then each output folds base and its chunks in
+// chunk order.
+template <class Op>
+__device__ void scatterAddChunks(const long long *rowStart, const long long *order,
+                                 const typename Op::T *src, typename Op::A *part, long long total,
+                                 long long n, long long k, long long inner, long long chunks) {
+  DT_LOOP(t, total * chunks) {
+    long long i = t % total, c = t / total;
+    long long e = i % inner, r = (i / inner) % n, o = i / (inner * n);
+    const typename Op::T *col = src + o * k * inner + e;
+    const long long first = rowStart[r], len = rowStart[r + 1] - first;
+    const long long per = (len + chunks - 1) / chunks;
+    const long long p = first + c * per < first + len ? first + c * per : first + len;
+    const long long end = p + per < first + len ? p + per : first + len;
+    part[t] = addList<Op>((typename Op::A)0, col, order, p, end, inner);
+  }
+}
+
+template <class Op>
+__device__ void scatterAddFold(const typename Op::T *base, const typename Op::A *part,
+                               typename Op::T *dst, long long total, long long chunks) {
+  DT_LOOP(i, total) {
     typename Op::A acc = Op::in(base[i]);
-    long long p = rowStart[r];
-    const long long end = rowStart[r + 1];
-    for (; p + kBatch <= end; p += kBatch) {
-      typename Op::T v[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        v[b] = col[order[p + b] * inner];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        acc = Op::add(acc, Op::in(v[b]));
-    }
-    for (; p < end; ++p)
-      acc = Op::add(acc, Op::in(col[order[p] * inner]));
+    for (long long c = 0; c < chunks; ++c)
+      acc = Op::add(acc, part[c * total + i]);
     dst[i] = Op::out(acc);
   }
 }
@@ -163,8 +200,18 @@ DT_GATHER(4, u32, i64, long long) DT_GATHER(8, u64, i64, long long)
       const long long *order, const OP::T *src, OP::T *dst, long long total, long long n, \
       long long k, long long inner) { \
     scatterAddRows<OP>(base, rowStart, order, src, dst, total, n, k, inner); }
-DT_SCATTER(f32, AddF32) DT_SCATTER(f64, AddF64) DT_SCATTER(i32, AddI32) DT_SCATTER(i64, AddI64)
-DT_SCATTER(bool, AddBool) DT_SCATTER(bf16, AddBF16) DT_SCATTER(f16, AddF16)
+#define DT_SCATTER_SPLIT(NAME, OP) \
+  extern "C" __global__ void dt_scatter_chunks_##NAME(const long long *rowStart, \
+      const long long *order, const OP::T *src, OP::A *part, long long total, long long n, \
+      long long k, long long inner, long long chunks) { \
+    scatterAddChunks<OP>(rowStart, order, src, part, total, n, k, inner, chunks); } \
+  extern "C" __global__ void dt_scatter_fold_##NAME(const OP::T *base, const OP::A *part, \
+      OP::T *dst, long long total, long long chunks) { \
+    scatterAddFold<OP>(base, part, dst, total, chunks); }
+#define DT_SCATTERS(NAME, OP) DT_SCATTER(NAME, OP) DT_SCATTER_SPLIT(NAME, OP)
+DT_SCATTERS(f32, AddF32) DT_SCATTERS(f64, AddF64) DT_SCATTERS(i32, AddI32)
+DT_SCATTERS(i64, AddI64) DT_SCATTERS(bool, AddBool) DT_SCATTERS(bf16, AddBF16)
+DT_SCATTERS(f16, AddF16)
 )";
 
 /// All data-movement kernels are one module: compiled once (NVRTC's disk
@@ -295,6 +342,8 @@ CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, i
   cudaScatterLists(idsOnHost, dim, n, rowStart, order);
   CudaScatterPlan p;
   p.k = idsOnHost.numel();
+  for (int64_t r = 0; r < n; ++r)
+    p.maxList = std::max(p.maxList, rowStart[r + 1] - rowStart[r]);
   p.lists = ctx.alloc((int64_t)(rowStart.size() + order.size()) * 8, s);
   p.order = static_cast<char *>(p.lists) + rowStart.size() * 8;
   ctx.copyToDevice(p.lists, rowStart.data(), (int64_t)rowStart.size() * 8, s);
@@ -305,20 +354,45 @@ CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, i
   return p;
 }
 
+int64_t cudaScatterChunks(int64_t total, int64_t maxList, int64_t sms) {
+  if (total <= 0)
+    return 1;
+  const int64_t wanted = sms * 2048 * 2; // two full waves of resident threads
+  const int64_t chunks = std::min((wanted + total - 1) / total, maxList / kScatterChunkMin);
+  return std::max<int64_t>(chunks, 1);
+}
+
 void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterPlan &plan,
-                    const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s) {
+                    const HostTensor &src, int64_t dim, HostTensor &out, bool reassociate,
+                    CudaStream s) {
   int64_t outer, n, inner;
   around(base.shape, dim, outer, n, inner);
   const int64_t total = outer * n * inner;
   if (total == 0)
     return;
   // One kernel per dtype, named by the language's dtype names.
-  void *f = fn(ctx, std::string("dt_scatter_add_") + dtypeName(base.dtype));
+  const std::string t = dtypeName(base.dtype);
   const void *bp = base.raw(), *sp = src.raw(), *lp = plan.lists, *op = plan.order;
   void *dp = out.raw();
-  long long t = total, nn = n, kk = plan.k, in = inner;
-  void *args[] = {&bp, &lp, &op, &sp, &dp, &t, &nn, &kk, &in};
-  ctx.launchRaw(f, gridFor(ctx, total), 256, args, s);
+  long long tt = total, nn = n, kk = plan.k, in = inner;
+  const int64_t chunks = reassociate ? cudaScatterChunks(total, plan.maxList, ctx.numSMs()) : 1;
+  if (chunks < 2) {
+    void *args[] = {&bp, &lp, &op, &sp, &dp, &tt, &nn, &kk, &in};
+    ctx.launchRaw(fn(ctx, "dt_scatter_add_" + t), gridFor(ctx, total), 256, args, s);
+    return;
+  }
+  // The chunks' accumulators, Op::A: 8 bytes for f64 and i64, bool's 1, else 4
+  // (f32, i32, and bf16/f16 in f32).
+  const int64_t accBytes = base.dtype == DType::F64 || base.dtype == DType::I64 ? 8
+                           : base.dtype == DType::Bool                          ? 1
+                                                                                : 4;
+  void *part = ctx.alloc(chunks * total * accBytes, s);
+  long long cc = chunks;
+  void *chunkArgs[] = {&lp, &op, &sp, &part, &tt, &nn, &kk, &in, &cc};
+  ctx.launchRaw(fn(ctx, "dt_scatter_chunks_" + t), gridFor(ctx, total * chunks), 256, chunkArgs, s);
+  void *foldArgs[] = {&bp, &part, &dp, &tt, &cc};
+  ctx.launchRaw(fn(ctx, "dt_scatter_fold_" + t), gridFor(ctx, total), 256, foldArgs, s);
+  ctx.free(part); // stream ordered: reused after the launches
 }
 
 } // namespace dt

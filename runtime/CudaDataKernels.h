@@ -9,11 +9,13 @@
 //  * row gather (`index_select`): out[o, j, i] = src[o, ids[j], i];
 //  * `check_factor`'s scan (a flag on the device, read back), and fills of
 //    one value (its bits a kernel argument);
-//  * row scatter-add (`index_add`), deterministic: the ids are sorted on the
-//    host into per-row lists (stable, so in id order) and each output element
-//    adds its rows in that order -- the reference kernel's order, so f32/f64
-//    sums are bit-identical to it; bf16/f16 accumulate in f32 and round once
-//    (as the reference widens); integers wrap; bool is `or`.
+//  * row scatter-add (`index_add`): the ids are sorted on the host into
+//    per-row lists (stable, so in id order) and each output element adds its
+//    rows in that order -- the reference kernel's order, so f32/f64 sums are
+//    bit-identical to it; bf16/f16 accumulate in f32 and round once (as the
+//    reference widens); integers wrap; bool is `or`. In default mode, few
+//    outputs over long lists (index_add into a few rows) split each list
+//    into chunks summed in parallel, then folded in chunk order.
 //
 // A scatter's ids are checked on the host (they are downloaded for its lists
 // anyway), with the reference kernels' messages; a gather's by the executor
@@ -68,13 +70,24 @@ struct CudaScatterPlan {
   void *lists = nullptr; ///< rowStart (n + 1 entries)
   void *order = nullptr; ///< inside `lists`
   int64_t k = 0;         ///< ids
+  int64_t maxList = 0;   ///< the longest row list
 };
 CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, int64_t dim,
                                 int64_t n, CudaStream s);
 
 /// `index_add`: out = base with the rows of `src` added at the planned ids
 /// along `dim` (`out` has base's type and its own buffer). Queued on `s`.
+/// `reassociate` (default mode): when the outputs are too few to fill the
+/// device, each output's list is cut into cudaScatterChunks chunks, summed by
+/// a thread each, then folded onto base in chunk order (two launches).
 void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterPlan &plan,
-                    const HostTensor &src, int64_t dim, HostTensor &out, CudaStream s);
+                    const HostTensor &src, int64_t dim, HostTensor &out, bool reassociate,
+                    CudaStream s);
+
+/// The chunks each output's list is cut into (1: one thread per output, in
+/// list order): enough (output, chunk) threads for two waves of `sms` full
+/// SMs, each chunk at least kScatterChunkMin entries of the longest list.
+int64_t cudaScatterChunks(int64_t total, int64_t maxList, int64_t sms);
+constexpr int64_t kScatterChunkMin = 64;
 
 } // namespace dt

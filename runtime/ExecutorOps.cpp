@@ -88,7 +88,8 @@ std::vector<Slot> RankRunner::localOp(const Inst &in, const std::vector<const Ho
       break;
     case Op::IndexAdd:
       if (n == 3 && oneDim)
-        return {dev_.scatterAdd(*args[0], *args[1], *args[2], in.attrs.ints[0])};
+        return {
+            dev_.scatterAdd(*args[0], *args[1], *args[2], in.attrs.ints[0], !sh_.m.deterministic)};
       break;
     default:
       break;

@@ -77,8 +77,8 @@ public:
     shape.at(dim) = ids.numel();
     return empty(src.dtype, shape);
   }
-  HostTensor scatterAdd(const HostTensor &base, const HostTensor &, const HostTensor &,
-                        int64_t) override {
+  HostTensor scatterAdd(const HostTensor &base, const HostTensor &, const HostTensor &, int64_t,
+                        bool) override {
     return empty(base.dtype, base.shape);
   }
   std::vector<HostTensor> fallbackLocalOp(const Inst &in, const std::vector<const HostTensor *> &,

@@ -250,6 +250,75 @@ void sameBits(const char *what, const HostTensor &want, const HostTensor &got) {
   }
 }
 
+/// index_add(base, ids, src) as the split scatter adds it (runtime/
+/// CudaDataKernels.cpp): each output's list cut into `chunks` chunks of
+/// ceil(len / chunks), each summed from zero in list order in the kernels'
+/// accumulator (Op::A: f32 for bf16/f16), then base and the chunks in order.
+HostTensor splitScatterOrder(const HostTensor &base, const HostTensor &src,
+                             const std::vector<int64_t> &rs, const std::vector<int64_t> &order,
+                             int64_t dim, int64_t chunks) {
+  HostTensor out(base.dtype, base.shape);
+  int64_t outer = 1, n = base.shape[dim], inner = 1, k = src.shape[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= base.shape[d];
+  for (size_t d = dim + 1; d < base.shape.size(); ++d)
+    inner *= base.shape[d];
+  auto each = [&](auto in, auto add, auto outOf) {
+    for (int64_t i = 0; i < base.numel(); ++i) {
+      int64_t e = i % inner, r = (i / inner) % n, o = i / (inner * n);
+      int64_t first = rs[r], len = rs[r + 1] - first, per = (len + chunks - 1) / chunks;
+      auto acc = in(base, i);
+      for (int64_t c = 0; c < chunks; ++c) {
+        decltype(acc) part = 0;
+        for (int64_t p = std::min(first + c * per, first + len);
+             p < std::min(first + c * per + per, first + len); ++p)
+          part = add(part, in(src, (o * k + order[p]) * inner + e));
+        acc = add(acc, part);
+      }
+      outOf(i, acc);
+    }
+  };
+  auto raw = [](const HostTensor &x, auto tag) {
+    return static_cast<const decltype(tag) *>(x.raw());
+  };
+  auto dst = [&](auto tag) { return static_cast<decltype(tag) *>(out.raw()); };
+  auto sum = [](auto a, auto b) { return (decltype(a))(a + b); };
+  switch (base.dtype) {
+  case DType::F32:
+    each([&](const HostTensor &x, int64_t j) { return raw(x, 0.0f)[j]; }, sum,
+         [&](int64_t i, float v) { dst(0.0f)[i] = v; });
+    break;
+  case DType::F64:
+    each([&](const HostTensor &x, int64_t j) { return raw(x, 0.0)[j]; }, sum,
+         [&](int64_t i, double v) { dst(0.0)[i] = v; });
+    break;
+  case DType::I32:
+    each([&](const HostTensor &x, int64_t j) { return raw(x, 0u)[j]; }, sum,
+         [&](int64_t i, uint32_t v) { dst(0u)[i] = v; });
+    break;
+  case DType::I64:
+    each([&](const HostTensor &x, int64_t j) { return raw(x, (uint64_t)0)[j]; }, sum,
+         [&](int64_t i, uint64_t v) { dst((uint64_t)0)[i] = v; });
+    break;
+  case DType::Bool:
+    each([&](const HostTensor &x, int64_t j) { return raw(x, (uint8_t)0)[j]; },
+         [](uint8_t a, uint8_t b) { return (uint8_t)((a || b) ? 1 : 0); },
+         [&](int64_t i, uint8_t v) { dst((uint8_t)0)[i] = v; });
+    break;
+  default: { // bf16 / f16: widened exactly, summed in f32, rounded once
+    const bool bf = base.dtype == DType::BF16;
+    each(
+        [&](const HostTensor &x, int64_t j) {
+          uint16_t b = raw(x, (uint16_t)0)[j];
+          return bf ? bf16ToFloat(b) : halfToFloat(b);
+        },
+        sum,
+        [&](int64_t i, float v) { dst((uint16_t)0)[i] = bf ? floatToBf16(v) : floatToHalf(v); });
+  }
+  }
+  return out;
+}
+
 /// The data-movement kernels of the cuda backend, through the shim, against
 /// ref::transpose / indexSelect / indexAdd on every dtype.
 void runDataKernels() {
@@ -303,6 +372,23 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
     S(bf16, AddBF16) S(f16, AddF16)
   });
 }
+extern "C" void sim_scatter_split(const char *t, const void *base, const long long *rs,
+                                  const long long *order, const void *src, void *part, void *dst,
+                                  long long total, long long n, long long k, long long inner,
+                                  long long chunks) {
+  simLaunch(5, 256, [&] {
+#define C(N, OP) if (!std::strcmp(t, #N)) dt_scatter_chunks_##N(rs, order, (const OP::T *)src, \
+    (OP::A *)part, total, n, k, inner, chunks);
+    C(f32, AddF32) C(f64, AddF64) C(i32, AddI32) C(i64, AddI64) C(bool, AddBool)
+    C(bf16, AddBF16) C(f16, AddF16)
+  });
+  simLaunch(3, 256, [&] {
+#define F(N, OP) if (!std::strcmp(t, #N)) dt_scatter_fold_##N((const OP::T *)base, \
+    (const OP::A *)part, (OP::T *)dst, total, chunks);
+    F(f32, AddF32) F(f64, AddF64) F(i32, AddI32) F(i64, AddI64) F(bool, AddBool)
+    F(bf16, AddBF16) F(f16, AddF16)
+  });
+}
 )";
   }
   void *h = compileAndLoad(base, "data kernels");
@@ -325,6 +411,9 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
       (void (*)(const char *, const void *, const long long *, const long long *, const void *,
                 void *, long long, long long, long long, long long))dlsym(h, "sim_scatter");
   auto bad = (unsigned (*)(const char *, const void *, long long, int))dlsym(h, "sim_bad");
+  auto split = (void (*)(const char *, const void *, const long long *, const long long *,
+                         const void *, void *, void *, long long, long long, long long, long long,
+                         long long))dlsym(h, "sim_scatter_split");
   auto fill = (void (*)(int, void *, long long, unsigned long long))dlsym(h, "sim_fill");
   std::mt19937 g(99);
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
@@ -400,6 +489,16 @@ extern "C" void sim_scatter(const char *t, const void *base, const long long *rs
           scatter(dtypeName(t), a.raw(), (const long long *)rs.data(),
                   (const long long *)order.data(), src.raw(), out.raw(), a.numel(), n, K, inner);
           sameBits("scatter_add", sum, out);
+          // Default mode's split lists: chunks of 2, 3 and 7 (some empty),
+          // against splitScatterOrder's sums in the kernels' order.
+          for (int64_t chunks : {2, 3, 7}) {
+            HostTensor got(t, a.shape);
+            std::vector<double> part((size_t)(chunks * a.numel()));
+            split(dtypeName(t), a.raw(), (const long long *)rs.data(),
+                  (const long long *)order.data(), src.raw(), part.data(), got.raw(), a.numel(), n,
+                  K, inner, chunks);
+            sameBits("scatter_add split", splitScatterOrder(a, src, rs, order, dim, chunks), got);
+          }
         }
   }
   dlclose(h);

@@ -231,9 +231,10 @@ public:
     return fromHost(CpuDevice::gather(toHost(src), toHost(ids), dim));
   }
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
-                        int64_t dim) override {
+                        int64_t dim, bool reassociate) override {
     dev(base, "scatterAdd");
-    return fromHost(CpuDevice::scatterAdd(toHost(base), toHost(ids), toHost(src), dim));
+    return fromHost(
+        CpuDevice::scatterAdd(toHost(base), toHost(ids), toHost(src), dim, reassociate));
   }
   std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                           const std::vector<const HostTensor *> &args,

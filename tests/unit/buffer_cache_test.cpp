@@ -128,7 +128,7 @@ TEST_CASE("buffer cache: the cpu device's transpose, gather and scatter-add matc
       REQUIRE(g.shape == gw.shape);
       CHECK(std::memcmp(g.raw(), gw.raw(), (size_t)gw.bytes()) == 0);
       HostTensor before = x.clone();
-      HostTensor a = dev.scatterAdd(x, ids, g, 0), aw = ref::indexAdd(x, ids, gw, 0);
+      HostTensor a = dev.scatterAdd(x, ids, g, 0, false), aw = ref::indexAdd(x, ids, gw, 0);
       REQUIRE(a.shape == aw.shape);
       CHECK(std::memcmp(a.raw(), aw.raw(), (size_t)aw.bytes()) == 0);
       // The base is untouched: the sum went into a new buffer.

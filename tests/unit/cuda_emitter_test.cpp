@@ -5,6 +5,7 @@
 // rank 0 -- compiles with NVRTC for sm_80 and sm_90 without a single warning.
 #include "codegen/CudaEmitter.h"
 #include "codegen/Nvrtc.h"
+#include "runtime/CudaDataKernels.h"
 #include "support/Diagnostics.h"
 
 #include <cmath>
@@ -287,4 +288,16 @@ TEST_CASE("nvrtc: every representative emitted kernel compiles for sm_80 and sm_
     }
   }
   MESSAGE(n << " NVRTC compilations");
+}
+
+TEST_CASE("cuda scatter-add: a list is split only when the outputs cannot fill the device") {
+  // modulation's index_add into 16 rows of 4096 (1024 rows a list) on 132
+  // SMs: 9 chunks of 114 rows, 590k threads for two waves of 270k.
+  CHECK(cudaScatterChunks(16 * 4096, 1024, 132) == 9);
+  // Enough outputs (an embedding's gradient): one thread per output.
+  CHECK(cudaScatterChunks(50000 * 1024, 40, 132) == 1);
+  // Lists too short to cut into chunks of kScatterChunkMin.
+  CHECK(cudaScatterChunks(16, kScatterChunkMin * 2 - 1, 132) == 1);
+  CHECK(cudaScatterChunks(16, kScatterChunkMin * 3, 132) == 3);
+  CHECK(cudaScatterChunks(0, 1 << 20, 132) == 1);
 }

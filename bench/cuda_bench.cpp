@@ -310,6 +310,18 @@ void benchNvrtc(CudaLibraries &libs, const std::string &program) {
   std::filesystem::remove_all(dir, ec);
 }
 
+/// GB/s a device-to-device copy of 256 MiB reads (as many as it writes).
+double copyReadRate(CudaContext &ctx, bool quick) {
+  const int64_t bytes = 256ll << 20;
+  CudaStream s = ctx.streamForRank(0);
+  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
+  ctx.zero(in, bytes, s);
+  double tc = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.copyOnDevice(out, in, bytes, s); });
+  ctx.free(in);
+  ctx.free(out);
+  return bytes / tc / 1e9;
+}
+
 /// Sums in deterministic mode against the default mode, each a `.dt` loop
 /// (one reduction kernel a trip, plus the fold launch of a split sum): the
 /// fixed leaf-tree order with 8 chains over the last dim (issue 14) on the
@@ -327,14 +339,7 @@ void benchSums(CudaContext &ctx, bool quick) {
       {"rows (dim 1) f32[1048576,64]", "1048576, 64", "sum(x, dim=1)", 1048576.0 * 64 * 4},
       {"rows (dim 1) f32[262144,256]", "262144, 256", "sum(x, dim=1)", 262144.0 * 256 * 4},
   };
-  const int64_t bytes = 256ll << 20;
-  CudaStream s = ctx.streamForRank(0);
-  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
-  ctx.zero(in, bytes, s);
-  double tc = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.copyOnDevice(out, in, bytes, s); });
-  ctx.free(in);
-  ctx.free(out);
-  double copyRead = bytes / tc / 1e9; // a copy reads as many bytes as it writes
+  const double copyRead = copyReadRate(ctx, quick);
   const int trips = quick ? 20 : 80;
   for (const Case &c : cases) {
     std::string setup = std::string("mesh g = [r = 1]\nlet x : f32[") + c.shape +
@@ -361,14 +366,7 @@ void benchSums(CudaContext &ctx, bool quick) {
 /// reference's order, one thread per output) and the read rate against a
 /// device copy's.
 void benchScatter(CudaContext &ctx, bool quick) {
-  const int64_t bytes = 256ll << 20;
-  CudaStream s = ctx.streamForRank(0);
-  void *in = ctx.alloc(bytes, s), *out = ctx.alloc(bytes, s);
-  ctx.zero(in, bytes, s);
-  double tc = bestSync(ctx, s, quick ? 5 : 20, [&] { ctx.copyOnDevice(out, in, bytes, s); });
-  ctx.free(in);
-  ctx.free(out);
-  const double copyRead = bytes / tc / 1e9, read = 16384.0 * 4096 * 4;
+  const double copyRead = copyReadRate(ctx, quick), read = 16384.0 * 4096 * 4;
   const int trips = quick ? 20 : 80;
   for (int rows : {16, 4096}) {
     const std::string r = std::to_string(rows);

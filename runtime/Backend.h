@@ -147,8 +147,8 @@ public:
                           int64_t esize) = 0;
   /// Permutes the dims of `a` (`transpose`).
   virtual HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) = 0;
-  /// Rows of `src` along `dim` picked by `ids` (`index_select`). The caller
-  /// has checked the ids (RankState::checkIds); a device need not again.
+  /// Rows of `src` along `dim` picked by `ids` (`index_select`); RuntimeFault
+  /// for an id out of range.
   virtual HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) = 0;
   /// `base` with the rows of `src` added at `ids` along `dim` (`index_add`).
   /// `reassociate` (default mode): a device may add an output's rows in any

@@ -6,6 +6,7 @@
 #include "runtime/CudaDataKernels.h"
 #include "runtime/CudaDeterministicGemm.h"
 #include "runtime/CudaRuntime.h"
+#include "runtime/KernelRuntime.h"
 #include "runtime/RefKernels.h"
 #include "runtime/ThreadComm.h"
 #include "support/Errors.h"
@@ -143,7 +144,8 @@ public:
     t.shape = src.shape;
     t.shape[dim] = ids.numel();
     t.buf = allocateUninit(t.bytes());
-    cudaGather(ctx_, src, ids, dim, t, stream_); // ids checked by the executor
+    checkedIds_.check(*this, ids, dim, src.shape.at(dim)); // once while the ids are held
+    cudaGather(ctx_, src, ids, dim, t, stream_);
     return t;
   }
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
@@ -305,6 +307,7 @@ private:
   static constexpr size_t kScatterPlans = 8;
   static constexpr int64_t kScatterPlanBytes = 4 << 20; ///< larger ids are planned each call
   std::vector<ScatterEntry> plans_;                     ///< most recent last
+  CheckedIds checkedIds_;                               ///< an unfused gather's
 };
 
 } // namespace

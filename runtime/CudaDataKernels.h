@@ -18,8 +18,8 @@
 //    into chunks summed in parallel, then folded in chunk order.
 //
 // A scatter's ids are checked on the host (they are downloaded for its lists
-// anyway), with the reference kernels' messages; a gather's by the executor
-// before the call (RankState::checkIds: once while the ids are held).
+// anyway), with the reference kernels' messages; a gather's by the device
+// before the call (CheckedIds: once while the ids are held).
 #pragma once
 
 #include "runtime/CudaRuntime.h"
@@ -45,7 +45,7 @@ void cudaStridedCopy(CudaContext &ctx, const void *src, void *dst,
 
 /// `index_select` along `dim` of the device tensor `src` by the device ids
 /// `ids` into `out`. The ids must have been checked against src's extent
-/// (the executor does, once per held ids tensor: RankState::checkIds).
+/// (CudaDevice does, once while the ids are held: CheckedIds).
 void cudaGather(CudaContext &ctx, const HostTensor &src, const HostTensor &ids, int64_t dim,
                 HostTensor &out, CudaStream s);
 

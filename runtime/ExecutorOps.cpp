@@ -80,11 +80,8 @@ std::vector<Slot> RankRunner::localOp(const Inst &in, const std::vector<const Ho
         return {dev_.transpose(*args[0], in.attrs.ints)};
       break;
     case Op::IndexSelect:
-      if (n == 2 && oneDim) {
-        const int64_t dim = in.attrs.ints[0];
-        rs_.checkIds(dev_, *args[1], dim, args[0]->shape.at(dim)); // once while the ids are held
-        return {dev_.gather(*args[0], *args[1], dim)};
-      }
+      if (n == 2 && oneDim)
+        return {dev_.gather(*args[0], *args[1], in.attrs.ints[0])};
       break;
     case Op::IndexAdd:
       if (n == 3 && oneDim)

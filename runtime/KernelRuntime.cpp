@@ -175,18 +175,18 @@ void RankState::startRun() {
   checkedIds_.clear();
 }
 
-void RankState::checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound) {
-  for (const CheckedIds &c : checkedIds_)
+void CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound) {
+  for (const Entry &c : held_)
     if (c.ids.holds(ids) && c.bound == bound)
       return;
   HostTensor host = dev.toHost(ids);
   for (int64_t j = 0, n = host.numel(); j < n; ++j)
     ref::checkedId("index_select", host, j, dim, bound);
-  if (!ids.buf || ids.bytes() > kCheckedIdsBytes)
+  if (!ids.buf || ids.bytes() > kMaxBytes)
     return;
-  if (checkedIds_.size() == kCheckedIds)
-    checkedIds_.erase(checkedIds_.begin());
-  checkedIds_.push_back({HeldTensor(ids), bound});
+  if (held_.size() == kMax)
+    held_.erase(held_.begin());
+  held_.push_back({HeldTensor(ids), bound});
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
@@ -257,7 +257,7 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   // local block (the reference evaluator's check and message; the kernel
   // itself does not check).
   for (const KernelGather &g : e.fk.gathers)
-    checkIds(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+    checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
   const FusedLaunch &l = cs.launch;
   size_t nOut = k.outputs.size();
   void *bufs[16];

@@ -139,6 +139,27 @@ struct RankStats {
 /// first run's time apart, then the totals.
 std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_t top = 25);
 
+/// Gather ids checked against a bound. check() tests that every id of `ids`
+/// lies in [0, bound) (RuntimeFault as the reference evaluator's) unless
+/// these very ids were checked against `bound` already: checked ids are held
+/// (HeldTensor), so they cannot change while listed. A loop-invariant ids
+/// tensor is thus checked once, not on every launch (on a GPU, a copy to the
+/// host and a wait each time).
+class CheckedIds {
+public:
+  void check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
+  void clear() { held_.clear(); }
+
+private:
+  struct Entry {
+    HeldTensor ids;
+    int64_t bound;
+  };
+  static constexpr size_t kMax = 8;             ///< remembered at most
+  static constexpr int64_t kMaxBytes = 4 << 20; ///< larger ids are checked each time
+  std::vector<Entry> held_;                     ///< most recent last
+};
+
 /// One rank's pool, launch cache and accounting.
 class RankState {
 public:
@@ -190,23 +211,9 @@ public:
 
   RankStats stats;
 
-  /// Checks that every id of `ids` (a gather's) lies in [0, bound)
-  /// (RuntimeFault as the reference evaluator's) unless these very ids were
-  /// checked against `bound` already: checked ids are held (HeldTensor), so
-  /// they cannot change while listed. A loop-invariant ids tensor is thus
-  /// checked once, not on every launch (on a GPU, a copy to the host and a
-  /// wait each time).
-  void checkIds(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
-
 private:
   void count(const Buffer *b, int delta);
-  struct CheckedIds {
-    HeldTensor ids;
-    int64_t bound;
-  };
-  static constexpr size_t kCheckedIds = 8;             ///< remembered at most
-  static constexpr int64_t kCheckedIdsBytes = 4 << 20; ///< larger ids are checked each time
-  std::vector<CheckedIds> checkedIds_;                 ///< most recent last
+  CheckedIds checkedIds_; ///< a fused gather's ids, checked before its launches
 
   bool reuse_;
   std::unordered_map<const Buffer *, int> refs_; ///< holds per buffer (0: none now)

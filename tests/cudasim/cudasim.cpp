@@ -490,15 +490,28 @@ extern "C" void sim_scatter_split(const char *t, const void *base, const long lo
                   (const long long *)order.data(), src.raw(), out.raw(), a.numel(), n, K, inner);
           sameBits("scatter_add", sum, out);
           // Default mode's split lists: chunks of 2, 3 and 7 (some empty),
-          // against splitScatterOrder's sums in the kernels' order.
-          for (int64_t chunks : {2, 3, 7}) {
-            HostTensor got(t, a.shape);
-            std::vector<double> part((size_t)(chunks * a.numel()));
-            split(dtypeName(t), a.raw(), (const long long *)rs.data(),
-                  (const long long *)order.data(), src.raw(), part.data(), got.raw(), a.numel(), n,
-                  K, inner, chunks);
-            sameBits("scatter_add split", splitScatterOrder(a, src, rs, order, dim, chunks), got);
-          }
+          // against splitScatterOrder's sums in the kernels' order, on the
+          // data above (NaN, -0, wrapping ints) and on f32/f64 spread over
+          // 2^-20..2^20, whose sums round differently in another order (the
+          // one-pass kernel on those too).
+          HostTensor spreadBase(t, a.shape), spreadSrc(t, want.shape);
+          auto sb = randomData(t, a.numel(), g, true), ss = randomData(t, src.numel(), g, true);
+          std::memcpy(spreadBase.raw(), sb.data(), (size_t)a.bytes());
+          std::memcpy(spreadSrc.raw(), ss.data(), (size_t)src.bytes());
+          HostTensor ordered(t, a.shape); // the one-pass kernel keeps the reference's order
+          scatter(dtypeName(t), spreadBase.raw(), (const long long *)rs.data(),
+                  (const long long *)order.data(), spreadSrc.raw(), ordered.raw(), a.numel(), n, K,
+                  inner);
+          sameBits("scatter_add (spread)", ref::indexAdd(spreadBase, ids, spreadSrc, dim), ordered);
+          for (int64_t chunks : {2, 3, 7})
+            for (const auto &[b, x] : {std::pair{&a, &src}, std::pair{&spreadBase, &spreadSrc}}) {
+              HostTensor got(t, a.shape);
+              std::vector<double> part((size_t)(chunks * a.numel()));
+              split(dtypeName(t), b->raw(), (const long long *)rs.data(),
+                    (const long long *)order.data(), x->raw(), part.data(), got.raw(), a.numel(), n,
+                    K, inner, chunks);
+              sameBits("scatter_add split", splitScatterOrder(*b, *x, rs, order, dim, chunks), got);
+            }
         }
   }
   dlclose(h);

@@ -8,7 +8,8 @@
 //     cuBLASLt called directly with its heuristic's first algorithm (>= 0.9x);
 //   * sums: full, row and column sums in deterministic mode against the
 //     default mode (a ratio, and each one's read bandwidth against a copy's);
-//   * index_add into 16 and 4096 rows, default against deterministic mode;
+//   * index_add into 16 and 4096 rows, and f32 matmuls (square and skinny),
+//     default against deterministic mode;
 //   * nvrtc: every kernel of the largest example compiled cold (empty cache)
 //     and warm (a new context over the same on-disk cache), ms per kernel,
 //     small kernels at the quick tier as the backend compiles them
@@ -387,6 +388,35 @@ void benchScatter(CudaContext &ctx, bool quick) {
   }
 }
 
+/// Deterministic mode's matrix product (runtime/CudaDeterministicGemm.h: a
+/// tile a block for a square C, a thread an element for a skinny one) against
+/// the default mode's cuBLAS, each a `.dt` loop.
+void benchDeterministicGemm(bool quick) {
+  struct Case {
+    const char *name, *a, *b;
+    double flop;
+  };
+  const Case cases[] = {
+      {"f32 4096^3", "4096, 4096", "4096, 4096", 2.0 * 4096 * 4096 * 4096},
+      {"f32 16x4096 @ 4096x4096", "16, 4096", "4096, 4096", 2.0 * 16 * 4096 * 4096},
+  };
+  const int trips = quick ? 5 : 20;
+  for (const Case &c : cases) {
+    std::string setup = std::string("mesh g = [r = 1]\nlet a : f32[") + c.a +
+                        "] @ g[_, _] = randn(seed=1)\nlet b : f32[" + c.b +
+                        "] @ g[_, _] = randn(seed=2)\nvar s = a @ b\n";
+    try {
+      double td = programStep(setup, "  s = a @ b", "sum(s)", trips, false);
+      double tt = programStep(setup, "  s = a @ b", "sum(s)", trips, true);
+      std::printf("deterministic gemm %s: default %.3f ms (%.1f TFLOP/s), deterministic %.3f ms "
+                  "(%.1f TFLOP/s), det/default %.2f\n",
+                  c.name, td * 1e3, c.flop / td / 1e12, tt * 1e3, c.flop / tt / 1e12, td / tt);
+    } catch (const std::exception &e) {
+      std::printf("deterministic gemm %s: FAILED: %s\n", c.name, e.what());
+    }
+  }
+}
+
 /// The backend's two GEMM paths (CudaOptions::cublasLt: cublasGemmEx and
 /// cublasLt's heuristic plan) on the square benchmarks and on modulation's
 /// skinny f32 shapes (cond @ transpose(w), its gradient products): time per
@@ -503,6 +533,7 @@ int main(int argc, char **argv) {
     benchFused(ctx, quick);
     benchSums(ctx, quick);
     benchScatter(ctx, quick);
+    benchDeterministicGemm(quick);
     benchGemm(ctx, GemmType::BF16, 8192, quick);
     benchGemm(ctx, GemmType::F32, 4096, quick);
     benchGemmPaths(libs, quick);

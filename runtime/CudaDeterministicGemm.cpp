@@ -6,6 +6,7 @@
 #include "support/Errors.h"
 
 #include <algorithm>
+#include <string>
 
 namespace dt {
 
@@ -47,6 +48,100 @@ const char *kBody = R"(
   }
 DT_DET_GEMM(dt_det_gemm_f32, float, fmaf)
 DT_DET_GEMM(dt_det_gemm_f64, double, fma)
+
+// The same order on a tile of TM x TN elements of C a block (256 threads, a
+// thread RM x RN elements: rows ty + 16 r, columns tx + 16 c). A leaf's 64 k
+// of A's rows and B's columns are staged in shared memory; each element's
+// leaf is still one fma chain from 0 in k order, and after each leaf every
+// element merges with its stack exactly as above (the heights are the same
+// for all: they depend on the leaf count alone).
+__device__ __forceinline__ float dtFma(float x, float y, float z) { return fmaf(x, y, z); }
+__device__ __forceinline__ double dtFma(double x, double y, double z) { return fma(x, y, z); }
+template <class T, int TM, int TN, int RM, int RN>
+__device__ void detGemmTiled(const T *A, const T *B, T *C, long long m, long long k, long long n,
+                             int ta, int tb, long long batch, long long sA, long long sB,
+                             long long sC) {
+  __shared__ T As[LEAF][TM + 1];
+  __shared__ T Bs[LEAF][TN + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const long long tm = (m + TM - 1) / TM, tn = (n + TN - 1) / TN, tiles = batch * tm * tn;
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const long long bi = t / (tm * tn), i0 = (t / tn) % tm * TM, j0 = t % tn * TN;
+    const T *a = A + bi * sA, *b = B + bi * sB;
+    T st[48][RM][RN];
+    int hs[48], top = 0;
+    for (long long k0 = 0; k0 < k; k0 += LEAF) {
+      const int len = (int)(k0 + LEAF < k ? LEAF : k - k0);
+      __syncthreads(); // the previous leaf's reads are done
+      for (int e = threadIdx.x; e < TM * LEAF; e += 256) { // coalesced along the stored dim
+        const int r = ta ? e % TM : e / LEAF, p = ta ? e / TM : e % LEAF;
+        const long long i = i0 + r;
+        As[p][r] = i < m && p < len ? (ta ? a[(k0 + p) * m + i] : a[i * k + k0 + p]) : (T)0;
+      }
+      for (int e = threadIdx.x; e < TN * LEAF; e += 256) {
+        const int c = tb ? e / LEAF : e % TN, p = tb ? e % LEAF : e / TN;
+        const long long j = j0 + c;
+        Bs[p][c] = j < n && p < len ? (tb ? b[j * k + k0 + p] : b[(k0 + p) * n + j]) : (T)0;
+      }
+      __syncthreads();
+      T acc[RM][RN];
+#pragma unroll
+      for (int r = 0; r < RM; ++r)
+#pragma unroll
+        for (int c = 0; c < RN; ++c)
+          acc[r][c] = 0;
+      for (int p = 0; p < len; ++p) {
+        T av[RM], bv[RN];
+#pragma unroll
+        for (int r = 0; r < RM; ++r)
+          av[r] = As[p][ty + 16 * r];
+#pragma unroll
+        for (int c = 0; c < RN; ++c)
+          bv[c] = Bs[p][tx + 16 * c];
+#pragma unroll
+        for (int r = 0; r < RM; ++r)
+#pragma unroll
+          for (int c = 0; c < RN; ++c)
+            acc[r][c] = dtFma(av[r], bv[c], acc[r][c]);
+      }
+      int h = 0;
+      for (; top > 0 && hs[top - 1] == h; ++h) {
+        --top;
+#pragma unroll
+        for (int r = 0; r < RM; ++r)
+#pragma unroll
+          for (int c = 0; c < RN; ++c)
+            acc[r][c] = st[top][r][c] + acc[r][c];
+      }
+#pragma unroll
+      for (int r = 0; r < RM; ++r)
+#pragma unroll
+        for (int c = 0; c < RN; ++c)
+          st[top][r][c] = acc[r][c];
+      hs[top++] = h;
+    }
+#pragma unroll
+    for (int r = 0; r < RM; ++r)
+#pragma unroll
+      for (int c = 0; c < RN; ++c) {
+        const long long i = i0 + ty + 16 * r, j = j0 + tx + 16 * c;
+        if (i >= m || j >= n)
+          continue;
+        T res = top > 0 ? st[top - 1][r][c] : (T)0;
+        for (int q = top - 2; q >= 0; --q)
+          res = st[q][r][c] + res;
+        C[bi * sC + i * n + j] = res;
+      }
+  }
+}
+#define DT_DET_GEMM_TILED(NAME, T, TM, RM)                                                \
+  extern "C" __global__ void __launch_bounds__(256)                                      \
+      NAME(const T *A, const T *B, T *C, long long m, long long k, long long n, int ta,   \
+           int tb, long long batch, long long sA, long long sB, long long sC) {           \
+    detGemmTiled<T, TM, TM, RM, RM>(A, B, C, m, k, n, ta, tb, batch, sA, sB, sC);       \
+  }
+DT_DET_GEMM_TILED(dt_det_gemm_tiled_f32, float, 64, 4)
+DT_DET_GEMM_TILED(dt_det_gemm_tiled_f64, double, 32, 2)
 )";
 
 } // namespace
@@ -66,15 +161,25 @@ void cudaDeterministicGemm(CudaContext &ctx, const GemmDesc &g, CudaStream s) {
   const long long total = (long long)g.batch * g.m * g.n;
   if (total == 0)
     return;
+  // A tile of C a block when C has rows and columns to fill one (64 x 64 f32,
+  // 32 x 32 f64); a skinny C (modulation's 16 rows) an element a thread.
+  const bool f64 = g.type == GemmType::F64;
+  const int64_t tile = f64 ? 32 : 64;
+  const bool tiled = g.m >= tile / 2 && g.n >= tile / 2;
   void *f = ctx.rawFunction(cudaDeterministicGemmSource(),
-                            g.type == GemmType::F64 ? "dt_det_gemm_f64" : "dt_det_gemm_f32");
+                            std::string(tiled ? "dt_det_gemm_tiled_" : "dt_det_gemm_") +
+                                (f64 ? "f64" : "f32"));
   const void *a = g.a, *b = g.b;
   void *c = g.c;
   long long m = g.m, k = g.k, n = g.n, batch = g.batch, sA = g.strideA, sB = g.strideB,
             sC = g.strideC;
   int ta = g.transA, tb = g.transB;
   void *args[] = {&a, &b, &c, &m, &k, &n, &ta, &tb, &batch, &sA, &sB, &sC};
-  const long long grid = std::min<long long>((total + 255) / 256, (long long)ctx.numSMs() * 64);
+  const long long tiles =
+      (long long)g.batch * ((g.m + tile - 1) / tile) * ((g.n + tile - 1) / tile);
+  const long long grid =
+      tiled ? std::min<long long>(tiles, (long long)ctx.numSMs() * 8)
+            : std::min<long long>((total + 255) / 256, (long long)ctx.numSMs() * 64);
   ctx.launchRaw(f, grid, 256, args, s);
 }
 

@@ -6,13 +6,16 @@
 // reductions, split reductions (two launches), empty reductions, RNG and iota
 // with global offsets, rank 0, gathers (index_select inside a kernel); and
 // the cuda backend's data-movement kernels
-// (runtime/CudaDataKernels.h: strided copy as transpose, gather, scatter-add)
-// against the reference kernels on every dtype.
+// (runtime/CudaDataKernels.h: strided copy as transpose, gather, scatter-add,
+// its split form, fills) against the reference kernels on every dtype; and
+// deterministic mode's matrix product (both kernels) against the CPU's.
 // Build and run with scripts/cuda-host-sim.sh (minutes: one g++ per kernel).
 //
 // usage: cudasim WORK_DIR SHIM_H
 #include "codegen/CudaEmitter.h"
+#include "runtime/BlasDeterministic.h"
 #include "runtime/CudaDataKernels.h"
+#include "runtime/CudaDeterministicGemm.h"
 #include "runtime/HostTensor.h"
 #include "runtime/RefKernels.h"
 #include "support/LowPrecision.h"
@@ -517,6 +520,64 @@ extern "C" void sim_scatter_split(const char *t, const void *base, const long lo
   dlclose(h);
 }
 
+/// Deterministic mode's GPU matrix product (runtime/CudaDeterministicGemm.h),
+/// an element a thread and a tile a block, through the shim, against the
+/// CPU's deterministicMatrix bitwise: f32/f64 spread over 2^-20..2^20, every
+/// transpose, partial tiles, a remainder leaf, k = 0, two batches.
+void runDeterministicGemm() {
+  std::string base = gWork + "/det_gemm";
+  {
+    std::ofstream f(base + ".cpp");
+    f << cudaDeterministicGemmSource() << R"(
+extern "C" void sim_det_gemm(int tiled, int f64, const void *A, const void *B, void *C,
+                             long long m, long long k, long long n, int ta, int tb,
+                             long long batch, long long sA, long long sB, long long sC) {
+  simLaunch(3, 256, [&] {
+    if (tiled && f64) dt_det_gemm_tiled_f64((const double *)A, (const double *)B, (double *)C, m,
+                                            k, n, ta, tb, batch, sA, sB, sC);
+    if (tiled && !f64) dt_det_gemm_tiled_f32((const float *)A, (const float *)B, (float *)C, m,
+                                             k, n, ta, tb, batch, sA, sB, sC);
+    if (!tiled && f64) dt_det_gemm_f64((const double *)A, (const double *)B, (double *)C, m, k,
+                                       n, ta, tb, batch, sA, sB, sC);
+    if (!tiled && !f64) dt_det_gemm_f32((const float *)A, (const float *)B, (float *)C, m, k, n,
+                                        ta, tb, batch, sA, sB, sC);
+  });
+}
+)";
+  }
+  void *h = compileAndLoad(base, "deterministic gemm");
+  if (!h)
+    return;
+  auto gemm =
+      (void (*)(int, int, const void *, const void *, void *, long long, long long, long long, int,
+                int, long long, long long, long long, long long))dlsym(h, "sim_det_gemm");
+  std::mt19937 g(7);
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (Shape sh : {Shape{70, 200, 45}, Shape{64, 64, 64}, Shape{33, 1, 130}, Shape{16, 130, 40},
+                   Shape{40, 0, 40}, Shape{65, 257, 3}})
+    for (DType t : {DType::F32, DType::F64})
+      for (int ta : {0, 1})
+        for (int tb : {0, 1}) {
+          const int64_t batch = 2, sA = sh.m * sh.k, sB = sh.k * sh.n, sC = sh.m * sh.n;
+          auto a = randomData(t, batch * sA, g, true), b = randomData(t, batch * sB, g, true);
+          HostTensor want(t, {batch, sh.m, sh.n});
+          const int64_t es = dtypeSize(t);
+          for (int64_t bi = 0; bi < batch; ++bi)
+            deterministicMatrix(t == DType::F64, a.data() + bi * sA * es, b.data() + bi * sB * es,
+                                static_cast<char *>(want.raw()) + bi * sC * es, sh.m, sh.k, sh.n,
+                                ta, tb);
+          for (int tiled : {0, 1}) {
+            HostTensor got(t, {batch, sh.m, sh.n});
+            gemm(tiled, t == DType::F64, a.data(), b.data(), got.raw(), sh.m, sh.k, sh.n, ta, tb,
+                 batch, sA, sB, sC);
+            sameBits(tiled ? "det gemm tiled" : "det gemm", want, got);
+          }
+        }
+  dlclose(h);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: cudasim WORK_DIR SHIM_H\n");
@@ -533,6 +594,7 @@ int main(int argc, char **argv) {
     printf("note: no precompiled shim (compiling it in every kernel)\n");
   int tag = 0;
   runDataKernels();
+  runDeterministicGemm();
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
   for (DType t : all) {

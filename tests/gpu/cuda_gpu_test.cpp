@@ -219,8 +219,11 @@ TEST_CASE("cuda gpu: deterministic mode's matrix product has the CPU's bits") {
   };
   for (bool f64 : {false, true})
     for (int flags = 0; flags < 4; ++flags)
-      for (Case c : {Case{1, 16, 4096, 64}, Case{1, 33, 200, 70}, Case{2, 5, 129, 3},
-                     Case{1, 1, 1, 1}, Case{1, 4, 0, 5}}) {
+      // An element a thread (16 rows, 5 rows, 1 x 1) and a tile a block (33 x
+      // 70 and larger: partial tiles, several tiles, remainder leaves).
+      for (Case c :
+           {Case{1, 16, 4096, 64}, Case{1, 33, 200, 70}, Case{2, 5, 129, 3}, Case{1, 1, 1, 1},
+            Case{1, 4, 0, 5}, Case{2, 130, 300, 97}, Case{1, 256, 1024, 256}, Case{1, 40, 0, 40}}) {
         const bool ta = flags & 1, tb = flags & 2;
         const DType t = f64 ? DType::F64 : DType::F32;
         const int64_t es = f64 ? 8 : 4, na = c.m * c.k, nb = c.k * c.n, nc = c.m * c.n;

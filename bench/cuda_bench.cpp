@@ -34,6 +34,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -275,9 +276,7 @@ void benchNvrtc(CudaLibraries &libs, const std::string &program) {
   // which a context compiles once (NVRTC compiles cold, disk hits warm). As
   // the backend does: KernelTable's small kernels at NVRTC's quick tier.
   size_t nk = prog->kernels().size();
-  auto small = [](const ProgramKernel &k) {
-    return numElements(k.kernel.iterType.shape) <= KernelTable::kQuickElements;
-  };
+  auto small = [](const ProgramKernel &k) { return KernelTable::isSmall(k.kernel); };
   double cold = 0, warm = 0;
   int64_t compiles = 0;
   {
@@ -323,6 +322,22 @@ double copyReadRate(CudaContext &ctx, bool quick) {
   return bytes / tc / 1e9;
 }
 
+/// A `.dt` loop's time a trip in default and in deterministic mode
+/// (programStep), or nothing after printing "LABEL: FAILED: why".
+struct ModeTimes {
+  double def, det;
+};
+std::optional<ModeTimes> bothModes(const std::string &label, const std::string &setup,
+                                   const std::string &body, const std::string &use, int trips) {
+  try {
+    return ModeTimes{programStep(setup, body, use, trips, false),
+                     programStep(setup, body, use, trips, true)};
+  } catch (const std::exception &e) {
+    std::printf("%s: FAILED: %s\n", label.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
 /// Sums in deterministic mode against the default mode, each a `.dt` loop
 /// (one reduction kernel a trip, plus the fold launch of a split sum): the
 /// fixed leaf-tree order with 8 chains over the last dim (issue 14) on the
@@ -345,18 +360,15 @@ void benchSums(CudaContext &ctx, bool quick) {
   for (const Case &c : cases) {
     std::string setup = std::string("mesh g = [r = 1]\nlet x : f32[") + c.shape +
                         "] @ g[_, _] = randn(seed=1)\nvar s = " + c.expr + "\n";
-    std::string body = std::string("  s = ") + c.expr;
-    try {
-      const char *use = std::string(c.expr).find("dim") == std::string::npos ? "s" : "sum(s)";
-      double td = programStep(setup, body, use, trips, false);
-      double tt = programStep(setup, body, use, trips, true);
+    const char *use = std::string(c.expr).find("dim") == std::string::npos ? "s" : "sum(s)";
+    auto t =
+        bothModes(std::string("sum ") + c.name, setup, std::string("  s = ") + c.expr, use, trips);
+    if (t)
       std::printf("sum %s: default %.1f us (%.0f GB/s read, %.2fx of a copy's read), "
                   "deterministic %.1f us (%.0f GB/s, %.2fx), det/default %.2f\n",
-                  c.name, td * 1e6, c.bytes / td / 1e9, c.bytes / td / 1e9 / copyRead, tt * 1e6,
-                  c.bytes / tt / 1e9, c.bytes / tt / 1e9 / copyRead, td / tt);
-    } catch (const std::exception &e) {
-      std::printf("sum %s: FAILED: %s\n", c.name, e.what());
-    }
+                  c.name, t->def * 1e6, c.bytes / t->def / 1e9, c.bytes / t->def / 1e9 / copyRead,
+                  t->det * 1e6, c.bytes / t->det / 1e9, c.bytes / t->det / 1e9 / copyRead,
+                  t->def / t->det);
   }
 }
 
@@ -375,16 +387,13 @@ void benchScatter(CudaContext &ctx, bool quick) {
                         "let ii : i32[16384] @ g[_] = iota(dim=0)\nlet ids = ii % " +
                         r + "\nlet z : f32[" + r +
                         ", 4096] @ g[_, _] = zeros()\nvar s = index_add(z, ids, x)\n";
-    try {
-      double td = programStep(setup, "  s = index_add(z, ids, x)", "sum(s)", trips, false);
-      double tt = programStep(setup, "  s = index_add(z, ids, x)", "sum(s)", trips, true);
+    auto t = bothModes("index_add into " + r + " rows", setup, "  s = index_add(z, ids, x)",
+                       "sum(s)", trips);
+    if (t)
       std::printf("index_add f32[16384,4096] into %d rows: default %.1f us (%.0f GB/s read, "
                   "%.2fx of a copy's read), deterministic %.1f us (%.2fx), default/det %.2fx\n",
-                  rows, td * 1e6, read / td / 1e9, read / td / 1e9 / copyRead, tt * 1e6,
-                  read / tt / 1e9 / copyRead, tt / td);
-    } catch (const std::exception &e) {
-      std::printf("index_add into %d rows: FAILED: %s\n", rows, e.what());
-    }
+                  rows, t->def * 1e6, read / t->def / 1e9, read / t->def / 1e9 / copyRead,
+                  t->det * 1e6, read / t->det / 1e9 / copyRead, t->det / t->def);
   }
 }
 
@@ -405,15 +414,13 @@ void benchDeterministicGemm(bool quick) {
     std::string setup = std::string("mesh g = [r = 1]\nlet a : f32[") + c.a +
                         "] @ g[_, _] = randn(seed=1)\nlet b : f32[" + c.b +
                         "] @ g[_, _] = randn(seed=2)\nvar s = a @ b\n";
-    try {
-      double td = programStep(setup, "  s = a @ b", "sum(s)", trips, false);
-      double tt = programStep(setup, "  s = a @ b", "sum(s)", trips, true);
+    auto t = bothModes(std::string("deterministic gemm ") + c.name, setup, "  s = a @ b", "sum(s)",
+                       trips);
+    if (t)
       std::printf("deterministic gemm %s: default %.3f ms (%.1f TFLOP/s), deterministic %.3f ms "
                   "(%.1f TFLOP/s), det/default %.2f\n",
-                  c.name, td * 1e3, c.flop / td / 1e12, tt * 1e3, c.flop / tt / 1e12, td / tt);
-    } catch (const std::exception &e) {
-      std::printf("deterministic gemm %s: FAILED: %s\n", c.name, e.what());
-    }
+                  c.name, t->def * 1e3, c.flop / t->def / 1e12, t->det * 1e3,
+                  c.flop / t->det / 1e12, t->def / t->det);
   }
 }
 

@@ -51,7 +51,7 @@ std::vector<Source> kernelSources(const std::string &path) {
     uint64_t h = kernelHash(k);
     if (!seen.insert(h).second)
       continue;
-    bool small = numElements(pk.kernel.iterType.shape) <= KernelTable::kQuickElements;
+    bool small = KernelTable::isSmall(pk.kernel);
     out.push_back({emitCudaKernel(k, "dt_k_" + std::to_string(h)).source, small});
   }
   return out;

@@ -280,6 +280,10 @@ std::string cudaKernelSymbol(const Kernel &k) {
   return sym;
 }
 
+std::string cudaKernelKey(const Kernel &k, bool quick) {
+  return printKernel(k, false) + (quick ? "quick\n" : "");
+}
+
 bool cudaSplitsReduction(const Kernel &k) {
   return k.reduce != KReduce::None && (!k.deterministic || deterministicTreeSum(k));
 }

@@ -77,6 +77,12 @@ CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol);
 /// The symbol the cuda backend (and its dry run) gives `k`: dt_k_<kernelHash hex>.
 std::string cudaKernelSymbol(const Kernel &k);
 
+/// What a process keeps `k`'s compiled module under (CudaContext::kernel, the
+/// dry run's NullBackend): its printed IR, then the NVRTC tier (`quick`:
+/// NvrtcCompiler::compileTier's), so the two tiers of one kernel never share
+/// a module.
+std::string cudaKernelKey(const Kernel &k, bool quick);
+
 /// W = max(1, I + O + numParams(k)). At most 512 (the 4 KiB kernel-argument
 /// limit every driver accepts); emitCudaKernel rejects larger kernels.
 int cudaArgWords(const Kernel &k);

@@ -270,7 +270,7 @@ void CudaContext::load(CudaKernel &ck, const std::string &binary) {
 }
 
 const CudaKernel &CudaContext::kernel(const Kernel &k, bool quick) {
-  const std::string text = printKernel(k, false) + (quick ? "quick\n" : "");
+  const std::string text = cudaKernelKey(k, quick);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(text);

@@ -68,9 +68,7 @@ KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module
 void KernelTable::addEntry(const std::string &name, Entry e) {
   auto [it, added] = byName_.emplace(name, std::move(e));
   if (added) // the map's nodes stay put: pending_ points into them
-    pending_.push_back({&it->second.fk.kernel,
-                        numElements(it->second.fk.iterType.shape) <= kQuickElements,
-                        &it->second.native});
+    pending_.push_back({&it->second.fk.kernel, isSmall(it->second.fk), &it->second.native});
 }
 
 void KernelTable::compileAll(Backend &backend) {

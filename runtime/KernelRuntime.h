@@ -68,6 +68,11 @@ public:
   /// kernels of `m` (the program's module).
   KernelTable(const std::vector<ProgramKernel> &kernels, const Module &m, Backend &backend);
   static constexpr int64_t kQuickElements = 1 << 14;
+  /// A fused kernel compiled `small`: its iteration space has at most
+  /// kQuickElements elements (the cpu backend's O0, NVRTC's quick tier).
+  static bool isSmall(const FusedKernel &fk) {
+    return numElements(fk.iterType.shape) <= kQuickElements;
+  }
   /// The kernel `in` calls, or null when `in` is not a kernel call.
   const Entry *find(const Inst &in) const;
 

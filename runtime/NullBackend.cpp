@@ -136,7 +136,7 @@ NativeKernel NullBackend::compile(const Kernel &k, bool small) {
     return NativeKernel{};
   }
   // As CudaContext::kernel: once per kernel text, NVRTC through its cache.
-  std::string text = printKernel(k, false) + (small ? "quick\n" : "");
+  std::string text = cudaKernelKey(k, small);
   if (auto it = compiled_.find(text); it != compiled_.end()) {
     ++counters_.cacheHits;
     return NativeKernel{it->second};

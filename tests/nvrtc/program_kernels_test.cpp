@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
           // sm_80 and sm_90 at the tier the backend compiles the kernel at:
           // a small one at NVRTC's quick tier (the option itself:
           // compileTier would hide its failure), others at the full tier.
-          const bool small = numElements(pk.kernel.iterType.shape) <= KernelTable::kQuickElements;
+          const bool small = KernelTable::isSmall(pk.kernel);
           struct Tier {
             const char *arch;
             bool quick;

@@ -27,7 +27,7 @@
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)             \
   X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)                                \
   X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)       \
-  X(cuFuncGetAttribute) X(cuLaunchKernel)                                                  \
+  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
   X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemAllocHost) X(cuMemFreeHost)            \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)                                          \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)        \

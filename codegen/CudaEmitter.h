@@ -100,6 +100,10 @@ struct CudaLaunchDims {
 /// multiprocessors; grid-stride loops cover whatever the grid does not.
 CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs);
 
+/// Blocks of kCudaBlock threads a multiprocessor holds at most (2048 threads
+/// on sm_80 and sm_90); fewer when a kernel's registers do not fit.
+constexpr int kCudaMaxResidentBlocks = 8;
+
 /// Reduced extents from this size up, with fewer outputs than would fill the
 /// device, are split (cudaReduceSplit).
 constexpr int64_t kCudaSplitReduceMin = 32768;
@@ -110,6 +114,11 @@ constexpr int64_t kCudaSplitReduceMin = 32768;
 bool cudaSplitsReduction(const Kernel &k);
 
 /// How many chunks each output of reduction `k` is cut into (1: one pass).
+/// A block or warp per output: enough blocks for one full wave,
+/// `residentBlocks` blocks of kCudaBlock threads on each of `numSMs`
+/// multiprocessors (the compiled kernel's occupancy, at most 8; a second
+/// wave a fraction full takes as long as a full one). The column path: 8
+/// blocks a multiprocessor whatever the occupancy.
 /// A split reduction runs in two launches of the same kernel: the last two
 /// dt_args words are (split, scratch) with grid cudaSplitBlocks -- each block
 /// reduces one chunk of one output (of a tile of outputs, on the column path)
@@ -120,7 +129,8 @@ bool cudaSplitsReduction(const Kernel &k);
 /// column path (each chunk a left fold of its rows) the order of a left fold
 /// wherever it matters (max of -0 and +0).
 /// With (0, 0) the kernel runs in one pass.
-int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs);
+int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs,
+                        int residentBlocks = kCudaMaxResidentBlocks);
 /// The grid of a split reduction's first launch (kept * split, or with
 /// columns tiles of 256 outputs * split).
 int64_t cudaSplitBlocks(const Kernel &k, const int64_t *params, int64_t split);

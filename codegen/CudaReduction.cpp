@@ -257,7 +257,7 @@ bool cudaColumnReduction(const Kernel &k, const int64_t *params) {
          !isReducedDim(k, k.rank - 1) && params[k.rank - 1] >= kCudaColumnMin;
 }
 
-int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
+int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs, int residentBlocks) {
   if (!cudaSplitsReduction(k))
     return 1;
   int64_t kept = 1, red = 1;
@@ -265,21 +265,30 @@ int64_t cudaReduceSplit(const Kernel &k, const int64_t *params, int numSMs) {
     (isReducedDim(k, i) ? red : kept) *= params[i];
   if (k.deterministic)
     return cudaemit::deterministicSplit(k, params, numSMs);
-  // Blocks to fill the machine: 8 of 256 threads on each multiprocessor (a
-  // whole SM's threads, the loads in flight a memory-bound sum needs).
-  const int64_t target = (int64_t)std::max(numSMs, 1) * 8;
   if (kept <= 0)
     return 1;
+  const int64_t sms = std::max(numSMs, 1);
   if (cudaColumnReduction(k, params)) { // tiles of 256 outputs, chunks of >= 64 rows
+    // 8 blocks of 256 threads on each multiprocessor, whatever the
+    // occupancy: a column thread is one dependent chain, and blocks beyond
+    // one wave hid its latency (H200, sums over the rows of f32[16384,
+    // 4096]: 101 us with 8 an SM, 127-131 us sized to the occupancy).
+    const int64_t target = sms * kCudaMaxResidentBlocks;
     const int64_t tiles = (kept + kCudaBlock - 1) / kCudaBlock;
     if (tiles >= target || red < 128)
       return 1;
     int64_t split = std::min((target + tiles - 1) / tiles, red / 64);
     return split >= 2 ? split : 1;
   }
-  if (kept >= target || red < kCudaSplitReduceMin)
+  // A block or warp per output: one wave of the blocks the kernel's
+  // registers let a multiprocessor hold, up to 8 of 256 threads (a whole
+  // SM's threads, the loads in flight a memory-bound sum needs). (H200, the
+  // full sum of scale[ids] * tokens * up at 46 registers a thread: 1056
+  // blocks where 660 fit, 1.6 waves, 165 us; 660 blocks, 153 us.)
+  const int64_t wave = sms * std::clamp(residentBlocks, 1, kCudaMaxResidentBlocks);
+  if (kept >= wave || red < kCudaSplitReduceMin)
     return 1;
-  int64_t split = std::min((target + kept - 1) / kept, red / (kCudaSplitReduceMin / 8));
+  int64_t split = std::min((wave + kept - 1) / kept, red / (kCudaSplitReduceMin / 8));
   return split >= 2 ? split : 1;
 }
 

@@ -85,8 +85,9 @@ void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterP
                     CudaStream s);
 
 /// The chunks each output's list is cut into (1: one thread per output, in
-/// list order): enough (output, chunk) threads for two waves of `sms` full
-/// SMs, each chunk at least kScatterChunkMin entries of the longest list.
+/// list order): as many (output, chunk) threads as two waves of `sms` full
+/// SMs hold, no more, each chunk at least kScatterChunkMin entries of the
+/// longest list.
 int64_t cudaScatterChunks(int64_t total, int64_t maxList, int64_t sms);
 constexpr int64_t kScatterChunkMin = 64;
 

@@ -267,6 +267,10 @@ void CudaContext::load(CudaKernel &ck, const std::string &binary) {
   }
   ck.module = mod;
   ck.function = fn;
+  int resident = 0;
+  if (d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, fn, kCudaBlock, 0) == CUDA_SUCCESS &&
+      resident > 0)
+    ck.residentBlocks = std::min(resident, kCudaMaxResidentBlocks);
 }
 
 const CudaKernel &CudaContext::kernel(const Kernel &k, bool quick) {
@@ -350,7 +354,7 @@ void CudaContext::launch(const CudaKernel &ck, void *const *deviceBuffers, const
                                         dims.block, 1, 1, 0, cus(s), args, nullptr),
           "cuLaunchKernel");
   };
-  const int64_t split = cudaReduceSplit(ck.kernel, params, sms_);
+  const int64_t split = cudaReduceSplit(ck.kernel, params, sms_, ck.residentBlocks);
   if (split <= 1) {
     go(dims.grid);
     return;

@@ -75,6 +75,10 @@ struct CudaKernel {
   std::string symbol;       ///< dt_k_<hash>
   void *module = nullptr;   ///< CUmodule
   void *function = nullptr; ///< CUfunction
+  /// Blocks of kCudaBlock threads a multiprocessor runs at once
+  /// (cuOccupancyMaxActiveBlocksPerMultiprocessor, at most 8): a split
+  /// reduction launches one wave of them.
+  int residentBlocks = kCudaMaxResidentBlocks;
 };
 
 /// Caching allocator statistics.

@@ -15,7 +15,8 @@
 // every kernel is lowered to CUDA C++ and compiled by NVRTC for sm_90 (no GPU
 // needed; an NVRTC error fails the run), and every launch gets the geometry
 // the cuda backend would give it on an H100 (cudaLaunchDims, cudaReduceSplit
-// with 132 SMs). report() sums it up for --stats.
+// with 132 SMs; a split reduction as if 8 blocks fit an SM: the real
+// occupancy needs the device). report() sums it up for --stats.
 #pragma once
 
 #include "runtime/Backend.h"

@@ -175,6 +175,16 @@ TEST_CASE("cuda emitter: few outputs over long reductions are split, others are 
   CHECK(split(k, 4096, 1 << 20, 132) == 1); // outputs fill the device
   CHECK(split(k, 1, 1000, 132) == 1);       // short: one block is enough
   CHECK(split(k, 0, 1 << 20, 132) == 1);    // nothing to store
+  // One wave of the blocks the kernel's occupancy lets an SM hold: a full
+  // sum of 2^26 points on 132 SMs in 132 * 8 blocks, in 132 * 5 where only 5
+  // fit (1056 would run as 1.6 waves), never more than 8 an SM.
+  std::vector<std::vector<int64_t>> in(k.inputs.size(), {1 << 26, 1}),
+      out(k.outputs.size(), {1, 0});
+  std::vector<int64_t> full = kernelParams(k, {1, 1 << 26}, in, out);
+  CHECK(cudaReduceSplit(k, full.data(), 132) == 132 * 8);
+  CHECK(cudaReduceSplit(k, full.data(), 132, 5) == 132 * 5);
+  CHECK(cudaReduceSplit(k, full.data(), 132, 16) == 132 * 8);
+  CHECK(cudaReduceSplit(k, full.data(), 132, 0) == 132);
   // Deterministic sums over the last dim (a lane per chain: 4 leaves of 64
   // a warp) split into runs of 4 leaves whatever the outputs: 2^20 points a
   // row are 16384 leaves, 4096 runs, 8 runs (warps) a block.
@@ -292,8 +302,11 @@ TEST_CASE("nvrtc: every representative emitted kernel compiles for sm_80 and sm_
 
 TEST_CASE("cuda scatter-add: a list is split only when the outputs cannot fill the device") {
   // modulation's index_add into 16 rows of 4096 (1024 rows a list) on 132
-  // SMs: 9 chunks of 114 rows, 590k threads for two waves of 270k.
-  CHECK(cudaScatterChunks(16 * 4096, 1024, 132) == 9);
+  // SMs: 8 chunks of 128 rows, 524k threads, 1.94 of the 270k a wave holds
+  // (9 chunks would be 2.18 waves: a third wave a fifth full).
+  CHECK(cudaScatterChunks(16 * 4096, 1024, 132) == 8);
+  // Too many outputs for two chunks' waves: one thread per output.
+  CHECK(cudaScatterChunks(300000, 1024, 132) == 1);
   // Enough outputs (an embedding's gradient): one thread per output.
   CHECK(cudaScatterChunks(50000 * 1024, 40, 132) == 1);
   // Lists too short to cut into chunks of kScatterChunkMin.

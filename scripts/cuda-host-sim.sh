@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the semantics of CUDA kernels emitted by codegen/CudaEmitter without a
 # GPU: tests/cudasim (the ctest `cudasim`, target dt_cudasim) compiles each
-# emitted kernel with g++ against a host shim (one thread per CUDA thread,
-# real barriers and warp shuffles) and compares it with the kernel-IR
+# distinct emitted kernel with g++ against a host shim (a fiber per CUDA
+# thread, barriers and warp shuffles between them) and compares it with the kernel-IR
 # interpreter. Builds dt_cudasim in the build dir (default ./build, or $1).
 # CUDASIM_ONLY=NAME runs only the kernels whose name holds NAME.
 set -euo pipefail

@@ -49,6 +49,61 @@ const char *kBody = R"(
 DT_DET_GEMM(dt_det_gemm_f32, float, fmaf)
 DT_DET_GEMM(dt_det_gemm_f64, double, fma)
 
+// A skinny C with too few elements to fill the device (modulation's 16 x
+// 4096), in two launches: a thread a (leaf, column, group of 16 rows) runs
+// the 16 rows' fma chains of that leaf, each from 0 in k order, reading each
+// of B's values once for the 16 rows, into L[batch][leaf][row][column]; then
+// a thread an element merges its leaves in leaf order as above. The same
+// chains and the same tree: the same bits.
+#define DT_DET_GEMM_SPLIT(NAME, T, FMA)                                                   \
+  extern "C" __global__ void NAME##_leaves(const T *A, const T *B, T *L, long long m,       \
+                                           long long k, long long n, int ta, int tb,        \
+                                           long long batch, long long sA, long long sB,     \
+                                           long long leaves) {                              \
+    const long long groups = (m + 15) / 16, total = batch * leaves * groups * n;          \
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;       \
+         e += (long long)gridDim.x * blockDim.x) {                                        \
+      const long long j = e % n, g = e / n % groups, leaf = e / (n * groups) % leaves,    \
+                      bi = e / (n * groups * leaves);                                     \
+      const T *a = A + bi * sA, *b = B + bi * sB;                                         \
+      const long long i0 = g * 16, rows = m - i0 < 16 ? m - i0 : 16, k0 = leaf * LEAF,   \
+                      k1 = k0 + LEAF < k ? k0 + LEAF : k;                                 \
+      T acc[16];                                                                          \
+      _Pragma("unroll") for (int r = 0; r < 16; ++r) acc[r] = 0;                          \
+      for (long long p = k0; p < k1; ++p) {                                               \
+        const T bv = tb ? b[j * k + p] : b[p * n + j];                                    \
+        _Pragma("unroll") for (int r = 0; r < 16; ++r) if (r < rows) acc[r] =             \
+            FMA(ta ? a[p * m + i0 + r] : a[(i0 + r) * k + p], bv, acc[r]);                \
+      }                                                                                   \
+      T *l = L + ((bi * leaves + leaf) * m + i0) * n + j;                                 \
+      _Pragma("unroll") for (int r = 0; r < 16; ++r) if (r < rows) l[r * n] = acc[r];     \
+    }                                                                                     \
+  }                                                                                       \
+  extern "C" __global__ void NAME##_merge(const T *L, T *C, long long m, long long n,       \
+                                          long long batch, long long sC, long long leaves) {\
+    const long long mn = m * n, total = batch * mn;                                       \
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;       \
+         e += (long long)gridDim.x * blockDim.x) {                                        \
+      const long long bi = e / mn, r = e - bi * mn;                                       \
+      T st[64];                                                                           \
+      int hs[64], top = 0;                                                                \
+      for (long long leaf = 0; leaf < leaves; ++leaf) {                                   \
+        T acc = L[(bi * leaves + leaf) * mn + r];                                         \
+        int h = 0;                                                                        \
+        for (; top > 0 && hs[top - 1] == h; ++h)                                          \
+          acc = st[--top] + acc;                                                          \
+        st[top] = acc;                                                                    \
+        hs[top++] = h;                                                                    \
+      }                                                                                   \
+      T res = top > 0 ? st[top - 1] : (T)0;                                               \
+      for (int q = top - 2; q >= 0; --q)                                                  \
+        res = st[q] + res;                                                                \
+      C[bi * sC + r] = res;                                                               \
+    }                                                                                     \
+  }
+DT_DET_GEMM_SPLIT(dt_det_gemm_split_f32, float, fmaf)
+DT_DET_GEMM_SPLIT(dt_det_gemm_split_f64, double, fma)
+
 // The same order on a tile of TM x TN elements of C a block (256 threads, a
 // thread RM x RN elements: rows ty + 16 r, columns tx + 16 c). A leaf's 64 k
 // of A's rows and B's columns are staged in shared memory; each element's
@@ -152,6 +207,13 @@ const std::string &cudaDeterministicGemmSource() {
   return source;
 }
 
+bool cudaDeterministicGemmLeafSplit(int64_t batch, int64_t m, int64_t k, int64_t n,
+                                    int64_t elementBytes, int64_t sms) {
+  const int64_t leaves = (k + kDeterministicBlock - 1) / kDeterministicBlock;
+  return leaves >= 2 && batch * m * n < sms * 2048 &&
+         batch * leaves * m * n * elementBytes <= kDeterministicGemmSplitBytes;
+}
+
 void cudaDeterministicGemm(CudaContext &ctx, const GemmDesc &g, CudaStream s) {
   if (g.type != GemmType::F32 && g.type != GemmType::F64)
     throw InternalError("cudaDeterministicGemm: f32 and f64 only");
@@ -162,18 +224,35 @@ void cudaDeterministicGemm(CudaContext &ctx, const GemmDesc &g, CudaStream s) {
   if (total == 0)
     return;
   // A tile of C a block when C has rows and columns to fill one (64 x 64 f32,
-  // 32 x 32 f64); a skinny C (modulation's 16 rows) an element a thread.
+  // 32 x 32 f64); a skinny C (modulation's 16 rows) an element a thread, or
+  // a (leaf, column, 16 rows) a thread and then the merge, when its elements
+  // are fewer than a wave of threads (cudaDeterministicGemmLeafSplit).
   const bool f64 = g.type == GemmType::F64;
   const int64_t tile = f64 ? 32 : 64;
   const bool tiled = g.m >= tile / 2 && g.n >= tile / 2;
-  void *f = ctx.rawFunction(cudaDeterministicGemmSource(),
-                            std::string(tiled ? "dt_det_gemm_tiled_" : "dt_det_gemm_") +
-                                (f64 ? "f64" : "f32"));
+  const std::string t = f64 ? "f64" : "f32";
   const void *a = g.a, *b = g.b;
   void *c = g.c;
   long long m = g.m, k = g.k, n = g.n, batch = g.batch, sA = g.strideA, sB = g.strideB,
             sC = g.strideC;
   int ta = g.transA, tb = g.transB;
+  if (!tiled && cudaDeterministicGemmLeafSplit(g.batch, g.m, g.k, g.n, f64 ? 8 : 4, ctx.numSMs())) {
+    long long leaves = (k + kDeterministicBlock - 1) / kDeterministicBlock;
+    void *l = ctx.alloc(batch * leaves * m * n * (f64 ? 8 : 4), s);
+    void *leafArgs[] = {&a, &b, &l, &m, &k, &n, &ta, &tb, &batch, &sA, &sB, &leaves};
+    const long long threads = batch * leaves * ((m + 15) / 16) * n;
+    ctx.launchRaw(
+        ctx.rawFunction(cudaDeterministicGemmSource(), "dt_det_gemm_split_" + t + "_leaves"),
+        std::min<long long>((threads + 255) / 256, (long long)ctx.numSMs() * 64), 256, leafArgs, s);
+    void *mergeArgs[] = {&l, &c, &m, &n, &batch, &sC, &leaves};
+    ctx.launchRaw(
+        ctx.rawFunction(cudaDeterministicGemmSource(), "dt_det_gemm_split_" + t + "_merge"),
+        std::min<long long>((total + 255) / 256, (long long)ctx.numSMs() * 64), 256, mergeArgs, s);
+    ctx.free(l); // stream ordered: reused after the launches
+    return;
+  }
+  void *f = ctx.rawFunction(cudaDeterministicGemmSource(),
+                            std::string(tiled ? "dt_det_gemm_tiled_" : "dt_det_gemm_") + t);
   void *args[] = {&a, &b, &c, &m, &k, &n, &ta, &tb, &batch, &sA, &sB, &sC};
   const long long tiles =
       (long long)g.batch * ((g.m + tile - 1) / tile) * ((g.n + tile - 1) / tile);

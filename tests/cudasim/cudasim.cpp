@@ -552,6 +552,24 @@ extern "C" void sim_det_gemm(int tiled, int f64, const void *A, const void *B, v
                                         ta, tb, batch, sA, sB, sC);
   });
 }
+// The leaf-split pair: each leaf's chains into L, then the merge into C.
+extern "C" void sim_det_gemm_split(int f64, const void *A, const void *B, void *C, long long m,
+                                   long long k, long long n, int ta, int tb, long long batch,
+                                   long long sA, long long sB, long long sC) {
+  const long long leaves = (k + LEAF - 1) / LEAF;
+  std::vector<double> L(batch * leaves * m * n + 1);
+  simLaunch(3, 256, [&] {
+    if (f64) dt_det_gemm_split_f64_leaves((const double *)A, (const double *)B, (double *)L.data(),
+                                          m, k, n, ta, tb, batch, sA, sB, leaves);
+    else dt_det_gemm_split_f32_leaves((const float *)A, (const float *)B, (float *)L.data(), m, k,
+                                      n, ta, tb, batch, sA, sB, leaves);
+  });
+  simLaunch(2, 256, [&] {
+    if (f64) dt_det_gemm_split_f64_merge((const double *)L.data(), (double *)C, m, n, batch, sC,
+                                         leaves);
+    else dt_det_gemm_split_f32_merge((const float *)L.data(), (float *)C, m, n, batch, sC, leaves);
+  });
+}
 )";
   }
   void *h = compileAndLoad(base, "deterministic gemm");
@@ -560,12 +578,17 @@ extern "C" void sim_det_gemm(int tiled, int f64, const void *A, const void *B, v
   auto gemm =
       (void (*)(int, int, const void *, const void *, void *, long long, long long, long long, int,
                 int, long long, long long, long long, long long))dlsym(h, "sim_det_gemm");
+  auto split =
+      (void (*)(int, const void *, const void *, void *, long long, long long, long long, int, int,
+                long long, long long, long long, long long))dlsym(h, "sim_det_gemm_split");
   std::mt19937 g(7);
   struct Shape {
     int64_t m, k, n;
   };
+  // The leaf split too: 16 rows (one group), 33 (a short third group), 3
+  // columns with 65 rows (5 groups), one leaf and none.
   for (Shape sh : {Shape{70, 200, 45}, Shape{64, 64, 64}, Shape{33, 1, 130}, Shape{16, 130, 40},
-                   Shape{40, 0, 40}, Shape{65, 257, 3}})
+                   Shape{40, 0, 40}, Shape{65, 257, 3}, Shape{16, 700, 9}})
     for (DType t : {DType::F32, DType::F64})
       for (int ta : {0, 1})
         for (int tb : {0, 1}) {
@@ -583,6 +606,10 @@ extern "C" void sim_det_gemm(int tiled, int f64, const void *A, const void *B, v
                  batch, sA, sB, sC);
             sameBits(tiled ? "det gemm tiled" : "det gemm", want, got);
           }
+          HostTensor got(t, {batch, sh.m, sh.n});
+          split(t == DType::F64, a.data(), b.data(), got.raw(), sh.m, sh.k, sh.n, ta, tb, batch, sA,
+                sB, sC);
+          sameBits("det gemm leaf split", want, got);
         }
   dlclose(h);
 }

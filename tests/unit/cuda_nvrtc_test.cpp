@@ -108,7 +108,22 @@ TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty
 }
 
 TEST_CASE("nvrtc: deterministic mode's GPU matrix product compiles with an empty log") {
-  checkModule(cudaDeterministicGemmSource(), {"dt_det_gemm_f32", "dt_det_gemm_f64"});
+  checkModule(cudaDeterministicGemmSource(),
+              {"dt_det_gemm_f32", "dt_det_gemm_f64", "dt_det_gemm_tiled_f32",
+               "dt_det_gemm_tiled_f64", "dt_det_gemm_split_f32_leaves",
+               "dt_det_gemm_split_f32_merge", "dt_det_gemm_split_f64_leaves",
+               "dt_det_gemm_split_f64_merge"});
+}
+
+TEST_CASE("cuda deterministic gemm: a skinny product splits its leaves only when its elements "
+          "cannot fill the device") {
+  // modulation's 16 x 4096 x 4096 f32 on 132 SMs: 65536 elements, 64 leaves
+  // (16 MB of leaf values).
+  CHECK(cudaDeterministicGemmLeafSplit(1, 16, 4096, 4096, 4, 132));
+  CHECK(!cudaDeterministicGemmLeafSplit(1, 16, 64, 4096, 4, 132));      // one leaf
+  CHECK(!cudaDeterministicGemmLeafSplit(1, 16, 0, 4096, 4, 132));       // none
+  CHECK(!cudaDeterministicGemmLeafSplit(64, 16, 4096, 4096, 4, 132));   // elements fill it
+  CHECK(!cudaDeterministicGemmLeafSplit(1, 16, 1 << 20, 8192, 8, 132)); // leaf values too large
 }
 
 TEST_CASE("nvrtc: errors and warnings come back in the log") {

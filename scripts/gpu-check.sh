@@ -113,6 +113,17 @@ if want profile && [ -f "$PROGRAMS_PY" ] && nvidia-smi -L >/dev/null 2>&1; then
     TAIL=30 step "profile-$name" "${PROFILE_LIMIT:-90}" "$B/bin/dtensorc" run --backend cuda --profile --stats "$LOGS/$name.dt"
   done
 fi
+# Modulation's kernels one by one on the device (ncu, when the machine has it:
+# Firecracker machines do), the last step's launches summed by ncu_table.py.
+NCU_TABLE=$(cd "$(dirname "$0")" && pwd)/../bench/peers/ncu_table.py
+if want profile && command -v ncu >/dev/null && [ -f "$LOGS/modulation_gpu.dt" ]; then
+  python3 -c "import sys; sys.path.insert(0, '$(dirname "$PROGRAMS_PY")'); from programs import dt_program; print(dt_program('modulation_gpu', 3))" >"$LOGS/modulation_ncu.dt"
+  "$B/bin/dtensorc" run --backend cuda "$LOGS/modulation_ncu.dt" >/dev/null 2>&1 # NVRTC's cache
+  step ncu-modulation "${PROFILE_LIMIT:-90}" ncu --clock-control none --cache-control none --csv \
+    --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread \
+    "$B/bin/dtensorc" run --backend cuda "$LOGS/modulation_ncu.dt"
+  TAIL=20 step ncu-modulation-table 30 python3 "$NCU_TABLE" "$LOGS/ncu-modulation.log"
+fi
 # torch.compile's kernels for the same step (the counterpart of --profile).
 TORCH_PROFILE=$(cd "$(dirname "$0")" && pwd)/../bench/peers/gpu_torch_profile.py
 if want profile && [ -f "$TORCH_PROFILE" ] &&

@@ -13,10 +13,25 @@ namespace dt {
 namespace {
 
 // One element of C a thread: leaves of 64 k (kDeterministicBlock), each an
-// fma chain from 0; a finished leaf merges with the stack's top while the top
-// is a subtree of the same height, and the stack folds from the top at the
-// end (BlasDeterministic.cpp's scalarRows, line for line).
+// fma chain from 0, pushed on the leaf tree (BlasDeterministic.cpp's
+// scalarRows, line for line).
 const char *kBody = R"(
+// The leaf tree as a binary counter: a finished leaf merges with the
+// stack's top while the top is a subtree of the same height; the stack
+// folds from the top at the end.
+template <class T> __device__ __forceinline__ void dtTreePush(T *st, int *hs, int &top, T acc) {
+  int h = 0;
+  for (; top > 0 && hs[top - 1] == h; ++h)
+    acc = st[--top] + acc;
+  st[top] = acc;
+  hs[top++] = h;
+}
+template <class T> __device__ __forceinline__ T dtTreeFold(const T *st, int top) {
+  T res = top > 0 ? st[top - 1] : (T)0;
+  for (int q = top - 2; q >= 0; --q)
+    res = st[q] + res;
+  return res;
+}
 #define DT_DET_GEMM(NAME, T, FMA)                                                        \
   extern "C" __global__ void NAME(const T *A, const T *B, T *C, long long m, long long k, \
                                   long long n, int ta, int tb, long long batch,           \
@@ -34,16 +49,9 @@ const char *kBody = R"(
         for (long long p = k0; p < k1; ++p)                                              \
           acc = FMA(ta ? a[p * m + i] : a[i * k + p], tb ? b[j * k + p] : b[p * n + j],  \
                     acc);                                                                \
-        int h = 0;                                                                       \
-        for (; top > 0 && hs[top - 1] == h; ++h)                                         \
-          acc = st[--top] + acc;                                                         \
-        st[top] = acc;                                                                   \
-        hs[top++] = h;                                                                   \
+        dtTreePush(st, hs, top, acc);                                                    \
       }                                                                                  \
-      T res = top > 0 ? st[top - 1] : (T)0;                                              \
-      for (int q = top - 2; q >= 0; --q)                                                 \
-        res = st[q] + res;                                                               \
-      C[bi * sC + i * n + j] = res;                                                      \
+      C[bi * sC + i * n + j] = dtTreeFold(st, top);                                      \
     }                                                                                    \
   }
 DT_DET_GEMM(dt_det_gemm_f32, float, fmaf)
@@ -87,18 +95,9 @@ DT_DET_GEMM(dt_det_gemm_f64, double, fma)
       const long long bi = e / mn, r = e - bi * mn;                                       \
       T st[64];                                                                           \
       int hs[64], top = 0;                                                                \
-      for (long long leaf = 0; leaf < leaves; ++leaf) {                                   \
-        T acc = L[(bi * leaves + leaf) * mn + r];                                         \
-        int h = 0;                                                                        \
-        for (; top > 0 && hs[top - 1] == h; ++h)                                          \
-          acc = st[--top] + acc;                                                          \
-        st[top] = acc;                                                                    \
-        hs[top++] = h;                                                                    \
-      }                                                                                   \
-      T res = top > 0 ? st[top - 1] : (T)0;                                               \
-      for (int q = top - 2; q >= 0; --q)                                                  \
-        res = st[q] + res;                                                                \
-      C[bi * sC + r] = res;                                                               \
+      for (long long leaf = 0; leaf < leaves; ++leaf)                                     \
+        dtTreePush(st, hs, top, L[(bi * leaves + leaf) * mn + r]);                        \
+      C[bi * sC + r] = dtTreeFold(st, top);                                               \
     }                                                                                     \
   }
 DT_DET_GEMM_SPLIT(dt_det_gemm_split_f32, float, fmaf)

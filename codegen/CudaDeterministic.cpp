@@ -97,7 +97,7 @@ int64_t deterministicSplit(const Kernel &k, const int64_t *params, int numSMs) {
   }
   // A thread per (output, chunk) of 2^j whole leaves, enough of them to fill
   // the device (the emitted kernel finds the same chunk size).
-  const int64_t target = (int64_t)std::max(numSMs, 1) * 2048;
+  const int64_t target = (int64_t)std::max(numSMs, 1) * kCudaSmThreads;
   if (kept >= target)
     return 1;
   const int64_t most = (target + kept - 1) / kept;

@@ -103,6 +103,8 @@ CudaLaunchDims cudaLaunchDims(const Kernel &k, const int64_t *params, int numSMs
 /// Blocks of kCudaBlock threads a multiprocessor holds at most (2048 threads
 /// on sm_80 and sm_90); fewer when a kernel's registers do not fit.
 constexpr int kCudaMaxResidentBlocks = 8;
+/// Threads a multiprocessor holds at most: a wave is numSMs times this.
+constexpr int kCudaSmThreads = kCudaMaxResidentBlocks * kCudaBlock;
 
 /// Reduced extents from this size up, with fewer outputs than would fill the
 /// device, are split (cudaReduceSplit).

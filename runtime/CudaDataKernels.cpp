@@ -357,10 +357,10 @@ CudaScatterPlan cudaScatterPlan(CudaContext &ctx, const HostTensor &idsOnHost, i
 int64_t cudaScatterChunks(int64_t total, int64_t maxList, int64_t sms) {
   if (total <= 0)
     return 1;
-  // At most two full waves of resident threads (2048 an SM), rounded down:
+  // At most two full waves of resident threads, rounded down:
   // rounded up, 16 x 4096 outputs took 9 chunks on 132 SMs, a third wave a
   // fifth full, 134 us on an H200 against 109 us in 8 chunks.
-  const int64_t wanted = sms * 2048 * 2;
+  const int64_t wanted = sms * kCudaSmThreads * 2;
   const int64_t chunks = std::min(wanted / total, maxList / kScatterChunkMin);
   return std::max<int64_t>(chunks, 1);
 }

@@ -209,7 +209,7 @@ const std::string &cudaDeterministicGemmSource() {
 bool cudaDeterministicGemmLeafSplit(int64_t batch, int64_t m, int64_t k, int64_t n,
                                     int64_t elementBytes, int64_t sms) {
   const int64_t leaves = (k + kDeterministicBlock - 1) / kDeterministicBlock;
-  return leaves >= 2 && batch * m * n < sms * 2048 &&
+  return leaves >= 2 && batch * m * n < sms * kCudaSmThreads &&
          batch * leaves * m * n * elementBytes <= kDeterministicGemmSplitBytes;
 }
 
@@ -235,9 +235,10 @@ void cudaDeterministicGemm(CudaContext &ctx, const GemmDesc &g, CudaStream s) {
   long long m = g.m, k = g.k, n = g.n, batch = g.batch, sA = g.strideA, sB = g.strideB,
             sC = g.strideC;
   int ta = g.transA, tb = g.transB;
-  if (!tiled && cudaDeterministicGemmLeafSplit(g.batch, g.m, g.k, g.n, f64 ? 8 : 4, ctx.numSMs())) {
+  const int64_t es = f64 ? 8 : 4;
+  if (!tiled && cudaDeterministicGemmLeafSplit(g.batch, g.m, g.k, g.n, es, ctx.numSMs())) {
     long long leaves = (k + kDeterministicBlock - 1) / kDeterministicBlock;
-    void *l = ctx.alloc(batch * leaves * m * n * (f64 ? 8 : 4), s);
+    void *l = ctx.alloc(batch * leaves * m * n * es, s);
     void *leafArgs[] = {&a, &b, &l, &m, &k, &n, &ta, &tb, &batch, &sA, &sB, &leaves};
     const long long threads = batch * leaves * ((m + 15) / 16) * n;
     ctx.launchRaw(

@@ -74,13 +74,8 @@ int main(int argc, char **argv) {
           // sm_80 and sm_90 at the tier the backend compiles the kernel at:
           // a small one at NVRTC's quick tier (the option itself:
           // compileTier would hide its failure), others at the full tier.
-          const bool small = KernelTable::isSmall(pk.kernel);
-          struct Tier {
-            const char *arch;
-            bool quick;
-          };
-          const std::vector<Tier> tiers = {{"sm_80", small}, {"sm_90", small}};
-          for (const auto &[arch, quick] : tiers) {
+          const bool quick = KernelTable::isSmall(pk.kernel);
+          for (const char *arch : {"sm_80", "sm_90"}) {
             NvrtcRequest req;
             req.source = src.source;
             req.arch = arch;

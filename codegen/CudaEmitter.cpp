@@ -290,7 +290,8 @@ bool cudaSplitsReduction(const Kernel &k) {
 
 int cudaArgWords(const Kernel &k) {
   return (int)std::max<int64_t>(1, (int64_t)(k.inputs.size() + k.outputs.size()) + numParams(k) +
-                                       (cudaSplitsReduction(k) ? 2 : 0));
+                                       (cudaSplitsReduction(k) ? 2 : 0) +
+                                       (scatterStore(k) ? kCudaScatterWords : 0));
 }
 
 CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
@@ -315,7 +316,9 @@ CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
   e.os << cudaPrelude() << "\n"
        << "struct dt_args {\n  dt_u64 w[" << out.argWords << "];\n};\n\n";
   e.emitBody();
-  if (k.reduce == KReduce::None)
+  if (scatterStore(k))
+    e.emitScatter(symbol);
+  else if (k.reduce == KReduce::None)
     e.emitElementwise(symbol);
   else
     e.emitReduction(symbol);

@@ -148,6 +148,26 @@ constexpr int64_t kCudaColumnMin = 32;
 bool cudaColumnReduction(const Kernel &k, const int64_t *params);
 int64_t cudaSplitScratchBytes(const Kernel &k, const int64_t *params, int64_t split);
 
+/// A kernel with a scatter-add store (KernelIR.h; CudaScatter.cpp) ends its
+/// arguments with kCudaScatterWords words: (rowStart, order, rows, split,
+/// scratch). rowStart/order are device int64 arrays: the source rows whose
+/// id is r are order[rowStart[r] .. rowStart[r + 1]) in ascending order
+/// (runtime/CudaDataKernels.h's cudaScatterPlan), `rows` the output's extent
+/// along the scattered dim 0. The output holds index_add's base before the
+/// launch. split = 1: one launch (grid cudaScatterBlocks(..., 1)) adds each
+/// element's rows onto it in list order. split > 1: each element's list is
+/// cut into `split` chunks of ceil(len / split) rows whose sums go to
+/// `scratch` (cudaScatterScratchBytes), then a second launch with -split
+/// (grid cudaScatterBlocks(..., 1)) adds them onto the output in chunk order.
+/// The plain outputs are written by the first launch.
+constexpr int kCudaScatterWords = 5;
+/// Points of one scatter row: the product of the dims after dim 0.
+int64_t cudaScatterInner(const Kernel &k, const int64_t *params);
+int64_t cudaScatterBlocks(const Kernel &k, const int64_t *params, int64_t rows, int64_t split,
+                          int numSMs);
+int64_t cudaScatterScratchBytes(const Kernel &k, const int64_t *params, int64_t rows,
+                                int64_t split);
+
 /// The device helpers every emitted kernel starts with (splitmix64 RNG,
 /// NaN-propagating maximum/minimum, saturating casts, wrapping integer
 /// division and power, vector loads). Exposed for tests.

@@ -282,6 +282,8 @@ struct Emitter {
   }
 
   void emitElementwise(const std::string &sym);
+  /// A kernel with a scatter-add store (CudaScatter.cpp).
+  void emitScatter(const std::string &sym);
   void emitReduction(const std::string &sym);
   /// Every output's store from its accumulator `accS` (after a reduction).
   void emitReductionStores(const char *ind);

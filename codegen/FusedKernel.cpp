@@ -68,11 +68,33 @@ FusedKernel buildFusedKernel(const Function &f) {
     reduce = &f.body.insts[n - 1];
   if (reduce && f.results.size() != 1)
     throw fail("a reduction kernel has one result");
-  fk.iterType = reduce ? f.type(reduce->operands.at(0)) : f.results[0];
-  for (const TensorType &t : f.results)
-    if (!reduce && (t.shape != fk.iterType.shape || t.placements != fk.iterType.placements))
+  // An index_add member: its source's type is the iteration type, its result
+  // one of the kernel's.
+  const Inst *scatter = nullptr;
+  for (size_t i = 0; i < n; ++i)
+    if (f.body.insts[i].op == Op::IndexAdd) {
+      if (scatter || reduce)
+        throw fail("an `index_add` member is the only one, in a kernel without a reduction");
+      scatter = &f.body.insts[i];
+    }
+  const Inst &ret = f.body.insts.back();
+  int scatterResult = -1;
+  if (scatter)
+    for (size_t r = 0; r < ret.operands.size(); ++r)
+      if (ret.operands[r] == scatter->results.at(0))
+        scatterResult = (int)r;
+  if (scatter && scatterResult < 0)
+    throw fail("an `index_add` member's result must be returned");
+  fk.iterType = reduce    ? f.type(reduce->operands.at(0))
+                : scatter ? f.type(scatter->operands.at(2))
+                          : f.results[0];
+  for (size_t r = 0; r < f.results.size(); ++r) {
+    const TensorType &t = f.results[r];
+    if (!reduce && (int)r != scatterResult &&
+        (t.shape != fk.iterType.shape || t.placements != fk.iterType.placements))
       throw fail("a result of type `" + t.str() + "` is not the iteration type `" +
                  fk.iterType.str() + "`");
+  }
   if (!isConcrete(fk.iterType.shape))
     throw fail("has a symbolic iteration shape");
   k.rank = fk.iterType.rank();
@@ -90,6 +112,23 @@ FusedKernel buildFusedKernel(const Function &f) {
     gatherSrc[in.operands.at(0)] = d;
     gatherIds[in.operands.at(1)] = d;
   }
+  // The scatter's ids run along its dim as a gather's do; its base is never
+  // read by the kernel.
+  int scatterBase = -1;
+  if (scatter) {
+    int d = (int)scatter->attrs.ints.at(0);
+    const TensorType &x = f.type(scatter->operands.at(2)), &b = f.type(scatter->operands.at(0));
+    if (d != 0 || b.rank() != k.rank || f.type(scatter->operands.at(1)).rank() != 1 ||
+        (x.dtype != DType::F32 && x.dtype != DType::F64) || b.dtype != x.dtype)
+      throw fail("an `index_add` member adds f32/f64 rows along dim 0 with rank-1 ids");
+    auto g = gatherIds.find(scatter->operands.at(1));
+    if (g != gatherIds.end() && g->second != d)
+      throw fail("one ids value runs along two dims");
+    gatherIds[scatter->operands.at(1)] = d;
+    scatterBase = scatter->operands.at(0);
+    if (gatherSrc.count(scatterBase) || gatherIds.count(scatterBase))
+      throw fail("an `index_add` member's base is read by the kernel");
+  }
   std::unordered_map<int, int> node, input;
   for (int p : f.params) {
     // A rank-0 input reads one element everywhere: uniform (hoistable).
@@ -99,9 +138,10 @@ FusedKernel buildFusedKernel(const Function &f) {
     if (s != gatherSrc.end() && i != gatherIds.end())
       throw fail("a value is both the source and the ids of a gather");
     int along = s != gatherSrc.end() ? s->second : i != gatherIds.end() ? i->second : -1;
-    if (s == gatherSrc.end())
+    if (s == gatherSrc.end() && p != scatterBase)
       node[p] = k.load(in);
-    k.innerStrideHints.push_back(innerHint(f.type(p), fk.iterType, along, i != gatherIds.end()));
+    k.innerStrideHints.push_back(
+        p == scatterBase ? -1 : innerHint(f.type(p), fk.iterType, along, i != gatherIds.end()));
   }
   auto arg = [&](const Inst &in, size_t i) {
     auto it = node.find(in.operands.at(i));
@@ -121,6 +161,8 @@ FusedKernel buildFusedKernel(const Function &f) {
       node[in.results[0]] = arg(in, 0);
       continue;
     }
+    if (&in == scatter)
+      continue; // stored below
     if (in.op == Op::IndexSelect) {
       auto src = input.find(in.operands.at(0)), ids = input.find(in.operands.at(1));
       if (src == input.end() || ids == input.end())
@@ -168,8 +210,17 @@ FusedKernel buildFusedKernel(const Function &f) {
     std::vector<int> dims(reduce->attrs.ints.begin(), reduce->attrs.ints.end());
     k.setReduce(kreduceOf(reduce->op), dims);
   } else {
-    for (size_t r = 0; r < f.results.size(); ++r)
-      k.store(k.addOutput(f.results[r].dtype), arg(f.body.insts.back(), r));
+    for (size_t r = 0; r < f.results.size(); ++r) {
+      int o = k.addOutput(f.results[r].dtype);
+      if ((int)r != scatterResult) {
+        k.store(o, arg(ret, r));
+        continue;
+      }
+      int d = (int)scatter->attrs.ints.at(0);
+      k.scatterStore(o, arg(*scatter, 2), arg(*scatter, 1), d);
+      fk.scatter =
+          KernelScatter{o, input.at(scatter->operands[0]), input.at(scatter->operands[1]), d};
+    }
   }
   std::string err = verifyKernel(k);
   if (!err.empty())
@@ -206,6 +257,14 @@ FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int
         along = g.dim;
         ids = g.ids == (int)i;
       }
+    if (fk.scatter && fk.scatter->ids == (int)i) {
+      along = fk.scatter->dim;
+      ids = true;
+    }
+    if (fk.scatter && fk.scatter->base == (int)i) { // never read: no strides
+      inSt.push_back(std::vector<int64_t>(R, 0));
+      continue;
+    }
     if (ids) { // rank-1 ids of a gather along dim `along`
       if (s[0] != shape[along])
         throw InternalError("fused kernel `" + k.name + "`: " + std::to_string(s[0]) +
@@ -240,6 +299,19 @@ FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int
     if (!isReducedDim(k, d))
       ost[d] = orm[o++];
   outSt.assign(k.outputs.size(), ost); // every output has the iteration block's shape
+  if (fk.scatter) { // but the scatter's: base's local block, its own extent along dim
+    const std::vector<int64_t> &bs = inShapes.at(fk.scatter->base);
+    if ((int)bs.size() != R)
+      throw InternalError("fused kernel `" + k.name + "`: an index_add base of rank " +
+                          std::to_string(bs.size()));
+    for (int d = 0; d < R; ++d)
+      if (d != fk.scatter->dim && bs[d] != shape[d])
+        throw InternalError("fused kernel `" + k.name + "`: an index_add base of size " +
+                            std::to_string(bs[d]) + " in a dim of size " +
+                            std::to_string(shape[d]));
+    l.scatterShape = bs;
+    outSt[fk.scatter->output] = rowMajor(bs);
+  }
   l.iterations = 1;
   for (auto s : shape)
     l.iterations *= s;

@@ -21,6 +21,7 @@
 
 #include "codegen/KernelIR.h"
 
+#include <optional>
 #include <vector>
 
 namespace dt {
@@ -33,6 +34,14 @@ struct KernelGather {
   int src = 0, ids = 0, dim = 0;
 };
 
+/// An `index_add(base, ids, x, dim)` member (the fused scatter): output
+/// `output` is base with x's points added at the rows ids names along `dim`.
+/// `base` is an input the kernel never reads: a launch fills the output with
+/// it first, and checks every id against base's local extent along `dim`.
+struct KernelScatter {
+  int output = 0, base = 0, ids = 0, dim = 0;
+};
+
 struct FusedKernel {
   Kernel kernel;
   TensorType iterType;                 ///< its local block is the iteration space
@@ -41,18 +50,25 @@ struct FusedKernel {
   /// the gathered dim and its rank-1 ids run along that dim; every other
   /// input broadcasts by numpy rules.
   std::vector<KernelGather> gathers;
+  /// Its index_add member, if any (its result has base's type; the other
+  /// results have the iteration type, which is the added source's).
+  std::optional<KernelScatter> scatter;
 };
 
 /// Builds the kernel of a fusion-pass kernel function. An `index_select`
 /// member becomes a `gather` node; its source and ids must be inputs of the
-/// function used by nothing else in it (passes/Fusion.h guarantees it).
+/// function used by nothing else in it (passes/Fusion.h guarantees it). An
+/// `index_add` member (at most one, along dim 0, f32/f64, its result
+/// returned and used by nothing else) becomes the scatter store; its base
+/// and ids are inputs, its source computed in the kernel.
 FusedKernel buildFusedKernel(const Function &f);
 
 /// One rank's launch: the params of the ABI and the outputs' local shape.
 struct FusedLaunch {
   std::vector<int64_t> params;
   std::vector<int64_t> outShape;
-  int64_t iterations = 0; ///< elements of the iteration space
+  std::vector<int64_t> scatterShape; ///< the scatter output's local shape (base's)
+  int64_t iterations = 0;            ///< elements of the iteration space
 };
 
 /// The launch of `fk` on the rank with index `meshRank` in the iteration

@@ -219,6 +219,19 @@ std::string verifyKernel(const Kernel &k) {
              dtypeName(k.outputs[s.output]) + " output " + std::to_string(s.output);
     if (++stored[s.output] > 1)
       return "output " + std::to_string(s.output) + " stored twice";
+    if (!s.scatter())
+      continue;
+    if (s.key >= (int)k.nodes.size() || k.nodes[s.key].op != KOp::Load ||
+        (k.nodes[s.key].dtype != DType::I32 && k.nodes[s.key].dtype != DType::I64))
+      return "a scatter store's key must be a load of i32/i64 ids";
+    if (s.dim < 0 || s.dim >= k.rank)
+      return "a scatter store's dim is out of range";
+    if (k.outputs[s.output] != DType::F32 && k.outputs[s.output] != DType::F64)
+      return "a scatter store adds f32 or f64";
+    if (k.reduce != KReduce::None)
+      return "a kernel with a scatter store has no reduction";
+    if (&s != scatterStore(k))
+      return "a kernel has at most one scatter store";
   }
   for (size_t o = 0; o < stored.size(); ++o)
     if (!stored[o])
@@ -384,6 +397,11 @@ void Kernel::store(int output, int node) {
     throw InternalError("kernel builder: bad store");
   stores.push_back({output, node});
 }
+void Kernel::scatterStore(int output, int node, int key, int d) {
+  store(output, node);
+  stores.back().key = key;
+  stores.back().dim = d;
+}
 void Kernel::setReduce(KReduce op, std::vector<int> dims) {
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
@@ -406,6 +424,18 @@ bool usesGlobalIndex(const Kernel &k) {
     if (n.op == KOp::Random || n.op == KOp::Iota)
       return true;
   return false;
+}
+
+const KStore *scatterStore(const Kernel &k) {
+  for (const KStore &s : k.stores)
+    if (s.scatter())
+      return &s;
+  return nullptr;
+}
+
+int scatterIdsInput(const Kernel &k) {
+  const KStore *s = scatterStore(k);
+  return s && s->key < (int)k.nodes.size() ? k.nodes[s->key].index : -1;
 }
 
 int64_t numParams(const Kernel &k) {
@@ -579,7 +609,10 @@ std::string printKernel(const Kernel &k, bool withName) {
     s += std::string(" : ") + dtypeName(n.dtype) + "\n";
   }
   for (const KStore &st : k.stores)
-    s += "  store out" + std::to_string(st.output) + ", %" + std::to_string(st.node) + "\n";
+    s += "  store out" + std::to_string(st.output) + ", %" + std::to_string(st.node) +
+         (st.scatter() ? " scatter %" + std::to_string(st.key) + " dim " + std::to_string(st.dim)
+                       : std::string()) +
+         "\n";
   return s;
 }
 

@@ -100,6 +100,22 @@
 //                        launch); node dtype = input dtype. An input that
 //                        is gathered may not be overwritten in place.
 //   store out_k, x     : out_k[idx] = x (x's dtype must be out_k's dtype)
+//   store out_k, x scatter %key dim d : the scatter-add store (`index_add`
+//                        fused into its source's kernel): out_k[idx with
+//                        idx[d] replaced by key] += x, with key an i32/i64
+//                        `load` node (the ids, read along dim d). The caller
+//                        fills out_k first (index_add's base), and checks
+//                        every key against out_k's extent along d (the
+//                        kernel does not). Adds happen in row-major point
+//                        order, so each element of out_k sums its points in
+//                        ascending order of idx[d] -- the order of the
+//                        reference's index_add. x is f32 or f64 (added in
+//                        its own precision). out_k's stride along d is the
+//                        stride of ITS dim d (its extent there differs from
+//                        the iteration space's); it is never written in
+//                        place over an input. A kernel with a scatter store
+//                        has no reduction, and never both a scatter store
+//                        and a gather along d of an input it also writes.
 //
 // Reduction (optional): `reduceDims` (sorted, unique iteration dims) and a
 // `reduce` op (sum, max, min). Each output then receives the reduction of its
@@ -176,10 +192,14 @@ struct KNode {
   uint64_t seed = 0;                       ///< Random
 };
 
-/// `out_k <- node` (one store per output, any order).
+/// `out_k <- node` (one store per output, any order); with `key` >= 0 the
+/// scatter-add store `out_k[idx with idx[dim] := key] += node`.
 struct KStore {
   int output = 0;
   int node = 0;
+  int key = -1; ///< scatter: the i32/i64 `load` node of the ids
+  int dim = 0;  ///< scatter: the iteration dim the ids run along
+  bool scatter() const { return key >= 0; }
 };
 
 struct Kernel {
@@ -233,6 +253,9 @@ struct Kernel {
   /// Input `input`'s element with iteration dim `dim` indexed by node `index`.
   int gather(int input, int index, int dim);
   void store(int output, int node);
+  /// The scatter-add store of `node` into `output` at the ids node `key`
+  /// along iteration dim `dim`.
+  void scatterStore(int output, int node, int key, int dim);
   void setReduce(KReduce op, std::vector<int> dims);
 };
 
@@ -248,6 +271,11 @@ std::vector<bool> gatheredInputs(const Kernel &k, int dim = -1);
 
 /// True when a node needs the global offsets/strides (Random, Iota).
 bool usesGlobalIndex(const Kernel &k);
+
+/// The kernel's scatter-add store, or null (a kernel has at most one).
+const KStore *scatterStore(const Kernel &k);
+/// The input the scatter store's key loads (-1 without one).
+int scatterIdsInput(const Kernel &k);
 /// Number of int64 params the kernel reads (see the ABI above).
 int64_t numParams(const Kernel &k);
 /// True when `d` is one of the kernel's reduced iteration dims.

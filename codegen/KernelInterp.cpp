@@ -313,8 +313,20 @@ void interpretKernel(const Kernel &k, void **buffers, const int64_t *params) {
   do {
     if (k.reduce == KReduce::None) {
       evalPoint(k, buffers, params, idx.data(), vals);
-      for (const KStore &s : k.stores)
-        storeSc(k.outputs[s.output], buffers[nIn + s.output], outOffset(s.output), vals[s.node]);
+      for (const KStore &s : k.stores) {
+        DType t = k.outputs[s.output];
+        if (!s.scatter()) {
+          storeSc(t, buffers[nIn + s.output], outOffset(s.output), vals[s.node]);
+          continue;
+        }
+        // out[idx with idx[dim] := key] += x, in the output's own precision.
+        const int64_t *st = params + R * (1 + nIn + s.output);
+        int64_t off = outOffset(s.output) + (vals[s.key].i - idx[s.dim]) * st[s.dim];
+        Sc old = loadSc(t, buffers[nIn + s.output], off);
+        old.f = t == DType::F32 ? (double)((float)old.f + (float)vals[s.node].f)
+                                : old.f + vals[s.node].f;
+        storeSc(t, buffers[nIn + s.output], off, old);
+      }
       continue;
     }
     for (size_t s = 0; s < k.stores.size(); ++s)

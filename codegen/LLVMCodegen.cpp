@@ -58,6 +58,13 @@ void Lowering::loadParams(Value *buffers, Value *params) {
     for (int d = 0; d < R_; ++d)
       gStr_.push_back(next());
   }
+  // A scatter output's loops never advance along its dim (the ids pick the
+  // element there): its stride along that dim scales the key instead.
+  if (const KStore *sc = scatterStore(k_)) {
+    std::vector<Value *> &st = stride_[nIn_ + sc->output];
+    scatterStride_ = st[sc->dim];
+    st[sc->dim] = i64(0);
+  }
   for (int bf = 0; bf < nIn_ + nOut_; ++bf)
     base_.push_back(
         b_.CreateLoad(b_.getPtrTy(), b_.CreateConstGEP1_64(b_.getPtrTy(), buffers, bf)));
@@ -280,6 +287,14 @@ void Lowering::emitPoint(const Offs &off, Value *glin) {
     int o = k_.stores[s].output, bf = nIn_ + o;
     DType t = k_.outputs[o];
     Value *x = v[k_.stores[s].node];
+    if (k_.stores[s].scatter()) { // out[key along dim] += x, in the output's precision
+      Value *key = b_.CreateSExt(v[k_.stores[s].key], b_.getInt64Ty());
+      Value *p = addr(bf, b_.CreateAdd(off[bf], b_.CreateMul(key, scatterStride_, "", false, true),
+                                       "", false, true));
+      Value *old = tag(b_.CreateLoad(memTy(t), p), bf);
+      tag(b_.CreateStore(b_.CreateFAdd(old, x), p), bf);
+      continue;
+    }
     if (k_.reduce == KReduce::None) {
       tag(b_.CreateStore(toMem(x, t), addr(bf, off[bf])), bf);
       continue;

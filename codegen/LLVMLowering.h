@@ -256,6 +256,7 @@ private:
   Function *f_ = nullptr;
   std::vector<Value *> shape_, gOff_, gStr_, base_;
   std::vector<std::vector<Value *>> stride_; ///< [buffer][dim]
+  Value *scatterStride_ = nullptr;           ///< the scatter output's stride along its dim
   std::vector<MDNode *> scope_, noalias_;
   std::vector<int> order_; ///< loop order: kept dims, then reduced dims
   int nKept_ = 0;

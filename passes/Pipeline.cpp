@@ -12,6 +12,7 @@
 #include "passes/Autodiff.h"
 #include "passes/DeadCollectives.h"
 #include "passes/FoldTranspose.h"
+#include "passes/FuseScatter.h"
 #include "passes/Fusion.h"
 #include "passes/ReduceEarly.h"
 #include "passes/SinkIntoCalls.h"
@@ -171,6 +172,8 @@ struct PipelineRun {
             FusionOptions fo;
             fo.loneSources = opts.target == CodeTarget::Cuda; // no host fills on a device
             fuseModule(m, fo);
+            // An index_add adds its rows in the kernel that makes them.
+            fuseScatters(m);
             return true;
           }))
         return p;

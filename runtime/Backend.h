@@ -103,6 +103,16 @@ public:
   /// Runs a compiled kernel with the kernel-IR ABI (codegen/KernelIR.h):
   /// `bufs` are the inputs then the output, `params` the launch params.
   virtual void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) = 0;
+  /// launch() for a kernel with a scatter-add store (KernelIR.h) whose output
+  /// already holds index_add's base: `ids` (this device's tensor, checked
+  /// against `rows`, the output's extent along the scatter's dim) are the
+  /// scatter's ids. The default launches it as any kernel (the cpu's adds
+  /// in point order); a GPU plans the rows from the ids.
+  virtual void launchScatter(const NativeKernel &k, void *const *bufs, const int64_t *params,
+                             const HostTensor &ids, int64_t rows) {
+    (void)ids, (void)rows;
+    launch(k, bufs, params);
+  }
 
   // --- dense matmul ---------------------------------------------------------
   /// a @ b (numpy matmul) through the device's BLAS, or nullopt when this

@@ -297,8 +297,11 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   ck.rank = k.rank;
   ck.inputs = (int)k.inputs.size();
   ck.outputs = (int)k.outputs.size();
+  // Parts must write disjoint outputs: never split a scatter's dim (two
+  // parts could add into one row).
+  const KStore *scatter = scatterStore(k);
   for (int d = 0; d < k.rank && ck.splitDim < 0; ++d)
-    if (!isReducedDim(k, d))
+    if (!isReducedDim(k, d) && !(scatter && scatter->dim == d))
       ck.splitDim = d;
   ck.global = usesGlobalIndex(k);
   for (DType t : k.inputs)

@@ -66,6 +66,18 @@ public:
   void launch(const NativeKernel &k, void *const *bufs, const int64_t *params) override {
     ctx_.launch(*static_cast<const CudaKernel *>(k.handle), bufs, params, stream_);
   }
+  void launchScatter(const NativeKernel &k, void *const *bufs, const int64_t *params,
+                     const HostTensor &ids, int64_t rows) override {
+    const CudaKernel &ck = *static_cast<const CudaKernel *>(k.handle);
+    const int dim = scatterStore(ck.kernel)->dim;
+    if (ids.bytes() > kScatterPlanBytes) { // planned for this call only
+      CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, rows, stream_);
+      cudaLaunchScatter(ctx_, ck, bufs, params, p, rows, stream_);
+      ctx_.free(p.lists); // stream ordered: reused after the launch
+      return;
+    }
+    cudaLaunchScatter(ctx_, ck, bufs, params, scatterPlan(ids, dim, rows), rows, stream_);
+  }
 
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
                                    bool transB) override {

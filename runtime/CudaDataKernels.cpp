@@ -365,6 +365,34 @@ int64_t cudaScatterChunks(int64_t total, int64_t maxList, int64_t sms) {
   return std::max<int64_t>(chunks, 1);
 }
 
+void cudaLaunchScatter(CudaContext &ctx, const CudaKernel &ck, void *const *deviceBuffers,
+                       const int64_t *params, const CudaScatterPlan &plan, int64_t rows,
+                       CudaStream s) {
+  const Kernel &k = ck.kernel;
+  const int64_t total = rows * cudaScatterInner(k, params);
+  if (total <= 0)
+    return;
+  const int64_t split = k.deterministic ? 1 : cudaScatterChunks(total, plan.maxList, ctx.numSMs());
+  std::vector<uint64_t> words = cudaKernelArgs(k, deviceBuffers, params);
+  const size_t W = words.size();
+  words[W - 5] = (uint64_t)(uintptr_t)plan.lists;
+  words[W - 4] = (uint64_t)(uintptr_t)plan.order;
+  words[W - 3] = (uint64_t)rows;
+  words[W - 2] = (uint64_t)split;
+  void *scratch =
+      split > 1 ? ctx.alloc(cudaScatterScratchBytes(k, params, rows, split), s) : nullptr;
+  words[W - 1] = (uint64_t)(uintptr_t)scratch;
+  void *args[] = {words.data()}; // one by-value argument: struct dt_args
+  ctx.launchRaw(ck.function, cudaScatterBlocks(k, params, rows, split, ctx.numSMs()), kCudaBlock,
+                args, s);
+  if (split <= 1)
+    return;
+  words[W - 2] = (uint64_t)(-split);
+  ctx.launchRaw(ck.function, cudaScatterBlocks(k, params, rows, 1, ctx.numSMs()), kCudaBlock, args,
+                s);
+  ctx.free(scratch); // reused only on this stream, after these launches
+}
+
 void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterPlan &plan,
                     const HostTensor &src, int64_t dim, HostTensor &out, bool reassociate,
                     CudaStream s) {

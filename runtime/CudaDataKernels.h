@@ -84,6 +84,16 @@ void cudaScatterAdd(CudaContext &ctx, const HostTensor &base, const CudaScatterP
                     const HostTensor &src, int64_t dim, HostTensor &out, bool reassociate,
                     CudaStream s);
 
+/// Launches kernel `ck`, which has a scatter-add store (codegen/CudaEmitter.h,
+/// kCudaScatterWords), on `s`: its output (in `deviceBuffers`) holds
+/// index_add's base, `plan` lists the ids' rows against `rows`. Default mode
+/// (a kernel not deterministic) cuts long lists into cudaScatterChunks chunks
+/// and folds them in a second launch; deterministic mode adds each element's
+/// rows in list order in one.
+void cudaLaunchScatter(CudaContext &ctx, const CudaKernel &ck, void *const *deviceBuffers,
+                       const int64_t *params, const CudaScatterPlan &plan, int64_t rows,
+                       CudaStream s);
+
 /// The chunks each output's list is cut into (1: one thread per output, in
 /// list order): as many (output, chunk) threads as two waves of `sms` full
 /// SMs hold, no more, each chunk at least kScatterChunkMin entries of the

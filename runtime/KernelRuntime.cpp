@@ -34,6 +34,10 @@ std::vector<std::vector<char>> outputReads(const Kernel &k) {
     for (size_t in = 0; in < k.inputs.size(); ++in)
       if (gathered[in])
         r[in] = 0;
+  // Nor are a scatter's ids (a GPU plans its rows from them).
+  if (int ids = scatterIdsInput(k); ids >= 0)
+    for (auto &r : reads)
+      r[ids] = 0;
   return reads;
 }
 
@@ -173,13 +177,14 @@ void RankState::startRun() {
   checkedIds_.clear();
 }
 
-void CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound) {
+void CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
+                       const char *op) {
   for (const Entry &c : held_)
     if (c.ids.holds(ids) && c.bound == bound)
       return;
   HostTensor host = dev.toHost(ids);
   for (int64_t j = 0, n = host.numel(); j < n; ++j)
-    ref::checkedId("index_select", host, j, dim, bound);
+    ref::checkedId(op, host, j, dim, bound);
   if (!ids.buf || ids.bytes() > kMaxBytes)
     return;
   if (held_.size() == kMax)
@@ -256,6 +261,10 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   // itself does not check).
   for (const KernelGather &g : e.fk.gathers)
     checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+  const std::optional<KernelScatter> &sc = e.fk.scatter;
+  const int64_t scatterRows = sc ? (*args[sc->base])->shape.at(sc->dim) : 0;
+  if (sc)
+    checkedIds_.check(dev, **args[sc->ids], sc->dim, scatterRows, "index_add");
   const FusedLaunch &l = cs.launch;
   size_t nOut = k.outputs.size();
   void *bufs[16];
@@ -272,6 +281,27 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
     slot.emplace();
     HostTensor &out = *slot;
     DType odt = k.outputs[o];
+    if (sc && sc->output == (int)o) { // starts as base: taken when it dies here, else copied
+      HostTensor &base = **args[sc->base];
+      bool alone = true; // no input the kernel reads shares base's buffer
+      for (size_t i = 0; i < n; ++i)
+        alone = alone && ((int)i == sc->base || !*args[i] || (*args[i])->buf != base.buf);
+      if (reuse_ && alone && dying[sc->base] && base.buf && base.buf.use_count() == 1) {
+        out = std::move(base);
+        args[sc->base]->reset();
+        count(out.buf.get(), -1); // the emptied slot's hold
+        ++stats.inPlace;
+      } else {
+        out.dtype = odt;
+        out.shape = l.scatterShape;
+        out.buf = acquire(dev, out.bytes());
+        if (out.bytes())
+          dev.copyRegion(base.raw(), base.shape, std::vector<int64_t>(base.rank(), 0), out.raw(),
+                         out.shape, std::vector<int64_t>(out.rank(), 0), out.shape, dtypeSize(odt));
+      }
+      b[n + o] = out.raw();
+      continue;
+    }
     if (reuse_ && k.reduce == KReduce::None)
       for (size_t i = 0; i < n; ++i) {
         if (!dying[i] || !*args[i] || !e.reads[o][i])
@@ -294,7 +324,9 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
     }
     b[n + o] = out.raw();
   }
-  if (l.iterations > 0 || k.reduce != KReduce::None)
+  if (sc && l.iterations > 0)
+    dev.launchScatter(e.native, b, l.params.data(), **args[sc->ids], scatterRows);
+  else if (l.iterations > 0 || k.reduce != KReduce::None)
     dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
 }

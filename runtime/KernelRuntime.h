@@ -152,7 +152,9 @@ std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_
 /// host and a wait each time).
 class CheckedIds {
 public:
-  void check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound);
+  /// `op` names the op in the fault (index_select, index_add).
+  void check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
+             const char *op = "index_select");
   void clear() { held_.clear(); }
 
 private:

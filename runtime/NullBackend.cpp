@@ -50,6 +50,11 @@ public:
     if (b_.planning() && k.handle)
       b_.planLaunch(*static_cast<const Kernel *>(k.handle), params);
   }
+  void launchScatter(const NativeKernel &k, void *const *, const int64_t *params,
+                     const HostTensor &, int64_t rows) override {
+    if (b_.planning() && k.handle)
+      b_.planScatter(*static_cast<const Kernel *>(k.handle), params, rows);
+  }
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
                                    bool transB) override {
     if (a.rank() < 1 || b.rank() < 1)
@@ -169,6 +174,15 @@ void NullBackend::planLaunch(const Kernel &k, const int64_t *params) {
   if (grid > 0x7fffffff)
     throw RuntimeFault("--dry-run: kernel " + k.name + " would launch " + std::to_string(grid) +
                        " blocks, more than CUDA's grid limit");
+  plan_stats_.maxGrid = std::max(plan_stats_.maxGrid, grid);
+}
+
+void NullBackend::planScatter(const Kernel &k, const int64_t *params, int64_t rows) {
+  // One chunk: the plan knows no ids (the null device's are zeros).
+  const int64_t grid = cudaScatterBlocks(k, params, rows, 1, kPlanSMs);
+  if (grid == 0)
+    return;
+  ++plan_stats_.launches;
   plan_stats_.maxGrid = std::max(plan_stats_.maxGrid, grid);
 }
 

@@ -48,6 +48,8 @@ public:
   };
   /// Called by the plan's devices for every kernel launch.
   void planLaunch(const Kernel &k, const int64_t *params);
+  /// A kernel with a scatter store: its one-chunk launch (CudaEmitter.h).
+  void planScatter(const Kernel &k, const int64_t *params, int64_t rows);
   void planGemm() { ++plan_stats_.gemms; }
   bool planning() const { return plan_ == Plan::Cuda; }
 

@@ -4,7 +4,8 @@
 // unary/binary node and cast on every dtype, the contiguous vector path and
 // its tail, broadcast (strided) inputs, scalars, warp- and block-per-output
 // reductions, split reductions (two launches), empty reductions, RNG and iota
-// with global offsets, rank 0, gathers (index_select inside a kernel); and
+// with global offsets, rank 0, gathers (index_select inside a kernel),
+// scatter stores (index_add fused into a kernel: scatter.cpp); and
 // the cuda backend's data-movement kernels
 // (runtime/CudaDataKernels.h: strided copy as transpose, gather, scatter-add,
 // its split form, fills) against the reference kernels on every dtype; and
@@ -12,6 +13,8 @@
 // Build and run with scripts/cuda-host-sim.sh (minutes: one g++ per distinct kernel).
 //
 // usage: cudasim WORK_DIR SHIM_H
+#include "cudasim/common.h"
+
 #include "codegen/CudaEmitter.h"
 #include "runtime/BlasDeterministic.h"
 #include "runtime/CudaDataKernels.h"
@@ -29,14 +32,14 @@
 #include <map>
 #include <random>
 using namespace dt;
-static int fails = 0, checks = 0, splits = 0;
-static std::string gWork, gShim;
+int fails = 0, checks = 0, splits = 0;
+std::string gWork, gShim;
 /// g++'s flags for every kernel and for the shim's precompiled header.
 static const char *kFlags = "-std=c++20 -O1 -w -fPIC";
 /// `spread` (deterministic kernels): f32/f64 of magnitudes 2^-20..2^20,
 /// whose sums round differently in every order, so that a kernel which sums
 /// in another order than the interpreter's shows.
-std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g, bool spread = false) {
+std::vector<char> randomData(DType t, int64_t n, std::mt19937 &g, bool spread) {
   std::vector<char> v(n * dtypeSize(t) + 64);
   std::uniform_int_distribution<int> d(-5, 5), e(-20, 20);
   std::uniform_real_distribution<double> m(-1, 1);
@@ -102,10 +105,10 @@ void *compileAndLoad(const std::string &base, const std::string &what) {
 /// `bcast`: 0 every input contiguous; 1 input 1 broadcast along dim 0; 2
 /// input 1 and every ids input broadcast along the last dim (one value per
 /// row: the vector path's row mode when that dim is a multiple of 4).
-void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int tag) {
+SimKernel loadKernel(const Kernel &k, int tag) {
   if (const char *only = std::getenv("CUDASIM_ONLY");
       only && k.name.find(only) == std::string::npos)
-    return; // CUDASIM_ONLY=NAME: only the kernels whose name holds NAME
+    return nullptr; // CUDASIM_ONLY=NAME: only the kernels whose name holds NAME
   ++gKernels;
   // One g++ a distinct kernel (its source does not depend on the shape):
   // a kernel run on several shapes and launch paths is compiled once.
@@ -123,11 +126,17 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
     h = compileAndLoad(base, k.name);
     if (!h) {
       loaded.erase(source);
-      return;
+      return nullptr;
     }
     ++gCompiles;
   }
-  auto fn = (void (*)(const unsigned long long *, unsigned))dlsym(h, "sim_run");
+  return (SimKernel)dlsym(h, "sim_run");
+}
+
+void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int tag) {
+  SimKernel fn = loadKernel(k, tag);
+  if (!fn)
+    return;
   std::mt19937 g(tag);
   const int R = k.rank, I = k.inputs.size(), O = k.outputs.size();
   auto rm = rowMajorStrides(shape);
@@ -789,6 +798,7 @@ int main(int argc, char **argv) {
   r0.store(r0.addOutput(DType::F32),
            r0.binary(KOp::Add, r0.load(in0), r0.constant(1.5, DType::F32)));
   run(r0, {}, false, 0, tag++);
+  runScatterKernels(tag);
   printf("%d kernel runs (%d compiled, %d split reductions), %d checks, %d mismatches\n", gKernels,
          gCompiles, splits, checks, fails);
   return fails != 0 || splits == 0;

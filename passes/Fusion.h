@@ -44,6 +44,8 @@
 //  * a reduction root keeps its dtype (no bool) and has the reduced operand's
 //    group feeding only it;
 //  * groups hold at most kMaxFusedOps non-source ops (bounded compile time);
+//  * an `index_add` is never a member here; passes/FuseScatter.h then moves
+//    one whose rows a kernel computes into that kernel;
 //  * a fill, const or random alone is a kernel only with
 //    `FusionOptions::loneSources` (the device backends: a fill on the host
 //    would be a copy to the device); on the cpu it stays on the reference

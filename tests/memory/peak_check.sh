@@ -22,11 +22,16 @@ while read -r file budget; do
     echo "FAIL $file: $(grep -m1 -o 'host fallback ops:.*' <<<"$out")"
     fail=1
   fi
+# modulation.dt: 2320 until index_add joined its rows' kernel (FuseScatter),
+# which holds the [3, 4] base during that kernel instead of the rows after
+# it: +64 bytes at these toy sizes, where a rank's 2 rows are smaller than
+# the 3 it adds into; at T4096 H512 S16 on 4 ranks the peak fell from
+# 9506832 to 7442448 bytes.
 done <<'LIST'
 examples/mlp_tp.dt 5496
 examples/fsdp.dt 4968
 examples/transformer_tp.dt 57544
-examples/modulation.dt 2320
+examples/modulation.dt 2384
 tests/diff/stdlib_nd.dt 8280
 tests/diff/structs_grad.dt 1864
 tests/diff/dtypes.dt 2529

@@ -457,3 +457,45 @@ print(t[7, :])
   CHECK(got.size() > 100);
   CHECK(got == want);
 }
+
+namespace {
+int scatterStores(const Module &m) {
+  int n = 0;
+  for (const Function &f : m.functions)
+    if (isFusedKernel(f))
+      n += scatterStore(buildFusedKernel(f).kernel) != nullptr;
+  return n;
+}
+} // namespace
+
+TEST_CASE("fusion: an index_add joins the kernel of its rows, whose ids are checked") {
+  // `b * b + 1.0` is added into the rows of z in b's kernel; `tanh(b)` is
+  // printed too, so its index_add stays outside. The ids move one row a
+  // trip: checked on every trip, the fourth trip's id 5 (of 5 rows) is the
+  // reference's fault, after the same values printed.
+  const char *prog = R"(mesh m = [x = 2]
+var ids : i32[4] @ m[_] = [2, 0, 2, 1]
+let b : f32[4, 6] @ m[_, x] = randn(seed=2)
+let z : f32[5, 6] @ m[_, x] = randn(seed=3)
+for i in 0..4 {
+  print(relayout(index_add(z, ids, b * b + 1.0), m[_, _]))
+  let t = tanh(b)
+  print(relayout(index_add(z, ids, t) + t[0:1, :] * 0.0, m[_, _]))
+  ids = ids + 1
+}
+)";
+  Compilation s(pipelineCompileOptions());
+  build(s, prog, true, true);
+  CHECK(scatterStores(s.module) == 1);
+  std::ostringstream out, ref;
+  Executor ex(s.module, out, ExecOptions{});
+  CHECK_THROWS_WITH_AS(
+      ex.run("main", {}),
+      doctest::Contains("`index_add`: index 5 is out of range for dim 0 of size 5"), RuntimeFault);
+  CHECK(ex.printed().size() == 6); // three trips of two prints
+  ExecOptions noJit;
+  noJit.jit = false;
+  Executor slow(s.module, ref, noJit);
+  CHECK_THROWS_AS(slow.run("main", {}), RuntimeFault);
+  CHECK(out.str() == ref.str());
+}

@@ -344,7 +344,10 @@ private:
       return;
     }
     case 8:
-      indexSelect(v);
+      if (coin())
+        indexAdd(v);
+      else
+        indexSelect(v);
       return;
     case 10:
       sliceOrJoin(v);
@@ -494,6 +497,33 @@ private:
       return;
     }
     }
+  }
+
+  /// index_add of a pointwise expression of `v` (which fusion adds in the
+  /// kernel computing it) along dim 0 into 1-4 rows of a fresh base; v's dim
+  /// 0 unsharded, the ids replicated, rows no id names, repeated ids.
+  void indexAdd(int v) {
+    GType t = pool_[v].t;
+    if (t.shape.empty() || t.dtype == "bool" || isLowp(t.dtype))
+      return;
+    for (int p : t.pl)
+      if (p == 0)
+        return;
+    const int64_t rows = pick(1, 4), n = t.shape[0];
+    std::string ids = "[";
+    for (int64_t i = 0; i < n; ++i)
+      ids += (i ? ", " : "") + std::to_string(pick(0, (int)rows - 1));
+    ids += "]";
+    GType it{coin() ? "i32" : "i64", {n}, {}, {}};
+    for (size_t a = 0; a < t.pl.size(); ++a)
+      it.pl.push_back(kRep);
+    std::string name = fresh();
+    out_ += "let " + name + " : " + typeStr(it) + " = " + (n ? ids : std::string("zeros()")) + "\n";
+    GType b = t;
+    b.shape[0] = rows;
+    int base = relayoutTo(source(b.dtype, b.shape), b.pl, &b.ord);
+    std::string x = pool_[v].name + (isFloat(t.dtype) ? " * 1.5 + 0.5" : " * 3 + 1");
+    define("index_add(" + pool_[base].name + ", " + name + ", " + x + ")", pool_[base].t);
   }
 
   /// index_select along dim 0 (which must be unsharded), ids sharded or not.

@@ -23,6 +23,9 @@ namespace dt {
 
 namespace cudaemit {
 
+/// Source rows a thread reads before it stores any (CudaScatter.cpp).
+constexpr int kScatterGroup = 4;
+
 void Emitter::emitScatter(const std::string &sym) {
   const KStore &sc = *scatterStore(k);
   if (sc.dim != 0 || R < 1)
@@ -47,8 +50,9 @@ void Emitter::emitScatter(const std::string &sym) {
      << "  const dt_i64 total = rows * inner;\n"
      << "  if (total <= 0)\n    return;\n"
      << "  const dt_u64 tid = (dt_u64)blockIdx.x * blockDim.x + threadIdx.x;\n"
-     << "  const dt_u64 nth = (dt_u64)gridDim.x * blockDim.x;\n"
-     << "  dt_i64 idx[" << R << "] = {0};\n";
+     << "  const dt_u64 nth = (dt_u64)gridDim.x * blockDim.x;\n";
+  if (!innerDims.empty()) // a row's point (the entries' ix arrays copy it)
+    os << "  dt_i64 idx[" << R << "] = {0};\n";
   emitNarrow();
   // The scatter output's element (r, idx[1..]).
   std::string soff = "r * " + outStride(so, 0);
@@ -74,28 +78,60 @@ void Emitter::emitScatter(const std::string &sym) {
      << "    const dt_i64 p = first + c * per < first + len ? first + c * per : first + len;\n"
      << "    const dt_i64 end = p + per < first + len ? p + per : first + len;\n"
      << "    " << T << " acc = split == 1 ? out[" << soff << "] : (" << T << ")0;\n"
-     << "    for (dt_i64 e = p; e < end; ++e) {\n"
-     << "      idx[0] = order[e];\n";
-  std::vector<std::string> xs(I), ys(k.stores.size());
-  for (int i = 0; i < I; ++i)
-    if (usedInput[i]) {
-      os << "      const " << cType(k.inputs[i]) << " s" << i << " = " << loadAt(i, offset(true, i))
-         << ";\n";
-      xs[i] = "s" + std::to_string(i);
+     << "    dt_i64 e = p;\n";
+  // Entries in groups of kScatterGroup: every load of the group before its
+  // first store (an output may overwrite an input in place, so a store
+  // would otherwise order the next entry's loads after it), as the
+  // elementwise vector path loads 4 points before storing them; then the
+  // rest one by one. The adds stay in list order.
+  auto entries = [&](int group, const char *ind) {
+    const std::string in = ind;
+    for (int u = 0; u < group; ++u) {
+      const std::string ix = "ix" + std::to_string(u);
+      os << in << "dt_i64 " << ix << "[" << R << "];\n"
+         << in << ix << "[0] = order[e + " << u << "];\n";
+      for (int d : innerDims)
+        os << in << ix << "[" << d << "] = idx[" << d << "];\n";
     }
-  for (size_t s = 0; s < k.stores.size(); ++s) {
-    os << "      " << cType(k.outputs[k.stores[s].output]) << " y" << s << ";\n";
-    ys[s] = "y" + std::to_string(s);
-  }
-  os << "      " << bodyCall(xs, ys) << ";\n";
-  for (size_t s = 0; s < k.stores.size(); ++s) {
-    int o = k.stores[s].output;
-    if (o == so)
-      os << "      acc = acc + y" << s << ";\n";
-    else
-      os << "      " << ptr(NB - O + o, k.outputs[o], false) << "[" << offset(false, o)
-         << "] = " << storeVal(k.outputs[o], ys[s]) << ";\n";
-  }
+    for (int u = 0; u < group; ++u)
+      for (int i = 0; i < I; ++i)
+        if (usedInput[i]) {
+          std::string off = "(dt_i64)0";
+          for (int d = 0; d < R; ++d)
+            off += " + ix" + std::to_string(u) + "[" + std::to_string(d) + "] * " + inStride(i, d);
+          os << in << "const " << cType(k.inputs[i]) << " s" << i << "_" << u << " = "
+             << loadAt(i, off) << ";\n";
+        }
+    for (int u = 0; u < group; ++u) {
+      const std::string su = "_" + std::to_string(u);
+      std::vector<std::string> xs(I), ys(k.stores.size());
+      for (int i = 0; i < I; ++i)
+        xs[i] = "s" + std::to_string(i) + su;
+      for (size_t st = 0; st < k.stores.size(); ++st) {
+        os << in << cType(k.outputs[k.stores[st].output]) << " y" << st << su << ";\n";
+        ys[st] = "y" + std::to_string(st) + su;
+      }
+      std::string call = bodyCall(xs, ys);
+      call.replace(0, std::string("dt_body(a, idx").size(), "dt_body(a, ix" + std::to_string(u));
+      os << in << call << ";\n";
+      for (size_t st = 0; st < k.stores.size(); ++st) {
+        int o = k.stores[st].output;
+        if (o == so) {
+          os << in << "acc = acc + " << ys[st] << ";\n";
+          continue;
+        }
+        std::string off = "(dt_i64)0";
+        for (int d = 0; d < R; ++d)
+          off += " + ix" + std::to_string(u) + "[" + std::to_string(d) + "] * " + outStride(o, d);
+        os << in << ptr(NB - O + o, k.outputs[o], false) << "[" << off
+           << "] = " << storeVal(k.outputs[o], ys[st]) << ";\n";
+      }
+    }
+  };
+  os << "    for (; e + " << kScatterGroup << " <= end; e += " << kScatterGroup << ") {\n";
+  entries(kScatterGroup, "      ");
+  os << "    }\n    for (; e < end; ++e) {\n";
+  entries(1, "      ");
   os << "    }\n"
      << "    if (split == 1)\n      out[" << soff << "] = acc;\n"
      << "    else\n      part[q] = acc;\n"

@@ -107,6 +107,29 @@ TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty
                "dt_bad_factor_bf16", "dt_bad_factor_f64"});
 }
 
+TEST_CASE("nvrtc: kernels with a scatter store compile with an empty log, every rank") {
+  // A fused index_add (codegen/CudaScatter.cpp): rank 1 has no dims after
+  // the scattered one (no row index), rank 3 two; a plain output beside it,
+  // or none.
+  for (int rank : {1, 2, 3})
+    for (DType t : {DType::F32, DType::F64}) {
+      Kernel k;
+      k.rank = rank;
+      int a = k.load(k.addInput(t));
+      int ids = k.load(k.addInput(rank == 2 ? DType::I32 : DType::I64));
+      k.addInput(t); // the base
+      int x = k.binary(KOp::Mul, a, k.iota(rank - 1, t));
+      if (rank > 1)
+        k.store(k.addOutput(t), k.unary(KOp::Neg, x));
+      k.scatterStore(k.addOutput(t), x, ids, 0);
+      INFO("rank " << rank << " " << dtypeName(t));
+      checkModule(emitCudaKernel(k, "dt_scatter_test").source, {"dt_scatter_test"});
+      Kernel d = k;
+      d.deterministic = true;
+      checkModule(emitCudaKernel(d, "dt_scatter_det").source, {"dt_scatter_det"});
+    }
+}
+
 TEST_CASE("nvrtc: deterministic mode's GPU matrix product compiles with an empty log") {
   checkModule(cudaDeterministicGemmSource(),
               {"dt_det_gemm_f32", "dt_det_gemm_f64", "dt_det_gemm_tiled_f32",

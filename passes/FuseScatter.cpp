@@ -129,8 +129,10 @@ private:
         std::find(call.results.begin(), call.results.end(), src) - call.results.begin();
     // The kernel: base (and ids, unless it reads them already) become
     // parameters, and the index_add of the returned source its result.
-    auto param = [&](int v) {
-      for (size_t p = 0; p < call.operands.size(); ++p)
+    // The base is a parameter of its own even when the kernel reads the same
+    // value (the kernel never reads the base: its output starts as a copy).
+    auto param = [&](int v, bool reuse) {
+      for (size_t p = 0; reuse && p < call.operands.size(); ++p)
         if (call.operands[p] == v)
           return k.params[p];
       int p = k.newValue(f.type(v), f.values[v].name);
@@ -139,7 +141,7 @@ private:
       call.operands.push_back(v);
       return p;
     };
-    const int pb = param(base), pi = param(ids);
+    const int pb = param(base, false), pi = param(ids, true);
     Inst &ret = k.body.insts.back();
     Inst member;
     member.op = Op::IndexAdd;

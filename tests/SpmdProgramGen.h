@@ -509,7 +509,10 @@ private:
     for (int p : t.pl)
       if (p == 0)
         return;
-    const int64_t rows = pick(1, 4), n = t.shape[0];
+    const int64_t n = t.shape[0];
+    // Sometimes into v itself (the kernel then reads its base too).
+    const bool self = n > 0 && coin(30);
+    const int64_t rows = self ? n : pick(1, 4);
     std::string ids = "[";
     for (int64_t i = 0; i < n; ++i)
       ids += (i ? ", " : "") + std::to_string(pick(0, (int)rows - 1));
@@ -521,7 +524,7 @@ private:
     out_ += "let " + name + " : " + typeStr(it) + " = " + (n ? ids : std::string("zeros()")) + "\n";
     GType b = t;
     b.shape[0] = rows;
-    int base = relayoutTo(source(b.dtype, b.shape), b.pl, &b.ord);
+    int base = self ? v : relayoutTo(source(b.dtype, b.shape), b.pl, &b.ord);
     std::string x = pool_[v].name + (isFloat(t.dtype) ? " * 1.5 + 0.5" : " * 3 + 1");
     define("index_add(" + pool_[base].name + ", " + name + ", " + x + ")", pool_[base].t);
   }

@@ -111,6 +111,13 @@ std::map<int, int> useCounts(const Block &b) {
   return uses;
 }
 
+void forEachBlock(Block &b, const std::function<void(Block &)> &fn) {
+  fn(b);
+  for (Inst &in : b.insts)
+    for (Block &r : in.regions)
+      forEachBlock(r, fn);
+}
+
 uint64_t forTripCount(int64_t lo, int64_t hi, int64_t step) {
   if (step > 0 ? hi <= lo : hi >= lo)
     return 0;

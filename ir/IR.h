@@ -64,6 +64,7 @@
 #include "support/SourceLoc.h"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -173,6 +174,10 @@ struct Block {
 /// How many times each value is an operand in `b`, its regions included
 /// (values never used are absent).
 std::map<int, int> useCounts(const Block &b);
+
+/// Calls `fn` on `b`, then on every block nested in its instructions'
+/// regions (after `fn` returns: it may rewrite the block it is given).
+void forEachBlock(Block &b, const std::function<void(Block &)> &fn);
 
 struct Function {
   std::string name;

@@ -5,7 +5,6 @@
 #include "passes/FusionRules.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 namespace dt {
@@ -37,38 +36,22 @@ public:
       byName_[f.name] = &f;
     // A kernel called from two places keeps its one meaning.
     for (Function &f : m_.functions)
-      forEach(f.body, [&](const Inst &in) {
-        if (in.op == Op::Call)
-          ++calls_[in.attrs.str];
+      forEachBlock(f.body, [&](Block &b) {
+        for (const Inst &in : b.insts)
+          if (in.op == Op::Call)
+            ++calls_[in.attrs.str];
       });
   }
 
   int run() {
     int fused = 0;
-    for (size_t i = 0; i < m_.functions.size(); ++i) {
-      Function &f = m_.functions[i];
-      if (isFusedKernel(f))
-        continue;
-      std::function<void(Block &)> visit = [&](Block &b) {
-        for (Inst &in : b.insts)
-          for (Block &r : in.regions)
-            visit(r);
-        fused += block(f, b);
-      };
-      visit(f.body);
-    }
+    for (Function &f : m_.functions)
+      if (!isFusedKernel(f))
+        forEachBlock(f.body, [&](Block &b) { fused += block(f, b); });
     return fused;
   }
 
 private:
-  static void forEach(const Block &b, const std::function<void(const Inst &)> &fn) {
-    for (const Inst &in : b.insts) {
-      fn(in);
-      for (const Block &r : in.regions)
-        forEach(r, fn);
-    }
-  }
-
   int block(Function &f, Block &b) {
     int fused = 0;
     for (size_t x = 0; x < b.insts.size(); ++x)

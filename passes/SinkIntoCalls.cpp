@@ -34,13 +34,6 @@ bool isConstant(const Inst &in) {
   return (in.op == Op::Const || in.op == Op::Fill) && in.operands.empty() && in.results.size() == 1;
 }
 
-void forEachBlock(Block &b, const std::function<void(Block &)> &fn) {
-  fn(b);
-  for (Inst &in : b.insts)
-    for (Block &r : in.regions)
-      forEachBlock(r, fn);
-}
-
 void rename(Block &b, int from, int to) {
   forEachBlock(b, [&](Block &blk) {
     for (Inst &in : blk.insts)

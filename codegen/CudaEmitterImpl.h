@@ -247,10 +247,12 @@ struct Emitter {
     return p;
   }
 
-  std::string offset(bool input, int b) const {
+  /// Input (or output) b's offset at the point held in the array `idx`.
+  std::string offset(bool input, int b, const std::string &idx = "idx") const {
     std::string s = "(dt_i64)0";
     for (int d = 0; d < R; ++d)
-      s += " + idx[" + std::to_string(d) + "] * " + (input ? inStride(b, d) : outStride(b, d));
+      s += " + " + idx + "[" + std::to_string(d) + "] * " +
+           (input ? inStride(b, d) : outStride(b, d));
     return s;
   }
 
@@ -264,8 +266,9 @@ struct Emitter {
     return t == DType::Bool ? "(unsigned char)(" + y + " ? 1 : 0)" : y;
   }
 
-  std::string bodyCall(const std::vector<std::string> &xs, const std::vector<std::string> &ys) {
-    std::string c = "dt_body(a, idx";
+  std::string bodyCall(const std::vector<std::string> &xs, const std::vector<std::string> &ys,
+                       const std::string &idx = "idx") {
+    std::string c = "dt_body(a, " + idx;
     for (int i = 0; i < I; ++i)
       if (usedInput[i])
         c += ", " + xs[i];

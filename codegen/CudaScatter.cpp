@@ -23,7 +23,7 @@ namespace dt {
 
 namespace cudaemit {
 
-/// Source rows a thread reads before it stores any (CudaScatter.cpp).
+/// Source rows a thread reads before it stores any.
 constexpr int kScatterGroup = 4;
 
 void Emitter::emitScatter(const std::string &sym) {
@@ -95,15 +95,11 @@ void Emitter::emitScatter(const std::string &sym) {
     }
     for (int u = 0; u < group; ++u)
       for (int i = 0; i < I; ++i)
-        if (usedInput[i]) {
-          std::string off = "(dt_i64)0";
-          for (int d = 0; d < R; ++d)
-            off += " + ix" + std::to_string(u) + "[" + std::to_string(d) + "] * " + inStride(i, d);
+        if (usedInput[i])
           os << in << "const " << cType(k.inputs[i]) << " s" << i << "_" << u << " = "
-             << loadAt(i, off) << ";\n";
-        }
+             << loadAt(i, offset(true, i, "ix" + std::to_string(u))) << ";\n";
     for (int u = 0; u < group; ++u) {
-      const std::string su = "_" + std::to_string(u);
+      const std::string su = "_" + std::to_string(u), ix = "ix" + std::to_string(u);
       std::vector<std::string> xs(I), ys(k.stores.size());
       for (int i = 0; i < I; ++i)
         xs[i] = "s" + std::to_string(i) + su;
@@ -111,19 +107,14 @@ void Emitter::emitScatter(const std::string &sym) {
         os << in << cType(k.outputs[k.stores[st].output]) << " y" << st << su << ";\n";
         ys[st] = "y" + std::to_string(st) + su;
       }
-      std::string call = bodyCall(xs, ys);
-      call.replace(0, std::string("dt_body(a, idx").size(), "dt_body(a, ix" + std::to_string(u));
-      os << in << call << ";\n";
+      os << in << bodyCall(xs, ys, ix) << ";\n";
       for (size_t st = 0; st < k.stores.size(); ++st) {
         int o = k.stores[st].output;
         if (o == so) {
           os << in << "acc = acc + " << ys[st] << ";\n";
           continue;
         }
-        std::string off = "(dt_i64)0";
-        for (int d = 0; d < R; ++d)
-          off += " + ix" + std::to_string(u) + "[" + std::to_string(d) + "] * " + outStride(o, d);
-        os << in << ptr(NB - O + o, k.outputs[o], false) << "[" << off
+        os << in << ptr(NB - O + o, k.outputs[o], false) << "[" << offset(false, o, ix)
            << "] = " << storeVal(k.outputs[o], ys[st]) << ";\n";
       }
     }

@@ -69,14 +69,9 @@ public:
   void launchScatter(const NativeKernel &k, void *const *bufs, const int64_t *params,
                      const HostTensor &ids, int64_t rows) override {
     const CudaKernel &ck = *static_cast<const CudaKernel *>(k.handle);
-    const int dim = scatterStore(ck.kernel)->dim;
-    if (ids.bytes() > kScatterPlanBytes) { // planned for this call only
-      CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, rows, stream_);
+    withScatterPlan(ids, scatterStore(ck.kernel)->dim, rows, [&](const CudaScatterPlan &p) {
       cudaLaunchScatter(ctx_, ck, bufs, params, p, rows, stream_);
-      ctx_.free(p.lists); // stream ordered: reused after the launch
-      return;
-    }
-    cudaLaunchScatter(ctx_, ck, bufs, params, scatterPlan(ids, dim, rows), rows, stream_);
+    });
   }
 
   std::optional<HostTensor> matmul(const HostTensor &a, const HostTensor &b, DType out, bool transA,
@@ -168,15 +163,23 @@ public:
     t.dtype = base.dtype;
     t.shape = base.shape;
     t.buf = allocateUninit(t.bytes());
-    const int64_t n = base.shape.at(dim);
-    if (ids.bytes() > kScatterPlanBytes) { // planned for this call only
-      CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_);
+    withScatterPlan(ids, dim, base.shape.at(dim), [&](const CudaScatterPlan &p) {
       cudaScatterAdd(ctx_, base, p, src, dim, t, reassociate, stream_);
-      ctx_.free(p.lists); // stream ordered: reused after the launch
-      return t;
-    }
-    cudaScatterAdd(ctx_, base, scatterPlan(ids, dim, n), src, dim, t, reassociate, stream_);
+    });
     return t;
+  }
+  /// Runs `use` with the lists of `ids` against `n` rows: the held plan
+  /// (scatterPlan), or, for ids past kScatterPlanBytes, one made for this
+  /// call and freed after it.
+  template <class Use>
+  void withScatterPlan(const HostTensor &ids, int64_t dim, int64_t n, Use &&use) {
+    if (ids.bytes() <= kScatterPlanBytes) {
+      use(scatterPlan(ids, dim, n));
+      return;
+    }
+    CudaScatterPlan p = cudaScatterPlan(ctx_, toHost(ids), dim, n, stream_);
+    use(p);
+    ctx_.free(p.lists); // stream ordered: reused after the launches that read it
   }
   /// The device lists of `ids` against `n` rows, planned once while the ids
   /// cannot change (HeldTensor), so a loop-invariant index_add neither copies

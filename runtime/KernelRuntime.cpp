@@ -281,46 +281,43 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
     slot.emplace();
     HostTensor &out = *slot;
     DType odt = k.outputs[o];
-    if (sc && sc->output == (int)o) { // starts as base: taken when it dies here, else copied
-      HostTensor &base = **args[sc->base];
+    const bool scatterOut = sc && sc->output == (int)o;
+    // Dying input i's buffer becomes the output (its value dies here).
+    auto take = [&](size_t i) {
+      out = std::move(**args[i]);
+      args[i]->reset();
+      count(out.buf.get(), -1); // the emptied slot's hold
+      out.dtype = odt;
+      ++stats.inPlace;
+    };
+    if (scatterOut) { // starts as base: taken when it dies here, else copied below
+      const HostTensor &base = **args[sc->base];
       bool alone = true; // no input the kernel reads shares base's buffer
       for (size_t i = 0; i < n; ++i)
         alone = alone && ((int)i == sc->base || !*args[i] || (*args[i])->buf != base.buf);
-      if (reuse_ && alone && dying[sc->base] && base.buf && base.buf.use_count() == 1) {
-        out = std::move(base);
-        args[sc->base]->reset();
-        count(out.buf.get(), -1); // the emptied slot's hold
-        ++stats.inPlace;
-      } else {
-        out.dtype = odt;
-        out.shape = l.scatterShape;
-        out.buf = acquire(dev, out.bytes());
-        if (out.bytes())
-          dev.copyRegion(base.raw(), base.shape, std::vector<int64_t>(base.rank(), 0), out.raw(),
-                         out.shape, std::vector<int64_t>(out.rank(), 0), out.shape, dtypeSize(odt));
-      }
-      b[n + o] = out.raw();
-      continue;
-    }
-    if (reuse_ && k.reduce == KReduce::None)
+      if (reuse_ && alone && dying[sc->base] && base.buf && base.buf.use_count() == 1)
+        take(sc->base);
+    } else if (reuse_ && k.reduce == KReduce::None) {
       for (size_t i = 0; i < n; ++i) {
         if (!dying[i] || !*args[i] || !e.reads[o][i])
           continue;
-        HostTensor &a = **args[i];
+        const HostTensor &a = **args[i];
         if (a.buf && a.buf.use_count() == 1 && a.shape == l.outShape &&
             dtypeSize(a.dtype) == dtypeSize(odt)) {
-          out = std::move(a); // the value dies here: its buffer becomes the output
-          args[i]->reset();
-          count(out.buf.get(), -1); // the emptied slot's hold
-          out.dtype = odt;
-          ++stats.inPlace;
+          take(i);
           break;
         }
       }
+    }
     if (!out.buf) {
       out.dtype = odt;
-      out.shape = l.outShape;
+      out.shape = scatterOut ? l.scatterShape : l.outShape;
       out.buf = acquire(dev, out.bytes());
+      if (scatterOut && out.bytes()) {
+        const HostTensor &base = **args[sc->base];
+        dev.copyRegion(base.raw(), base.shape, std::vector<int64_t>(base.rank(), 0), out.raw(),
+                       out.shape, std::vector<int64_t>(out.rank(), 0), out.shape, dtypeSize(odt));
+      }
     }
     b[n + o] = out.raw();
   }

@@ -8,6 +8,10 @@
 // GPU machine (with the module loads).
 //
 // usage: nvrtc_bench [PROGRAM.dt ...]   (default: examples/transformer_tp.dt)
+//        nvrtc_bench --dump DIR PROGRAM.dt ...
+// --dump writes each distinct kernel's CUDA C++ to DIR/<program>_<n>.cu (its
+// kernel IR in a comment at the top) and compiles nothing: what a GPU run
+// of the program would compile, to read or to feed to nvcc/ptxas.
 #include "codegen/CudaEmitter.h"
 #include "codegen/CudaLoader.h"
 #include "codegen/Nvrtc.h"
@@ -29,6 +33,7 @@ namespace {
 struct Source {
   std::string text;
   bool small;
+  std::string ir; ///< printKernel of the kernel
 };
 
 std::vector<Source> kernelSources(const std::string &path) {
@@ -52,7 +57,7 @@ std::vector<Source> kernelSources(const std::string &path) {
     if (!seen.insert(h).second)
       continue;
     bool small = KernelTable::isSmall(pk.kernel);
-    out.push_back({emitCudaKernel(k, "dt_k_" + std::to_string(h)).source, small});
+    out.push_back({emitCudaKernel(k, "dt_k_" + std::to_string(h)).source, small, printKernel(k)});
   }
   return out;
 }
@@ -75,9 +80,37 @@ bool compileAll(NvrtcCompiler &nvrtc, const std::vector<Source> &srcs, int mode,
   return true;
 }
 
+/// --dump: every distinct kernel of `programs` as a .cu file in `dir`.
+int dump(const std::string &dir, const std::vector<std::string> &programs) {
+  for (const std::string &p : programs) {
+    std::string stem = p.substr(p.find_last_of('/') + 1);
+    stem = stem.substr(0, stem.rfind(".dt"));
+    std::vector<Source> srcs = kernelSources(p);
+    for (size_t i = 0; i < srcs.size(); ++i) {
+      std::string path = dir + "/" + stem + "_" + std::to_string(i) + ".cu";
+      std::FILE *f = std::fopen(path.c_str(), "w");
+      if (!f) {
+        std::printf("nvrtc_bench: cannot write %s\n", path.c_str());
+        return 1;
+      }
+      std::string text = "/* kernel IR:\n" + srcs[i].ir + "*/\n" + srcs[i].text;
+      bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      ok = std::fclose(f) == 0 && ok;
+      if (!ok) {
+        std::printf("nvrtc_bench: writing %s failed\n", path.c_str());
+        return 1;
+      }
+      std::printf("%s%s\n", path.c_str(), srcs[i].small ? " (small: quick tier)" : "");
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--dump")
+    return dump(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   CudaLibraries libs;
   std::string why;
   if (!libs.available(CudaLib::Nvrtc, &why)) {

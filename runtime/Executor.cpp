@@ -75,6 +75,30 @@ const HostTensor &RankRunner::get(const Frame &fr, int id, const Inst &in) {
   return *fr.vals[id];
 }
 
+/// Runs instruction `in` (not a return or yield) and binds its results.
+void RankRunner::step(const Inst &in, Frame &fr, int depth, RankState::CallSite *cs) {
+  if (cs && cs->kernel) { // fast path: a compiled kernel
+    kernelCall(*cs, in, fr);
+  } else if (auto skip = sh_.ownerOnly.find(&in);
+             skip != sh_.ownerOnly.end() && notOwner(fr.type(in.results[0]), skip->second)) {
+    // Deterministic mode: only coordinate 0 keeps this product (Shared::ownerOnly).
+    const TensorType &rt = fr.type(in.results[0]);
+    fr.def[in.results[0]] = &in;
+    fr.vals[in.results[0]] =
+        holds(rt) ? Slot{dev_.empty(rt.dtype, localBlock(rt, meshRank(rt)).shape)} : Slot{};
+    if (fr.vals[in.results[0]])
+      rs_.hold(*fr.vals[in.results[0]]);
+  } else {
+    auto res = inst(in, fr, depth);
+    for (size_t i = 0; i < in.results.size(); ++i) {
+      fr.def[in.results[i]] = &in;
+      fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
+      if (fr.vals[in.results[i]])
+        rs_.hold(*fr.vals[in.results[i]]);
+    }
+  }
+}
+
 std::vector<Slot> RankRunner::block(const Block &b, Frame &fr, int depth) {
   if (sh_.opts.interrupt && sh_.opts.interrupt->load(std::memory_order_relaxed))
     throw RuntimeFault("interrupted");
@@ -100,25 +124,10 @@ std::vector<Slot> RankRunner::block(const Block &b, Frame &fr, int depth) {
       dev_.synchronize();
       t0 = std::chrono::steady_clock::now();
     }
-    if (cs && cs->kernel) { // fast path: a compiled kernel
-      kernelCall(*cs, in, fr);
-    } else if (auto skip = sh_.ownerOnly.find(&in);
-               skip != sh_.ownerOnly.end() && notOwner(fr.type(in.results[0]), skip->second)) {
-      // Deterministic mode: only coordinate 0 keeps this product (Shared::ownerOnly).
-      const TensorType &rt = fr.type(in.results[0]);
-      fr.def[in.results[0]] = &in;
-      fr.vals[in.results[0]] =
-          holds(rt) ? Slot{dev_.empty(rt.dtype, localBlock(rt, meshRank(rt)).shape)} : Slot{};
-      if (fr.vals[in.results[0]])
-        rs_.hold(*fr.vals[in.results[0]]);
-    } else {
-      auto res = inst(in, fr, depth);
-      for (size_t i = 0; i < in.results.size(); ++i) {
-        fr.def[in.results[i]] = &in;
-        fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
-        if (fr.vals[in.results[i]])
-          rs_.hold(*fr.vals[in.results[i]]);
-      }
+    try {
+      step(in, fr, depth, cs);
+    } catch (const RuntimeFault &f) {
+      rethrowAt(f, in.loc);
     }
     if (timed) {
       dev_.synchronize();

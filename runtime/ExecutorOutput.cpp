@@ -30,18 +30,23 @@
 
 namespace dt::exec {
 
-void RankRunner::print(const Inst &in, Frame &fr) {
-  if (in.attrs.flag)
-    return printLine(in, fr);
-  int id = in.operands.at(0), src = id;
-  // The value as the program wrote it: before the gathers lowering put in
-  // front of this print (they carry the print's source location, which
-  // spans the whole printed expression; a `relayout` the user wrote there
-  // spans only its name, and is the program's, not the print's).
-  while (sh_.wantSources && fr.def[src] && opInfo(fr.def[src]->op).cls == OpClass::Collective &&
+/// The value as the program wrote it: `id` before the gathers lowering put
+/// in front of print `in` (they carry the print's source location, which
+/// spans the whole printed expression; a `relayout` the user wrote there
+/// spans only its name, and is the program's, not the print's).
+int RankRunner::printedSource(const Inst &in, const Frame &fr, int id) {
+  int src = id;
+  while (fr.def[src] && opInfo(fr.def[src]->op).cls == OpClass::Collective &&
          fr.def[src]->loc.line == in.loc.line && fr.def[src]->loc.col == in.loc.col &&
          fr.def[src]->loc.endCol == in.loc.endCol)
     src = fr.def[src]->operands.at(0);
+  return src;
+}
+
+void RankRunner::print(const Inst &in, Frame &fr) {
+  if (in.attrs.flag)
+    return printLine(in, fr);
+  int id = in.operands.at(0), src = sh_.wantSources ? printedSource(in, fr, id) : id;
   const TensorType &type = fr.type(id), &srcType = fr.type(src);
   dev_.at(&in);
   std::vector<Slot> blocks = gather(type, fr.vals.at(id));
@@ -70,20 +75,20 @@ void RankRunner::printLine(const Inst &in, Frame &fr) {
   std::vector<HostTensor> globals;
   std::string extra; // --components and --layout, after the line
   for (size_t k = 0; k < in.operands.size(); ++k) {
-    int id = in.operands[k];
-    const TensorType &type = fr.type(id);
+    int id = in.operands[k], src = sh_.wantSources ? printedSource(in, fr, id) : id;
+    const TensorType &type = fr.type(id), &srcType = fr.type(src);
     std::vector<Slot> blocks = gather(type, fr.vals.at(id));
     std::vector<Slot> srcBlocks;
-    if (sh_.opts.components)
-      srcBlocks = gather(type, fr.vals.at(id), true);
+    if (sh_.wantSources)
+      srcBlocks = gather(srcType, fr.vals.at(src), true); // every device's component
     if (rank_ != 0)
       continue;
     globals.push_back(assembleGlobal(type, blocks, sh_.m.deterministic));
     if (sh_.opts.components)
-      extra += "components of `" + printItemLabel(in.attrs, k) + "`: " + type.str() + "\n" +
-               formatComponents(type, srcBlocks);
+      extra += "components of `" + printItemLabel(in.attrs, k) + "`: " + srcType.str() + "\n" +
+               formatComponents(srcType, srcBlocks);
     if (sh_.opts.visualize)
-      extra += visualizeLayout(type);
+      extra += visualizeLayout(srcType);
   }
   if (rank_ != 0)
     return;

@@ -23,7 +23,11 @@ template <class F> std::string shortest(F v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
   char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  // Whole numbers below 2^24 in full (100000, not the shorter 1e+05: a step
+  // counter or a size reads as written), others the shortest round trip.
+  auto r = v == std::trunc(v) && std::fabs(v) < F(0x1p24)
+               ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed)
+               : std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, r.ptr);
 }
 
@@ -114,13 +118,13 @@ std::string formatTensorFull(const HostTensor &t) { return formatImpl(t, false);
 namespace {
 
 /// Calls `f(operand or -1, text)` for each item of a line-form print.
-template <class F> void forEachPrintItem(const Attrs &a, size_t nvals, F f) {
+template <class F> void forEachPrintItem(const Attrs &a, int64_t nvals, F f) {
   if (a.ints.size() % 2)
     throw InternalError("malformed `print`: its items need an even list of ints");
   size_t pos = 0;
   for (size_t i = 0; i < a.ints.size(); i += 2) {
     int64_t k = a.ints[i], len = a.ints[i + 1];
-    if (k < -1 || k >= (int64_t)nvals || len < 0 || (uint64_t)len > a.str.size() - pos)
+    if (k < -1 || k >= nvals || len < 0 || (uint64_t)len > a.str.size() - pos)
       throw InternalError("malformed `print`: item " + std::to_string(i / 2) + " is out of range");
     f(k, a.str.substr(pos, (size_t)len));
     pos += (size_t)len;
@@ -139,7 +143,7 @@ std::string formatPrintLine(const Attrs &a, const std::vector<const HostTensor *
   }
   std::string out;
   bool first = true;
-  forEachPrintItem(a, vals.size(), [&](int64_t k, const std::string &text) {
+  forEachPrintItem(a, (int64_t)vals.size(), [&](int64_t k, const std::string &text) {
     if (!first)
       out += ' ';
     first = false;
@@ -152,7 +156,7 @@ std::string printItemLabel(const Attrs &a, size_t k) {
   if (!a.flag)
     return a.str;
   std::string label;
-  forEachPrintItem(a, SIZE_MAX, [&](int64_t i, const std::string &text) {
+  forEachPrintItem(a, INT64_MAX, [&](int64_t i, const std::string &text) {
     if (i == (int64_t)k)
       label = text;
   });

@@ -121,6 +121,11 @@ private:
   const HostTensor &get(const Frame &fr, int id, const Inst &in);
 
   std::vector<Slot> block(const Block &b, Frame &fr, int depth);
+  /// The value print `in` shows for its operand `id`, as the program wrote
+  /// it: before the gathers lowering put in front of the print.
+  static int printedSource(const Inst &in, const Frame &fr, int id);
+  /// Runs instruction `in` (`cs`: its kernel call site) and binds its results.
+  void step(const Inst &in, Frame &fr, int depth, RankState::CallSite *cs);
 
   /// Control flow and calls of program functions: their instructions are
   /// timed, not they (ExecOptions::profile).

@@ -127,7 +127,12 @@ std::vector<HostTensor> ReferenceEvaluator::runBlock(const Block &b, Frame &fr, 
         r.push_back(fr.get(id));
       return r;
     }
-    auto res = evalInst(in, fr, depth);
+    std::vector<HostTensor> res;
+    try {
+      res = evalInst(in, fr, depth);
+    } catch (const RuntimeFault &f) {
+      rethrowAt(f, in.loc);
+    }
     if (res.size() != in.results.size())
       throw InternalError(std::string("reference evaluator: `") + opName(in.op) + "` produced " +
                           std::to_string(res.size()) + " values for " +

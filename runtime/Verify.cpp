@@ -8,6 +8,7 @@
 #include "runtime/Reference.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,11 +32,14 @@ std::string parseMeshOverride(const std::string &text, MeshOverride &out) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     char *end = nullptr;
+    errno = 0;
     long long v = std::strtoll(item.c_str(), &end, 10);
     while (end && *end == ' ')
       ++end;
     if (!end || *end || item.find_first_not_of(' ') == std::string::npos)
       return "bad axis size `" + item + "` in `" + text + "`";
+    if (errno == ERANGE || v < 1)
+      return "axis size `" + item + "` in `" + text + "` is not a positive 64-bit integer";
     out.sizes.push_back(v);
   }
   if (out.sizes.empty())

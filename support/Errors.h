@@ -4,7 +4,12 @@
 // failed, memory ran out, a library is missing).
 #pragma once
 
+#include "support/SourceLoc.h"
+
+#include <cstring>
 #include <stdexcept>
+#include <string>
+#include <typeinfo>
 
 namespace dt {
 
@@ -25,5 +30,16 @@ struct RuntimeFault : std::runtime_error {
 struct ReportedElsewhere : RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };
+
+/// Rethrows `f`, with " (line L:C)" of `loc` appended when it is a plain
+/// RuntimeFault that does not say where yet (an index out of range, memory
+/// running out): the executors call it around each instruction. Faults of
+/// other types (a peer's abort, one reported elsewhere) pass unchanged.
+[[noreturn]] inline void rethrowAt(const RuntimeFault &f, SrcLoc loc) {
+  if (typeid(f) != typeid(RuntimeFault) || !loc.known() || std::strstr(f.what(), "(line "))
+    throw;
+  throw RuntimeFault(std::string(f.what()) + " (line " + std::to_string(loc.line) + ":" +
+                     std::to_string(loc.col) + ")");
+}
 
 } // namespace dt

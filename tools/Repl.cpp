@@ -55,6 +55,16 @@ void bindTrailingExpr(ast::Program &p, bool &bound) {
   bound = true;
 }
 
+/// The integer a name is bound to when it is a compile-time constant (`let
+/// K = 4`, or an integer expression typed alone), which has no tensor type.
+std::optional<int64_t> constantNamed(Session &s, const std::string &name) {
+  auto &globals = s.compilation().builderState->globals;
+  auto it = globals.find(name);
+  if (it == globals.end() || it->second.kind != Binding::Const)
+    return std::nullopt;
+  return it->second.constant;
+}
+
 } // namespace
 
 Repl::Repl(ReplOptions opts, std::ostream &out, std::ostream &err)
@@ -189,6 +199,8 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
     const HostTensor *v = s.valueOf(kValueName);
     if (type && v)
       out_ << formatTensor(*v) << " : " << type->str() << "\n";
+    else if (auto c = constantNamed(s, kValueName))
+      out_ << *c << " : i64 constant\n";
     // Unbound again: the next run frees the value.
     s.compilation().builderState->globals.erase(kValueName);
   }
@@ -257,9 +269,11 @@ void Repl::typeCommand(const std::string &expr) {
     if (p.stmts.size() == 1)
       bindTrailingExpr(p, bound);
   };
+  bool constant = false;
   bool ok = s.tryCompile(nextPath(), expr + "\n", [&] {
     if (bound)
       type = s.typeOf(kValueName);
+    constant = bound && !type && constantNamed(s, kValueName);
   });
   s.compilation().afterParse = nullptr;
   if (!ok) {
@@ -270,6 +284,8 @@ void Repl::typeCommand(const std::string &expr) {
   s.diags().clear();
   if (type)
     out_ << type->str() << "\n";
+  else if (constant)
+    out_ << "i64 constant\n";
   else {
     err_ << "error: `:type` needs an expression with one value\n";
     ++failures_;

@@ -67,10 +67,11 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
       dims.push_back(i);
   }
   for (auto &v : dims) {
+    const int64_t written = v;
     if (v < 0)
       v += t.rank();
     if (v < 0 || v >= t.rank()) {
-      diags().error(DiagId::BadDim, e.loc, {std::to_string(v), std::to_string(t.rank())});
+      diags().error(DiagId::BadDim, e.loc, {std::to_string(written), std::to_string(t.rank())});
       return EV::bad();
     }
   }
@@ -89,9 +90,12 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
     diags().error(DiagId::FloatOnly, e.loc, {"mean", t.str()});
     return EV::bad();
   }
+  // The mean of no elements is NaN (0 / 0). Scaling by NaN, not by 1/0 =
+  // inf, gives it on any layout: a sharded sum's parts are each 0 there,
+  // and a partial value times inf is refused at run time (0 * inf).
   EV scale;
   scale.literal = true;
-  scale.number = 1.0 / n;
+  scale.number = n == 0 ? std::nan("") : 1.0 / n;
   return emit(Op::Mul, {r, scale}, {ex(0), nullptr}, e.loc);
 }
 

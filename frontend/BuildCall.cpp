@@ -54,10 +54,50 @@ bool IRBuilder::sizeText(const ast::Expr &e, std::string &out, bool &usesSymbol)
   }
 }
 
+bool IRBuilder::knownKeywords(const std::string &name, const ast::Expr &e,
+                              const std::vector<std::string> &accepted, const ast::FnDecl *user) {
+  for (size_t i = 0; i < e.kwargs.size(); ++i) {
+    const std::string &k = e.kwargs[i].first;
+    if (std::find(accepted.begin(), accepted.end(), k) != accepted.end())
+      continue;
+    SrcLoc at = i < e.kwargLocs.size() ? e.kwargLocs[i] : e.kwargs[i].second->loc;
+    auto &d = diags().error(DiagId::UnknownKeyword, at, {name, k});
+    if (user) {
+      std::string sig;
+      for (size_t j = 0; j < user->params.size(); ++j)
+        sig += (j ? ", " : "") + user->params[j].name;
+      d.hint = "a function takes its arguments by position: `" + name + "(" + sig + ")`";
+    } else if (accepted.empty()) {
+      d.hint = "`" + name + "` takes no keyword arguments";
+    } else if (!didYouMean(d, k, accepted, at)) {
+      // numpy's and torch's names for a dim
+      if ((k == "axis" || k == "axes") &&
+          std::find(accepted.begin(), accepted.end(), "dim") != accepted.end()) {
+        d.hint = "did you mean `dim`?";
+        if (at.known()) {
+          SrcLoc r = at;
+          r.endCol = at.col + (int)k.size();
+          d.fixes.push_back(FixIt{r, "dim"});
+        }
+      } else {
+        std::string list;
+        for (size_t j = 0; j < accepted.size(); ++j)
+          list += std::string(j ? (j + 1 == accepted.size() ? " or " : ", ") : "") + "`" +
+                  accepted[j] + "=`";
+        d.hint = "`" + name + "` takes " + list;
+      }
+    }
+    return false;
+  }
+  return true;
+}
+
 EV IRBuilder::builtin(const std::string &name, const ast::Expr &e, bool &handled) {
   const BuiltinInfo *b = findBuiltin(name);
   handled = b != nullptr;
   if (!b)
+    return EV::bad();
+  if (!knownKeywords(name, e, builtinKeywords(name)))
     return EV::bad();
   if (b->minArgs >= 0 && !builtinArgs(name, e, (size_t)b->minArgs, (size_t)b->maxArgs))
     return EV::bad();
@@ -105,7 +145,9 @@ EV IRBuilder::call(const ast::Expr &e) {
     }
     if (callee.kind == ast::Expr::Call &&
         (callee.callee == "grad" || callee.callee == "value_and_grad"))
-      return gradCall(callee, args, exs, e.loc);
+      return knownKeywords(callee.callee, callee, builtinKeywords(callee.callee))
+                 ? gradCall(callee, args, exs, e.loc)
+                 : EV::bad();
     diags().error<DiagId::CallOfCall>(e.loc);
     return EV::bad();
   }
@@ -121,6 +163,8 @@ EV IRBuilder::call(const ast::Expr &e) {
     }
   }
   if (fi) {
+    if (!knownKeywords(e.callee, e, {}, fi->decl))
+      return EV::bad();
     std::vector<EV> args;
     std::vector<const ast::Expr *> exs;
     for (auto &a : e.args) {

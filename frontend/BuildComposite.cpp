@@ -60,13 +60,60 @@ static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &
   }
   if (!b.literalInt(v, d->loc, i))
     return -1;
+  const int64_t written = i;
   if (i < 0)
     i += rank;
   if (i < 0 || i >= rank) {
-    b.diags().error(DiagId::BadDim, d->loc, {std::to_string(i), std::to_string(rank)});
+    b.diags().error(DiagId::BadDim, d->loc, {std::to_string(written), std::to_string(rank)});
     return -1;
   }
   return i;
+}
+
+bool IRBuilder::sameWorld(SrcLoc loc, const std::vector<const ast::Expr *> &exprs,
+                          const std::vector<TensorType> &types) {
+  // The first distributed operand sets the mesh; a host operand, or one on
+  // another mesh, is the error, reported on the user's operands (the inner
+  // ops would name their own temporaries).
+  auto check = [](const std::vector<TensorType> &ts) -> std::optional<TypeError> {
+    int dist = -1, host = -1;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts[i].isHost()) {
+        host = host < 0 ? (int)i : host;
+      } else if (dist < 0) {
+        dist = (int)i;
+      } else if (!(*ts[i].mesh == *ts[dist].mesh)) {
+        TypeError e;
+        e.id = DiagId::MeshMismatch;
+        e.args = {ts[dist].mesh->name, ts[i].mesh->name};
+        e.operand = (int)i;
+        return e;
+      }
+    }
+    if (dist < 0 || host < 0)
+      return std::nullopt;
+    TypeError e;
+    e.id = DiagId::HostDistributedMix;
+    e.operand = host;
+    // The hint distributes the host operand as the distributed one is laid
+    // out when their ranks agree (partial parts replicated), else replicated.
+    TensorType t = replicatedType(ts[host].dtype, ts[host].shape, ts[dist].mesh);
+    if (ts[dist].rank() == ts[host].rank())
+      for (size_t a = 0; a < t.placements.size(); ++a)
+        if (ts[dist].placements[a].isShard())
+          t.placements[a] = ts[dist].placements[a];
+    e.suggest = t;
+    return e;
+  };
+  std::optional<TypeError> err = check(types);
+  if (!err)
+    return true;
+  reportTypeError(*err, loc, exprs, types, [&](const std::vector<TensorType> &ts) {
+    Inferred r;
+    r.error = check(ts);
+    return r;
+  });
+  return false;
 }
 
 EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const TensorType &t,

@@ -3,6 +3,7 @@
 // emit(), which asks ir/Infer for the result type and reports type errors.
 #include "codegen/FloorMod.h"
 #include "frontend/BuildIR.h"
+#include "frontend/Builtins.h"
 #include "support/Checked.h"
 
 #include <cmath>
@@ -118,9 +119,25 @@ Attrs constAttrs(const EV &v, DType t) {
   return a;
 }
 
-bool IRBuilder::literalFits(const EV &v, const TensorType &t, SrcLoc loc) {
-  if (!v.literal || (t.dtype != DType::I32 && t.dtype != DType::I64))
+bool IRBuilder::literalFits(const EV &v, const TensorType &t, SrcLoc loc, bool operand) {
+  if (!v.literal)
     return true;
+  // No implicit conversion: a number is not stored into a bool (an operand
+  // of `&&` may still be one, as the op's rule decides), nor a fraction, NaN
+  // or inf into an integer tensor (it would be truncated without a word).
+  if (t.dtype == DType::Bool && !v.isBool && !operand) {
+    std::string text = v.isInt ? std::to_string(v.ival) : formatLiteral(v.number);
+    diags().error(DiagId::LiteralType, loc, {text, "bool"}).hint =
+        "a `bool` tensor holds `true` and `false` (a comparison such as `x != 0` makes them)";
+    return false;
+  }
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    return true;
+  if (!v.isInt && !v.isBool && !(std::isfinite(v.number) && v.number == std::trunc(v.number))) {
+    diags().error(DiagId::LiteralType, loc, {formatLiteral(v.number), dtypeName(t.dtype)}).hint =
+        "use a whole number, or declare the tensor `f32`";
+    return false;
+  }
   bool exact = v.isInt || v.isBool;
   double lo = t.dtype == DType::I32 ? -0x1p31 : -0x1p63, hi = -lo; // [lo, hi)
   bool fits = exact ? (t.dtype == DType::I64 || (v.ival >= INT32_MIN && v.ival <= INT32_MAX))
@@ -128,7 +145,8 @@ bool IRBuilder::literalFits(const EV &v, const TensorType &t, SrcLoc loc) {
   if (fits)
     return true;
   std::string text = exact ? std::to_string(v.ival) : formatLiteral(v.number);
-  auto &d = diags().error(DiagId::IntOutOfRange, loc, {text, dtypeName(t.dtype)});
+  auto &d = diags().error(exact ? DiagId::IntOutOfRange : DiagId::NumberOutOfRange, loc,
+                          {text, dtypeName(t.dtype)});
   d.hint = t.dtype == DType::I32 ? "`i32` holds -2147483648 to 2147483647; declare the tensor `i64`"
                                  : "`i64` holds -9223372036854775808 to 9223372036854775807";
   return false;
@@ -149,7 +167,7 @@ int IRBuilder::materialize(const EV &lit, const TensorType &like, SrcLoc loc) {
 }
 
 void IRBuilder::hostScalarsInCondition(Op op, std::vector<int> &ids, std::vector<TensorType> &types,
-                                        const std::vector<const ast::Expr *> &exprs, SrcLoc loc) {
+                                       const std::vector<const ast::Expr *> &exprs, SrcLoc loc) {
   OpClass c = opInfo(op).cls;
   if (c != OpClass::Elementwise1 && c != OpClass::Elementwise2 && c != OpClass::Elementwise3)
     return;
@@ -214,7 +232,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                                        : o.isInt ? DType::I64
                                                  : DType::F32,
                                        {}, nullptr);
-      if (!literalFits(o, like ? *like : host, loc))
+      if (!literalFits(o, like ? *like : host, loc, true))
         return EV::bad();
       id = materialize(o, like ? *like : host, loc);
     } else if (o.ids.size() != 1) {
@@ -474,7 +492,29 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   return emit(Op::Const, {}, {}, e.loc, std::move(attrs), {type});
 }
 
+bool typedSource(const ast::Expr &x) {
+  static const char *const kSources[] = {"ones", "zeros", "full", "randn", "rand", "arange"};
+  if (x.kind == ast::Expr::Call)
+    return std::find_if(std::begin(kSources), std::end(kSources),
+                        [&](const char *n) { return x.callee == n; }) != std::end(kSources);
+  if (x.kind == ast::Expr::Binary && (x.op == "*" || x.op == "/" || x.op == "+" || x.op == "-"))
+    return typedSource(*x.args[0]) || typedSource(*x.args[1]);
+  return x.kind == ast::Expr::Unary && x.op == "-" && typedSource(*x.args[0]);
+}
+
 EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
+  // `randn(seed=1) * 0.35`, `-ones()`: a source call inside arithmetic takes
+  // the declared type too (the initializers of a model are written this way).
+  if (init.kind == ast::Expr::Binary && typedSource(init)) {
+    static const std::map<std::string, Op> kOps = {
+        {"*", Op::Mul}, {"/", Op::Div}, {"+", Op::Add}, {"-", Op::Sub}};
+    const ast::Expr &l = *init.args[0], &r = *init.args[1];
+    EV a = typedSource(l) ? initializer(l, t) : expr(l);
+    EV b = typedSource(r) ? initializer(r, t) : expr(r);
+    return emit(kOps.at(init.op), {a, b}, {&l, &r}, init.loc);
+  }
+  if (init.kind == ast::Expr::Unary && typedSource(init))
+    return emit(Op::Neg, {initializer(*init.args[0], t)}, {init.args[0].get()}, init.loc);
   if (init.kind == ast::Expr::List)
     return tensorLiteral(init, &t);
   if (init.kind == ast::Expr::Number || init.kind == ast::Expr::Bool ||
@@ -490,6 +530,10 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
   }
   if (init.kind == ast::Expr::Call) {
     const std::string &c = init.callee;
+    for (const char *built :
+         {"load", "load_checkpoint", "ones", "zeros", "full", "randn", "rand", "arange", "iota"})
+      if (c == built && !knownKeywords(c, init, builtinKeywords(c)))
+        return EV::bad();
     Attrs a;
     const ast::Expr *argExpr = nullptr;
     auto literalArg = [&](const char *kw, double dflt) -> std::optional<EV> {

@@ -3,6 +3,7 @@
 // signature (binding size symbols, matching written layouts, inferring `@ *`
 // layouts), the call instruction, and `grad` / `value_and_grad`.
 #include "frontend/BuildIR.h"
+#include "frontend/Builtins.h"
 
 #include <algorithm>
 #include <tuple>
@@ -482,6 +483,15 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       fi = &it->second;
       break;
     }
+  if (!fi && findBuiltin(fname)) {
+    // `grad(relu)`: gradients are of functions the program defines.
+    diags().error<DiagId::GradNeedsFunction>(callee.args[0]->loc, callee.callee).hint =
+        "`" + fname +
+        "` is a builtin: define a function that calls it, `fn f(x: ...) -> ... { "
+        "return " +
+        fname + "(x) }`, and take `" + callee.callee + "(f)`";
+    return EV::bad();
+  }
   if (!fi) {
     didYouMean(diags().error(DiagId::UnknownFunction, callee.args[0]->loc, {fname}), fname,
                functionNames(), callee.args[0]->full);

@@ -98,6 +98,8 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
     return EV::bad();
   }
   const TensorType xt = typeOf(a.ids[0]), it = typeOf(ids.ids[0]);
+  if (!sameWorld(e.loc, {ax, bx}, {xt, it}))
+    return EV::bad();
   if (!isIntegerType(it.dtype)) {
     diags().error(DiagId::IntegerOnly, bx->loc, {name, it.str()});
     return EV::bad();
@@ -126,10 +128,11 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
         diags().error<DiagId::ExpectedInt>(dk->loc);
       return EV::bad();
     }
+    const int64_t written = d;
     if (d < 0)
       d += xt.rank();
     if (d < 0 || d >= xt.rank()) {
-      diags().error(DiagId::BadDim, dk->loc, {std::to_string(d), std::to_string(xt.rank())});
+      diags().error(DiagId::BadDim, dk->loc, {std::to_string(written), std::to_string(xt.rank())});
       return EV::bad();
     }
   } else if (xt.rank() == 0) {

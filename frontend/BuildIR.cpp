@@ -13,6 +13,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace dt {
 
@@ -230,7 +231,7 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     v = EV::bad();
   }
   if (!v.poison && v.ids.size() != s.names.size()) {
-    diags().error<DiagId::DestructureCount>(s.loc, v.ids.size(), s.names.size());
+    destructureCount(s.loc, v.ids.size(), s.names.size());
     v = EV::bad();
   }
   for (size_t i = 0; i < s.names.size(); ++i) {
@@ -246,6 +247,19 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
   }
 }
 
+void IRBuilder::destructureCount(SrcLoc loc, size_t parts, size_t names) {
+  auto &d = diags().error(DiagId::DestructureCount, loc,
+                          {std::to_string(parts) + (parts == 1 ? " part" : " parts"),
+                           std::to_string(names) + (names == 1 ? " name is" : " names are")});
+  if (parts == 0 || parts > 16)
+    return;
+  std::string list;
+  for (size_t i = 0; i < parts; ++i)
+    list += (i ? ", " : "") + std::string(1, (char)('a' + i));
+  d.hint = parts == 1 ? "bind one name: `let a = ...`"
+                      : "bind one name per part: `let (" + list + ") = ...`";
+}
+
 void IRBuilder::assign(const ast::Stmt &s) {
   const std::string &name = s.names[0];
   Binding *b = lookup(name);
@@ -254,7 +268,10 @@ void IRBuilder::assign(const ast::Stmt &s) {
     structAssign(s, *b);
     return;
   }
-  EV v = expr(*s.value);
+  // `w = ones()`, `w = randn(seed=i) * 0.1`: a source takes the variable's type.
+  EV v = b && b->kind == Binding::Var && b->id >= 0 && typedSource(*s.value)
+             ? initializer(*s.value, b->declared)
+             : expr(*s.value);
   if (!b) {
     didYouMean(diags().error(DiagId::UnknownName, nl, {name}), name, namesInScope(), nl);
     return;
@@ -405,6 +422,14 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
     diags().error(DiagId::Redefinition, s.loc, {q});
     return;
   }
+  bool twice = false;
+  for (size_t i = 0; i < d.params.size() && !twice; ++i)
+    for (size_t j = 0; j < i && !twice; ++j)
+      if (d.params[i].name == d.params[j].name) {
+        diags().error(DiagId::ParamTwice, d.params[i].loc, {q, d.params[i].name}).hint =
+            "rename one of them: the body would see only the last";
+        twice = true;
+      }
   FnInfo fi;
   fi.decl = &d;
   fi.qualified = q;
@@ -416,7 +441,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
     if (r.layout && r.layout->mesh == "*")
       fi.generic = true;
   // `...` dims and dtype parameters are bound per call too.
-  fi.broken = !checkGenericSignature(d, q, fi.generic);
+  fi.broken = !checkGenericSignature(d, q, fi.generic) || twice;
   FnInfo &stored = st_.functions[q] = fi;
   if (stored.broken)
     return;
@@ -486,7 +511,8 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     dirs.push_back(here.empty() ? "." : here);
   }
   for (auto &dir : s_.options.stdlibPaths)
-    dirs.push_back(dir);
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) // each folder once
+      dirs.push_back(dir);
   for (auto &dir : dirs) {
     std::string candidate = dir + "/" + rel + ".dt";
     std::error_code ec;
@@ -630,6 +656,17 @@ bool Compilation::readFile(const std::string &path, std::string &text) {
         diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(options.maxSourceBytes)});
     if (*why == DiagId::SourceNotFile)
       d.hint = "give the path of a `.dt` program";
+    if (*why == DiagId::SourceUnreadable) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        d.message += ": no such file";
+        auto cwd = std::filesystem::current_path(ec);
+        if (!ec && !path.empty() && path[0] != '/')
+          d.hint = "the path is relative to the current folder, " + cwd.string();
+      } else {
+        d.message += access(path.c_str(), R_OK) != 0 ? ": permission denied" : ": a read error";
+      }
+    }
     return false;
   }
   return true;

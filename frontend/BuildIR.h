@@ -26,6 +26,9 @@ namespace dt {
 
 /// The keyword argument `name` of a call, or null.
 const ast::Expr *kwarg(const ast::Expr &call, const std::string &name);
+/// Whether `x` is a source call that takes its shape from a declared type
+/// (`randn(seed=1)`), or arithmetic with one inside (`randn(seed=1) * 0.1`).
+bool typedSource(const ast::Expr &x);
 
 /// Both distributed, same dtype and shape: a relayout turns one into the other.
 bool onlyLayoutDiffers(const TensorType &a, const TensorType &b);
@@ -232,9 +235,6 @@ public:
   void unknownType(const ast::TypeSpec &spec);
   /// `Block(wq=..., ln=...)`: each field built as an initializer of its type.
   EV construct(const StructRef &def, const ast::Expr &e);
-  /// A constructor's field value of type `t`: an initializer, also scaled or
-  /// shifted (`randn(seed=1) * 0.35`).
-  EV fieldValue(const ast::Expr &x, const TensorType &t);
   /// The value of struct binding `name` (its leaves looked up), or null.
   EV structValue(const std::string &name, const Binding &b);
   /// Binds `v` (one struct element) as `name`, its leaves as `name.path`;
@@ -363,11 +363,14 @@ public:
           SrcLoc loc, Attrs attrs = {}, std::vector<TensorType> given = {});
   /// Gives a bare literal a type: rank 0, `like`'s dtype and mesh, replicated.
   int materialize(const EV &lit, const TensorType &like, SrcLoc loc);
-  /// Whether the literal `v` is exactly representable in `t`'s dtype (an
-  /// integer out of `i32`'s range is an error, never a silent clamp);
-  /// reports `IntOutOfRange` at `loc` when not.
-  bool literalFits(const EV &v, const TensorType &t, SrcLoc loc);
-  /// A source-op initializer (`ones()`, literal lists, ...) typed by `t`.
+  /// Whether the literal `v` may be stored in `t`'s dtype: an integer out of
+  /// `i32`'s range, a fraction (or NaN, inf) in an integer tensor and a
+  /// number in a bool one are errors reported at `loc`, never a silent clamp
+  /// or truncation. `operand`: `v` is an operand of an op, whose rule
+  /// decides about bools.
+  bool literalFits(const EV &v, const TensorType &t, SrcLoc loc, bool operand = false);
+  /// A source-op initializer (`ones()`, literal lists, ...) typed by `t`,
+  /// also inside arithmetic (`randn(seed=1) * 0.1`, `-ones()`).
   EV initializer(const ast::Expr &init, const TensorType &t);
   EV tensorLiteral(const ast::Expr &e, const TensorType *t);
 
@@ -413,6 +416,21 @@ public:
                        const std::vector<TensorType> &types,
                        const std::function<Inferred(const std::vector<TensorType> &)> &typeChecks,
                        bool atOperand = false);
+
+  /// False after reporting the first keyword argument of call `e` (of
+  /// `name`) that is not among `accepted`: an unknown keyword is an error,
+  /// never ignored (`mean(x, axis=1)` would otherwise average everything).
+  /// `user`: the called function's declaration (it takes no keywords).
+  bool knownKeywords(const std::string &name, const ast::Expr &e,
+                     const std::vector<std::string> &accepted, const ast::FnDecl *user = nullptr);
+  /// Reports a `let (a, b) = v` whose names do not match v's parts.
+  void destructureCount(SrcLoc loc, size_t parts, size_t names);
+  /// A builtin written as several ops (gather, concat, stack) checks its
+  /// operands up front: all host, or all on one mesh. Otherwise reports the
+  /// mix on the user's operands `exprs` (with a `distribute` hint) and
+  /// returns false.
+  bool sameWorld(SrcLoc loc, const std::vector<const ast::Expr *> &exprs,
+                 const std::vector<TensorType> &types);
 
   /// When one of `candidates` is close to `wrong`, sets the hint "did you
   /// mean `...`?" with the fix-it that corrects `wrong` inside `span`.

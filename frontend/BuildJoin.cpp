@@ -109,6 +109,11 @@ EV IRBuilder::cutBuiltin(const std::string &name, const ast::Expr &e) {
     std::vector<const ast::Expr *> exs;
     if (!tensorArgs(*this, e, name, xs, exs))
       return EV::bad();
+    std::vector<TensorType> ts;
+    for (const EV &x : xs)
+      ts.push_back(typeOf(x.ids[0]));
+    if (!sameWorld(e.loc, exs, ts))
+      return EV::bad();
     int64_t rank = typeOf(xs[0].ids[0]).rank();
     bool st = name == "stack";
     int64_t d = dimKeyword(*this, e, st ? rank + 1 : rank, 0);

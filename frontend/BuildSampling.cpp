@@ -145,10 +145,11 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     }
     if (!literalInt(v, dx->loc, d))
       return EV::bad();
+    const int64_t written = d;
     if (d < 0)
       d += t.rank();
     if (d < 0 || d >= t.rank()) {
-      diags().error(DiagId::BadDim, dx->loc, {std::to_string(d), std::to_string(t.rank())});
+      diags().error(DiagId::BadDim, dx->loc, {std::to_string(written), std::to_string(t.rank())});
       return EV::bad();
     }
   }

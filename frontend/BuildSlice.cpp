@@ -341,13 +341,18 @@ EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Ex
   }
   if (iv.poison)
     return iv;
-  // Negative indices count from the end, as static ones do.
+  // Negative indices count from the end, as static ones do; one below -n
+  // stays as written, so the range check names the index the program gave.
   EV lit;
   lit.literal = lit.isInt = true;
-  EV zero = lit, size = lit;
+  EV zero = lit, size = lit, lowest = lit;
   size.ival = n;
   size.number = (double)n;
-  EV neg = emit(Op::Lt, {iv, zero}, {&s, nullptr}, s.loc);
+  lowest.ival = -n;
+  lowest.number = -(double)n;
+  EV below = emit(Op::Lt, {iv, zero}, {&s, nullptr}, s.loc);
+  EV fromEnd = emit(Op::Ge, {iv, lowest}, {&s, nullptr}, s.loc);
+  EV neg = emit(Op::And, {below, fromEnd}, {nullptr, nullptr}, s.loc);
   EV wrapped = emit(Op::Add, {iv, size}, {&s, nullptr}, s.loc);
   iv = emit(Op::Select, {neg, wrapped, iv}, {nullptr, nullptr, &s}, s.loc);
   if (iv.poison)

@@ -186,17 +186,17 @@ EV IRBuilder::structValue(const std::string &name, const Binding &b) {
 void IRBuilder::bindStruct(const std::string &name, const EV &v, bool isVar, SrcLoc loc,
                            const StructRef &declared) {
   StructRef def = declared ? declared : v.parts[0];
-  std::function<void(const std::string &, const StructRef &)> mark =
-      [&](const std::string &n, const StructRef &d) {
-        Binding b;
-        b.kind = Binding::Struct;
-        b.record = d;
-        b.loc = loc;
-        bind(n, b);
-        for (auto &f : d->fields)
-          if (f.sub)
-            mark(n + "." + f.name, f.sub);
-      };
+  std::function<void(const std::string &, const StructRef &)> mark = [&](const std::string &n,
+                                                                         const StructRef &d) {
+    Binding b;
+    b.kind = Binding::Struct;
+    b.record = d;
+    b.loc = loc;
+    bind(n, b);
+    for (auto &f : d->fields)
+      if (f.sub)
+        mark(n + "." + f.name, f.sub);
+  };
   mark(name, def);
   for (size_t k = 0; k < def->leaves.size(); ++k) {
     const auto &[path, t] = def->leaves[k];
@@ -226,11 +226,11 @@ bool IRBuilder::conformStruct(const EV &v, const StructRef &want, const ast::Exp
     return false;
   StructRef got = v.parts.size() == 1 ? v.parts[0] : nullptr;
   if (got != want) {
-    std::string what = got                ? "a struct `" + got->name + "`"
-                       : v.literal        ? "a number"
-                       : v.ids.size() == 1 ? "`" + typeOf(v.ids[0]).str() + "`"
-                                           : "a tuple of " + std::to_string(v.elements().size()) +
-                                                 " values";
+    std::string what = got         ? "a struct `" + got->name + "`"
+                       : v.literal ? "a number"
+                       : v.ids.size() == 1
+                           ? "`" + typeOf(v.ids[0]).str() + "`"
+                           : "a tuple of " + std::to_string(v.elements().size()) + " values";
     auto &d = diags().error(DiagId::StructExpected, loc, {want->name, what});
     if (got) {
       // Same fields, other placements: a relayout converts.
@@ -252,35 +252,13 @@ bool IRBuilder::conformStruct(const EV &v, const StructRef &want, const ast::Exp
     const auto &[path, t] = want->leaves[k];
     if (types[k] == t)
       continue;
-    auto &d = diags().error(DiagId::StructFieldType, loc, {path, want->name, t.str(),
-                                                           types[k].str()});
+    auto &d =
+        diags().error(DiagId::StructFieldType, loc, {path, want->name, t.str(), types[k].str()});
     if (layoutsOnly(types, want))
       fixHint(d, e, "relayout(" + exprText(e) + ", " + want->name + ")");
     return false;
   }
   return true;
-}
-
-/// Whether `x` is a source call that takes its shape from a declared type.
-static bool sourceCall(const ast::Expr &x) {
-  static const char *const kSources[] = {"ones", "zeros", "full", "randn", "rand", "arange"};
-  return x.kind == ast::Expr::Call &&
-         std::find_if(std::begin(kSources), std::end(kSources),
-                      [&](const char *n) { return x.callee == n; }) != std::end(kSources);
-}
-
-EV IRBuilder::fieldValue(const ast::Expr &x, const TensorType &t) {
-  // `randn(seed=1) * 0.35`: the source call inside scaled or shifted takes the
-  // field's type too (the initializers of a model are written this way).
-  static const std::map<std::string, Op> kOps = {
-      {"*", Op::Mul}, {"/", Op::Div}, {"+", Op::Add}, {"-", Op::Sub}};
-  if (x.kind == ast::Expr::Binary && kOps.count(x.op) &&
-      (sourceCall(*x.args[0]) || sourceCall(*x.args[1]))) {
-    EV a = sourceCall(*x.args[0]) ? initializer(*x.args[0], t) : expr(*x.args[0]);
-    EV b = sourceCall(*x.args[1]) ? initializer(*x.args[1], t) : expr(*x.args[1]);
-    return emit(kOps.at(x.op), {a, b}, {x.args[0].get(), x.args[1].get()}, x.loc);
-  }
-  return initializer(x, t);
 }
 
 EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
@@ -335,7 +313,7 @@ EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
     // A field is built as an initializer of its type: `randn(seed=1)`,
     // `randn(seed=1) * 0.35`, `zeros()`, a number or a literal list take the
     // field's type.
-    EV v = fieldValue(x, f.type);
+    EV v = initializer(x, f.type);
     if (!v.poison && v.literal)
       v = literalFits(v, f.type, x.loc)
               ? emit(Op::Fill, {}, {}, x.loc, constAttrs(v, f.type.dtype), {f.type})
@@ -346,8 +324,7 @@ EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
     }
     if (!v.single()) {
       diags().error(DiagId::StructFieldType, x.loc,
-                    {f.name, def->name, f.type.str(),
-                     v.hasStruct() ? "a struct" : "a tuple"});
+                    {f.name, def->name, f.type.str(), v.hasStruct() ? "a struct" : "a tuple"});
       bad = true;
       continue;
     }
@@ -401,7 +378,7 @@ void IRBuilder::structLet(const ast::Stmt &s, const StructRef &declared, EV v) {
   // `let g = grad(loss)(p, x)`, `let (l, g) = value_and_grad(...)(...)`.
   std::vector<EV> elems = v.elements();
   if (elems.size() != s.names.size()) {
-    diags().error<DiagId::DestructureCount>(s.loc, elems.size(), s.names.size());
+    destructureCount(s.loc, elems.size(), s.names.size());
     for (auto &n : s.names)
       bind(n, Binding{Binding::Value, -1, {}, 0, loc, nullptr});
     return;
@@ -454,9 +431,9 @@ void IRBuilder::structAssign(const ast::Stmt &s, Binding &whole) {
       return;
     if (types[k] == leaves[k]->declared)
       continue;
-    auto &d = diags().error(DiagId::StructFieldType, s.value->loc,
-                            {def->leaves[k].first, name, leaves[k]->declared.str(),
-                             types[k].str()});
+    auto &d =
+        diags().error(DiagId::StructFieldType, s.value->loc,
+                      {def->leaves[k].first, name, leaves[k]->declared.str(), types[k].str()});
     bool layouts = true;
     for (size_t j = 0; j < leaves.size(); ++j)
       layouts &= onlyLayoutDiffers(types[j], leaves[j]->declared) &&
@@ -530,7 +507,8 @@ bool IRBuilder::lift(const std::vector<EV> &operands, SrcLoc loc,
           // the struct's own conversion is a relayout to its declared type.
           if (!d->hint.empty()) {
             d->hint = "move a struct operand to the placements its type declares: "
-                      "`relayout(s, " + def->name + ")`";
+                      "`relayout(s, " +
+                      def->name + ")`";
             d->fixes.clear();
           }
         }
@@ -553,8 +531,8 @@ EV IRBuilder::relayoutStruct(const EV &x, const ast::Expr &e) {
   StructRef to = l.kind == ast::Expr::Name ? findStruct(l.text) : nullptr;
   if (!to) {
     diags().error(DiagId::NeedsLayoutArg, l.loc, {"relayout"}).hint =
-        "a struct moves to the placements of a struct type: `relayout(" + exprText(&arg) +
-        ", " + from->name + ")`";
+        "a struct moves to the placements of a struct type: `relayout(" + exprText(&arg) + ", " +
+        from->name + ")`";
     return EV::bad();
   }
   if (from->leaves.size() != to->leaves.size()) {
@@ -572,8 +550,7 @@ EV IRBuilder::relayoutStruct(const EV &x, const ast::Expr &e) {
                     {from->name, to->name,
                      from->leaves[k].first != path
                          ? "field `" + from->leaves[k].first + "` is `" + path + "` there"
-                         : "field `" + path + "` is `" + got.str() + "` and `" + want.str() +
-                               "`"});
+                         : "field `" + path + "` is `" + got.str() + "` and `" + want.str() + "`"});
       return EV::bad();
     }
     if (!(*got.mesh == *want.mesh)) {
@@ -619,9 +596,7 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
     std::vector<TensorType> types;
   };
   std::map<std::string, Bound> bound;
-  auto describe = [](const Bound &b) {
-    return b.def ? "struct " + b.def->name : b.types[0].str();
-  };
+  auto describe = [](const Bound &b) { return b.def ? "struct " + b.def->name : b.types[0].str(); };
   size_t k = 0;
   for (size_t i = 0; i < nargs; ++i) {
     const ast::Param &p = decl.params[i];
@@ -649,9 +624,9 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
                      it->second.types[j].str() + "`";
               break;
             }
-        auto &d = diags().error(DiagId::TypeParamConflict, ae ? ae->loc : loc,
-                                {"`" + p.type.dtype + "` of `" + fi.qualified + "`", want,
-                                 std::to_string(i + 1), got});
+        auto &d = diags().error(
+            DiagId::TypeParamConflict, ae ? ae->loc : loc,
+            {"`" + p.type.dtype + "` of `" + fi.qualified + "`", want, std::to_string(i + 1), got});
         note(d);
         if (!st && !it->second.def)
           conversionHint(d, ae, leafTypes[0], it->second.types[0]);
@@ -676,17 +651,17 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
         return false;
       }
       if (st != want) {
-        auto &d = diags().error(DiagId::StructExpected, ae ? ae->loc : loc,
-                                {want->name, st ? "a struct `" + st->name + "`"
-                                                : "`" + leafTypes[0].str() + "`"});
+        auto &d = diags().error(
+            DiagId::StructExpected, ae ? ae->loc : loc,
+            {want->name, st ? "a struct `" + st->name + "`" : "`" + leafTypes[0].str() + "`"});
         note(d);
         return false;
       }
       for (size_t j = 0; j < n; ++j)
         if (leafTypes[j] != want->leaves[j].second) {
           auto &d = diags().error(DiagId::StructFieldType, ae ? ae->loc : loc,
-                                  {want->leaves[j].first, want->name,
-                                   want->leaves[j].second.str(), leafTypes[j].str()});
+                                  {want->leaves[j].first, want->name, want->leaves[j].second.str(),
+                                   leafTypes[j].str()});
           d.notes.push_back("argument " + std::to_string(i + 1) + " of `" + fi.qualified + "`");
           note(d);
           if (layoutsOnly(leafTypes, want))

@@ -178,4 +178,41 @@ const BuiltinInfo *findBuiltin(const std::string &name) {
   return it == byName.end() ? nullptr : it->second;
 }
 
+const std::vector<std::string> &builtinKeywords(const std::string &name) {
+  static const std::unordered_map<std::string, std::vector<std::string>> table = {
+      {"sum", {"dim", "dims"}},
+      {"mean", {"dim", "dims"}},
+      {"max", {"dim", "dims"}},
+      {"min", {"dim", "dims"}},
+      {"transpose", {"perm", "dim0", "dim1"}},
+      {"reshape", {"shape"}},
+      {"broadcast_to", {"shape"}},
+      {"index_select", {"dim"}},
+      {"index_add", {"dim"}},
+      {"arange_like", {"dim"}},
+      {"argmax", {"dim"}},
+      {"argmin", {"dim"}},
+      {"cumsum", {"dim"}},
+      {"gather", {"dim"}},
+      {"one_hot", {"dtype"}},
+      {"concat", {"dim"}},
+      {"stack", {"dim"}},
+      {"split", {"dim"}},
+      {"chunk", {"dim"}},
+      {"pad", {"dim", "value"}},
+      {"dropout", {"seed"}},
+      {"topk", {"dim", "largest"}},
+      {"full", {"value"}},
+      {"randn", {"seed"}},
+      {"rand", {"seed"}},
+      {"arange", {"dim"}},
+      {"iota", {"dim"}},
+      {"grad", {"wrt"}},
+      {"value_and_grad", {"wrt"}},
+  };
+  static const std::vector<std::string> none;
+  auto it = table.find(name);
+  return it == table.end() ? none : it->second;
+}
+
 } // namespace dt

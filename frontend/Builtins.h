@@ -43,5 +43,8 @@ struct BuiltinInfo {
 const std::vector<BuiltinInfo> &builtinTable();
 /// The builtin named `name`, or null.
 const BuiltinInfo *findBuiltin(const std::string &name);
+/// The keyword arguments builtin `name` accepts (`dim` of `sum`, `seed` of
+/// `randn`); empty for the builtins that take none.
+const std::vector<std::string> &builtinKeywords(const std::string &name);
 
 } // namespace dt

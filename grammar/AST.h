@@ -99,6 +99,7 @@ struct Expr {
   std::string callee;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
+  std::vector<SrcLoc> kwargLocs; ///< where each keyword's name is written
   std::unique_ptr<LayoutSpec> layout;
 };
 

@@ -77,7 +77,8 @@ ExprPtr Builder::finish(ExprPtr e) {
       depth_.erase(kw.second.get());
   if (d + 1 > kMaxNesting) {
     if (!reportedDepth_)
-      diags_.error(DiagId::ParseTooDeep, e->loc, {std::to_string(kMaxNesting)});
+      diags_.error(DiagId::ParseTooDeep, e->loc, {std::to_string(kMaxNesting)}).hint =
+          "name parts of it with `let` (a long sum `a + b + ...` nests one level per term)";
     reportedDepth_ = true;
     // The stub is a valid leaf so that the AST still prints as source.
     auto stub = std::make_unique<Expr>();
@@ -156,6 +157,7 @@ ExprPtr Builder::call(const std::string &callee, CallArgs a, const Span &calleeL
   e->callee = callee;
   e->args = std::move(a.args);
   e->kwargs = std::move(a.kwargs);
+  e->kwargLocs = std::move(a.kwargLocs);
   return finish(std::move(e));
 }
 
@@ -168,6 +170,7 @@ ExprPtr Builder::callExpr(ExprPtr callee, CallArgs a, const Span &whole) {
   for (auto &x : a.args)
     e->args.push_back(std::move(x));
   e->kwargs = std::move(a.kwargs);
+  e->kwargLocs = std::move(a.kwargLocs);
   return finish(std::move(e));
 }
 
@@ -285,6 +288,7 @@ void Builder::addKwarg(CallArgs &a, const std::string &k, ExprPtr e, const Span 
     }
   }
   a.kwargs.emplace_back(k, std::move(e));
+  a.kwargLocs.push_back(loc(s));
 }
 
 void Builder::addName(NameList &l, const std::string &n, const Span &s) {

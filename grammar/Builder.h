@@ -30,6 +30,7 @@ struct NameList {
 struct CallArgs {
   std::vector<ast::ExprPtr> args;
   std::vector<std::pair<std::string, ast::ExprPtr>> kwargs;
+  std::vector<SrcLoc> kwargLocs;
 };
 
 using StmtList = std::vector<ast::StmtPtr>;

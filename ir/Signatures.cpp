@@ -297,6 +297,27 @@ std::optional<IndexSignature> matmul(const std::vector<Shape> &shapes, const Att
   return s;
 }
 
+/// A reshape between two shapes of no elements that the grouping below
+/// cannot pair (`[0, 5]` to `[0]`): any shape of none is the same value. The
+/// leading dims both sides share keep their factor, the others are pinned.
+static IndexSignature emptyReshape(const Shape &in, const Shape &out) {
+  IndexSignature s;
+  s.resultShape = out;
+  std::vector<int> fi(in.size(), -1), fo(out.size(), -1);
+  size_t i = 0;
+  while (i < in.size() && i < out.size() && in[i] == out[i]) {
+    fi[i] = fo[i] = s.addFactor(in[i], FactorRole::Kept);
+    ++i;
+  }
+  for (size_t k = i; k < in.size(); ++k)
+    fi[k] = s.addFactor(in[k], FactorRole::Pinned);
+  for (size_t k = i; k < out.size(); ++k)
+    fo[k] = s.addFactor(out[k], FactorRole::Pinned);
+  s.operands = {fi};
+  s.result = fo;
+  return s;
+}
+
 /// reshape: groups of input dims and output dims with equal products share one
 /// compound factor; only the major dim of a group can carry a shard (checked
 /// by the placement rule). Factors here are per group (the major dims share
@@ -306,9 +327,11 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
   s.resultShape = out;
   std::vector<int> fi(in.size(), -1), fo(out.size(), -1);
   size_t i = 0, o = 0;
-  auto fail = [&]() {
+  auto fail = [&]() -> std::optional<IndexSignature> {
     int64_t ni = isConcrete(in) ? numElements(in) : -1,
             no = isConcrete(out) ? numElements(out) : -1;
+    if (ni == 0 && no == 0)
+      return emptyReshape(in, out);
     err = {DiagId::BadReshape,
            {shapeStr(in), ni < 0 ? "?" : std::to_string(ni), shapeStr(out),
             no < 0 ? "?" : std::to_string(no)}};

@@ -99,6 +99,11 @@ std::string DiagEngine::render(const Diagnostic &d) const {
   os << sev << ": " << d.message << "\n";
   if (haveFile && d.loc.known()) {
     std::string src = sm_.line(d.loc.file, d.loc.line);
+    // Control bytes (a NUL, a CR of CRLF) show as spaces: the quoted line
+    // never writes them to a terminal, and the caret keeps its column.
+    for (char &c : src)
+      if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f)
+        c = ' ';
     std::string num = std::to_string(d.loc.line);
     os << "  " << num << " | " << src << "\n";
     os << "  " << std::string(num.size(), ' ') << " | ";

@@ -215,15 +215,33 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                "`sqrt`, ...) apply to a struct field by field";
       return EV::bad();
     }
+  // `where(c, 0.5, x)`: a bare branch adopts the other branch's dtype, not
+  // the bool condition's; with both branches bare, their own (f32, i64 or
+  // bool) on the condition's mesh.
+  std::optional<TensorType> branch;
+  if (op == Op::Select && operands.size() == 3 && (operands[1].literal || operands[2].literal)) {
+    const EV &other = operands[1].literal ? operands[2] : operands[1];
+    if (!other.literal && other.ids.size() == 1) {
+      branch = typeOf(other.ids[0]);
+    } else if (operands[1].literal && operands[2].literal) {
+      const EV &p = operands[1], &q = operands[2];
+      DType dt = p.isBool && q.isBool                             ? DType::Bool
+                 : (p.isInt || p.isBool) && (q.isInt || q.isBool) ? DType::I64
+                                                                  : DType::F32;
+      branch = replicatedType(dt, {}, like ? like->mesh : nullptr);
+    }
+  }
   std::vector<int> ids;
   std::vector<TensorType> types;
-  for (auto &o : operands) {
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const EV &o = operands[k];
+    const TensorType *likeK = branch && k > 0 ? &*branch : like;
     int id;
-    if (o.literal && like && !isFloat(like->dtype) && like->dtype != DType::Bool && !o.isInt &&
+    if (o.literal && likeK && !isFloat(likeK->dtype) && likeK->dtype != DType::Bool && !o.isInt &&
         !o.isBool && (o.number != std::trunc(o.number) || !doubleToInt64(o.number))) {
       auto &d = diags().error(
           DiagId::DTypeMismatch, loc,
-          {opName(op), dtypeName(like->dtype), "the literal " + formatLiteral(o.number)});
+          {opName(op), dtypeName(likeK->dtype), "the literal " + formatLiteral(o.number)});
       d.hint = "write an integer, or `cast` the tensor to `f32` first";
       return EV::bad();
     }
@@ -232,9 +250,9 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
                                        : o.isInt ? DType::I64
                                                  : DType::F32,
                                        {}, nullptr);
-      if (!literalFits(o, like ? *like : host, loc, true))
+      if (!literalFits(o, likeK ? *likeK : host, loc, true))
         return EV::bad();
-      id = materialize(o, like ? *like : host, loc);
+      id = materialize(o, likeK ? *likeK : host, loc);
     } else if (o.ids.size() != 1) {
       diags().error<DiagId::TupleOperand>(loc, o.ids.size());
       return EV::bad();
@@ -476,7 +494,19 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
   Shape s;
   for (auto d : shape)
     s.push_back(Dim::lit(d));
-  TensorType type = t ? *t : replicatedType(allInt ? DType::I64 : DType::F32, s, nullptr);
+  // Without a declared type: all `true`/`false` is a bool tensor, all
+  // integers i64, else f32; bools among numbers are an error (no implicit
+  // conversion), not 1 and 0.
+  size_t bools = std::count_if(data.begin(), data.end(), [](const EV &v) { return v.isBool; });
+  if (!t && bools > 0 && bools < data.size()) {
+    diags().error(DiagId::LiteralMixesBool, e.loc).hint =
+        "write numbers only (`1`, `0`), or `true`/`false` only";
+    return EV::bad();
+  }
+  DType inferred = !data.empty() && bools == data.size() ? DType::Bool
+                   : allInt                              ? DType::I64
+                                                         : DType::F32;
+  TensorType type = t ? *t : replicatedType(inferred, s, nullptr);
   if (type.shape != s) {
     diags().error(DiagId::LiteralShape, e.loc, {shapeStr(s), shapeStr(type.shape)});
     return EV::bad();

@@ -62,7 +62,10 @@ std::optional<Product> productOf(const Function &f, const Block &b, int value, s
   while (p.at < below && (b.insts[p.at].op == Op::Transpose || b.insts[p.at].op == Op::Reshape) &&
          b.insts[p.at].operands.size() == 1 && uses[b.insts[p.at].operands[0]] == 1) {
     p.layout.push_back(p.at);
-    p.at = defOf(b, b.insts[p.at].operands[0], p.at);
+    const size_t def = defOf(b, b.insts[p.at].operands[0], p.at);
+    if (def == p.at) // defined by no instruction above (a parameter): no product
+      return std::nullopt;
+    p.at = def;
   }
   if (p.at >= below || b.insts[p.at].op != Op::MatMul || b.insts[p.at].operands.size() != 2 ||
       b.insts[p.at].results.size() != 1)

@@ -70,6 +70,8 @@ void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) 
   // for that (a process that exits first would make the launcher kill rank 0
   // before it wrote).
   auto agreedFault = [&](const std::string &msg) {
+    if (n == 1) // one process: its caller reports it (an embedding host prints nothing)
+      throw RuntimeFault(msg);
     if (me == 0)
       std::cerr << "error: " << msg << "\n" << std::flush;
     world_->world().barrier();

@@ -208,11 +208,18 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
 }
 
 Session::~Session() = default;
+
+Session::Impl &Session::impl() const {
+  if (!impl_)
+    throw Error(Error::Kind::Usage, "this dtensor::Session was moved from; use the Session it "
+                                    "was moved to");
+  return *impl_;
+}
 Session::Session(Session &&) noexcept = default;
 Session &Session::operator=(Session &&) noexcept = default;
 
 bool Session::compile(const std::string &source, const std::string &name) {
-  Impl &im = *impl_;
+  Impl &im = impl();
   Impl::Enter enter(im);
   im.s->diags().clear();
   bool ok = im.s->compile(name, source);
@@ -225,7 +232,7 @@ bool Session::compile(const std::string &source, const std::string &name) {
 }
 
 bool Session::compileFile(const std::string &path) {
-  Impl &im = *impl_;
+  Impl &im = impl();
   std::string text;
   {
     Impl::Enter enter(im);
@@ -238,16 +245,16 @@ bool Session::compileFile(const std::string &path) {
   return compile(text, path);
 }
 
-const std::vector<Diagnostic> &Session::diagnostics() const { return impl_->diags; }
+const std::vector<Diagnostic> &Session::diagnostics() const { return impl().diags; }
 
 std::string Session::takeOutput() {
-  std::string s = impl_->out.str();
-  impl_->out.str("");
+  std::string s = impl().out.str();
+  impl().out.str("");
   return s;
 }
 
 std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> &args) {
-  Impl &im = *impl_;
+  Impl &im = impl();
   Impl::Enter enter(im);
   im.diags.clear();
   std::vector<dt::TensorType> types;
@@ -297,14 +304,14 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
 }
 
 bool Session::hasFunction(const std::string &fn) const {
-  Impl::Enter enter(*impl_);
-  return impl_->s->compilation().builderState->functions.count(fn) > 0;
+  Impl::Enter enter(impl());
+  return impl().s->compilation().builderState->functions.count(fn) > 0;
 }
 
-bool Session::hasValue(const std::string &name) const { return impl_->s->valueOf(name) != nullptr; }
+bool Session::hasValue(const std::string &name) const { return impl().s->valueOf(name) != nullptr; }
 
 Tensor Session::value(const std::string &name) const {
-  Impl &im = *impl_;
+  Impl &im = impl();
   Impl::Enter enter(im);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
@@ -314,7 +321,7 @@ Tensor Session::value(const std::string &name) const {
 }
 
 std::vector<Block> Session::blocks(const std::string &name) const {
-  Impl &im = *impl_;
+  Impl &im = impl();
   Impl::Enter enter(im);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
@@ -324,7 +331,7 @@ std::vector<Block> Session::blocks(const std::string &name) const {
 }
 
 std::vector<Block> Session::blocks(const Tensor &t) const {
-  Impl &im = *impl_;
+  Impl &im = impl();
   dt::HostTensor h;
   h.dtype = toInternal(t.dtype_);
   h.shape = t.shape_;
@@ -341,6 +348,6 @@ std::vector<Block> Session::blocks(const Tensor &t) const {
   return im.blocksOf(h, *std::static_pointer_cast<const dt::TensorType>(t.layout_));
 }
 
-int Session::compiledCalls() const { return (int)impl_->s->callInstances(); }
+int Session::compiledCalls() const { return (int)impl().s->callInstances(); }
 
 } // namespace dtensor

@@ -153,6 +153,7 @@ class Session {
 public:
   explicit Session(Options opts = {});
   ~Session();
+  /// Movable; a moved-from Session throws Error(Usage) from every member.
   Session(Session &&) noexcept;
   Session &operator=(Session &&) noexcept;
   Session(const Session &) = delete;
@@ -201,6 +202,8 @@ public:
 
 private:
   struct Impl;
+  /// The session's state; throws Error(Usage) on a moved-from Session.
+  Impl &impl() const;
   std::unique_ptr<Impl> impl_;
 };
 

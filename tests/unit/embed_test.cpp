@@ -224,6 +224,12 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
   CHECK(r[0].str() == "[[1, 1], [1, 1]]");
   auto y = s.call("scale", {dtensor::TensorView(x.data(), {3}), dtensor::TensorView(&k, {})});
   CHECK(y[0].str() == "[1, 2, 3]");
+  // A moved-from session says so (it crashed); the one moved to goes on.
+  dtensor::Session t = std::move(s);
+  CHECK(kind([&] { s.hasFunction("scale"); }) == dtensor::Error::Kind::Usage);
+  CHECK(kind([&] { s.call("scale", {"nothing"}); }) == dtensor::Error::Kind::Usage);
+  CHECK(kind([&] { s.compile("let q = 1\n"); }) == dtensor::Error::Kind::Usage);
+  CHECK(t.hasFunction("scale"));
 }
 
 TEST_CASE("embed: a session entered by a second thread while busy says so") {

@@ -57,6 +57,22 @@ int main(int argc, char **argv) {
   if (a.flags.count("print-after") && !parseStep(printAfter))
     return usage("--print-after: unknown step `" + printAfter + "` (the steps: " + stepNameList() +
                  ")");
+  if (!printAfter.empty()) {
+    // The last step each command runs: a later one would print nothing.
+    const std::pair<const char *, Step> lastStep[] = {
+        {"check", Step::Build}, {"explain", Step::Spmd}, {"run", Step::MemPlan}};
+    for (auto &[cmd, last] : lastStep)
+      if (a.cmd == cmd && (int)*parseStep(printAfter) > (int)last)
+        return usage("--print-after: `" + a.cmd + "` runs the steps up to `" + stepName(last) +
+                     "`, not `" + printAfter + "`; `dtensorc emit " + printAfter +
+                     " FILE` prints that step's output");
+  }
+  if (a.cmd == "run" && a.flags.count("reference"))
+    for (const char *f : {"stats", "profile", "components", "visualize", "dry-run"})
+      if (a.flags.count(f))
+        return usage(std::string("--") + f +
+                     " describes the distributed run; --reference runs the single-device "
+                     "evaluator instead");
   std::string lang = a.flags.count("x") ? a.flags["x"] : "dt";
   if (lang != "dt" && lang != "ir")
     return usage("-x: unknown input language `" + lang + "` (dt, ir)");

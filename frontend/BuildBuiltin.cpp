@@ -3,6 +3,7 @@
 // relayout/distribute, to_host, the `*_like` sources). The builtin table
 // (Builtins.cpp) dispatches to them after checking their arity.
 #include "frontend/BuildIR.h"
+#include "support/LowPrecision.h"
 
 #include <algorithm>
 #include <cmath>
@@ -212,7 +213,7 @@ EV IRBuilder::transposeBuiltin(const std::string &, const ast::Expr &e) {
   auto ex = [&](size_t i) { return e.args[i].get(); };
   EV x = arg(0);
   if (!x.single())
-    return x.poison ? x : EV::bad();
+    return needsTensor(x, e);
   int r = typeOf(x.ids[0]).rank();
   Attrs a;
   const ast::Expr *p = kwarg(e, "perm");
@@ -258,7 +259,7 @@ EV IRBuilder::reshapeBuiltin(const std::string &name, const ast::Expr &e) {
   auto ex = [&](size_t i) { return e.args[i].get(); };
   EV x = arg(0);
   if (!x.single())
-    return x.poison ? x : EV::bad();
+    return needsTensor(x, e);
   const ast::Expr *s = kwarg(e, "shape");
   if (!s && e.args.size() > 1)
     s = ex(1);
@@ -335,17 +336,58 @@ EV IRBuilder::castBuiltin(const std::string &, const ast::Expr &e) {
   auto arg = [&](size_t i) { return expr(*e.args[i]); };
   auto ex = [&](size_t i) { return e.args[i].get(); };
   EV x = arg(0);
-  if (!x.single())
-    return x.poison ? x : EV::bad();
   auto dt = e.args[1]->kind == ast::Expr::Name ? dtypeNamed(e.args[1]->text) : std::nullopt;
-  if (!dt) {
+  if (!dt && !x.poison) {
     diags().error(DiagId::UnknownDType, e.args[1]->loc, {exprText(ex(1))}).hint =
         "element types are `f32`, `f64`, `bf16`, `f16`, `i32`, `i64` and `bool`";
     return EV::bad();
   }
+  if (x.literal && dt)
+    return castLiteral(x, *dt);
+  if (!x.single())
+    return needsTensor(x, e);
   TensorType g = typeOf(x.ids[0]);
   g.dtype = *dt;
   return emit(Op::Cast, {x}, {ex(0)}, e.loc, {}, {g});
+}
+
+EV IRBuilder::needsTensor(const EV &x, const ast::Expr &call) {
+  if (!x.poison) // a bare number, a tuple or a struct where one tensor goes
+    diags().error<DiagId::NeedsTensor>(call.args.empty() ? call.loc : call.args[0]->loc,
+                                       call.callee);
+  return EV::bad();
+}
+
+EV IRBuilder::castLiteral(const EV &x, DType to) {
+  // `cast(0.5, bf16)`, `cast(K, f32)`: the number converted as `cast`
+  // converts an element, still a bare literal (it adopts the other
+  // operand's layout, as any number does).
+  EV r;
+  r.literal = true;
+  const bool exact = x.isInt || x.isBool;
+  const double v = exact ? (double)x.ival : x.numberOdd ? *x.numberOdd : x.number;
+  if (to == DType::Bool) {
+    r.isBool = true;
+    r.ival = exact ? x.ival != 0 : x.number != 0;
+    r.number = (double)r.ival;
+  } else if (!isFloat(to)) {
+    r.isInt = true;
+    if (exact)
+      r.ival = to == DType::I32 ? (int64_t)(int32_t)(uint32_t)(uint64_t)x.ival : x.ival;
+    else // saturating, NaN to 0 (the cast rules of docs/language.md)
+      r.ival = std::isnan(x.number) ? 0
+               : to == DType::I32   ? (int64_t)std::clamp(std::trunc(x.number), -0x1p31, 0x1p31 - 1)
+               : std::trunc(x.number) >= 0x1p63 ? INT64_MAX
+               : std::trunc(x.number) < -0x1p63 ? INT64_MIN
+                                                : (int64_t)x.number;
+    r.number = (double)r.ival;
+  } else {
+    r.number = to == DType::F64    ? (exact ? (double)x.ival : x.number)
+               : to == DType::F32  ? (double)(float)v
+               : to == DType::BF16 ? (double)bf16ToFloat(doubleToBf16(v))
+                                   : (double)halfToFloat(doubleToHalf(v));
+  }
+  return r;
 }
 
 /// `relayout(x, layout)` and `distribute(x, layout)`.
@@ -356,7 +398,7 @@ EV IRBuilder::relayoutBuiltin(const std::string &name, const ast::Expr &e) {
   if (name == "relayout" && x.hasStruct())
     return relayoutStruct(x, e);
   if (!x.single())
-    return x.poison ? x : EV::bad();
+    return needsTensor(x, e);
   const ast::Expr &l = *e.args[1];
   const ast::LayoutSpec *spec = l.kind == ast::Expr::Layout      ? l.layout.get()
                                 : l.kind == ast::Expr::Subscript ? subscriptLayout(l)
@@ -389,7 +431,7 @@ EV IRBuilder::toHostBuiltin(const std::string &, const ast::Expr &e) {
   auto ex = [&](size_t i) { return e.args[i].get(); };
   EV x = arg(0);
   if (!x.single())
-    return x.poison ? x : EV::bad();
+    return needsTensor(x, e);
   TensorType g = typeOf(x.ids[0]);
   g.mesh = nullptr;
   g.placements.clear();
@@ -424,7 +466,7 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
   }
   auto one = [&](const EV &xi) -> EV {
     if (!xi.single())
-      return xi.poison ? xi : EV::bad();
+      return needsTensor(xi, e);
     TensorType t = typeOf(xi.ids[0]);
     // A partial value's zeros are partial too; ones would not be (sum of ones).
     if (name != "zeros_like")
@@ -477,7 +519,7 @@ EV IRBuilder::arangeLikeBuiltin(const std::string &name, const ast::Expr &e) {
   // (`arange_like(s, dim=-1) > arange_like(s, dim=-2)`: causal).
   EV x = arg(0);
   if (!x.single())
-    return x.poison ? x : EV::bad();
+    return needsTensor(x, e);
   TensorType t = typeOf(x.ids[0]);
   std::vector<int64_t> ds;
   const ast::Expr *d = kwarg(e, "dim");

@@ -106,8 +106,11 @@ static std::string formatLiteral(double v) {
 Attrs constAttrs(const EV &v, DType t) {
   Attrs a;
   bool exact = v.isInt || v.isBool;
+  // A float literal becomes an f32/bf16/f16 constant from its round-to-odd
+  // double: one rounding from the decimal, as docs/language.md promises.
+  const bool narrow = t == DType::F32 || isLowPrecision(t);
   if (!constInInts(t))
-    a.floats = {exact ? (double)v.ival : v.number};
+    a.floats = {exact ? (double)v.ival : narrow && v.numberOdd ? *v.numberOdd : v.number};
   else if (t == DType::Bool)
     a.ints = {exact ? v.ival != 0 : v.number != 0};
   else if (exact)
@@ -303,6 +306,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
     v.number = e.number;
     v.isInt = e.isInt;
     v.ival = e.intValue;
+    if (!e.isInt)
+      v.numberOdd = e.numberOdd;
     return v;
   }
   case K::Bool: {
@@ -361,7 +366,10 @@ EV IRBuilder::expr(const ast::Expr &e) {
         a.number = (double)a.ival;
       } else if (e.op == "-") {
         a.number = -a.number;
+        if (a.numberOdd)
+          a.numberOdd = -*a.numberOdd;
       } else {
+        a.numberOdd.reset();
         a.number = a.number == 0;
         a.ival = a.number != 0;
       }

@@ -75,7 +75,11 @@ struct EV {
   bool poison = false;
   bool literal = false;
   double number = 0; ///< the value (rounded for integers above 2^53)
-  int64_t ival = 0;  ///< `isInt` or `isBool`: the exact value
+  /// A float literal as written: its decimal rounded to odd at f64's
+  /// precision (ast::Expr::numberOdd), which f32/bf16/f16 constants are made
+  /// from; folded arithmetic has none.
+  std::optional<double> numberOdd;
+  int64_t ival = 0; ///< `isInt` or `isBool`: the exact value
   bool isInt = false;
   bool isBool = false;
   /// Per element of the value (a tuple has several): its struct, or null for
@@ -423,6 +427,15 @@ public:
   /// `user`: the called function's declaration (it takes no keywords).
   bool knownKeywords(const std::string &name, const ast::Expr &e,
                      const std::vector<std::string> &accepted, const ast::FnDecl *user = nullptr);
+  /// EV::bad(), reporting `NeedsTensor` for builtin `call` when `x` is not
+  /// poison already (a bare number, a tuple: never a silent drop).
+  EV needsTensor(const EV &x, const ast::Expr &call);
+  /// `cast` of a bare number: the number converted to `to` as an element
+  /// would be, still a bare literal.
+  EV castLiteral(const EV &x, DType to);
+  /// False after reporting a name of `save`/`save_checkpoint` call `e` (its
+  /// odd arguments) holding a newline or another control byte.
+  bool namesOneLine(const ast::Expr &e, const std::string &fn);
   /// Reports a `let (a, b) = v` whose names do not match v's parts.
   void destructureCount(SrcLoc loc, size_t parts, size_t names);
   /// A builtin written as several ops (gather, concat, stack) checks its

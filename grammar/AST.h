@@ -91,6 +91,10 @@ struct Expr {
   /// the callee name.
   SrcLoc full;
   double number = 0;
+  /// A float Number rounded to odd at f64's precision (truncated, the last
+  /// bit set when inexact): a conversion of it to f32/bf16/f16 rounds as the
+  /// decimal itself would, once (round to nearest of `number` may round twice).
+  double numberOdd = 0;
   bool isInt = false;
   int64_t intValue = 0; ///< Number with `isInt`: the exact value (`number` rounds above 2^53)
   bool boolValue = false;

@@ -3,6 +3,14 @@
 // grammar leaves to code, and the expression depth bound.
 #include "grammar/Builder.h"
 
+#include <cstdint>
+
+#include <cstring>
+
+#include <cmath>
+
+#include <cfenv>
+
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -92,6 +100,26 @@ ExprPtr Builder::finish(ExprPtr e) {
   return e;
 }
 
+/// The decimal `text` rounded to odd at f64's precision: truncated (glibc's
+/// strtod rounds in the current mode and flags an inexact result), with the
+/// last bit set when inexact. Rounding that to a narrower float (at least two
+/// bits narrower) gives the decimal's own nearest value of that type.
+static double roundToOdd(const std::string &text) {
+  std::fenv_t env;
+  std::feholdexcept(&env);
+  std::fesetround(FE_TOWARDZERO);
+  double t = std::strtod(text.c_str(), nullptr);
+  const bool inexact = std::fetestexcept(FE_INEXACT);
+  std::fesetenv(&env);
+  if (!inexact || !std::isfinite(t))
+    return t;
+  uint64_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits |= 1;
+  std::memcpy(&t, &bits, sizeof bits);
+  return t;
+}
+
 ExprPtr Builder::number(const std::string &text, bool isInt, const Span &s) {
   auto e = leaf(Expr::Number, s);
   e->isInt = isInt;
@@ -104,6 +132,7 @@ ExprPtr Builder::number(const std::string &text, bool isInt, const Span &s) {
     e->number = (double)e->intValue;
   } else {
     e->number = std::strtod(text.c_str(), nullptr);
+    e->numberOdd = roundToOdd(text);
   }
   return e;
 }

@@ -7,6 +7,7 @@
 #include "support/Checkpoint.h"
 #include "support/TensorFile.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -103,6 +104,8 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
     diags().error<DiagId::SaveArgs>(e.loc);
     return EV::bad();
   }
+  if (st && !namesOneLine(e, "save"))
+    return EV::bad();
   Attrs a;
   a.str = path;
   std::vector<EV> vals;
@@ -186,6 +189,21 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
   return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {t});
 }
 
+bool IRBuilder::namesOneLine(const ast::Expr &e, const std::string &fn) {
+  // Each name is one line of the op's `str` (a newline would move the names
+  // after it onto the wrong values), and a control byte has no place in one.
+  for (size_t i = 1; i < e.args.size(); i += 2) {
+    const std::string &name = e.args[i]->text;
+    if (std::any_of(name.begin(), name.end(),
+                    [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; })) {
+      diags().error(DiagId::TensorNameControl, e.args[i]->loc, {fn}).hint =
+          "use letters, digits and punctuation such as `layers.0.w`";
+      return false;
+    }
+  }
+  return true;
+}
+
 EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
   if (!s_.options.fileAccess) {
     diags().error<DiagId::FileAccessOff>(e.loc, "save_checkpoint");
@@ -193,12 +211,14 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
   }
   size_t n = e.args.size();
   bool ok = n >= 3 && (n - 1) % 2 == 0 && e.kwargs.empty() && e.args[0]->kind == ast::Expr::String;
-  for (size_t i = 1; ok && i < n; i += 2) // a name is one line of the op's `str`
-    ok = e.args[i]->kind == ast::Expr::String && e.args[i]->text.find('\n') == std::string::npos;
+  for (size_t i = 1; ok && i < n; i += 2)
+    ok = e.args[i]->kind == ast::Expr::String;
   if (!ok) {
     diags().error<DiagId::SaveCheckpointArgs>(e.loc);
     return EV::bad();
   }
+  if (!namesOneLine(e, "save_checkpoint"))
+    return EV::bad();
   Attrs a;
   a.str = dataPath(e.args[0]->text, e.loc);
   std::vector<EV> vals;

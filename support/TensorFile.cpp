@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,6 +72,40 @@ struct Cursor {
       fail(path, std::string("malformed header: expected `") + c + "` " + what + " at byte " +
                      std::to_string(i));
   }
+  /// The 4 hex digits at s[at..at+4) of a \u escape.
+  uint32_t hex4(size_t at) {
+    if (at + 4 > s.size())
+      fail(path, "malformed header: a short \\u escape at byte " + std::to_string(at));
+    uint32_t v = 0;
+    for (size_t k = at; k < at + 4; ++k) {
+      char c = s[k];
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
+      if (d < 0)
+        fail(path, "malformed header: a bad \\u escape at byte " + std::to_string(at));
+      v = v * 16 + (uint32_t)d;
+    }
+    return v;
+  }
+  static void appendUtf8(std::string &r, uint32_t cp) {
+    if (cp < 0x80) {
+      r += (char)cp;
+    } else if (cp < 0x800) {
+      r += (char)(0xc0 | (cp >> 6));
+      r += (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      r += (char)(0xe0 | (cp >> 12));
+      r += (char)(0x80 | ((cp >> 6) & 0x3f));
+      r += (char)(0x80 | (cp & 0x3f));
+    } else {
+      r += (char)(0xf0 | (cp >> 18));
+      r += (char)(0x80 | ((cp >> 12) & 0x3f));
+      r += (char)(0x80 | ((cp >> 6) & 0x3f));
+      r += (char)(0x80 | (cp & 0x3f));
+    }
+  }
   std::string str() {
     ws();
     if (i >= s.size() || (s[i] != '"' && s[i] != '\''))
@@ -81,12 +117,25 @@ struct Cursor {
         if (++i >= s.size())
           break;
         char e = s[i];
-        if (e == 'u') { // keep \uXXXX escapes as text: names are compared as written
-          r += "\\u";
-          ++i;
+        if (e == 'u') { // \uXXXX (a surrogate pair for one code point) as UTF-8
+          uint32_t cp = hex4(i + 1);
+          i += 5;
+          if (cp >= 0xd800 && cp < 0xdc00 && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
+            uint32_t lo = hex4(i + 2);
+            if (lo >= 0xdc00 && lo < 0xe000) {
+              cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+              i += 6;
+            }
+          }
+          appendUtf8(r, cp);
           continue;
         }
-        r += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        r += e == 'n'   ? '\n'
+             : e == 't' ? '\t'
+             : e == 'r' ? '\r'
+             : e == 'b' ? '\b'
+             : e == 'f' ? '\f'
+                        : e;
         ++i;
         continue;
       }
@@ -156,7 +205,8 @@ std::string readHead(const std::string &path, int fd, uint64_t n) {
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
-      fail(path, "cannot read the header: " + std::string(r < 0 ? std::strerror(errno) : "truncated"));
+      fail(path,
+           "cannot read the header: " + std::string(r < 0 ? std::strerror(errno) : "truncated"));
     got += (uint64_t)r;
   }
   return buf;
@@ -165,8 +215,8 @@ std::string readHead(const std::string &path, int fd, uint64_t n) {
 /// Calls `run(fileByteOffset, blockByteOffset, bytes)` for each contiguous
 /// row run of the block at `offset` of shape `block` inside `e`.
 template <class F>
-void forEachRun(const std::string &path, const TensorFileEntry &e, const std::vector<int64_t> &offset,
-                const std::vector<int64_t> &block, F run) {
+void forEachRun(const std::string &path, const TensorFileEntry &e,
+                const std::vector<int64_t> &offset, const std::vector<int64_t> &block, F run) {
   size_t r = e.shape.size();
   if (offset.size() != r || block.size() != r)
     fail(path, "a block of rank " + std::to_string(block.size()) + " in an array of rank " +
@@ -346,8 +396,13 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize) {
       std::string d = c.str();
       if (d.size() == 3 && (d[0] == '<' || d[0] == '=' || d[0] == '|')) {
         std::string t = d.substr(1);
-        e.dtype = t == "f4" ? "f32" : t == "f8" ? "f64" : t == "i4" ? "i32" : t == "i8" ? "i64"
-                  : t == "b1" ? "bool" : t == "f2" ? "f16" : "";
+        e.dtype = t == "f4"   ? "f32"
+                  : t == "f8" ? "f64"
+                  : t == "i4" ? "i32"
+                  : t == "i8" ? "i64"
+                  : t == "b1" ? "bool"
+                  : t == "f2" ? "f16"
+                              : "";
       }
       if (e.dtype.empty())
         fail(path, "dtype `" + d + "` is not one of the language's (<f4 <f8 <f2 <i4 <i8 |b1)" +
@@ -390,7 +445,7 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize) {
 }
 
 std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string &data,
-                                                             uint64_t fileSize) {
+                                                              uint64_t fileSize) {
   const std::string path = "safetensors";
   if (data.size() < 8)
     fail(path, "truncated: no header length");
@@ -424,8 +479,14 @@ std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string 
         c.expect(':', "after a key");
         if (key == "dtype") {
           std::string d = c.str();
-          e.dtype = d == "F32" ? "f32" : d == "F64" ? "f64" : d == "I32" ? "i32" : d == "I64" ? "i64"
-                    : d == "BOOL" ? "bool" : d == "BF16" ? "bf16" : d == "F16" ? "f16" : "";
+          e.dtype = d == "F32"    ? "f32"
+                    : d == "F64"  ? "f64"
+                    : d == "I32"  ? "i32"
+                    : d == "I64"  ? "i64"
+                    : d == "BOOL" ? "bool"
+                    : d == "BF16" ? "bf16"
+                    : d == "F16"  ? "f16"
+                                  : "";
           if (e.dtype.empty())
             fail(path, "tensor `" + name + "`: dtype " + d +
                            " is not one of the language's (F32 F64 BF16 F16 I32 I64 BOOL)");
@@ -455,7 +516,8 @@ std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string 
       }
       c.expect('}', "closing a tensor entry");
       if (!haveDtype || !haveShape || b < 0 || en < b)
-        fail(path, "tensor `" + name + "`: dtype, shape and data_offsets [begin, end] are required");
+        fail(path,
+             "tensor `" + name + "`: dtype, shape and data_offsets [begin, end] are required");
       if ((uint64_t)en > fileSize - base)
         fail(path, "tensor `" + name + "`: data_offsets end " + std::to_string(en) +
                        " is past the end of the file: truncated?");
@@ -485,7 +547,9 @@ TensorFileEntry readTensorFileEntry(const std::string &path, const std::string &
       uint64_t n = 0;
       for (size_t b = 0; b < len.size(); ++b)
         n |= (uint64_t)(unsigned char)len[b] << (8 * b);
-      uint64_t want = len.size() < 8 ? len.size() : std::min<uint64_t>(size, 8 + std::min(n, kMaxTensorHeaderBytes + 1));
+      uint64_t want = len.size() < 8
+                          ? len.size()
+                          : std::min<uint64_t>(size, 8 + std::min(n, kMaxTensorHeaderBytes + 1));
       auto all = parseSafetensorsHeader(readHead(path, f.fd, want), size);
       auto it = all.find(key);
       if (it == all.end()) {
@@ -493,8 +557,8 @@ TensorFileEntry readTensorFileEntry(const std::string &path, const std::string &
         for (auto &[k, v] : all)
           if (names.size() < 400)
             names += (names.empty() ? "" : ", ") + k;
-        fail(path, "no tensor named `" + key + "` (it has: " + (names.empty() ? "none" : names) +
-                       ")");
+        fail(path,
+             "no tensor named `" + key + "` (it has: " + (names.empty() ? "none" : names) + ")");
       }
       return it->second;
     }
@@ -591,11 +655,18 @@ createSafetensorsFile(const std::string &path,
     int64_t es = tensorFileElementSize(t.dtype), n = checkedNumel(t.shape);
     if (!es || n < 0)
       fail(path, "cannot write tensor `" + name + "`");
-    std::string esc;
+    std::string esc; // a JSON string: quotes, backslashes and control bytes escaped
     for (char ch : name) {
-      if (ch == '"' || ch == '\\')
+      if (ch == '"' || ch == '\\') {
         esc += '\\';
-      esc += ch;
+        esc += ch;
+      } else if ((unsigned char)ch < 0x20 || ch == 0x7f) {
+        char u[8];
+        std::snprintf(u, sizeof u, "\\u%04x", (unsigned)(unsigned char)ch);
+        esc += u;
+      } else {
+        esc += ch;
+      }
     }
     json += std::string(json.size() > 1 ? "," : "") + "\"" + esc + "\":{\"dtype\":\"" +
             safetensorsName(t.dtype) + "\",\"shape\":[";

@@ -18,7 +18,8 @@ using namespace dt;
 namespace {
 
 std::string tmpPath(const std::string &name) {
-  auto dir = std::filesystem::temp_directory_path() / ("dt_tensor_file_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("dt_tensor_file_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }
@@ -104,8 +105,8 @@ void spit(const std::string &p, const std::string &bytes) {
 }
 
 const char *kDTypes[] = {"f32", "f64", "i32", "i64", "bool"};
-const std::vector<std::vector<int64_t>> kShapes = {
-    {}, {0}, {1}, {7}, {3, 5}, {4, 0}, {2, 3, 5}, {3, 1, 4, 2}};
+const std::vector<std::vector<int64_t>> kShapes = {{},     {0},    {1},       {7},
+                                                   {3, 5}, {4, 0}, {2, 3, 5}, {3, 1, 4, 2}};
 
 } // namespace
 
@@ -163,8 +164,10 @@ TEST_CASE("tensor files: files written by numpy and in the safetensors reference
   struct Case {
     const char *file, *dtype;
     std::vector<int64_t> shape;
-  } cases[] = {{"np_f32_2x3.npy", "f32", {2, 3}},   {"np_f64_4.npy", "f64", {4}},
-               {"np_i32_2x2x2.npy", "i32", {2, 2, 2}}, {"np_i64_scalar.npy", "i64", {}},
+  } cases[] = {{"np_f32_2x3.npy", "f32", {2, 3}},
+               {"np_f64_4.npy", "f64", {4}},
+               {"np_i32_2x2x2.npy", "i32", {2, 2, 2}},
+               {"np_i64_scalar.npy", "i64", {}},
                {"np_bool_5.npy", "bool", {5}}};
   for (auto &c : cases) {
     CAPTURE(c.file);
@@ -217,6 +220,34 @@ TEST_CASE("tensor files: files written by numpy and in the safetensors reference
   CHECK(bv[1] == 3);
   CHECK_THROWS_WITH_AS(readTensorFileEntry(p, "nope"),
                        doctest::Contains("no tensor named `nope` (it has: b, w)"), TensorFileError);
+}
+
+TEST_CASE("tensor files: safetensors names are JSON strings, escapes written and read") {
+  // Written: a quote, a backslash and control bytes are escaped, so a JSON
+  // reader (Python's json) takes the header; read back to the same names.
+  TensorFileEntry e;
+  e.dtype = "f32";
+  e.shape = {1};
+  std::string p = tmpPath("esc.safetensors");
+  const std::string odd = std::string("a\"b\\c\td") + (char)1;
+  createSafetensorsFile(p, {{odd, e}, {"w\xc3\xa9", e}});
+  std::string bytes = slurp(p);
+  CHECK(bytes.find("a\\\"b\\\\c\\u0009d\\u0001") != std::string::npos);
+  CHECK(bytes.find('\t') == std::string::npos);
+  CHECK(readTensorFileEntry(p, odd).shape == std::vector<int64_t>{1});
+  CHECK(readTensorFileEntry(p, "w\xc3\xa9").dtype == "f32");
+  // Read: \uXXXX escapes (json.dumps writes every non-ASCII character so),
+  // a surrogate pair among them, decode to UTF-8.
+  std::string h = "{\"w\\u00e9\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                  "\"\\ud83d\\ude00\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    file[i] = (char)((h.size() >> (8 * i)) & 0xff);
+  file += h + std::string(8, '\0');
+  std::string q = tmpPath("uni.safetensors");
+  spit(q, file);
+  CHECK(readTensorFileEntry(q, "w\xc3\xa9").dtype == "f32");
+  CHECK(readTensorFileEntry(q, "\xf0\x9f\x98\x80").shape == std::vector<int64_t>{1});
 }
 
 TEST_CASE("tensor files: malformed headers are clear errors naming the file") {

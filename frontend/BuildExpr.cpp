@@ -544,12 +544,10 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
   // `randn(seed=1) * 0.35`, `-ones()`: a source call inside arithmetic takes
   // the declared type too (the initializers of a model are written this way).
   if (init.kind == ast::Expr::Binary && typedSource(init)) {
-    static const std::map<std::string, Op> kOps = {
-        {"*", Op::Mul}, {"/", Op::Div}, {"+", Op::Add}, {"-", Op::Sub}};
     const ast::Expr &l = *init.args[0], &r = *init.args[1];
     EV a = typedSource(l) ? initializer(l, t) : expr(l);
     EV b = typedSource(r) ? initializer(r, t) : expr(r);
-    return emit(kOps.at(init.op), {a, b}, {&l, &r}, init.loc);
+    return emit(kOperators.at(init.op), {a, b}, {&l, &r}, init.loc);
   }
   if (init.kind == ast::Expr::Unary && typedSource(init))
     return emit(Op::Neg, {initializer(*init.args[0], t)}, {init.args[0].get()}, init.loc);

@@ -245,6 +245,16 @@ public:
     (void)fingerprint;
   }
 
+  /// Whether the backend wants prepareGroups() before each run().
+  virtual bool createsGroupsAhead() const { return false; }
+  /// Before run(), after agree(): every communicator group the program can
+  /// use (world-rank member lists, sorted, the whole world included), for a
+  /// backend whose group creation must run in one order on every process
+  /// (mpi with --ranks-per-process: its ranks are threads that would
+  /// otherwise create process groups lazily, each in its own order, and could
+  /// wait on each other forever). Called only when createsGroupsAhead().
+  virtual void prepareGroups(const std::vector<std::vector<int>> &groups) { (void)groups; }
+
   /// Whether this process hosts world rank `r` (the executor prints and
   /// returns values where rank 0 lives).
   virtual bool hosts(int r) const {

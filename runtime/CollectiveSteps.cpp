@@ -6,6 +6,9 @@
 #include "ir/Collectives.h"
 #include "support/Diagnostics.h"
 
+#include <functional>
+#include <set>
+
 namespace dt {
 
 namespace {
@@ -256,6 +259,40 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
     break;
   }
   throw InternalError(std::string("executor: `") + opName(in.op) + "` is not a collective");
+}
+
+std::vector<std::vector<int>> collectiveGroups(const Module &m,
+                                               const std::vector<int64_t> &worldIds) {
+  std::set<std::vector<int>> groups;
+  std::vector<int> all(worldIds.size());
+  for (size_t r = 0; r < all.size(); ++r)
+    all[r] = (int)r;
+  groups.insert(all);
+  // Each (mesh, axes) pair once: a program repeats its collectives.
+  std::set<std::pair<const Mesh *, std::vector<int64_t>>> seen;
+  for (const Function &fn : m.functions) {
+    std::function<void(const Block &)> visit = [&](const Block &b) {
+      for (const Inst &in : b.insts) {
+        for (const Block &r : in.regions)
+          visit(r);
+        // The steps that talk (local_slice and local_partial do not).
+        if (opInfo(in.op).cls != OpClass::Collective || in.op == Op::LocalSlice ||
+            in.op == Op::LocalPartial || in.operands.empty())
+          continue;
+        const TensorType &t = fn.type(in.operands[0]);
+        if (!t.mesh || !seen.insert({t.mesh.get(), in.attrs.ints}).second)
+          continue;
+        for (int64_t r = 0; r < t.mesh->size(); ++r) {
+          std::vector<int> members;
+          for (int64_t q : axesGroup(*t.mesh, r, in.attrs.ints))
+            members.push_back(worldRankOf(worldIds, t.mesh->devices[q]));
+          groups.insert(std::move(members));
+        }
+      }
+    };
+    visit(fn.body);
+  }
+  return {groups.begin(), groups.end()};
 }
 
 } // namespace dt

@@ -30,4 +30,11 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
                              const std::vector<int64_t> &worldIds, bool deterministic = false);
 
+/// Every group of world ranks that a collective of `m` can run over (each
+/// collective's axis group from every mesh rank), and the whole world of
+/// `worldIds.size()` ranks: sorted, without repeats, the same list on every
+/// process that compiled the same program (Backend::prepareGroups).
+std::vector<std::vector<int>> collectiveGroups(const Module &m,
+                                               const std::vector<int64_t> &worldIds);
+
 } // namespace dt

@@ -545,6 +545,8 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
       h = (h ^ (uint64_t)id) * 1099511628211ull;
     return h;
   });
+  if (backend_.createsGroupsAhead())
+    backend_.prepareGroups(collectiveGroups(m_, ids));
   Shared sh(m_, std::move(ids), states_, out_, opts_, &printed_);
   sh.kernels = opts_.jit ? kernels_.get() : nullptr;
   sh.referenceOnly = !opts_.jit;

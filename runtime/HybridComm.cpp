@@ -309,8 +309,10 @@ Communicator &HybridWorld::group(int worldRank, const std::vector<int> &members)
   Communicator *cross = nullptr;
   // Outside the lock: creating the leaders' communicator waits for the
   // other processes (MpiWorld::processGroup).
-  if (layout.processes.size() > 1 && layout.localIndex[groupRank] == 0)
+  if (layout.processes.size() > 1 && layout.localIndex[groupRank] == 0) {
+    late_ += !mpi_.hasProcessGroup(members);
     cross = &mpi_.processGroup(members, layout.processes);
+  }
   auto comm = std::make_unique<HybridComm>(layout, groupRank, local, cross);
   std::lock_guard<std::mutex> lk(mu_);
   auto &slot = comms_[key];
@@ -319,5 +321,19 @@ Communicator &HybridWorld::group(int worldRank, const std::vector<int> &members)
 }
 
 Communicator &HybridWorld::world(int worldRank) { return group(worldRank, all_); }
+
+void HybridWorld::prepare(const std::vector<std::vector<int>> &groups) {
+  const int process = mpi_.rank();
+  for (const std::vector<int> &members : groups) {
+    HybridLayout layout(members, perProcess_);
+    if (layout.processes.size() > 1 &&
+        std::find(layout.processes.begin(), layout.processes.end(), process) !=
+            layout.processes.end() &&
+        !mpi_.hasProcessGroup(members)) {
+      mpi_.processGroup(members, layout.processes);
+      ++prepared_;
+    }
+  }
+}
 
 } // namespace dt

@@ -38,6 +38,7 @@
 
 #include "runtime/Communicator.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,12 +78,26 @@ public:
   /// (world ranks in group-rank order, containing it). Cached.
   Communicator &group(int worldRank, const std::vector<int> &members);
   Communicator &world(int worldRank);
+  /// Creates, from one thread and in the order given, the MPI communicator
+  /// between process leaders of each of `groups` (world-rank member lists)
+  /// that spans processes and has a member here. Every process must pass the
+  /// same list (Backend::prepareGroups): then each creation finds all its
+  /// processes ready, where rank threads creating them lazily, each in its
+  /// own order, could wait on each other forever.
+  void prepare(const std::vector<std::vector<int>> &groups);
+  /// Leader communicators made by prepare(), and made lazily by a rank
+  /// thread for a group prepare() was not given (the risky path: `--stats`
+  /// reports it).
+  int preparedGroups() const { return prepared_; }
+  int lateGroups() const { return late_; }
 
 private:
   MpiWorld &mpi_;
   ThreadWorld &threads_;
   int perProcess_;
   std::vector<int> all_;
+  int prepared_ = 0;
+  std::atomic<int> late_{0};
   std::mutex mu_;
   std::map<std::pair<int, std::vector<int>>, std::unique_ptr<Communicator>> comms_;
 };

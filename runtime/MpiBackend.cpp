@@ -153,12 +153,32 @@ void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
   throw RuntimeFault(msg);
 }
 
+bool MpiBackend::createsGroupsAhead() const { return perProcess_ > 1 && world_->size() > 1; }
+
+void MpiBackend::prepareGroups(const std::vector<std::vector<int>> &groups) {
+  makeHybrid();
+  hybrid_->prepare(groups);
+}
+
+std::string MpiBackend::report() const {
+  if (!hybrid_)
+    return "";
+  return "mpi: process " + std::to_string(world_->rank()) + ": " +
+         std::to_string(hybrid_->preparedGroups()) +
+         " leader communicators made before the ranks started, " +
+         std::to_string(hybrid_->lateGroups()) + " by the ranks\n";
+}
+
+void MpiBackend::makeHybrid() {
+  if (threads_)
+    return;
+  threads_ = std::make_unique<ThreadWorld>(perProcess_);
+  threads_->setRankBase(world_->rank() * perProcess_);
+  hybrid_ = std::make_unique<HybridWorld>(*world_, *threads_, perProcess_);
+}
+
 void MpiBackend::runThreads(const std::function<void(Device &)> &body) {
-  if (!threads_) {
-    threads_ = std::make_unique<ThreadWorld>(perProcess_);
-    threads_->setRankBase(world_->rank() * perProcess_);
-    hybrid_ = std::make_unique<HybridWorld>(*world_, *threads_, perProcess_);
-  }
+  makeHybrid();
   FaultWatch &watch = world_->watch();
   std::string failure;
   try {

@@ -48,8 +48,16 @@ public:
   void run(int ranks, const std::function<void(Device &)> &body) override;
   bool hosts(int r) const override;
   void agree(int ranks, const std::function<uint64_t()> &fingerprint) override;
+  /// K > 1 over several processes: the leaders' communicators are made
+  /// before the ranks start (HybridWorld::prepare).
+  bool createsGroupsAhead() const override;
+  /// K > 1: the leader communicators this process made before and during runs.
+  std::string report() const override;
+  void prepareGroups(const std::vector<std::vector<int>> &groups) override;
 
 private:
+  /// K > 1: the thread and hybrid worlds (made once, and again after a failure).
+  void makeHybrid();
   /// K > 1: this process's ranks as threads over hybrid communicators.
   void runThreads(const std::function<void(Device &)> &body);
   /// The error for a job whose processes x ranks-per-process is not `ranks`.

@@ -554,6 +554,11 @@ Communicator &MpiWorld::processGroup(const std::vector<int> &label,
   return *slot;
 }
 
+bool MpiWorld::hasProcessGroup(const std::vector<int> &label) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return processGroups_.count(label) != 0;
+}
+
 #else // !DT_HAVE_MPI
 
 struct MpiComm::Handle {};
@@ -586,6 +591,7 @@ MpiWorld::MpiWorld(int *, char ***, bool) { noMpi(); }
 Communicator &MpiWorld::processGroup(const std::vector<int> &, const std::vector<int> &) {
   noMpi();
 }
+bool MpiWorld::hasProcessGroup(const std::vector<int> &) { noMpi(); }
 MpiWorld::~MpiWorld() = default;
 Communicator *MpiWorld::split(int, int, const std::vector<int> &) { noMpi(); }
 Communicator *MpiWorld::create(const std::vector<int> &) { noMpi(); }

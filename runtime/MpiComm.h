@@ -105,6 +105,8 @@ public:
   /// those processes the first time (one thread per process asks for a
   /// label); thread-safe; cached.
   Communicator &processGroup(const std::vector<int> &label, const std::vector<int> &processes);
+  /// Whether processGroup(label, ...) was made already.
+  bool hasProcessGroup(const std::vector<int> &label);
 
 private:
   Communicator *split(int color, int key, const std::vector<int> &label);

@@ -131,10 +131,10 @@ bool IRBuilder::bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
       if (fresh) {
         dtypeFrom[spec.dtype] = i;
       } else if (it->second != at.dtype) {
-        auto &d = diags().error(DiagId::DTypeParamConflict, ae ? ae->loc : loc,
-                                {"`" + spec.dtype + "` of `" + fi.qualified + "`",
-                                 dtypeName(it->second), std::to_string(i + 1),
-                                 dtypeName(at.dtype)});
+        auto &d =
+            diags().error(DiagId::DTypeParamConflict, ae ? ae->loc : loc,
+                          {"`" + spec.dtype + "` of `" + fi.qualified + "`", dtypeName(it->second),
+                           std::to_string(i + 1), dtypeName(at.dtype)});
         d.notes.push_back("`" + spec.dtype + "` is bound by argument " +
                           std::to_string(dtypeFrom[spec.dtype] + 1));
         note(d);
@@ -151,11 +151,11 @@ bool IRBuilder::bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
       std::string want = spec.dtype + "[";
       for (size_t d = 0; d < spec.dims.size(); ++d)
         want += (d ? ", " : "") + spec.dims[d];
-      auto &d = diags().error(DiagId::BatchRank, loc,
-                              {std::to_string(i + 1), fi.qualified,
-                               std::to_string(fixed) + (fixed == 1 ? " dim" : " dims") + " (`" +
-                                   want + "]`)",
-                               at.str()});
+      auto &d = diags().error(
+          DiagId::BatchRank, loc,
+          {std::to_string(i + 1), fi.qualified,
+           std::to_string(fixed) + (fixed == 1 ? " dim" : " dims") + " (`" + want + "]`)",
+           at.str()});
       note(d);
       return false;
     }
@@ -164,9 +164,9 @@ bool IRBuilder::bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
       batch = here;
       batchArg = i;
     } else if (*batch != here) {
-      auto &d = diags().error(DiagId::BatchConflict, ae ? ae->loc : loc,
-                              {fi.qualified, dimsText(*batch), std::to_string(i + 1),
-                               dimsText(here)});
+      auto &d =
+          diags().error(DiagId::BatchConflict, ae ? ae->loc : loc,
+                        {fi.qualified, dimsText(*batch), std::to_string(i + 1), dimsText(here)});
       d.notes.push_back("`...` is bound by argument " + std::to_string(batchArg + 1));
       note(d);
       d.hint = "the `...` parameters of one call share their batch dims: pass `" + exprText(ae) +

@@ -123,7 +123,8 @@ EV IRBuilder::localBuiltin(const std::string &name, const ast::Expr &e) {
   if ((int64_t)xs.size() != nranks) {
     auto &d = diags().error(DiagId::LocalBlockCount, e.loc,
                             {mesh.name, std::to_string(nranks), std::to_string(xs.size())});
-    d.hint = "one block per rank, in rank order (row-major over the mesh axes `" + mesh.str() + "`)";
+    d.hint =
+        "one block per rank, in rank order (row-major over the mesh axes `" + mesh.str() + "`)";
     return EV::bad();
   }
   auto blockShape = [&](int64_t r) { return concreteDims(typeOf(xs[r].ids[0]).shape); };
@@ -220,7 +221,8 @@ EV IRBuilder::localBuiltin(const std::string &name, const ast::Expr &e) {
                  {exs[r], nullptr}, e.loc);
     }
     LocalBlock lb = localBlock(g, r);
-    if (numElements(Shape(g.shape)) > 0 && std::find(lb.shape.begin(), lb.shape.end(), 0) != lb.shape.end())
+    if (numElements(Shape(g.shape)) > 0 &&
+        std::find(lb.shape.begin(), lb.shape.end(), 0) != lb.shape.end())
       continue; // an empty block adds nothing
     // widen the block to the global size along every dim but the first,
     // then add its rows into the accumulator

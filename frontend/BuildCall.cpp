@@ -121,11 +121,22 @@ const ast::LayoutSpec *IRBuilder::subscriptLayout(const ast::Expr &e) {
   return st_.meshes.count(base) || !lookup(base) ? e.layout.get() : nullptr;
 }
 
+std::vector<std::string> IRBuilder::scopedNames(const std::string &name) const {
+  if (modulePrefix_.empty())
+    return {name};
+  if (name.find('.') == std::string::npos)
+    return {modulePrefix_ + name};
+  return {modulePrefix_ + name, name};
+}
+
 std::vector<std::string> IRBuilder::functionNames() const {
   std::vector<std::string> out;
   for (const BuiltinInfo &b : builtinTable())
     out.push_back(b.name);
   for (auto &[q, fi] : st_.functions) {
+    // Inside a module, the program's own functions are out of reach.
+    if (modulePrefix_.size() && q.find('.') == std::string::npos)
+      continue;
     out.push_back(q);
     // A module's own functions are called unqualified inside it.
     if (!modulePrefix_.empty() && q.rfind(modulePrefix_, 0) == 0)
@@ -154,7 +165,7 @@ EV IRBuilder::call(const ast::Expr &e) {
   // user functions first (a module's own functions, then qualified names)
   FnInfo *fi = nullptr;
   std::string qual;
-  for (std::string cand : {modulePrefix_ + e.callee, e.callee}) {
+  for (const std::string &cand : scopedNames(e.callee)) {
     auto it = st_.functions.find(cand);
     if (it != st_.functions.end()) {
       fi = &it->second;

@@ -328,7 +328,10 @@ EV IRBuilder::expr(const ast::Expr &e) {
     if (!b && reportField(e))
       return EV::bad();
     if (!b) {
-      if (st_.functions.count(e.text) || st_.functions.count(modulePrefix_ + e.text))
+      bool isFunction = false;
+      for (const std::string &cand : scopedNames(e.text))
+        isFunction |= st_.functions.count(cand) != 0;
+      if (isFunction)
         diags().error<DiagId::FunctionNotValue>(e.loc, e.text);
       else if (st_.meshes.count(e.text))
         diags().error<DiagId::MeshNotValue>(e.loc, e.text);

@@ -478,7 +478,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     if (a.poison)
       return EV::bad();
   FnInfo *fi = nullptr;
-  for (std::string cand : {modulePrefix_ + fname, fname})
+  for (const std::string &cand : scopedNames(fname))
     if (auto it = st_.functions.find(cand); it != st_.functions.end()) {
       fi = &it->second;
       break;

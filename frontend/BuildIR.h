@@ -451,6 +451,11 @@ public:
                   const std::vector<std::string> &candidates, SrcLoc span);
   /// Every function a call can name here: builtins, user and module functions.
   std::vector<std::string> functionNames() const;
+  /// The names a function or struct `name` written here may stand for, in
+  /// order: inside a module, its own `mod.name`, and a qualified name as
+  /// written (another module's); never the importing program's unqualified
+  /// names. At top level, the name itself.
+  std::vector<std::string> scopedNames(const std::string &name) const;
   /// Every name a value expression can refer to here.
   std::vector<std::string> namesInScope() const;
   void dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,

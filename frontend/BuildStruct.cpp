@@ -35,7 +35,7 @@ std::vector<EV> EV::elements() const {
 }
 
 StructRef IRBuilder::findStruct(const std::string &name) const {
-  for (const std::string &cand : {modulePrefix_ + name, name})
+  for (const std::string &cand : scopedNames(name))
     if (auto it = st_.structs.find(cand); it != st_.structs.end())
       return it->second;
   return nullptr;
@@ -50,8 +50,16 @@ void IRBuilder::unknownType(const ast::TypeSpec &spec) {
   std::vector<std::string> names;
   for (auto &[n, def] : st_.structs)
     names.push_back(n);
-  if (!didYouMean(d, spec.dtype, names, spec.loc))
-    d.hint = "declare it first: `struct " + spec.dtype + " { w: f32[4, 4] @ m[_, x] }`";
+  if (didYouMean(d, spec.dtype, names, spec.loc))
+    return;
+  if (size_t dot = spec.dtype.rfind('.'); dot != std::string::npos) {
+    std::string mod = spec.dtype.substr(0, dot);
+    d.hint = st_.imported.count(mod)
+                 ? "module `" + mod + "` declares no struct `" + spec.dtype.substr(dot + 1) + "`"
+                 : "did you `import " + mod + "`?";
+    return;
+  }
+  d.hint = "declare it first: `struct " + spec.dtype + " { w: f32[4, 4] @ m[_, x] }`";
 }
 
 void IRBuilder::structDecl(const ast::Stmt &s) {

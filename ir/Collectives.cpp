@@ -230,8 +230,8 @@ std::string checkSliceGather(const TensorType &src, const TensorType &dst,
   if (!src.shape[d].isSym() && !dst.shape[d].isSym() &&
       (offset < 0 || offset + dst.shape[d].value > src.shape[d].value))
     return "`slice_gather` rows [" + std::to_string(offset) + ", " +
-           std::to_string(offset + dst.shape[d].value) + ") lie outside dim " +
-           std::to_string(d) + " of `" + src.str() + "`";
+           std::to_string(offset + dst.shape[d].value) + ") lie outside dim " + std::to_string(d) +
+           " of `" + src.str() + "`";
   return "";
 }
 
@@ -297,7 +297,8 @@ std::string checkCollective(Op op, const TensorType &src, const TensorType &dst,
   }
   // all_to_all within one dim reorders a multi-axis group (x-major to
   // y-major): every rank's new block comes from other ranks' old ones.
-  if (op == Op::AllToAll && s0.dim == d0.dim && src.axesShardingDim(s0.dim) == dst.axesShardingDim(d0.dim))
+  if (op == Op::AllToAll && s0.dim == d0.dim &&
+      src.axesShardingDim(s0.dim) == dst.axesShardingDim(d0.dim))
     return "`all_to_all` must move the shard to another dim or reorder its axes";
   if (!isConcrete(src.shape))
     return "";

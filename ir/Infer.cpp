@@ -650,7 +650,10 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
         if (p.isPartial())
           p = Placement::replicate();
       e.suggest = s;
-      e.notes.push_back(std::string("`") + (op == Op::Print ? "print" : op == Op::SaveCheckpoint ? "save_checkpoint" : "save") +
+      e.notes.push_back(std::string("`") +
+                        (op == Op::Print            ? "print"
+                         : op == Op::SaveCheckpoint ? "save_checkpoint"
+                                                    : "save") +
                         "` reads the value to the host; it is `" + ops[k].str() + "`");
       return fail(e);
     }

@@ -67,9 +67,7 @@ int64_t dtypeSize(DType t) {
   return 0;
 }
 
-bool isFloat(DType t) {
-  return t == DType::F32 || t == DType::F64 || isLowPrecision(t);
-}
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || isLowPrecision(t); }
 
 bool isLowPrecision(DType t) { return t == DType::BF16 || t == DType::F16; }
 

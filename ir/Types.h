@@ -38,7 +38,7 @@ enum class DType { F32, F64, I32, I64, Bool, BF16, F16 };
 const char *dtypeName(DType t);
 std::optional<DType> parseDType(const std::string &s);
 int64_t dtypeSize(DType t);
-bool isFloat(DType t);       ///< f32, f64, bf16, f16
+bool isFloat(DType t);        ///< f32, f64, bf16, f16
 bool isLowPrecision(DType t); ///< bf16, f16: computed in f32
 
 /// A tensor dimension: a literal size or a size symbol (`T`, `H`) that a
@@ -74,7 +74,7 @@ struct Mesh {
   std::vector<MeshAxis> axes;
   std::vector<int64_t> devices; ///< rank -> device id; size() entries
 
-  int64_t size() const; ///< INT64_MAX when the product overflows
+  int64_t size() const;                         ///< INT64_MAX when the product overflows
   int axisIndex(const std::string &axis) const; ///< -1 if unknown
   /// Coordinate of `rank` along every axis (row-major, last axis fastest).
   std::vector<int64_t> coords(int64_t rank) const;

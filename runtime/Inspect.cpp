@@ -2,10 +2,10 @@
 // (see Inspect.h).
 #include "runtime/Inspect.h"
 
-#include "support/Diagnostics.h"
 #include "runtime/Communicator.h"
 #include "runtime/Format.h"
 #include "runtime/LocalOps.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <map>
@@ -13,8 +13,7 @@
 
 namespace dt {
 
-HostTensor assembleGlobal(const TensorType &t,
-                          const std::vector<std::optional<HostTensor>> &blocks,
+HostTensor assembleGlobal(const TensorType &t, const std::vector<std::optional<HostTensor>> &blocks,
                           bool deterministic) {
   auto need = [&](int64_t r) -> const HostTensor & {
     if (r >= (int64_t)blocks.size() || !blocks[r])

@@ -21,8 +21,7 @@ namespace dt {
 /// deterministic mode (Module::deterministic) a partial value is whole on
 /// coordinate 0 of its partial axes, which is taken as it is.
 /// Throws InternalError when a needed block is missing or misshaped.
-HostTensor assembleGlobal(const TensorType &t,
-                          const std::vector<std::optional<HostTensor>> &blocks,
+HostTensor assembleGlobal(const TensorType &t, const std::vector<std::optional<HostTensor>> &blocks,
                           bool deterministic = false);
 
 /// One line per mesh rank: `device 3: [[20, 14]]` (device id, formatted block).

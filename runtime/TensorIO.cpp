@@ -39,8 +39,8 @@ FileOperand parseFileOperand(const std::string &str) {
   f.path = str.substr(0, nl);
   while (nl != std::string::npos) {
     size_t next = str.find('\n', nl + 1);
-    f.names.push_back(str.substr(nl + 1, next == std::string::npos ? std::string::npos
-                                                                    : next - nl - 1));
+    f.names.push_back(
+        str.substr(nl + 1, next == std::string::npos ? std::string::npos : next - nl - 1));
     nl = next;
   }
   return f;

@@ -51,7 +51,7 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize);
 /// Parses a safetensors file's first bytes (the 8-byte length and the JSON
 /// header) of a file of `fileSize` bytes: every tensor by name.
 std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string &data,
-                                                             uint64_t fileSize);
+                                                              uint64_t fileSize);
 
 /// The array `key` of the file at `path` (`key` is ignored for `.npy`, and
 /// required for safetensors). Reads only the header.

@@ -23,7 +23,8 @@ void checkEntry(const dt::TensorFileEntry &e, uint64_t size) {
     }
     n *= (uint64_t)d;
   }
-  if (e.elementSize <= 0 || e.dataOffset > size || n * (uint64_t)e.elementSize > size - e.dataOffset) {
+  if (e.elementSize <= 0 || e.dataOffset > size ||
+      n * (uint64_t)e.elementSize > size - e.dataOffset) {
     std::fprintf(stderr, "tensor_file_fuzz: accepted data outside the file\n");
     std::abort();
   }

@@ -1,8 +1,8 @@
 // Unit tests of runtime/CudaLoader: the printed search list, the one-line
 // message when the driver is missing (this CI machine has no libcuda.so.1),
 // and NVRTC / cuBLAS / NCCL loading where the toolkit ships them.
-#include "support/Diagnostics.h"
 #include "codegen/CudaLoader.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

@@ -331,7 +331,9 @@ TEST_CASE("grad check: matmul with size-1 broadcast batch dims") {
           {kMesh22, {"m[_, _, x]", "m[y, x, _]", "m[y, _, _]"}},
           {kMesh3, {"m[_, _, _]", "m[x, _, _]", "m[x, _, _]"}}}});
   check({"matmul [B, M, K] @ [1, K, N] and [2, 1, M, K] @ [3, K, N]",
-         {{"a", "f64[4, 2, 3]"}, {"b", "f64[1, 3, 2]"}, {"p", "f64[2, 1, 2, 3]"},
+         {{"a", "f64[4, 2, 3]"},
+          {"b", "f64[1, 3, 2]"},
+          {"p", "f64[2, 1, 2, 3]"},
           {"q", "f64[3, 3, 2]"}},
          "  return relayout(sum(matmul(a, b) * matmul(a, b)), m[]) + relayout(sum(matmul(p, q)), "
          "m[])",
@@ -733,34 +735,35 @@ TEST_CASE("grad check: the rank-generic stdlib on 3-D and 4-D activations") {
               {{kMesh1, {"m[_, _, _]", "m[_, _]", "m[_]", "m[_, _, _]"}},
                {kMesh22, {"m[x, y, _]", "m[_, _]", "m[_]", "m[x, y, _]"}}}));
   // [B, H, S, E]: batch over x, heads over y
-  run(f32Case("nn.attention_causal, nn.attention_masked on [B, H, S, E]",
-              {{"q", "f32[2, 2, 4, 3]"},
-               {"k", "f32[2, 2, 4, 3]"},
-               {"v", "f32[2, 2, 4, 3]"},
-               {"mk", "f32[4, 4]"},
-               {"c", "f32[2, 2, 4, 3]"}},
-              "  return sum(nn.attention_causal(q, k, v) * c) + "
-              "sum(nn.attention_masked(q, k, v, mk) * c * c)",
-              {0, 1, 2},
-              {{kMesh1, {"m[_, _, _, _]", "m[_, _, _, _]", "m[_, _, _, _]", "m[_, _]",
-                         "m[_, _, _, _]"}},
-               {kMesh22, {"m[x, y, _, _]", "m[x, y, _, _]", "m[x, y, _, _]", "m[_, _]",
-                          "m[x, y, _, _]"}}}));
+  run(f32Case(
+      "nn.attention_causal, nn.attention_masked on [B, H, S, E]",
+      {{"q", "f32[2, 2, 4, 3]"},
+       {"k", "f32[2, 2, 4, 3]"},
+       {"v", "f32[2, 2, 4, 3]"},
+       {"mk", "f32[4, 4]"},
+       {"c", "f32[2, 2, 4, 3]"}},
+      "  return sum(nn.attention_causal(q, k, v) * c) + "
+      "sum(nn.attention_masked(q, k, v, mk) * c * c)",
+      {0, 1, 2},
+      {{kMesh1, {"m[_, _, _, _]", "m[_, _, _, _]", "m[_, _, _, _]", "m[_, _]", "m[_, _, _, _]"}},
+       {kMesh22,
+        {"m[x, y, _, _]", "m[x, y, _, _]", "m[x, y, _, _]", "m[_, _]", "m[x, y, _, _]"}}}));
   // multi-head causal self-attention, heads sharded over y: partial(sum)
-  run(f32Case("nn.causal_self_attention, heads sharded",
-              {{"x", "f32[2, 4, 4]"},
-               {"wq", "f32[4, 2, 3]"},
-               {"wk", "f32[4, 2, 3]"},
-               {"wv", "f32[4, 2, 3]"},
-               {"wo", "f32[2, 3, 4]"},
-               {"c", "f32[2, 4, 4]"}},
-              "  let a = nn.causal_self_attention(x, wq, wk, wv, wo)\n"
-              "  return relayout(sum(a * c), m[])",
-              {0, 1, 2, 3, 4},
-              {{kMesh1, {"m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]",
-                         "m[_, _, _]"}},
-               {kMesh22, {"m[x, _, _]", "m[_, y, _]", "m[_, y, _]", "m[_, y, _]", "m[y, _, _]",
-                          "m[x, _, _]"}}}));
+  run(f32Case(
+      "nn.causal_self_attention, heads sharded",
+      {{"x", "f32[2, 4, 4]"},
+       {"wq", "f32[4, 2, 3]"},
+       {"wk", "f32[4, 2, 3]"},
+       {"wv", "f32[4, 2, 3]"},
+       {"wo", "f32[2, 3, 4]"},
+       {"c", "f32[2, 4, 4]"}},
+      "  let a = nn.causal_self_attention(x, wq, wk, wv, wo)\n"
+      "  return relayout(sum(a * c), m[])",
+      {0, 1, 2, 3, 4},
+      {{kMesh1,
+        {"m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]", "m[_, _, _]"}},
+       {kMesh22,
+        {"m[x, _, _]", "m[_, y, _]", "m[_, y, _]", "m[_, y, _]", "m[y, _, _]", "m[x, _, _]"}}}));
 }
 
 TEST_CASE("grad check: max/min ties split the gradient evenly, on every mesh and layout") {

@@ -93,8 +93,8 @@ TEST_CASE("hints: every asserted hint that writes code is a fix-it that type-che
       std::multiset<int> before = errorLines(s), after = errorLines(t);
       CHECK(after.count(h.line) == 0);
       for (int l : after)
-        CHECK_MESSAGE(before.count(l) > 0, "the fix made a new error on line " << l << ": "
-                                                                            << t.diags.renderAll());
+        CHECK_MESSAGE(before.count(l) > 0,
+                      "the fix made a new error on line " << l << ": " << t.diags.renderAll());
       ++applied;
     }
   }

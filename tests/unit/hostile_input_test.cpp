@@ -4,8 +4,8 @@
 // reader. The same classes are tested end to end in tests/lang/fail_*.dt and
 // tests/hostile/input_files.sh.
 #include "frontend/Compilation.h"
-#include "support/Checked.h"
 #include "ir/Collectives.h"
+#include "support/Checked.h"
 
 #include <doctest/doctest.h>
 

@@ -80,8 +80,9 @@ TEST_CASE("layout order: planner reorders with one all_to_all over both axes") {
       CHECK(p.steps[0].axes == std::vector<int64_t>{0, 1});
     }
     // and from one order to a single-axis layout and to the other dim
-    for (auto to : {ty(DType::F32, {n, 5}, m, {S(0), R}), ty(DType::F32, {n, 5}, m, {S(1, 1), S(1, 0)}),
-                    ty(DType::F32, {n, 5}, m, {R, R})}) {
+    for (auto to :
+         {ty(DType::F32, {n, 5}, m, {S(0), R}), ty(DType::F32, {n, 5}, m, {S(1, 1), S(1, 0)}),
+          ty(DType::F32, {n, 5}, m, {R, R})}) {
       auto q = planRedistribution(yx, to);
       TensorType c = yx;
       for (auto &s : q.steps) {

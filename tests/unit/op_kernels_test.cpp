@@ -22,13 +22,13 @@ using namespace dt::ktest;
 
 namespace {
 
-const DType kAll[] = {DType::F32, DType::F64, DType::I32, DType::I64,
+const DType kAll[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                       DType::Bool, DType::BF16, DType::F16};
 
 struct OpCase {
   Op op;
-  std::string spec;             ///< einsum
-  std::vector<int64_t> ints;    ///< matmul flags / transpose permutation
+  std::string spec;          ///< einsum
+  std::vector<int64_t> ints; ///< matmul flags / transpose permutation
   std::vector<std::vector<int64_t>> shapes;
 };
 
@@ -39,9 +39,9 @@ std::vector<OpCase> cases() {
       {Op::MatMul, "", {1, 0}, {{4, 3}, {4, 5}}},      // a transposed
       {Op::MatMul, "", {0, 1}, {{2, 3, 4}, {5, 4}}},   // b transposed
       {Op::MatMul, "", {1, 1}, {{4, 3}, {5, 4}}},
-      {Op::MatMul, "", {}, {{4}, {4, 5}}},  // vector @ matrix
-      {Op::MatMul, "", {}, {{3, 4}, {4}}},  // matrix @ vector
-      {Op::MatMul, "", {}, {{4}, {4}}},     // dot
+      {Op::MatMul, "", {}, {{4}, {4, 5}}},    // vector @ matrix
+      {Op::MatMul, "", {}, {{3, 4}, {4}}},    // matrix @ vector
+      {Op::MatMul, "", {}, {{4}, {4}}},       // dot
       {Op::MatMul, "", {}, {{3, 0}, {0, 5}}}, // empty contraction: zeros
       {Op::MatMul, "", {}, {{0, 4}, {4, 5}}}, // empty result
       {Op::MatMul, "", {}, {{1, 7}, {7, 1}}},
@@ -134,8 +134,8 @@ std::string compare(const HostTensor &want, const HostTensor &got) {
     if (!isFloat(want.dtype)) {
       if (std::memcmp((const char *)want.raw() + i * dtypeSize(want.dtype),
                       (const char *)got.raw() + i * dtypeSize(want.dtype), dtypeSize(want.dtype)))
-        return "element " + std::to_string(i) + ": want " + std::to_string(want.get(i)) +
-               ", got " + std::to_string(got.get(i));
+        return "element " + std::to_string(i) + ": want " + std::to_string(want.get(i)) + ", got " +
+               std::to_string(got.get(i));
       continue;
     }
     double w = want.get(i), g = got.get(i);

@@ -1,8 +1,8 @@
 // Unit tests for runtime/Random: bit-exact constants, determinism, layout
 // independence (a rank's block generated from global indices equals the
 // slice of the full tensor) and rough distribution checks.
-#include "support/Random.h"
 #include "runtime/RefKernels.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
 // Unit tests for runtime/Reference (the single-device oracle) and
 // runtime/Format: per op family, from IR text, checked on formatted values.
-#include "support/Diagnostics.h"
 #include "ir/Verifier.h"
 #include "ir_test_util.h"
 #include "runtime/Format.h"
-#include "support/Random.h"
 #include "runtime/Reference.h"
+#include "support/Diagnostics.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 

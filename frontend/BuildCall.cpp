@@ -129,6 +129,18 @@ std::vector<std::string> IRBuilder::scopedNames(const std::string &name) const {
   return {modulePrefix_ + name, name};
 }
 
+bool IRBuilder::declaredBelow(Diagnostic &d, const std::string &name) const {
+  if (!programScope_)
+    return false;
+  auto it = programScope_->find(name);
+  if (it == programScope_->end() || it->second.kind != Binding::Const)
+    return false;
+  d.hint = "`" + name + "` is declared below the function (line " +
+           std::to_string(it->second.loc.line) +
+           "): a function sees the constants declared above it; move `let " + name + " = ...` up";
+  return true;
+}
+
 std::vector<std::string> IRBuilder::functionNames() const {
   std::vector<std::string> out;
   for (const BuiltinInfo &b : builtinTable())

@@ -335,9 +335,11 @@ EV IRBuilder::expr(const ast::Expr &e) {
         diags().error<DiagId::FunctionNotValue>(e.loc, e.text);
       else if (st_.meshes.count(e.text))
         diags().error<DiagId::MeshNotValue>(e.loc, e.text);
-      else
-        didYouMean(diags().error(DiagId::UnknownName, e.loc, {e.text}), e.text, namesInScope(),
-                   e.full);
+      else {
+        auto &d = diags().error(DiagId::UnknownName, e.loc, {e.text});
+        if (!declaredBelow(d, e.text))
+          didYouMean(d, e.text, namesInScope(), e.full);
+      }
       return EV::bad();
     }
     if (b->kind == Binding::Const) {

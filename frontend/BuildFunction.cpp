@@ -29,11 +29,12 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   if (resultShape)
     *resultShape = sig.resultShape;
   const auto &params = sig.params;
-  struct HideConsts {
-    bool &flag, saved;
-    ~HideConsts() { flag = saved; }
-  } hide{hideConsts_, hideConsts_};
-  hideConsts_ = fi.qualified.find('.') != std::string::npos;
+  // The signature sees the constants its declaration saw, not the caller's.
+  struct SignatureConsts {
+    const std::map<std::string, Binding> *&at, *saved;
+    ~SignatureConsts() { at = saved; }
+  } signatureConsts{signatureConsts_, signatureConsts_};
+  signatureConsts_ = &fi.consts;
   // Bind the `...` batch dims and dtype parameters (`T[..., D]`), then size
   // symbols, and check every argument against its parameter.
   std::optional<Shape> batch;
@@ -204,6 +205,14 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
 
   // Build the body in a fresh context: globals (meshes, functions) only.
   auto savedScopes = std::move(scopes_);
+  // Called from the top level: its scope, for declaredBelow's hint.
+  struct ProgramScope {
+    const std::map<std::string, Binding> *&at, *saved;
+    ~ProgramScope() { at = saved; }
+  } programScope{programScope_, programScope_};
+  if (!programScope_ && !savedScopes.empty() && fnStack_.size() <= 1 &&
+      fi.qualified.find('.') == std::string::npos)
+    programScope_ = &savedScopes.front();
   auto savedSymbols = symbols_;
   auto savedExpected = expectedResults_;
   auto savedAny = expectedAny_;
@@ -214,14 +223,11 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   size_t diagsBefore = diags().all().size();
   int errorsBefore = diags().errorCount();
   scopes_.clear();
-  // Top-level `let` constants (sizes, loop bounds) are visible in every body.
-  std::map<std::string, Binding> consts;
-  if (!savedScopes.empty() && !hideConsts_) // not in a module's functions
-    for (auto &[n, b] : savedScopes.front())
-      if (b.kind == Binding::Const)
-        consts[n] = b;
-  scopes_.push_back(std::move(consts));
+  // The top-level `let` constants declared above the function (sizes, loop
+  // bounds), then its parameters; its own `let` constants bind in its scopes.
+  scopes_.push_back(fi.consts);
   scopes_.push_back(std::move(scope));
+  signatureConsts_ = nullptr;
   symbols_ = &symbols;
   expectedResults_ = &expected;
   expectedAny_ = &expectedAny;
@@ -309,6 +315,10 @@ void IRBuilder::reportInCall(FnInfo &fi, const std::vector<TensorType> &argTypes
   }
   for (auto &n : first->notes)
     d.notes.push_back(n);
+  // Its hint, about the function's code, as a note (the call's own hint is
+  // about the arguments).
+  if (!first->hint.empty())
+    d.notes.push_back(first->hint);
   if (innerErrors > 1)
     d.notes.push_back(std::to_string(innerErrors - 1) + " more error" +
                       (innerErrors > 2 ? "s" : "") + " inside `" + fi.qualified +

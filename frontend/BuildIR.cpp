@@ -433,6 +433,11 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   FnInfo fi;
   fi.decl = &d;
   fi.qualified = q;
+  // The program's constants declared so far (a module's functions see none).
+  if (prefix.empty() && !scopes_.empty())
+    for (auto &[n, b] : scopes_.front())
+      if (b.kind == Binding::Const)
+        fi.consts[n] = b;
   fi.generic = !d.typeParams.empty(); // bound per call
   for (auto &p : d.params)
     if (p.type.layout && p.type.layout->mesh == "*")

@@ -122,6 +122,9 @@ struct FnInfo {
   bool generic = true;   ///< has `@ *` layouts: checked per instantiation only
   bool broken = false;   ///< its symbolic check failed: calls yield poison
   std::map<std::string, std::string> instances; ///< signature -> IR function name
+  /// The top-level `let` constants declared above it (none for a module's
+  /// function): all its signature and body see of the program's constants.
+  std::map<std::string, Binding> consts;
 };
 
 /// Everything that outlives one compile() call (the REPL compiles line by line).
@@ -456,6 +459,9 @@ public:
   /// written (another module's); never the importing program's unqualified
   /// names. At top level, the name itself.
   std::vector<std::string> scopedNames(const std::string &name) const;
+  /// For an unknown `name` in a function's body: when the program declares
+  /// it as a constant below the function, a hint saying to move it up.
+  bool declaredBelow(Diagnostic &d, const std::string &name) const;
   /// Every name a value expression can refer to here.
   std::vector<std::string> namesInScope() const;
   void dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
@@ -509,10 +515,15 @@ public:
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
   int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
-  /// Set while instantiating a module's function: the program's `let`
-  /// constants are not visible there (`B` in `nn.linear`'s signature is
-  /// its size symbol, whatever the caller names `B`).
-  bool hideConsts_ = false;
+  /// Set while a call binds a function's signature: the `let` constants
+  /// its declaration saw (FnInfo::consts), in place of the caller's scopes.
+  /// A name that is none of them is the signature's size symbol, whatever
+  /// the caller or a later line binds to it (`B` in `nn.linear`).
+  const std::map<std::string, Binding> *signatureConsts_ = nullptr;
+  /// The program's top-level scope while a function called from it is
+  /// built: an unknown name there that is a constant declared below the
+  /// function gets a hint saying so (declaredBelow).
+  const std::map<std::string, Binding> *programScope_ = nullptr;
 };
 
 } // namespace dt

@@ -86,8 +86,12 @@ bool IRBuilder::didYouMean(Diagnostic &d, const std::string &wrong,
 }
 
 std::optional<int64_t> IRBuilder::constNamed(const std::string &name) {
-  if (hideConsts_)
+  if (signatureConsts_) {
+    auto it = signatureConsts_->find(name);
+    if (it != signatureConsts_->end() && it->second.kind == Binding::Const)
+      return it->second.constant;
     return std::nullopt;
+  }
   Binding *b = lookup(name);
   if (b && b->kind == Binding::Const)
     return b->constant;
@@ -192,7 +196,7 @@ std::optional<Dim> IRBuilder::sizeOf(const std::string &text,
   auto v = ev.sum();
   if (!unknown.empty()) {
     auto &d = diags().error(DiagId::UnknownName, loc, {unknown});
-    if (!didYouMean(d, unknown, namesInScope(), loc))
+    if (!declaredBelow(d, unknown) && !didYouMean(d, unknown, namesInScope(), loc))
       d.hint = "a size is an integer, a `let` constant (`let " + unknown +
                " = 4`) or, in a function signature, a size symbol";
     return std::nullopt;

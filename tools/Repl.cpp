@@ -42,17 +42,44 @@ std::string trim(const std::string &s) {
   return s.substr(a, b - a + 1);
 }
 
-/// Turns a trailing expression statement into `let __repl_value = EXPR`
-/// (the same source spans, so diagnostics point into the input).
-void bindTrailingExpr(ast::Program &p, bool &bound) {
+/// The names a trailing expression of `parts` values is bound to while it
+/// is printed: `__repl_value`, or `__repl_value0`, `__repl_value1`, ...
+std::vector<std::string> valueNames(size_t parts) {
+  if (parts == 1)
+    return {kValueName};
+  std::vector<std::string> names;
+  for (size_t i = 0; i < parts; ++i)
+    names.push_back(kValueName + std::to_string(i));
+  return names;
+}
+
+/// Turns a trailing expression statement into `let __repl_value = EXPR`, or
+/// for a tuple of `parts` values `let (__repl_value0, ...) = EXPR` (the same
+/// source spans, so diagnostics point into the input).
+void bindTrailingExpr(ast::Program &p, bool &bound, size_t parts = 1) {
   bound = false;
   if (p.stmts.empty() || p.stmts.back()->kind != ast::Stmt::ExprStmt || !p.stmts.back()->value)
     return;
   ast::Stmt &s = *p.stmts.back();
   s.kind = ast::Stmt::Let;
-  s.names = {kValueName};
-  s.nameLocs = {s.loc};
+  s.names = valueNames(parts);
+  s.nameLocs.assign(parts, s.loc);
   bound = true;
+}
+
+/// How many parts the value has when binding it to one name failed because
+/// it is a tuple (the `DestructureCount` error: "the value has 2 parts ...").
+size_t tupleParts(const DiagEngine &d) {
+  for (const Diagnostic &x : d.all()) {
+    if (x.id != DiagId::DestructureCount)
+      continue;
+    size_t at = x.message.find("has ");
+    if (at == std::string::npos)
+      return 0;
+    size_t n = std::strtoul(x.message.c_str() + at + 4, nullptr, 10);
+    return n >= 2 && n <= 64 ? n : 0;
+  }
+  return 0;
 }
 
 /// The integer a name is bound to when it is a compile-time constant (`let
@@ -161,6 +188,13 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
   if (show)
     s.compilation().afterParse = [&](ast::Program &p) { bindTrailingExpr(p, bound); };
   bool ok = s.compile(path, text);
+  size_t parts = 1;
+  if (!ok && bound && (parts = tupleParts(s.diags())) > 1) {
+    // A tuple: one name per part.
+    s.diags().clear();
+    s.compilation().afterParse = [&](ast::Program &p) { bindTrailingExpr(p, bound, parts); };
+    ok = s.compile(path, text);
+  }
   s.compilation().afterParse = nullptr;
   if (!ok && bound) {
     // An expression without a value (a call of a function with no result,
@@ -195,17 +229,71 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
   // Warnings and remarks of a chunk that compiled.
   reportDiags();
   if (bound) {
-    auto type = s.typeOf(kValueName);
-    const HostTensor *v = s.valueOf(kValueName);
-    if (type && v)
-      out_ << formatTensor(*v) << " : " << type->str() << "\n";
-    else if (auto c = constantNamed(s, kValueName))
-      out_ << *c << " : i64 constant\n";
+    std::vector<std::string> names = valueNames(parts);
+    for (size_t i = 0; i < names.size(); ++i)
+      showValue(names[i], parts > 1 ? std::to_string(i) + ": " : "");
     // Unbound again: the next run frees the value.
-    s.compilation().builderState->globals.erase(kValueName);
+    for (const std::string &n : names)
+      unbind(n);
   }
   out_.flush();
   return true;
+}
+
+bool Repl::showValue(const std::string &name, const std::string &label) {
+  Session &s = *s_;
+  auto type = s.typeOf(name);
+  const HostTensor *v = s.valueOf(name);
+  if (type && v) {
+    out_ << label << formatTensor(*v) << " : " << type->str() << "\n";
+    return true;
+  }
+  if (auto c = constantNamed(s, name)) {
+    out_ << label << *c << " : i64 constant\n";
+    return true;
+  }
+  auto &globals = s.compilation().builderState->globals;
+  auto it = globals.find(name);
+  if (it == globals.end() || it->second.kind != Binding::Struct || !it->second.record)
+    return false;
+  // A struct: its type, then a line per leaf.
+  out_ << label << it->second.record->name << "\n";
+  for (auto &[path, declared] : it->second.record->leaves) {
+    std::string leaf = name + "." + path;
+    auto t = s.typeOf(leaf);
+    const HostTensor *lv = s.valueOf(leaf);
+    out_ << "  " << path << " = " << (lv ? formatTensor(*lv) : std::string("?")) << " : "
+         << (t ? *t : declared).str() << "\n";
+  }
+  return true;
+}
+
+std::string Repl::typeText(const std::string &name) const {
+  Session &s = *s_;
+  if (auto t = s.typeOf(name))
+    return t->str();
+  if (constantNamed(s, name))
+    return "i64 constant";
+  auto &globals = s.compilation().builderState->globals;
+  auto it = globals.find(name);
+  if (it == globals.end() || it->second.kind != Binding::Struct || !it->second.record)
+    return "";
+  std::string r = it->second.record->name + " {";
+  const auto &leaves = it->second.record->leaves;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    auto t = s.typeOf(name + "." + leaves[i].first);
+    r += (i ? ", " : " ") + leaves[i].first + ": " + (t ? *t : leaves[i].second).str();
+  }
+  return r + " }";
+}
+
+void Repl::unbind(const std::string &name) {
+  auto &globals = s_->compilation().builderState->globals;
+  for (auto it = globals.begin(); it != globals.end();)
+    if (it->first == name || it->first.rfind(name + ".", 0) == 0)
+      it = globals.erase(it);
+    else
+      ++it;
 }
 
 bool Repl::load(const std::string &path) {
@@ -264,17 +352,26 @@ void Repl::typeCommand(const std::string &expr) {
   Session &s = *s_;
   s.diags().clear();
   bool bound = false;
-  std::optional<TensorType> type;
+  size_t parts = 1;
+  std::string type;
   s.compilation().afterParse = [&](ast::Program &p) {
     if (p.stmts.size() == 1)
-      bindTrailingExpr(p, bound);
+      bindTrailingExpr(p, bound, parts);
   };
-  bool constant = false;
-  bool ok = s.tryCompile(nextPath(), expr + "\n", [&] {
-    if (bound)
-      type = s.typeOf(kValueName);
-    constant = bound && !type && constantNamed(s, kValueName);
-  });
+  auto typeOfParts = [&] {
+    if (!bound)
+      return;
+    std::vector<std::string> names = valueNames(parts);
+    for (size_t i = 0; i < names.size(); ++i)
+      type += (i ? ", " : "") + typeText(names[i]);
+    if (parts > 1)
+      type = "(" + type + ")";
+  };
+  bool ok = s.tryCompile(nextPath(), expr + "\n", typeOfParts);
+  if (!ok && bound && (parts = tupleParts(s.diags())) > 1) {
+    s.diags().clear();
+    ok = s.tryCompile(nextPath(), expr + "\n", typeOfParts);
+  }
   s.compilation().afterParse = nullptr;
   if (!ok) {
     reportDiags();
@@ -282,10 +379,8 @@ void Repl::typeCommand(const std::string &expr) {
     return;
   }
   s.diags().clear();
-  if (type)
-    out_ << type->str() << "\n";
-  else if (constant)
-    out_ << "i64 constant\n";
+  if (!type.empty())
+    out_ << type << "\n";
   else {
     err_ << "error: `:type` needs an expression with one value\n";
     ++failures_;

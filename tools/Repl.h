@@ -78,6 +78,13 @@ private:
   /// statement's value when `show`. False after printing why.
   bool evaluate(const std::string &path, const std::string &text, bool show);
   void reportDiags();
+  /// Prints the value bound to `name` (a tensor, a constant or a struct) with
+  /// its type, after `label`; false when nothing is bound.
+  bool showValue(const std::string &name, const std::string &label);
+  /// The type of the value bound to `name`, as `:type` prints it ("" if none).
+  std::string typeText(const std::string &name) const;
+  /// Forgets `name` and its struct leaves (`name.w`).
+  void unbind(const std::string &name);
   void reset();
   void typeCommand(const std::string &expr);
   void layoutCommand(const std::string &name);

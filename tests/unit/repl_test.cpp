@@ -241,3 +241,26 @@ TEST_CASE("repl: open brackets skip strings and comments") {
   CHECK(Repl::openBrackets("x # (((") == 0);
   CHECK(Repl::openBrackets("a)") == -1);
 }
+
+TEST_CASE("repl: a struct or a tuple prints every part with its type") {
+  Driver d;
+  CHECK(d("struct Pair { a: f32[2], b: i32[2] }\n"
+          "let p = Pair(a=[1, 2], b=[3, 4])\n") == "");
+  CHECK(d("p") == "Pair\n  a = [1, 2] : f32[2]\n  b = [3, 4] : i32[2]\n");
+  CHECK(d(":type p") == "Pair { a: f32[2], b: i32[2] }\n");
+  CHECK(d("fn both(x: f32[2]) -> (f32[2], f32[]) {\n  return x * 2.0, sum(x)\n}\n") == "");
+  CHECK(d("both(p.a)") == "0: [2, 4] : f32[2]\n1: 3 : f32[]\n");
+  CHECK(d(":type both(p.a)") == "(f32[2], f32[])\n");
+  // A tuple whose first part is a struct.
+  CHECK(d("fn pair_and(x: f32[2]) -> (Pair, f32[2]) {\n  return Pair(a=x, b=[0, 1]), x\n}\n") ==
+        "");
+  CHECK(d("pair_and(p.a)") == "0: Pair\n  a = [1, 2] : f32[2]\n  b = [0, 1] : i32[2]\n"
+                              "1: [1, 2] : f32[2]\n");
+  // The parts' bindings do not leak into the program's names.
+  std::string err;
+  d("print(__repl_value0)", &err);
+  CHECK(err.find("unknown name `__repl_value0`") != std::string::npos);
+  d("print(__repl_value.a)", &err);
+  CHECK(err.find("__repl_value") != std::string::npos);
+  CHECK(d.repl.failures() == 2);
+}

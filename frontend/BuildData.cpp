@@ -43,22 +43,47 @@ EV IRBuilder::loadCall(const ast::Expr &e, const TensorType *declared) {
   }
   Attrs a;
   a.str = path + (st ? "\n" + key : "");
-  // A declared load of a file that does not exist yet (written by an
-  // earlier `save` of the same run) is checked when it runs.
+  // A file an earlier `save` of the program writes holds what that save
+  // writes, whatever is on disk now (the run checks it again).
+  TensorFileEntry fe;
+  bool known = false;
+  if (auto saved = st_.filesSaved.find(path); saved != st_.filesSaved.end()) {
+    auto it = saved->second.find(key);
+    if (it == saved->second.end()) {
+      diags().error<DiagId::TensorFileBad>(
+          e.args[1]->loc, path + ": the `save` above writes no tensor named `" + key + "`");
+      return EV::bad();
+    }
+    if (isConcrete(it->second.shape)) {
+      fe.dtype = dtypeName(it->second.dtype);
+      fe.shape = concreteDims(it->second.shape);
+      known = true;
+    } else if (!declared) {
+      diags()
+          .error<DiagId::TensorFileBad>(e.args[0]->loc,
+                                        path + ": the `save` above writes a tensor of a "
+                                               "shape known only when it runs")
+          .hint = "declare the loaded type: `let x : " + it->second.str() + " = load(...)`";
+      return EV::bad();
+    }
+  }
+  // A declared load of a file that does not exist yet (or that a save of
+  // a shape known only at run time writes) is checked when it runs.
   std::error_code ec;
-  if (declared && !std::filesystem::exists(path, ec)) {
+  if (!known && declared && (st_.filesSaved.count(path) || !std::filesystem::exists(path, ec))) {
     if (declared->hasPartial() || !isConcrete(declared->shape)) {
       diags().error<DiagId::TensorFileBad>(e.args[0]->loc, path + ": no such file");
       return EV::bad();
     }
     return emit(Op::LoadFile, {}, {}, e.loc, a, {*declared});
   }
-  TensorFileEntry fe;
-  try {
-    fe = readTensorFileEntry(path, key);
-  } catch (const TensorFileError &err) {
-    diags().error<DiagId::TensorFileBad>(e.args[0]->loc, err.what());
-    return EV::bad();
+  if (!known) {
+    try {
+      fe = readTensorFileEntry(path, key);
+    } catch (const TensorFileError &err) {
+      diags().error<DiagId::TensorFileBad>(e.args[0]->loc, err.what());
+      return EV::bad();
+    }
   }
   DType dt = *parseDType(fe.dtype);
   Shape shape;
@@ -127,6 +152,13 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
     exs.push_back(e.args[i].get());
     if (st)
       a.str += "\n" + e.args[i - 1]->text;
+  }
+  // What a later `load` of this file reads: the whole file is rewritten.
+  auto &written = st_.filesSaved[path];
+  written.clear();
+  for (size_t k = 0; k < vals.size(); ++k) {
+    const TensorType &t = typeOf(vals[k].ids[0]);
+    written[st ? e.args[1 + 2 * k]->text : ""] = TensorType{t.dtype, t.shape, nullptr, {}};
   }
   return emit(Op::SaveFile, vals, exs, e.loc, a, {});
 }

@@ -139,6 +139,10 @@ struct Compilation::BuilderState {
   /// later `load_checkpoint` of one is checked when it runs, not against
   /// what the folder holds at compile time.
   std::set<std::string> checkpointsSaved;
+  /// Tensor files a `save` writes earlier in the program: path -> tensor
+  /// name ("" for `.npy`) -> the dtype and global shape it writes. A later
+  /// `load` of one is checked against that, not against the file on disk.
+  std::map<std::string, std::map<std::string, TensorType>> filesSaved;
   int instanceCounter = 0;
 };
 

@@ -80,6 +80,7 @@ struct Session::Mark {
   std::set<std::string> imported;
   std::map<std::string, StructRef> structs;
   std::set<std::string> checkpointsSaved;
+  std::map<std::string, std::map<std::string, TensorType>> filesSaved;
   size_t nFunctions = 0, nMeshes = 0, nPrograms = 0;
 };
 
@@ -98,6 +99,7 @@ Session::Mark Session::mark() const {
   m.imported = st.imported;
   m.structs = st.structs;
   m.checkpointsSaved = st.checkpointsSaved;
+  m.filesSaved = st.filesSaved;
   m.nFunctions = c_->module.functions.size();
   m.nMeshes = c_->module.meshes.size();
   m.nPrograms = st.programs.size();
@@ -118,6 +120,7 @@ void Session::rollback(Mark &&m) {
   st.imported = std::move(m.imported);
   st.structs = std::move(m.structs);
   st.checkpointsSaved = std::move(m.checkpointsSaved);
+  st.filesSaved = std::move(m.filesSaved);
   auto &fns = c_->module.functions;
   for (size_t i = fns.size(); i > m.nFunctions; --i)
     if (fns[i - 1].name != "main") // `main` is kept (emptied above)

@@ -234,3 +234,58 @@ TEST_CASE("verify: a loop past CompileOptions::maxLoopTrips stops both evaluator
           std::string::npos);
   }
 }
+
+TEST_CASE("session: a `load` of a file a `save` above writes is checked against that save") {
+  // On disk before the program compiles: a file of another dtype and shape.
+  const std::string npy = "/tmp/dt_session_save_load.npy";
+  const std::string st = "/tmp/dt_session_save_load.safetensors";
+  {
+    Session old;
+    chunk(old,
+          "let o : i32[2] = [7, 8]\nsave(\"" + npy + "\", o)\nsave(\"" + st + "\", \"old\", o)\n");
+  }
+  Session s;
+  // The declared and undeclared loads take the saves' types, not the old files'.
+  CHECK(chunk(s, "let x : f32[4] = [1, 2, 3, 4]\n"
+                 "save(\"" +
+                     npy +
+                     "\", x)\n"
+                     "let y : f32[4] = load(\"" +
+                     npy +
+                     "\")\n"
+                     "let z = load(\"" +
+                     npy +
+                     "\")\n"
+                     "save(\"" +
+                     st +
+                     "\", \"w\", x, \"n\", [true, false])\n"
+                     "let w = load(\"" +
+                     st +
+                     "\", \"w\")\n"
+                     "print(y + z)\nprint(w)\nprint(load(\"" +
+                     st + "\", \"n\"))\n") == "[2, 4, 6, 8]\n[1, 2, 3, 4]\n[true, false]\n");
+  // A name the save above does not write is an error at compile time (the
+  // old file's `old` is overwritten by it).
+  Session t;
+  std::ostringstream out, log;
+  CHECK_FALSE(t.compile("p.dt", "let x : f32[4] = [1, 2, 3, 4]\n"
+                                "save(\"" +
+                                    st +
+                                    "\", \"w\", x)\n"
+                                    "let o = load(\"" +
+                                    st + "\", \"old\")\n"));
+  CHECK(t.diags().renderAll().find("the `save` above writes no tensor named `old`") !=
+        std::string::npos);
+  // And a declared type that differs from what the save writes, too.
+  Session u;
+  CHECK_FALSE(u.compile("p.dt", "let x : f32[4] = [1, 2, 3, 4]\n"
+                                "save(\"" +
+                                    npy +
+                                    "\", x)\n"
+                                    "let y : f32[2] = load(\"" +
+                                    npy + "\")\n"));
+  CHECK(u.diags().renderAll().find("holds f32[4], but the declared type is f32[2]") !=
+        std::string::npos);
+  std::remove(npy.c_str());
+  std::remove(st.c_str());
+}

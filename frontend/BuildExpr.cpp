@@ -363,7 +363,17 @@ EV IRBuilder::expr(const ast::Expr &e) {
     if (a.poison)
       return a;
     if (a.literal) {
-      if (e.op == "-" && (a.isInt || a.isBool)) {
+      // As on tensors: `-` takes a number, `!` a bool.
+      if (e.op == "-" && a.isBool) {
+        diags().error(DiagId::DTypeMismatch, e.loc, {"neg", "a numeric type", "bool"});
+        return EV::bad();
+      }
+      if (e.op != "-" && !a.isBool) {
+        diags().error(DiagId::BoolOnly, e.loc, {"!", exprText(e.args[0].get())}).hint =
+            "compare it: `" + exprText(e.args[0].get()) + " == 0`";
+        return EV::bad();
+      }
+      if (e.op == "-" && a.isInt) {
         if (__builtin_sub_overflow(int64_t(0), a.ival, &a.ival)) {
           diags().error(DiagId::IntFoldOverflow, e.loc, {"-" + std::to_string(a.ival)});
           return EV::bad();
@@ -375,8 +385,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
           a.numberOdd = -*a.numberOdd;
       } else {
         a.numberOdd.reset();
-        a.number = a.number == 0;
-        a.ival = a.number != 0;
+        a.ival = a.ival == 0;
+        a.number = (double)a.ival;
       }
       return a;
     }
@@ -419,11 +429,26 @@ EV IRBuilder::binary(const ast::Expr &e) {
   if (a.poison || b.poison)
     return EV::bad();
   if (a.literal && b.literal) {
+    // The dtype rules of tensors: `&&`/`||` take bools, `==`/`!=` two
+    // numbers or two bools, the other operators numbers; comparisons and
+    // `&&`/`||` give a bool.
+    const bool logical = e.op == "&&" || e.op == "||";
+    const bool equality = e.op == "==" || e.op == "!=";
+    const bool ordering = e.op == "<" || e.op == "<=" || e.op == ">" || e.op == ">=";
+    if (logical && (!a.isBool || !b.isBool)) {
+      const ast::Expr *bad = a.isBool ? e.args[1].get() : e.args[0].get();
+      diags().error(DiagId::BoolOnly, bad->loc, {e.op, exprText(bad)}).hint =
+          "compare it: `" + exprText(bad) + " != 0`";
+      return EV::bad();
+    }
+    if (!logical && (a.isBool || b.isBool) && !(equality && a.isBool && b.isBool)) {
+      diags().error(DiagId::DTypeMismatch, e.loc, {e.op, "a numeric type", "bool"});
+      return EV::bad();
+    }
     EV r;
     r.literal = true;
-    r.isInt = a.isInt && b.isInt && e.op != "**";
-    r.isBool = (a.isBool && b.isBool) || e.op == "==" || e.op == "!=" || e.op == "<" ||
-               e.op == "<=" || e.op == ">" || e.op == ">=" || e.op == "&&" || e.op == "||";
+    r.isBool = logical || equality || ordering;
+    r.isInt = a.isInt && b.isInt && e.op != "**" && !r.isBool;
     if ((a.isInt || a.isBool) && (b.isInt || b.isBool) && e.op != "**") {
       if (!foldInt(e.op, a.ival, b.ival, r.ival)) {
         diags().error(DiagId::IntFoldOverflow, e.loc,

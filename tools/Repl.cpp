@@ -17,8 +17,9 @@ namespace dt {
 namespace {
 
 /// The name an expression statement's value is bound to while it is printed
-/// (unbound right after, so it never shadows a user's name).
-const char *const kValueName = "__repl_value";
+/// (unbound right after; `$` is in no name a program can write, so it never
+/// shadows or removes a user's name).
+const char *const kValueName = "$value";
 
 const char *const kHelp =
     "Enter statements (`mesh`, `let`, `var`, `fn`, `import`, `for`, `print`) or an\n"
@@ -43,7 +44,7 @@ std::string trim(const std::string &s) {
 }
 
 /// The names a trailing expression of `parts` values is bound to while it
-/// is printed: `__repl_value`, or `__repl_value0`, `__repl_value1`, ...
+/// is printed: `$value`, or `$value0`, `$value1`, ...
 std::vector<std::string> valueNames(size_t parts) {
   if (parts == 1)
     return {kValueName};
@@ -53,8 +54,8 @@ std::vector<std::string> valueNames(size_t parts) {
   return names;
 }
 
-/// Turns a trailing expression statement into `let __repl_value = EXPR`, or
-/// for a tuple of `parts` values `let (__repl_value0, ...) = EXPR` (the same
+/// Turns a trailing expression statement into `let $value = EXPR`, or
+/// for a tuple of `parts` values `let ($value0, ...) = EXPR` (the same
 /// source spans, so diagnostics point into the input).
 void bindTrailingExpr(ast::Program &p, bool &bound, size_t parts = 1) {
   bound = false;
@@ -68,18 +69,19 @@ void bindTrailingExpr(ast::Program &p, bool &bound, size_t parts = 1) {
 }
 
 /// How many parts the value has when binding it to one name failed because
-/// it is a tuple (the `DestructureCount` error: "the value has 2 parts ...").
-size_t tupleParts(const DiagEngine &d) {
+/// it is a tuple, or nothing (the `DestructureCount` error: "the value has 2
+/// parts ..."); -1 for another failure.
+long valueParts(const DiagEngine &d) {
   for (const Diagnostic &x : d.all()) {
     if (x.id != DiagId::DestructureCount)
       continue;
     size_t at = x.message.find("has ");
     if (at == std::string::npos)
-      return 0;
-    size_t n = std::strtoul(x.message.c_str() + at + 4, nullptr, 10);
-    return n >= 2 && n <= 64 ? n : 0;
+      return -1;
+    long n = std::strtol(x.message.c_str() + at + 4, nullptr, 10);
+    return n >= 0 && n <= 64 ? n : -1;
   }
-  return 0;
+  return -1;
 }
 
 /// The integer a name is bound to when it is a compile-time constant (`let
@@ -189,7 +191,8 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
     s.compilation().afterParse = [&](ast::Program &p) { bindTrailingExpr(p, bound); };
   bool ok = s.compile(path, text);
   size_t parts = 1;
-  if (!ok && bound && (parts = tupleParts(s.diags())) > 1) {
+  if (long n; !ok && bound && (n = valueParts(s.diags())) > 1) {
+    parts = (size_t)n;
     // A tuple: one name per part.
     s.diags().clear();
     s.compilation().afterParse = [&](ast::Program &p) { bindTrailingExpr(p, bound, parts); };
@@ -368,11 +371,19 @@ void Repl::typeCommand(const std::string &expr) {
       type = "(" + type + ")";
   };
   bool ok = s.tryCompile(nextPath(), expr + "\n", typeOfParts);
-  if (!ok && bound && (parts = tupleParts(s.diags())) > 1) {
+  long n = !ok && bound ? valueParts(s.diags()) : -1;
+  if (n > 1) {
+    parts = (size_t)n;
     s.diags().clear();
     ok = s.tryCompile(nextPath(), expr + "\n", typeOfParts);
   }
   s.compilation().afterParse = nullptr;
+  if (n == 0) { // a call of a function without a result
+    s.diags().clear();
+    err_ << "error: `" << expr << "` has no value (its function returns nothing)\n";
+    ++failures_;
+    return;
+  }
   if (!ok) {
     reportDiags();
     ++failures_;

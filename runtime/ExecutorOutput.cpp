@@ -125,6 +125,19 @@ HostTensor RankRunner::timeValue(const Inst &in) {
   return t;
 }
 
+namespace {
+/// Ends a collective file step on every rank of `world` with the failing
+/// rank `root`'s message (sent as bytes), so the run names the cause
+/// whichever rank it reports.
+[[noreturn]] void failEverywhere(Communicator &world, std::string why, int root) {
+  int64_t n = (int64_t)why.size();
+  world.broadcast(&n, 1, DType::I64, root);
+  why.resize((size_t)n);
+  world.broadcast(why.data(), n, DType::Bool, root);
+  throw RuntimeFault(why);
+}
+} // namespace
+
 void RankRunner::saveFile(const Inst &in, Frame &fr) {
   std::vector<TensorType> types;
   for (int o : in.operands)
@@ -143,12 +156,8 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
     }
   }
   world.broadcast(&ok, 1, DType::I32, 0);
-  if (!ok) {
-    if (rank_ == 0)
-      throw RuntimeFault(why);
-    throw RuntimeFault("save (line " + std::to_string(in.loc.line) +
-                       "): rank 0 could not create the file");
-  }
+  if (!ok)
+    failEverywhere(world, why, 0);
   for (size_t k = 0; k < in.operands.size(); ++k) {
     const TensorType &t = types[k];
     if (t.isHost()) {
@@ -179,19 +188,11 @@ void RankRunner::saveCheckpoint(const Inst &in, Frame &fr) {
   CheckpointPlan plan = planCheckpoint(in, types, sh_.ids);
   Communicator &world = dev_.hostWorld(); // host flags and checksums
   dev_.at(&in);
-  // A failure is every rank's, with the failing rank's message (sent as
-  // bytes), so the run reports the cause whichever rank it names.
-  auto failWith = [&](std::string why, int root) {
-    int64_t n = (int64_t)why.size();
-    world.broadcast(&n, 1, DType::I64, root);
-    why.resize((size_t)n);
-    world.broadcast(why.data(), n, DType::Bool, root);
-    throw RuntimeFault(why);
-  };
+  // A failure is every rank's, with the failing rank's message.
   auto agree = [&](int32_t ok, const std::string &why) {
     world.broadcast(&ok, 1, DType::I32, 0);
     if (!ok)
-      failWith(why, 0);
+      failEverywhere(world, why, 0);
   };
   std::string why;
   int32_t ok = 1;
@@ -239,7 +240,7 @@ void RankRunner::saveCheckpoint(const Inst &in, Frame &fr) {
       abandonCheckpointSave(plan.dir);
     int64_t mine = slots.back() ? rank_ : INT64_MAX, first = 0;
     world.allReduce(&mine, &first, 1, DType::I64, ReduceOp::Min);
-    failWith(why, (int)first);
+    failEverywhere(world, why, (int)first);
   }
   if (rank_ == 0) {
     try {

@@ -436,6 +436,12 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       r.placements[a] = Placement::partial(ReduceOp::Min);
       break;
     case FactorRole::Pinned: {
+      // An axis of one device holds the whole dim: nothing moves, and the
+      // result is whole on it (replicate).
+      if (mesh.axes[a].size == 1) {
+        r.placements[a] = Placement::replicate();
+        break;
+      }
       int d = sig.dimOf(owner, factor);
       auto e = op == Op::Reshape
                    ? err(DiagId::ReshapeSharded, {std::to_string(d), axis})

@@ -195,6 +195,11 @@ TEST_CASE("infer: rule: reshape may not move sharded data") {
   // a sharded minor dim of a merged group cannot carry
   r = run(Op::Reshape, {t(m, {8, 4}, {P::shard(1)})}, {}, {given});
   CHECK(r.error->id == DiagId::ReshapeSharded);
+  // ... except on an axis of one device, which holds it whole: replicate
+  auto m1 = mesh({{"x", 1}, {"y", 2}});
+  r = run(Op::Reshape, {t(m1, {2, 3}, {P::shard(1), P::shard(0)})}, {}, {t(m1, {6}, {P(), P()})});
+  REQUIRE(r.ok());
+  CHECK(r.results[0].str() == "f32[6] @ m{x: replicate, y: shard(0)}");
 }
 
 TEST_CASE("infer: rule: reading a partial value to the host") {

@@ -294,10 +294,31 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       Linearity lin = linearity(op, ops, base.dtype);
       if (op == Op::Cast && !isFloat(base.dtype))
         lin.kind = Lin::None; // truncation
+      // A fix replicates operand `i` on every axis where keeping it partial
+      // fails the same way (`keep(b)`: it may stay partial on axis b), not
+      // only on this one: following it must not meet the error again on the
+      // next axis.
+      auto replicateWhere = [&](int i, const std::function<bool(size_t)> &keep) {
+        TensorType t = ops[i];
+        for (size_t b = 0; b < t.placements.size(); ++b)
+          if (t.placements[b].isPartial() && (b == (size_t)a || !keep(b)))
+            t.placements[b] = Placement::replicate();
+        return t;
+      };
+      auto never = [](size_t) { return false; };
+      // ... where another operand is not partial (a sum of partials is one).
+      auto jointWith = [&](int i) {
+        return [&, i](size_t b) {
+          for (int j : lin.slots)
+            if (j != i && !ops[j].placements[b].isPartial())
+              return false;
+          return true;
+        };
+      };
       auto replicateFix = [&](DiagId id, std::vector<std::string> args, int i) {
         auto e = err(id, std::move(args));
         e.operand = i;
-        e.suggest = withAxis(ops[i], a, Placement::replicate());
+        e.suggest = replicateWhere(i, jointWith(i));
         return fail(e);
       };
       bool opOk = std::find(lin.reduces.begin(), lin.reduces.end(), rop) != lin.reduces.end();
@@ -315,7 +336,7 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
                             reduceOpName(lin.reduces[0]) + ")` values; this one is `partial(" +
                             reduceOpName(rop) + ")`");
         e.operand = partials[0];
-        e.suggest = withAxis(ops[partials[0]], a, Placement::replicate());
+        e.suggest = replicateWhere(partials[0], never);
         return fail(e);
       }
       auto inSlots = [&](int i) {
@@ -329,7 +350,7 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
               (lin.slots.size() == 1 ? "its first operand only" : "its data operands only") +
               "; operand " + std::to_string(i + 1) + " is partial");
           e.operand = i;
-          e.suggest = withAxis(ops[i], a, Placement::replicate());
+          e.suggest = replicateWhere(i, never);
           return fail(e);
         }
       if (lin.kind == Lin::Joint) {
@@ -343,7 +364,13 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         e.notes.push_back(std::string("`") + displayName(op) +
                           "` is linear in one operand at a time, and both are partial");
         e.operand = partials[1];
-        e.suggest = withAxis(ops[partials[1]], a, Placement::replicate());
+        // ... where another operand is partial too.
+        e.suggest = replicateWhere(partials[1], [&](size_t b) {
+          for (size_t j = 0; j < ops.size(); ++j)
+            if ((int)j != partials[1] && ops[j].placements[b].isPartial())
+              return false;
+          return true;
+        });
         return fail(e);
       }
       // every non-partial operand must be replicated on this axis

@@ -52,8 +52,16 @@ EV matmul(IRBuilder &b, const BuiltinInfo &, const ast::Expr &e) {
 /// anywhere else they have no shape.
 EV needsType(IRBuilder &b, const BuiltinInfo &info, const ast::Expr &e) {
   std::string name = info.name;
-  b.diags().error(DiagId::NeedsType, e.loc, {name + "()"}).hint =
-      "write `let x : f32[4, 4] @ m[x, _] = " + name + "(...)`";
+  // The hint binds the call as written, on one of the program's meshes.
+  std::string type = "f32[4]";
+  if (!b.st_.meshes.empty())
+    type += " @ " + b.st_.meshes.begin()->first + "[_]";
+  std::string hint =
+      "bind it with a type first: `let t : " + type + " = " + b.exprText(&e) + "`, then use `t`";
+  if (name == "ones" || name == "zeros" || name == "full")
+    hint += "; or take a tensor's shape and layout: `" + name + "_like(x" +
+            (name == "full" ? ", v" : "") + ")`";
+  b.diags().error(DiagId::NeedsType, e.loc, {name + "()"}).hint = hint;
   return EV::bad();
 }
 

@@ -361,8 +361,36 @@ void IRBuilder::returnStmt(const ast::Stmt &s) {
 
 EV IRBuilder::printItem(const ast::Expr &x) {
   EV v = expr(x);
-  if (v.poison || !v.literal)
+  if (v.poison)
     return v;
+  if (!v.literal) {
+    // A struct with `partial` fields (a gradient): one error naming them,
+    // whose fix moves the whole struct (the fields' own fix would be a
+    // tensor `relayout` of the struct's name).
+    std::vector<EV> elems = v.elements();
+    for (const EV &el : elems) {
+      if (el.parts.empty() || !el.parts[0])
+        continue;
+      const StructRef &def = el.parts[0];
+      std::vector<std::string> partial;
+      for (size_t k = 0; k < el.ids.size() && k < def->leaves.size(); ++k)
+        if (typeOf(el.ids[k]).hasPartial())
+          partial.push_back("field `" + def->leaves[k].first + "` is `" + typeOf(el.ids[k]).str() +
+                            "`");
+      if (partial.empty())
+        continue;
+      auto &d = diags().error(DiagId::PartialToHost, x.loc, {});
+      d.notes = partial;
+      d.notes.push_back("`print` reads every field to the host");
+      if (elems.size() == 1)
+        fixHint(d, &x, "relayout(" + exprText(&x) + ", " + def->name + ")");
+      else
+        d.hint =
+            "move the struct to its declared placements first: `relayout(s, " + def->name + ")`";
+      return EV::bad();
+    }
+    return v;
+  }
   TensorType t = replicatedType(v.isBool  ? DType::Bool
                                 : v.isInt ? DType::I64
                                           : DType::F32,

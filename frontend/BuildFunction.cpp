@@ -514,6 +514,12 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     wrt.clear();
     const ast::Expr &w = *wp;
     auto one = [&](const ast::Expr &x) {
+      // `-1`: a position too (out of range below, with the valid ones).
+      if (x.kind == ast::Expr::Unary && x.op == "-" && x.args[0]->kind == ast::Expr::Number &&
+          x.args[0]->isInt) {
+        wrt.push_back(-(int64_t)x.args[0]->number);
+        return true;
+      }
       if (x.kind != ast::Expr::Number || !x.isInt) {
         diags().error<DiagId::BadWrt>(x.loc);
         return false;
@@ -544,7 +550,11 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     }
   for (auto i : wrt)
     if (i < 0 || i >= (int64_t)args.size()) {
-      diags().error<DiagId::WrtOutOfRange>(callee.loc, i);
+      diags().error<DiagId::WrtOutOfRange>(callee.loc, i).hint =
+          args.size() == 1
+              ? std::string("the call has 1 argument: position 0")
+              : "the call has " + std::to_string(args.size()) + " arguments: positions 0 to " +
+                    std::to_string(args.size() - 1) + " (from the first, no negative positions)";
       return EV::bad();
     }
   std::vector<int> ids;

@@ -400,6 +400,17 @@ void Repl::typeCommand(const std::string &expr) {
 
 void Repl::layoutCommand(const std::string &name) {
   auto type = s_->typeOf(name);
+  auto &globals = s_->compilation().builderState->globals;
+  if (auto it = globals.find(name);
+      !type && it != globals.end() && it->second.kind == Binding::Struct && it->second.record) {
+    // A struct: each field's blocks.
+    for (auto &[path, declared] : it->second.record->leaves) {
+      out_ << name << "." << path << ":\n";
+      auto t = s_->typeOf(name + "." + path);
+      out_ << visualizeLayout(t ? *t : declared);
+    }
+    return;
+  }
   if (!type) {
     err_ << "error: unknown name `" << name << "`";
     std::vector<std::string> names;

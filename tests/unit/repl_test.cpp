@@ -248,6 +248,8 @@ TEST_CASE("repl: a struct or a tuple prints every part with its type") {
           "let p = Pair(a=[1, 2], b=[3, 4])\n") == "");
   CHECK(d("p") == "Pair\n  a = [1, 2] : f32[2]\n  b = [3, 4] : i32[2]\n");
   CHECK(d(":type p") == "Pair { a: f32[2], b: i32[2] }\n");
+  CHECK(d(":layout p") == "p.a:\nf32[2]\n(host value: every rank holds all of it)\n"
+                          "p.b:\ni32[2]\n(host value: every rank holds all of it)\n");
   CHECK(d("fn both(x: f32[2]) -> (f32[2], f32[]) {\n  return x * 2.0, sum(x)\n}\n") == "");
   CHECK(d("both(p.a)") == "0: [2, 4] : f32[2]\n1: 3 : f32[]\n");
   CHECK(d(":type both(p.a)") == "(f32[2], f32[])\n");

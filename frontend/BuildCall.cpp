@@ -205,8 +205,12 @@ EV IRBuilder::call(const ast::Expr &e) {
   auto &d = diags().error(DiagId::UnknownFunction, e.loc, {e.callee});
   if (didYouMean(d, e.callee, functionNames(), e.loc))
     return EV::bad();
-  if (e.callee.find('.') != std::string::npos)
-    d.hint = "did you `import " + e.callee.substr(0, e.callee.find('.')) + "`?";
+  if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {
+    std::string mod = e.callee.substr(0, dot);
+    d.hint = st_.imported.count(mod)
+                 ? "module `" + mod + "` defines no function `" + e.callee.substr(dot + 1) + "`"
+                 : "did you `import " + mod + "`?";
+  }
   return EV::bad();
 }
 

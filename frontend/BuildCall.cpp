@@ -141,6 +141,16 @@ bool IRBuilder::declaredBelow(Diagnostic &d, const std::string &name) const {
   return true;
 }
 
+std::string IRBuilder::varHint(const std::string &name) {
+  size_t dot = name.find('.');
+  if (dot == std::string::npos)
+    return "declare it with `var " + name + " = ...`";
+  std::string root = name.substr(0, dot);
+  return "declare the struct with `var " + root +
+         " = ...`: a `var` struct's fields can be "
+         "assigned";
+}
+
 std::vector<std::string> IRBuilder::functionNames() const {
   std::vector<std::string> out;
   for (const BuiltinInfo &b : builtinTable())

@@ -278,7 +278,7 @@ void IRBuilder::assign(const ast::Stmt &s) {
   }
   if (b->kind != Binding::Var) {
     auto &d = diags().error(DiagId::NotAVariable, nl, {name});
-    d.hint = "declare it with `var " + name + " = ...`";
+    d.hint = varHint(name);
     return;
   }
   if (v.poison || b->id < 0)

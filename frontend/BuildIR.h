@@ -466,6 +466,9 @@ public:
   /// For an unknown `name` in a function's body: when the program declares
   /// it as a constant below the function, a hint saying to move it up.
   bool declaredBelow(Diagnostic &d, const std::string &name) const;
+  /// The hint for assigning `name`, which is no `var`: declare it (or, for
+  /// a field `a.w`, the struct `a`) with `var`.
+  static std::string varHint(const std::string &name);
   /// Every name a value expression can refer to here.
   std::vector<std::string> namesInScope() const;
   void dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,

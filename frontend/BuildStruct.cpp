@@ -418,7 +418,7 @@ void IRBuilder::structAssign(const ast::Stmt &s, Binding &whole) {
     Binding *l = lookup(name + "." + path);
     if (!l || l->kind != Binding::Var) {
       auto &d = diags().error(DiagId::NotAVariable, nl, {name});
-      d.hint = "declare it with `var " + name + " = ...`";
+      d.hint = varHint(name);
       return;
     }
     leaves.push_back(l);

@@ -113,7 +113,9 @@ const std::vector<Command> &commands() {
        "distributed side as virtual ranks on one GPU (default: cpu threads);\n"
        "--fault-timeout S as for `run`.",
        {"mesh", "ranks", "backend", "fault-timeout"},
-       {}},
+       {},
+       false,
+       "cpu|cuda"},
       {"emit",
        "dtensorc emit STAGE FILE",
        "Prints the output of one step of the compiler. The steps, in order:\n"
@@ -189,7 +191,9 @@ std::string synopsis(const Command &c) {
   }
   size_t lineStart = 0;
   for (const char *name : c.flags) {
-    const Flag &f = *findFlag(name);
+    Flag f = *findFlag(name);
+    if (c.backends && std::string(name) == "backend")
+      f.value = c.backends;
     std::string item = "[" + flagSpelling(f) + "]" + (f.repeatable ? "..." : "");
     if (out.size() - lineStart + 1 + item.size() > 90) {
       out += "\n     ";

@@ -27,6 +27,7 @@ struct Command {
   std::vector<const char *> flags;  ///< names of the flags it takes
   std::vector<const char *> stages; ///< for `emit`: the first argument's values
   bool fileOptional = false;        ///< FILE may be left out (`repl`)
+  const char *backends = nullptr;   ///< the `--backend` values it takes, when not all
 };
 
 const std::vector<Command> &commands();

@@ -127,7 +127,7 @@ std::vector<Slot> RankRunner::block(const Block &b, Frame &fr, int depth) {
     try {
       step(in, fr, depth, cs);
     } catch (const RuntimeFault &f) {
-      rethrowAt(f, in.loc);
+      rethrowAt(f, in.loc, moduleFileOf(sh_.opts.sources, in.loc, sh_.opts.programFile));
     }
     if (timed) {
       dev_.synchronize();

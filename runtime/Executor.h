@@ -132,6 +132,11 @@ struct ExecOptions {
   /// between two device synchronizations, into RankStats::profile
   /// (`dtensorc run --profile`). Slower: the device waits after each.
   bool profile = false;
+  /// The program's sources (not owned; may be null) and the program's own
+  /// file in them: a run-time fault in an instruction of another file (a
+  /// module's function) names that file.
+  const SourceManager *sources = nullptr;
+  int programFile = 0;
 };
 
 /// Counters of the last run (`dtensorc run --stats`).

@@ -131,7 +131,7 @@ std::vector<HostTensor> ReferenceEvaluator::runBlock(const Block &b, Frame &fr, 
     try {
       res = evalInst(in, fr, depth);
     } catch (const RuntimeFault &f) {
-      rethrowAt(f, in.loc);
+      rethrowAt(f, in.loc, moduleFileOf(sources_, in.loc, programFile_));
     }
     if (res.size() != in.results.size())
       throw InternalError(std::string("reference evaluator: `") + opName(in.op) + "` produced " +

@@ -25,6 +25,7 @@
 namespace dt {
 
 class LoopProgress;
+class SourceManager;
 
 class ReferenceEvaluator {
 public:
@@ -41,6 +42,12 @@ public:
   /// Iterations one `while` or `for` may run (0: no limit); past it run()
   /// throws RuntimeFault (CompileOptions::maxLoopTrips).
   void setMaxLoopTrips(int64_t n) { maxLoopTrips_ = n; }
+  /// The program's sources and its own file in them: a fault in a module's
+  /// function names that function's file.
+  void setSources(const SourceManager *s, int programFile) {
+    sources_ = s;
+    programFile_ = programFile;
+  }
 
   /// Calls deeper than this raise RuntimeFault (recursion is not a feature).
   static constexpr int kMaxCallDepth = 256;
@@ -57,6 +64,8 @@ private:
   LoopProgress *progress_;
   int loopNest_ = 0; ///< `for` loops of the entry function being run
   int64_t maxLoopTrips_ = 0;
+  const SourceManager *sources_ = nullptr;
+  int programFile_ = 0;
   void checkTrips(uint64_t trips, const Inst &in) const;
 };
 

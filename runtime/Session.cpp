@@ -173,7 +173,9 @@ void Session::truncateMain(size_t keep) {
 
 bool Session::compile(const std::string &path, const std::string &text, bool irInput) {
   Mark before = mark();
+  const int file = c_->sources.count(); // the chunk's, added first
   if (runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, irInput)) {
+    programFile_ = file;
     if (irInput) {
       ranUpTo_ = 0;
       ranOnce_ = false;
@@ -281,6 +283,8 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
                          " ranks, but the session's world has " + std::to_string(opts_.exec.ranks));
     ExecOptions eo = opts_.exec;
     eo.ranks = 0; // the meshes the function uses decide
+    eo.sources = &c_->sources;
+    eo.programFile = programFile_;
     e.exec = std::make_unique<Executor>(*e.module, backend(), *e.sink, eo);
     it = calls_.emplace(key, std::move(e)).first;
   }
@@ -376,9 +380,13 @@ bool Session::run(std::ostream &out, std::ostream &log) {
   try {
     if (opts_.reference) {
       ReferenceEvaluator ev(prog->module(), out, opts_.exec.progress);
+      ev.setSources(&c_->sources, programFile_);
       results = ev.run(prog->entry(), args);
     } else {
-      Executor ex(*prog, backend(), out, opts_.exec);
+      ExecOptions eo = opts_.exec;
+      eo.sources = &c_->sources;
+      eo.programFile = programFile_;
+      Executor ex(*prog, backend(), out, eo);
       results = ex.run(prog->entry(), args);
       stats_ = ex.stats();
     }

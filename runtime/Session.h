@@ -171,6 +171,8 @@ private:
   std::unique_ptr<Backend> backend_; ///< made on the first distributed run
   size_t ranUpTo_ = 0;               ///< instructions of `main` already run
   bool ranOnce_ = false;
+  int programFile_ =
+      0; ///< the latest compiled chunk's file (run-time faults elsewhere name theirs)
   std::map<int, HostTensor> values_; ///< value id in `main` -> global value
   /// The chunk program() last compiled: its parameters and results (value
   /// ids of `main`) and the end of its statements in `main`.

@@ -94,6 +94,15 @@ private:
   std::vector<File> files_;
 };
 
+/// The path of `loc`'s file when it is not the program's file `program` (a
+/// module's function, an earlier REPL input), for naming it in a run-time
+/// fault; "" for the program's own file or without sources.
+inline std::string moduleFileOf(const SourceManager *sources, SrcLoc loc, int program) {
+  if (!sources || loc.file == program || loc.file < 0 || loc.file >= sources->count())
+    return "";
+  return sources->path(loc.file);
+}
+
 /// Collects diagnostics; renders them on demand.
 class DiagEngine {
 public:

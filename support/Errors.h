@@ -33,13 +33,16 @@ struct ReportedElsewhere : RuntimeFault {
 
 /// Rethrows `f`, with " (line L:C)" of `loc` appended when it is a plain
 /// RuntimeFault that does not say where yet (an index out of range, memory
-/// running out): the executors call it around each instruction. Faults of
-/// other types (a peer's abort, one reported elsewhere) pass unchanged.
-[[noreturn]] inline void rethrowAt(const RuntimeFault &f, SrcLoc loc) {
+/// running out): the executors call it around each instruction. `file`, when
+/// not empty, is named too: " (line L:C of nn.dt)" for a fault in a module's
+/// function. Faults of other types (a peer's abort, one reported elsewhere)
+/// pass unchanged.
+[[noreturn]] inline void rethrowAt(const RuntimeFault &f, SrcLoc loc,
+                                   const std::string &file = "") {
   if (typeid(f) != typeid(RuntimeFault) || !loc.known() || std::strstr(f.what(), "(line "))
     throw;
   throw RuntimeFault(std::string(f.what()) + " (line " + std::to_string(loc.line) + ":" +
-                     std::to_string(loc.col) + ")");
+                     std::to_string(loc.col) + (file.empty() ? "" : " of " + file) + ")");
 }
 
 } // namespace dt

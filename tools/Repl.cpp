@@ -94,6 +94,16 @@ std::optional<int64_t> constantNamed(Session &s, const std::string &name) {
   return it->second.constant;
 }
 
+/// The struct type of a name bound to a struct value (`let p = Pair(...)`),
+/// whose leaves are bound as `p.a`, `p.b`; null for anything else.
+StructRef structNamed(Session &s, const std::string &name) {
+  auto &globals = s.compilation().builderState->globals;
+  auto it = globals.find(name);
+  if (it == globals.end() || it->second.kind != Binding::Struct)
+    return nullptr;
+  return it->second.record;
+}
+
 } // namespace
 
 Repl::Repl(ReplOptions opts, std::ostream &out, std::ostream &err)
@@ -255,13 +265,12 @@ bool Repl::showValue(const std::string &name, const std::string &label) {
     out_ << label << *c << " : i64 constant\n";
     return true;
   }
-  auto &globals = s.compilation().builderState->globals;
-  auto it = globals.find(name);
-  if (it == globals.end() || it->second.kind != Binding::Struct || !it->second.record)
+  StructRef def = structNamed(s, name);
+  if (!def)
     return false;
   // A struct: its type, then a line per leaf.
-  out_ << label << it->second.record->name << "\n";
-  for (auto &[path, declared] : it->second.record->leaves) {
+  out_ << label << def->name << "\n";
+  for (auto &[path, declared] : def->leaves) {
     std::string leaf = name + "." + path;
     auto t = s.typeOf(leaf);
     const HostTensor *lv = s.valueOf(leaf);
@@ -277,12 +286,11 @@ std::string Repl::typeText(const std::string &name) const {
     return t->str();
   if (constantNamed(s, name))
     return "i64 constant";
-  auto &globals = s.compilation().builderState->globals;
-  auto it = globals.find(name);
-  if (it == globals.end() || it->second.kind != Binding::Struct || !it->second.record)
+  StructRef def = structNamed(s, name);
+  if (!def)
     return "";
-  std::string r = it->second.record->name + " {";
-  const auto &leaves = it->second.record->leaves;
+  std::string r = def->name + " {";
+  const auto &leaves = def->leaves;
   for (size_t i = 0; i < leaves.size(); ++i) {
     auto t = s.typeOf(name + "." + leaves[i].first);
     r += (i ? ", " : " ") + leaves[i].first + ": " + (t ? *t : leaves[i].second).str();
@@ -400,11 +408,9 @@ void Repl::typeCommand(const std::string &expr) {
 
 void Repl::layoutCommand(const std::string &name) {
   auto type = s_->typeOf(name);
-  auto &globals = s_->compilation().builderState->globals;
-  if (auto it = globals.find(name);
-      !type && it != globals.end() && it->second.kind == Binding::Struct && it->second.record) {
+  if (StructRef def = type ? nullptr : structNamed(*s_, name)) {
     // A struct: each field's blocks.
-    for (auto &[path, declared] : it->second.record->leaves) {
+    for (auto &[path, declared] : def->leaves) {
       out_ << name << "." << path << ":\n";
       auto t = s_->typeOf(name + "." + path);
       out_ << visualizeLayout(t ? *t : declared);

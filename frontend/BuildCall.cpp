@@ -121,12 +121,28 @@ const ast::LayoutSpec *IRBuilder::subscriptLayout(const ast::Expr &e) {
   return st_.meshes.count(base) || !lookup(base) ? e.layout.get() : nullptr;
 }
 
+std::string IRBuilder::currentModule() const {
+  return modulePrefix_.empty() ? std::string() : modulePrefix_.substr(0, modulePrefix_.size() - 1);
+}
+
+bool IRBuilder::importedHere(const std::string &mod) const {
+  if (mod == currentModule())
+    return true;
+  auto it = st_.importsOf.find(currentModule());
+  return it != st_.importsOf.end() && it->second.count(mod);
+}
+
 std::vector<std::string> IRBuilder::scopedNames(const std::string &name) const {
-  if (modulePrefix_.empty())
-    return {name};
-  if (name.find('.') == std::string::npos)
-    return {modulePrefix_ + name};
-  return {modulePrefix_ + name, name};
+  std::vector<std::string> out;
+  if (!modulePrefix_.empty())
+    out.push_back(modulePrefix_ + name);
+  if (size_t dot = name.rfind('.'); dot == std::string::npos) {
+    if (modulePrefix_.empty())
+      out.push_back(name);
+  } else if (importedHere(name.substr(0, dot))) {
+    out.push_back(name);
+  }
+  return out;
 }
 
 bool IRBuilder::declaredBelow(Diagnostic &d, const std::string &name) const {
@@ -158,6 +174,8 @@ std::vector<std::string> IRBuilder::functionNames() const {
   for (auto &[q, fi] : st_.functions) {
     // Inside a module, the program's own functions are out of reach.
     if (modulePrefix_.size() && q.find('.') == std::string::npos)
+      continue;
+    if (size_t dot = q.rfind('.'); dot != std::string::npos && !importedHere(q.substr(0, dot)))
       continue;
     out.push_back(q);
     // A module's own functions are called unqualified inside it.
@@ -217,9 +235,12 @@ EV IRBuilder::call(const ast::Expr &e) {
     return EV::bad();
   if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {
     std::string mod = e.callee.substr(0, dot);
-    d.hint = st_.imported.count(mod)
+    d.hint = !st_.imported.count(mod)
+                 ? "did you `import " + mod + "`?"
+             : importedHere(mod)
                  ? "module `" + mod + "` defines no function `" + e.callee.substr(dot + 1) + "`"
-                 : "did you `import " + mod + "`?";
+                 : "this file does not import `" + mod + "`: write `import " + mod +
+                       "` at its top (another file's import does not reach here)";
   }
   return EV::bad();
 }

@@ -529,6 +529,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
 
 void IRBuilder::importModule(const ast::Stmt &s) {
   const std::string &mod = s.module;
+  st_.importsOf[currentModule()].insert(mod);
   if (st_.imported.count(mod))
     return;
   std::string rel = mod;
@@ -540,8 +541,20 @@ void IRBuilder::importModule(const ast::Stmt &s) {
   // then the stdlib paths.
   std::vector<std::string> dirs;
   if (s.loc.file >= 0 && s.loc.file < s_.sources.count()) {
-    auto here = std::filesystem::path(s_.sources.path(s.loc.file)).parent_path().string();
-    dirs.push_back(here.empty() ? "." : here);
+    auto here = std::filesystem::path(s_.sources.path(s.loc.file)).parent_path();
+    dirs.push_back(here.empty() ? "." : here.string());
+    // A module `a.b` found as ROOT/a/b.dt imports its siblings by their full
+    // names too (`import a.c`): look in ROOT, the folder it was found from.
+    std::string importer = currentModule();
+    if (!importer.empty()) {
+      std::filesystem::path root = here;
+      for (char c : importer)
+        if (c == '.')
+          root = root.parent_path();
+      std::string r = root.empty() ? "." : root.string();
+      if (std::find(dirs.begin(), dirs.end(), r) == dirs.end())
+        dirs.push_back(r);
+    }
   }
   for (auto &dir : s_.options.stdlibPaths)
     if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) // each folder once

@@ -133,7 +133,11 @@ struct Compilation::BuilderState {
   std::map<std::string, FnInfo> functions;
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
   std::map<std::string, Binding> globals;              ///< top-level names
-  std::set<std::string> imported;
+  std::set<std::string> imported; ///< every module loaded, by any file
+  /// Which modules each file imported itself ("" is the program): a module
+  /// reaches `nn.f` only when it wrote `import nn`, not because the program
+  /// (or another module) did.
+  std::map<std::string, std::set<std::string>> importsOf;
   std::map<std::string, StructRef> structs; ///< `Block`, `nn.Linear`
   /// Checkpoint folders a `save_checkpoint` writes earlier in the program: a
   /// later `load_checkpoint` of one is checked when it runs, not against
@@ -461,8 +465,13 @@ public:
   /// The names a function or struct `name` written here may stand for, in
   /// order: inside a module, its own `mod.name`, and a qualified name as
   /// written (another module's); never the importing program's unqualified
-  /// names. At top level, the name itself.
+  /// names. At top level, the name itself. A qualified `nn.f` only when the
+  /// file being built imported `nn` itself (or is `nn`).
   std::vector<std::string> scopedNames(const std::string &name) const;
+  /// The module being built, without the dot ("" for the program).
+  std::string currentModule() const;
+  /// Whether this file wrote `import mod` (or is `mod`).
+  bool importedHere(const std::string &mod) const;
   /// For an unknown `name` in a function's body: when the program declares
   /// it as a constant below the function, a hint saying to move it up.
   bool declaredBelow(Diagnostic &d, const std::string &name) const;

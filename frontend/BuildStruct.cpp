@@ -49,14 +49,17 @@ void IRBuilder::unknownType(const ast::TypeSpec &spec) {
   }
   std::vector<std::string> names;
   for (auto &[n, def] : st_.structs)
-    names.push_back(n);
+    if (size_t dot = n.rfind('.'); dot == std::string::npos || importedHere(n.substr(0, dot)))
+      names.push_back(n);
   if (didYouMean(d, spec.dtype, names, spec.loc))
     return;
   if (size_t dot = spec.dtype.rfind('.'); dot != std::string::npos) {
     std::string mod = spec.dtype.substr(0, dot);
-    d.hint = st_.imported.count(mod)
+    d.hint = !st_.imported.count(mod) ? "did you `import " + mod + "`?"
+             : importedHere(mod)
                  ? "module `" + mod + "` declares no struct `" + spec.dtype.substr(dot + 1) + "`"
-                 : "did you `import " + mod + "`?";
+                 : "this file does not import `" + mod + "`: write `import " + mod +
+                       "` at its top (another file's import does not reach here)";
     return;
   }
   d.hint = "declare it first: `struct " + spec.dtype + " { w: f32[4, 4] @ m[_, x] }`";

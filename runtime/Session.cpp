@@ -78,6 +78,7 @@ struct Session::Mark {
   std::map<std::string, MeshRef> meshes;
   std::map<std::string, FnInfo> functions;
   std::set<std::string> imported;
+  std::map<std::string, std::set<std::string>> importsOf;
   std::map<std::string, StructRef> structs;
   std::set<std::string> checkpointsSaved;
   std::map<std::string, std::map<std::string, TensorType>> filesSaved;
@@ -97,6 +98,7 @@ Session::Mark Session::mark() const {
   m.meshes = st.meshes;
   m.functions = st.functions;
   m.imported = st.imported;
+  m.importsOf = st.importsOf;
   m.structs = st.structs;
   m.checkpointsSaved = st.checkpointsSaved;
   m.filesSaved = st.filesSaved;
@@ -118,6 +120,7 @@ void Session::rollback(Mark &&m) {
   st.meshes = std::move(m.meshes);
   st.functions = std::move(m.functions);
   st.imported = std::move(m.imported);
+  st.importsOf = std::move(m.importsOf);
   st.structs = std::move(m.structs);
   st.checkpointsSaved = std::move(m.checkpointsSaved);
   st.filesSaved = std::move(m.filesSaved);

@@ -81,23 +81,43 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
   Attrs a;
   a.ints = dims;
   Op op = name == "max" ? Op::ReduceMax : name == "min" ? Op::ReduceMin : Op::ReduceSum;
-  EV r = emit(op, {x}, {ex(0)}, e.loc, a);
-  if (name != "mean" || r.poison)
-    return r;
-  double n = 1;
-  for (auto v : dims)
-    n *= t.shape[v].isSym() ? 1 : (double)t.shape[v].value;
+  if (name != "mean")
+    return emit(op, {x}, {ex(0)}, e.loc, a);
   if (!isFloat(t.dtype)) {
     diags().error(DiagId::FloatOnly, e.loc, {"mean", t.str()});
     return EV::bad();
   }
-  // The mean of no elements is NaN (0 / 0). Scaling by NaN, not by 1/0 =
-  // inf, gives it on any layout: a sharded sum's parts are each 0 there,
-  // and a partial value times inf is refused at run time (0 * inf).
-  EV scale;
-  scale.literal = true;
-  scale.number = n == 0 ? std::nan("") : 1.0 / n;
-  return emit(Op::Mul, {r, scale}, {ex(0), nullptr}, e.loc);
+  double n = 1;
+  for (auto v : dims)
+    n *= t.shape[v].isSym() ? 1 : (double)t.shape[v].value;
+  // bf16/f16: the sum and the division run in f32 (the cast fuses into the
+  // reduction) and the mean rounds once to the type; a divisor or 1/n held
+  // in bf16 would round the count itself (1/13, 4097).
+  const bool narrow = t.dtype == DType::BF16 || t.dtype == DType::F16;
+  if (narrow) {
+    TensorType wide = t;
+    wide.dtype = DType::F32;
+    x = emit(Op::Cast, {x}, {ex(0)}, e.loc, {}, {wide});
+    if (x.poison)
+      return x;
+  }
+  EV r = emit(op, {x}, {ex(0)}, e.loc, a);
+  if (r.poison)
+    return r;
+  // Divide by the count (exact in the type up to 2^24 elements), not multiply
+  // by its rounded reciprocal: the mean of 5 values summing to 9 is 1.8, not
+  // 1.8000001. The mean of no elements is NaN (0 / 0). Scaling by NaN, not
+  // dividing by 0, gives it on any layout: a sharded sum's parts are each 0
+  // there, and a partial value times inf is refused at run time (0 * inf).
+  EV count;
+  count.literal = true;
+  count.number = n == 0 ? std::nan("") : n;
+  r = emit(n == 0 ? Op::Mul : Op::Div, {r, count}, {ex(0), nullptr}, e.loc);
+  if (!narrow || r.poison)
+    return r;
+  TensorType back = typeOf(r.ids[0]);
+  back.dtype = t.dtype;
+  return emit(Op::Cast, {r}, {ex(0)}, e.loc, {}, {back});
 }
 
 namespace {

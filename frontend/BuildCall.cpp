@@ -235,8 +235,7 @@ EV IRBuilder::call(const ast::Expr &e) {
     return EV::bad();
   if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {
     std::string mod = e.callee.substr(0, dot);
-    d.hint = !st_.imported.count(mod)
-                 ? "did you `import " + mod + "`?"
+    d.hint = !st_.imported.count(mod) ? "did you `import " + mod + "`?"
              : importedHere(mod)
                  ? "module `" + mod + "` defines no function `" + e.callee.substr(dot + 1) + "`"
                  : "this file does not import `" + mod + "`: write `import " + mod +

@@ -290,6 +290,7 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
       for (int r : in.results)
         active[r] = true;
   Differentiator d(g);
+  d.active_ = active;
   try {
     const TensorType &yt = g.type(y);
     d.cot_[y] = d.bw_.fill(1, replicatedType(yt.dtype, {}, yt.mesh));

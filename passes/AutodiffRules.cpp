@@ -55,6 +55,8 @@ struct Rule {
 
   const TensorType &T(int id) const { return d.g_.type(id); }
   void accumulate(int v, int c) { d.accumulate(v, c); }
+  /// Whether operand `i` needs a cotangent (it depends on a `wrt` argument).
+  bool needs(int i) const { return d.active_.empty() || d.active_[x[i]]; }
   void acc(int operand, int c) {
     if (isFloat(T(x[operand]).dtype))
       accumulate(x[operand], B.unbroadcast(c, T(x[operand]).shape));
@@ -78,6 +80,8 @@ struct Rule {
   // `Div`
   void div() {
     acc(0, B.op(Op::Div, {g, x[1]}));
+    if (!needs(1)) // a constant divisor (`mean`'s count): no -g*out/x[1]
+      return;
     int q = B.op(Op::Div, {B.op(Op::Mul, {g, out}), x[1]});
     acc(1, B.op(Op::Neg, {q}));
   }

@@ -286,6 +286,9 @@ public:
   std::vector<Inst> insts_;
   Backward bw_;
   std::map<int, int> cot_;
+  /// Which values depend on a `wrt` argument (only they need cotangents);
+  /// empty: all of them.
+  std::vector<bool> active_;
 };
 
 } // namespace dt::ad

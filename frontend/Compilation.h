@@ -117,8 +117,11 @@ public:
   /// first use and reused after. A host argument (no mesh) of a parameter
   /// with a written layout takes that layout (the call distributes it);
   /// `argTypes` is updated to the types the call passes. "" after
-  /// reporting why the call does not type-check.
-  std::string instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes);
+  /// reporting why the call does not type-check. `argStructs`, when not
+  /// empty, names each argument's struct ("" for a tensor): `argTypes` then
+  /// holds a struct argument's leaves in field order.
+  std::string instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes,
+                              const std::vector<std::string> &argStructs = {});
 
   /// The value ids of `main` bound to top-level names (`let`/`var`), which a
   /// later chunk may read.

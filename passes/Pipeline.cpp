@@ -74,6 +74,13 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
                  const PipelineOptions &opts, std::ostream &log, bool irInput) {
   int before = c.diags.errorCount();
   auto t0 = Clock::now();
+  // The limit a file read applies, for text handed over in memory too (the
+  // embedding API's compile(), a REPL paste).
+  if ((int64_t)text.size() > c.options.maxSourceBytes) {
+    c.diags.error(DiagId::SourceTooLarge, SrcLoc{-1, 0, 0, 0},
+                  {path, std::to_string(c.options.maxSourceBytes)});
+    return false;
+  }
   if (irInput) {
     // IR text in: parsing it is the parse step, verifying it the build step.
     Module m;

@@ -54,6 +54,7 @@ Module reachableModule(const Module &m, const std::string &entry) {
     visit(f->body);
   }
   Module out;
+  out.deterministic = m.deterministic;
   for (const MeshRef &mesh : m.meshes)
     for (const Mesh *used : meshes)
       if (mesh.get() == used || *mesh == *used) {
@@ -222,6 +223,18 @@ std::optional<TensorType> Session::typeOf(const std::string &name) const {
   return main->type(it->second.id);
 }
 
+std::optional<std::pair<std::string, std::vector<std::string>>>
+Session::structValue(const std::string &name) const {
+  auto &g = c_->builderState->globals;
+  auto it = g.find(name);
+  if (it == g.end() || it->second.kind != Binding::Struct || !it->second.record)
+    return std::nullopt;
+  std::vector<std::string> leaves;
+  for (auto &[path, t] : it->second.record->leaves)
+    leaves.push_back(name + "." + path);
+  return std::make_pair(it->second.record->name, leaves);
+}
+
 const HostTensor *Session::valueOf(const std::string &name) const {
   auto &g = c_->builderState->globals;
   auto it = g.find(name);
@@ -248,14 +261,17 @@ Backend &Session::backend() {
 
 bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
                    const std::vector<HostTensor> &args, std::vector<HostTensor> &results,
-                   std::ostream &out) {
+                   std::ostream &out, const std::vector<std::string> &argStructs) {
   std::string key = fn + "(";
+  for (auto &name : argStructs)
+    key += name + ",";
+  key += "|";
   for (auto &t : argTypes)
     key += t.str() + ";";
   auto it = calls_.find(key);
   if (it == calls_.end()) {
     int errors = c_->diags.errorCount();
-    std::string inst = c_->instantiateCall(fn, argTypes);
+    std::string inst = c_->instantiateCall(fn, argTypes, argStructs);
     if (inst.empty() || c_->diags.errorCount() > errors)
       return false;
     Module m = c_->module;

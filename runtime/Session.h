@@ -118,9 +118,15 @@ public:
   /// picks the instance: compiled once per signature, then the program and
   /// its kernels are reused. Prints go to `out`. Returns false after
   /// reporting compile errors to diags(); throws RuntimeFault as run() does.
+  /// `argStructs` (when not empty) names each argument's struct, "" for a
+  /// tensor; a struct argument passes its leaves in field order.
   bool call(const std::string &fn, std::vector<TensorType> argTypes,
             const std::vector<HostTensor> &args, std::vector<HostTensor> &results,
-            std::ostream &out);
+            std::ostream &out, const std::vector<std::string> &argStructs = {});
+  /// A top-level struct value's struct and leaf names (`p.w`, `p.attn.wq`,
+  /// in field order); nullopt when `name` is not a struct value.
+  std::optional<std::pair<std::string, std::vector<std::string>>>
+  structValue(const std::string &name) const;
   /// The instances call() has compiled (one per signature).
   size_t callInstances() const { return calls_.size(); }
   /// The result types of the instance the last call() ran.

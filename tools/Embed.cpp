@@ -11,6 +11,7 @@
 #include "support/Errors.h"
 #include "support/LowPrecision.h"
 
+#include <algorithm>
 #include <atomic>
 #include <sstream>
 
@@ -58,19 +59,29 @@ DType fromInternal(dt::DType d) {
   return DType::F32;
 }
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
+/// The element count; -1 for a negative size or one whose bytes (at
+/// `elemBytes` each) overflow int64_t.
+int64_t product(const std::vector<int64_t> &shape, int64_t elemBytes) {
+  int64_t n = 1, bytes = 0;
   for (int64_t d : shape)
-    n *= d;
-  return n;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
+  return __builtin_mul_overflow(n, elemBytes, &bytes) ? -1 : n;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 } // namespace
 
 std::size_t dtypeSize(DType dt) { return dt::dtypeSize(toInternal(dt)); }
 const char *dtypeName(DType dt) { return dt::dtypeName(toInternal(dt)); }
-int64_t TensorView::numel() const { return product(shape); }
-int64_t Tensor::numel() const { return product(shape_); }
+int64_t TensorView::numel() const { return product(shape, (int64_t)dtypeSize(dtype)); }
+int64_t Tensor::numel() const { return product(shape_, (int64_t)dtypeSize(dtype_)); }
 
 double Tensor::at(int64_t i) const {
   switch (dtype_) {
@@ -144,6 +155,20 @@ struct Session::Impl {
 
   [[noreturn]] void fail(Error::Kind kind, const std::string &what) {
     throw Error(kind, what, diags);
+  }
+
+  /// Error(Usage) naming the fields to read when `name` is a struct value
+  /// (a Tensor is one tensor; a call takes the struct by its name).
+  void notStruct(const std::string &name) {
+    auto sv = s->structValue(name);
+    if (!sv)
+      return;
+    std::string leaves;
+    for (size_t i = 0; i < sv->second.size(); ++i)
+      leaves += (i ? ", `" : "`") + sv->second[i] + "`";
+    fail(Error::Kind::Usage, "`" + name + "` is a value of struct `" + sv->first +
+                                 "`, not one tensor: read its fields by name (" + leaves +
+                                 "), or pass `" + name + "` to a call");
   }
 
   /// Runs `f`, turning the runtime's exceptions into Error.
@@ -259,8 +284,28 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
   im.diags.clear();
   std::vector<dt::TensorType> types;
   std::vector<dt::HostTensor> values;
+  // The host memory the call adopts: a result that lies in it (an identity
+  // or a reshape of an argument) is copied out, since the view is only
+  // valid during the call.
+  std::vector<std::pair<const char *, const char *>> adopted;
+  std::vector<std::string> structs; // per argument: its struct, "" for a tensor
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg &a = args[i];
+    structs.emplace_back();
+    if (auto sv = a.name.empty() ? std::nullopt : im.s->structValue(a.name)) {
+      // A struct value passes its leaves, in field order.
+      structs.back() = sv->first;
+      for (const std::string &leaf : sv->second) {
+        const dt::HostTensor *v = im.s->valueOf(leaf);
+        auto t = im.s->typeOf(leaf);
+        if (!v || !t)
+          im.fail(Error::Kind::Usage, "argument " + std::to_string(i + 1) + " of `" + fn +
+                                          "`: the program has no value `" + leaf + "`");
+        types.push_back(*t);
+        values.push_back(*v);
+      }
+      continue;
+    }
     if (!a.name.empty()) {
       const dt::HostTensor *v = im.s->valueOf(a.name);
       auto t = im.s->typeOf(a.name);
@@ -273,15 +318,24 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
     }
     const TensorView &view = a.view;
     int64_t n = view.numel();
-    if (n < 0 || (n > 0 && !view.data))
-      im.fail(Error::Kind::Usage,
-              "argument " + std::to_string(i + 1) + " of `" + fn + "`: a view without data");
+    const std::string which = "argument " + std::to_string(i + 1) + " of `" + fn + "`: ";
+    if (n < 0)
+      im.fail(Error::Kind::Usage, which + "the view's shape " + shapeText(view.shape) +
+                                      (std::any_of(view.shape.begin(), view.shape.end(),
+                                                   [](int64_t d) { return d < 0; })
+                                           ? " has a negative size"
+                                           : " has more bytes than fit in 64 bits"));
+    if (n > 0 && !view.data)
+      im.fail(Error::Kind::Usage, which + "a view of shape " + shapeText(view.shape) +
+                                      " without data (a null pointer)");
     dt::HostTensor h;
     h.dtype = toInternal(view.dtype);
     h.shape = view.shape;
     // Adopts the host's memory: the runtime never writes its arguments.
     h.buf = std::make_shared<dt::Buffer>(const_cast<void *>(view.data), (size_t)h.bytes(),
                                          dt::Where::Host, [](void *) {});
+    if (h.bytes() > 0)
+      adopted.push_back({(const char *)view.data, (const char *)view.data + h.bytes()});
     dt::TensorType t;
     t.dtype = h.dtype;
     for (int64_t d : view.shape)
@@ -290,7 +344,9 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
     values.push_back(std::move(h));
   }
   std::vector<dt::HostTensor> results;
-  bool ok = im.guard([&] { return im.s->call(fn, types, values, results, im.out); });
+  if (std::all_of(structs.begin(), structs.end(), [](auto &n) { return n.empty(); }))
+    structs.clear();
+  bool ok = im.guard([&] { return im.s->call(fn, types, values, results, im.out, structs); });
   if (!ok) {
     im.collect();
     im.fail(Error::Kind::Compile,
@@ -298,8 +354,16 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
   }
   std::vector<Tensor> out;
   const auto &rt = im.s->lastCallResults();
-  for (size_t i = 0; i < results.size(); ++i)
+  for (size_t i = 0; i < results.size(); ++i) {
+    const char *p = (const char *)results[i].raw();
+    const char *e = p ? p + results[i].bytes() : p;
+    for (auto &[lo, hi] : adopted)
+      if (p && p < hi && lo < e) {
+        results[i] = results[i].clone();
+        break;
+      }
     out.push_back(im.tensor(results[i], i < rt.size() ? &rt[i] : nullptr));
+  }
   return out;
 }
 
@@ -313,6 +377,7 @@ bool Session::hasValue(const std::string &name) const { return impl().s->valueOf
 Tensor Session::value(const std::string &name) const {
   Impl &im = impl();
   Impl::Enter enter(im);
+  im.notStruct(name);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)
@@ -323,6 +388,7 @@ Tensor Session::value(const std::string &name) const {
 std::vector<Block> Session::blocks(const std::string &name) const {
   Impl &im = impl();
   Impl::Enter enter(im);
+  im.notStruct(name);
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)

@@ -56,6 +56,8 @@ struct TensorView {
   TensorView(const int32_t *p, std::vector<int64_t> shape) : TensorView(DType::I32, shape, p) {}
   TensorView(const int64_t *p, std::vector<int64_t> shape) : TensorView(DType::I64, shape, p) {}
   TensorView(const bool *p, std::vector<int64_t> shape) : TensorView(DType::Bool, shape, p) {}
+  /// The number of elements; -1 when a size is negative or the product
+  /// (or its bytes) does not fit in int64_t (`call` refuses such a view).
   int64_t numel() const;
 };
 

@@ -210,7 +210,31 @@ std::optional<Dim> IRBuilder::sizeOf(const std::string &text,
     if (bound)
       if (auto it = bound->find(text); it != bound->end())
         return it->second;
-    return Dim::symbol(text);
+    // Arithmetic: each name replaced by what it is bound to (another
+    // function's symbol, a number), in canonical form, so `N * M` here and
+    // `(M*N)` there are one size.
+    std::string subst;
+    for (size_t i = 0; i < text.size();) {
+      if (!std::isalpha((unsigned char)text[i]) && text[i] != '_') {
+        subst += text[i++];
+        continue;
+      }
+      size_t b = i;
+      while (i < text.size() && (std::isalnum((unsigned char)text[i]) || text[i] == '_'))
+        ++i;
+      std::string n = text.substr(b, i - b);
+      const Dim *d = nullptr;
+      if (bound)
+        if (auto it = bound->find(n); it != bound->end())
+          d = &it->second;
+      if (d)
+        subst += d->isSym() ? "(" + d->sym + ")" : std::to_string(d->value);
+      else if (auto c = constNamed(n))
+        subst += std::to_string(*c);
+      else
+        subst += n;
+    }
+    return Dim::symbol(canonicalSize(subst));
   }
   if (*v < 0) {
     diags().error(DiagId::BadSize, loc, {text, "is negative (" + std::to_string(*v) + ")"});

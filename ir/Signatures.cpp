@@ -177,11 +177,11 @@ std::optional<IndexSignature> reduce(Op op, const Shape &in, const Attrs &attrs,
 }
 
 std::optional<IndexSignature> einsumSig(const std::vector<std::string> &ins, const std::string &out,
-                                        const std::vector<Shape> &shapes, const char *name,
+                                        const std::vector<Shape> &shapes, const char *spec,
                                         ShapeError &err) {
   if (ins.size() != shapes.size()) {
     err = {DiagId::BadEinsum,
-           {name, "spec names " + std::to_string(ins.size()) + " operands but the call has " +
+           {spec, "spec names " + std::to_string(ins.size()) + " operands but the call has " +
                       std::to_string(shapes.size())}};
     return std::nullopt;
   }
@@ -190,7 +190,7 @@ std::optional<IndexSignature> einsumSig(const std::vector<std::string> &ins, con
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].size() != shapes[i].size()) {
       err = {DiagId::BadEinsum,
-             {name, "operand " + std::to_string(i) + " has " + std::to_string(shapes[i].size()) +
+             {spec, "operand " + std::to_string(i) + " has " + std::to_string(shapes[i].size()) +
                         " dims but `" + ins[i] + "` names " + std::to_string(ins[i].size())}};
       return std::nullopt;
     }
@@ -206,7 +206,7 @@ std::optional<IndexSignature> einsumSig(const std::vector<std::string> &ins, con
       } else {
         if (s.sizes[it->second] != shapes[i][d]) {
           err = {DiagId::ShapeMismatch,
-                 {name, std::string("`") + c + "` = " + s.sizes[it->second].str(),
+                 {"einsum", std::string("`") + c + "` = " + s.sizes[it->second].str(),
                   std::string("`") + c + "` = " + shapes[i][d].str()}};
           return std::nullopt;
         }
@@ -351,27 +351,25 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
     }
     if (i >= in.size() || o >= out.size())
       return fail();
-    if (in[i].isSym() || out[o].isSym()) {
-      if (in[i] != out[o])
-        return fail();
-      int f = s.addFactor(in[i], FactorRole::Kept);
-      fi[i++] = f;
-      fo[o++] = f;
-      continue;
-    }
-    // grow the smaller side until the products match
+    // Grow one side until the products match: numbers by value, symbolic
+    // sizes as products of names (`[N, M]` and `[N*M]`, `[B, H*D]` and
+    // `[B, H, D]`).
     size_t i0 = i, o0 = o;
-    int64_t pi = in[i++].value, po = out[o++].value;
-    while (pi != po) {
-      if (pi < po) {
-        if (i >= in.size() || in[i].isSym())
-          return fail();
-        pi *= in[i++].value;
-      } else {
-        if (o >= out.size() || out[o].isSym())
-          return fail();
-        po *= out[o++].value;
-      }
+    auto pi = sizeProduct(in[i++]), po = sizeProduct(out[o++]);
+    if (!pi || !po)
+      return fail();
+    while (*pi != *po) {
+      const bool numbers = pi->names.empty() && po->names.empty();
+      bool growIn = numbers ? pi->coef < po->coef : divides(*pi, *po);
+      if (!numbers && !growIn && !divides(*po, *pi))
+        return fail();
+      if (growIn ? i >= in.size() : o >= out.size())
+        return fail();
+      auto next = sizeProduct(growIn ? in[i++] : out[o++]);
+      auto &side = growIn ? pi : po;
+      side = next ? times(*side, *next) : std::nullopt;
+      if (!side)
+        return fail();
     }
     if (i - i0 == 1 && o - o0 == 1) {
       int f = s.addFactor(in[i0], FactorRole::Kept);
@@ -382,7 +380,7 @@ std::optional<IndexSignature> reshape(const Shape &in, const Shape &out, ShapeEr
     // the other's split with an aligned major dim; shard legality is decided
     // by the placement rule (divisibility), so mark the major dims as one
     // factor and the rest as pinned.
-    int major = s.addFactor(Dim::lit(pi), FactorRole::Kept);
+    int major = s.addFactor(sizeDim(*pi), FactorRole::Kept);
     fi[i0] = major;
     fo[o0] = major;
     for (size_t k = i0 + 1; k < i; ++k)
@@ -466,7 +464,7 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
       err = {DiagId::BadEinsum, {attrs.str, why}};
       return std::nullopt;
     }
-    return einsumSig(ins, out, shapes, "einsum", err);
+    return einsumSig(ins, out, shapes, attrs.str.c_str(), err);
   }
   case Op::Transpose: {
     const Shape &in = shapes[0];

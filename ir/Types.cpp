@@ -8,6 +8,10 @@
 #include <climits>
 
 #include <cassert>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 namespace dt {
@@ -72,6 +76,124 @@ bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || isLowPrecis
 bool isLowPrecision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 std::string Dim::str() const { return isSym() ? sym : std::to_string(value); }
+
+namespace {
+
+/// Whether `t` is `( ... )` with the two parentheses matching each other.
+bool wrapped(const std::string &t) {
+  if (t.size() < 2 || t.front() != '(' || t.back() != ')')
+    return false;
+  int depth = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    depth += t[i] == '(' ? 1 : t[i] == ')' ? -1 : 0;
+    if (depth == 0 && i + 1 < t.size())
+      return false;
+  }
+  return true;
+}
+
+/// The factors of a pure product (names, integers, `*`, parentheses), or
+/// nullopt when the text has other arithmetic.
+std::optional<std::vector<std::string>> productFactors(const std::string &t) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : t) {
+    if (c == '(' || c == ')')
+      continue;
+    if (c == '*') {
+      if (cur.empty())
+        return std::nullopt;
+      out.push_back(cur);
+      cur.clear();
+    } else if (std::isalnum((unsigned char)c) || c == '_') {
+      cur += c;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (cur.empty())
+    return std::nullopt;
+  out.push_back(cur);
+  return out;
+}
+
+} // namespace
+
+std::string canonicalSize(const std::string &text) {
+  std::string t;
+  for (char c : text)
+    if (c != ' ' && c != '\t')
+      t += c;
+  while (wrapped(t))
+    t = t.substr(1, t.size() - 2);
+  auto factors = productFactors(t);
+  if (!factors)
+    return t;
+  std::string out;
+  for (auto &f : *factors)
+    out += (out.empty() ? "" : "*") + f;
+  return out;
+}
+
+bool Dim::sameProduct(const Dim &o) const {
+  auto a = sizeProduct(*this), b = sizeProduct(o);
+  return a && b && *a == *b;
+}
+
+std::optional<SizeProduct> sizeProduct(const Dim &d) {
+  SizeProduct p;
+  if (!d.isSym()) {
+    if (d.value < 0)
+      return std::nullopt;
+    p.coef = d.value;
+    return p;
+  }
+  std::string t = canonicalSize(d.sym);
+  auto factors = productFactors(t);
+  if (!factors) {
+    p.names = {t};
+    return p;
+  }
+  for (auto &f : *factors) {
+    if (std::isdigit((unsigned char)f[0])) {
+      errno = 0;
+      long long v = std::strtoll(f.c_str(), nullptr, 10);
+      auto c = errno || v <= 0 ? std::nullopt : checkedMul(p.coef, (int64_t)v);
+      if (!c)
+        return std::nullopt;
+      p.coef = *c;
+    } else {
+      p.names.push_back(f);
+    }
+  }
+  std::sort(p.names.begin(), p.names.end());
+  return p;
+}
+
+bool divides(const SizeProduct &a, const SizeProduct &b) {
+  return a.coef != 0 && b.coef % a.coef == 0 &&
+         std::includes(b.names.begin(), b.names.end(), a.names.begin(), a.names.end());
+}
+
+std::optional<SizeProduct> times(const SizeProduct &a, const SizeProduct &b) {
+  auto c = checkedMul(a.coef, b.coef);
+  if (!c)
+    return std::nullopt;
+  SizeProduct p;
+  p.coef = *c;
+  std::merge(a.names.begin(), a.names.end(), b.names.begin(), b.names.end(),
+             std::back_inserter(p.names));
+  return p;
+}
+
+Dim sizeDim(const SizeProduct &p) {
+  if (p.names.empty())
+    return Dim::lit(p.coef);
+  std::string t = p.coef != 1 ? std::to_string(p.coef) : "";
+  for (auto &n : p.names)
+    t += (t.empty() ? "" : "*") + (productFactors(n) ? n : "(" + n + ")");
+  return Dim::symbol(canonicalSize(t));
+}
 
 std::string shapeStr(const Shape &s) {
   std::string r = "[";

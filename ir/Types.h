@@ -49,11 +49,35 @@ struct Dim {
   static Dim lit(int64_t v) { return Dim{v, ""}; }
   static Dim symbol(std::string s) { return Dim{0, std::move(s)}; }
   bool isSym() const { return !sym.empty(); }
-  bool operator==(const Dim &o) const { return sym == o.sym && (isSym() || value == o.value); }
+  /// Symbolic sizes are equal when they are the same product of names
+  /// (`H*D` and `D*H`), else when their text is.
+  bool operator==(const Dim &o) const {
+    return sym == o.sym ? isSym() || value == o.value : isSym() && o.isSym() && sameProduct(o);
+  }
+  bool sameProduct(const Dim &o) const;
   bool operator!=(const Dim &o) const { return !(*this == o); }
   std::string str() const;
 };
 using Shape = std::vector<Dim>;
+/// A symbolic size's canonical text: spaces and outer parentheses dropped,
+/// and a pure product's inner parentheses too (`(N*M)*2` is `N*M*2`); the
+/// factors keep the order written (Dim::operator== compares products).
+std::string canonicalSize(const std::string &text);
+/// A size as a product: the integer factor and the sorted names (a
+/// non-product symbolic size is one opaque name). nullopt for a negative
+/// size or an overflow.
+struct SizeProduct {
+  int64_t coef = 1;
+  std::vector<std::string> names;
+  bool operator==(const SizeProduct &o) const { return coef == o.coef && names == o.names; }
+  bool operator!=(const SizeProduct &o) const { return !(*this == o); }
+};
+std::optional<SizeProduct> sizeProduct(const Dim &d);
+/// Whether `a` divides `b`; `b / a` and `a * b` (nullopt on overflow).
+bool divides(const SizeProduct &a, const SizeProduct &b);
+std::optional<SizeProduct> times(const SizeProduct &a, const SizeProduct &b);
+/// The product as a Dim (a literal when it has no names).
+Dim sizeDim(const SizeProduct &p);
 std::string shapeStr(const Shape &s); ///< `[2, T]`
 bool isConcrete(const Shape &s);
 /// Requires a concrete shape; INT64_MAX when the product overflows (the

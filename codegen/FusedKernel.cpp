@@ -169,7 +169,7 @@ FusedKernel buildFusedKernel(const Function &f) {
         throw fail("an `index_select` member must read inputs");
       int d = (int)in.attrs.ints.at(0);
       x = k.gather(src->second, arg(in, 1), d);
-      fk.gathers.push_back({src->second, ids->second, d});
+      fk.gathers.push_back({src->second, ids->second, d, in.loc});
       node[in.results[0]] = x;
       continue;
     }
@@ -218,8 +218,8 @@ FusedKernel buildFusedKernel(const Function &f) {
       }
       int d = (int)scatter->attrs.ints.at(0);
       k.scatterStore(o, arg(*scatter, 2), arg(*scatter, 1), d);
-      fk.scatter =
-          KernelScatter{o, input.at(scatter->operands[0]), input.at(scatter->operands[1]), d};
+      fk.scatter = KernelScatter{o, input.at(scatter->operands[0]), input.at(scatter->operands[1]),
+                                 d, scatter->loc};
     }
   }
   std::string err = verifyKernel(k);

@@ -32,6 +32,7 @@ namespace dt {
 /// runtime/KernelRuntime.cpp).
 struct KernelGather {
   int src = 0, ids = 0, dim = 0;
+  SrcLoc loc; ///< the `index_select`'s, named by an out-of-range id
 };
 
 /// An `index_add(base, ids, x, dim)` member (the fused scatter): output
@@ -40,6 +41,7 @@ struct KernelGather {
 /// it first, and checks every id against base's local extent along `dim`.
 struct KernelScatter {
   int output = 0, base = 0, ids = 0, dim = 0;
+  SrcLoc loc; ///< the `index_add`'s
 };
 
 struct FusedKernel {

@@ -259,12 +259,25 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   // A gather reads rows its ids name: every id must be inside the source's
   // local block (the reference evaluator's check and message; the kernel
   // itself does not check).
+  // A bad id names its own op's line (FaultAt), not the kernel's call.
   for (const KernelGather &g : e.fk.gathers)
-    checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+    try {
+      checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+    } catch (const RuntimeFault &f) {
+      if (typeid(f) != typeid(RuntimeFault))
+        throw;
+      throw FaultAt(f.what(), g.loc);
+    }
   const std::optional<KernelScatter> &sc = e.fk.scatter;
   const int64_t scatterRows = sc ? (*args[sc->base])->shape.at(sc->dim) : 0;
   if (sc)
-    checkedIds_.check(dev, **args[sc->ids], sc->dim, scatterRows, "index_add");
+    try {
+      checkedIds_.check(dev, **args[sc->ids], sc->dim, scatterRows, "index_add");
+    } catch (const RuntimeFault &f) {
+      if (typeid(f) != typeid(RuntimeFault))
+        throw;
+      throw FaultAt(f.what(), sc->loc);
+    }
   const FusedLaunch &l = cs.launch;
   size_t nOut = k.outputs.size();
   void *bufs[16];

@@ -31,6 +31,14 @@ struct ReportedElsewhere : RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };
 
+/// A plain fault raised for one op inside a compiled group (a fused
+/// kernel's gather ids out of range): rethrowAt names that op's line, not
+/// the line of the group's call.
+struct FaultAt : RuntimeFault {
+  FaultAt(const std::string &what, SrcLoc at) : RuntimeFault(what), loc(at) {}
+  SrcLoc loc;
+};
+
 /// Rethrows `f`, with " (line L:C)" of `loc` appended when it is a plain
 /// RuntimeFault that does not say where yet (an index out of range, memory
 /// running out): the executors call it around each instruction. `file`, when
@@ -39,7 +47,11 @@ struct ReportedElsewhere : RuntimeFault {
 /// pass unchanged.
 [[noreturn]] inline void rethrowAt(const RuntimeFault &f, SrcLoc loc,
                                    const std::string &file = "") {
-  if (typeid(f) != typeid(RuntimeFault) || !loc.known() || std::strstr(f.what(), "(line "))
+  if (auto *at = dynamic_cast<const FaultAt *>(&f); at && at->loc.known())
+    loc = at->loc;
+  else if (typeid(f) != typeid(RuntimeFault))
+    throw;
+  if (!loc.known() || std::strstr(f.what(), "(line "))
     throw;
   throw RuntimeFault(std::string(f.what()) + " (line " + std::to_string(loc.line) + ":" +
                      std::to_string(loc.col) + (file.empty() ? "" : " of " + file) + ")");

@@ -176,9 +176,43 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
   std::string dir = dataPath(e.args[0]->text, e.loc), name = e.args[1]->text;
   Attrs a;
   a.str = dir + "\n" + name;
-  // A checkpoint saved earlier in the same run is checked when it loads.
+  // A checkpoint saved earlier in the program: its type is what that save
+  // writes, not what the folder holds now (the run checks it again).
+  if (auto saved = st_.checkpointsSaved.find(dir); saved != st_.checkpointsSaved.end()) {
+    auto it = saved->second.find(name);
+    if (it == saved->second.end()) {
+      std::string names;
+      for (auto &[n, t] : saved->second)
+        names += (names.empty() ? "`" : ", `") + n + "`";
+      diags()
+          .error<DiagId::CheckpointBad>(
+              e.args[1]->loc, dir + ": the save_checkpoint above writes no tensor `" + name + "`")
+          .hint = "it writes " + names;
+      return EV::bad();
+    }
+    const TensorType &held = it->second;
+    if (!declared)
+      return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {held});
+    if (declared->dtype != held.dtype || declared->shape != held.shape) {
+      diags()
+          .error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + " " + name, held.str(),
+                                             declared->str())
+          .hint = "declare `" + held.str() + (declared->isHost() ? "" : " @ ...") +
+                  "` (what the save_checkpoint above writes), or cast/reshape after loading";
+      return EV::bad();
+    }
+    if (declared->hasPartial()) {
+      diags()
+          .error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + " " + name, held.str(),
+                                             declared->str())
+          .hint =
+          "a checkpoint holds whole values: load it `replicate` or `shard`ed, then relayout";
+      return EV::bad();
+    }
+    return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {*declared});
+  }
   std::error_code ec;
-  if (declared && (st_.checkpointsSaved.count(dir) || !std::filesystem::exists(dir, ec))) {
+  if (declared && !std::filesystem::exists(dir, ec)) {
     if (declared->hasPartial() || !isConcrete(declared->shape)) {
       diags().error<DiagId::CheckpointBad>(e.args[0]->loc, dir + ": no such checkpoint");
       return EV::bad();
@@ -273,7 +307,12 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
     exs.push_back(e.args[i].get());
     a.str += "\n" + name;
   }
-  st_.checkpointsSaved.insert(dataPath(e.args[0]->text, e.loc));
+  auto &written = st_.checkpointsSaved[dataPath(e.args[0]->text, e.loc)];
+  written.clear(); // a save writes the whole checkpoint anew
+  for (size_t k = 0; k < vals.size(); ++k) {
+    const TensorType &t = typeOf(vals[k].ids[0]);
+    written[e.args[1 + 2 * k]->text] = TensorType{t.dtype, t.shape, nullptr, {}};
+  }
   return emit(Op::SaveCheckpoint, vals, exs, e.loc, a, {});
 }
 

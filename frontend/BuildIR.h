@@ -133,16 +133,20 @@ struct Compilation::BuilderState {
   std::map<std::string, FnInfo> functions;
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
   std::map<std::string, Binding> globals;              ///< top-level names
-  std::set<std::string> imported; ///< every module loaded, by any file
+  std::set<std::string> imported;                      ///< every module loaded, by any file
   /// Which modules each file imported itself ("" is the program): a module
   /// reaches `nn.f` only when it wrote `import nn`, not because the program
   /// (or another module) did.
   std::map<std::string, std::set<std::string>> importsOf;
   std::map<std::string, StructRef> structs; ///< `Block`, `nn.Linear`
+  /// Structs refused as too large: a type that names one says so.
+  std::set<std::string> structsTooLarge;
   /// Checkpoint folders a `save_checkpoint` writes earlier in the program: a
   /// later `load_checkpoint` of one is checked when it runs, not against
   /// what the folder holds at compile time.
-  std::set<std::string> checkpointsSaved;
+  /// folder -> tensor name -> the dtype and global shape it writes; a later
+  /// `load_checkpoint` of it takes (or checks) its type from there.
+  std::map<std::string, std::map<std::string, TensorType>> checkpointsSaved;
   /// Tensor files a `save` writes earlier in the program: path -> tensor
   /// name ("" for `.npy`) -> the dtype and global shape it writes. A later
   /// `load` of one is checked against that, not against the file on disk.

@@ -81,7 +81,7 @@ struct Session::Mark {
   std::set<std::string> imported;
   std::map<std::string, std::set<std::string>> importsOf;
   std::map<std::string, StructRef> structs;
-  std::set<std::string> checkpointsSaved;
+  std::map<std::string, std::map<std::string, TensorType>> checkpointsSaved;
   std::map<std::string, std::map<std::string, TensorType>> filesSaved;
   size_t nFunctions = 0, nMeshes = 0, nPrograms = 0;
 };

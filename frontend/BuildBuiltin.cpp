@@ -56,10 +56,16 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
   const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
   std::vector<int64_t> dims;
   const ast::Expr *d = kwarg(e, "dim");
+  const ast::Expr *ds = kwarg(e, "dims");
+  const ast::Expr *pos = e.args.size() > 1 ? ex(1) : nullptr;
+  if ((d ? 1 : 0) + (ds ? 1 : 0) + (pos ? 1 : 0) > 1) {
+    const ast::Expr *second = d && ds ? ds : pos;
+    diags().error(DiagId::DimAndDims, second->loc, {name}).hint =
+        "list every dim once: `" + name + "(x, dims=[0, 1])`";
+    return EV::bad();
+  }
   if (!d)
-    d = kwarg(e, "dims");
-  if (!d && e.args.size() > 1)
-    d = ex(1);
+    d = ds ? ds : pos;
   if (d) {
     if (!intList(*this, *d, dims))
       return EV::bad();
@@ -77,7 +83,10 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
     }
   }
   std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  if (auto twice = std::adjacent_find(dims.begin(), dims.end()); twice != dims.end()) {
+    diags().error(DiagId::DimListedTwice, d->loc, {name, std::to_string(*twice)});
+    return EV::bad();
+  }
   Attrs a;
   a.ints = dims;
   Op op = name == "max" ? Op::ReduceMax : name == "min" ? Op::ReduceMin : Op::ReduceSum;

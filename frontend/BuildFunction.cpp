@@ -509,6 +509,12 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
   }
   if (fi->broken)
     return EV::bad();
+  if (args.size() != fi->decl->params.size()) {
+    diags().error(
+        DiagId::ArgCount, loc,
+        {fi->qualified, std::to_string(fi->decl->params.size()), std::to_string(args.size())});
+    return EV::bad();
+  }
   std::vector<int64_t> wrt = {0};
   if (const ast::Expr *wp = kwarg(callee, "wrt")) {
     wrt.clear();

@@ -114,6 +114,11 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
       diags().error(DiagId::MeshBadAxisSize, l, {d.axes[i].first});
       return;
     }
+    if (d.axes[i].first == "_") {
+      diags().error(DiagId::MeshAxisUnderscore, l, {d.name}).hint =
+          "name the axis: `mesh " + d.name + " = [x = " + std::to_string(d.axes[i].second) + "]`";
+      return;
+    }
     if (!names.insert(d.axes[i].first).second) {
       diags().error(DiagId::MeshDuplicateAxis, l, {d.name, d.axes[i].first});
       return;
@@ -659,6 +664,8 @@ bool Compilation::build(std::unique_ptr<ast::Program> prog) {
   IRBuilder b(*this);
   b.buildProgram(*prog);
   builderState->programs.push_back(std::move(prog));
+  if (diags.errorCount() == before)
+    checkCallDepth();
   return diags.errorCount() == before;
 }
 

@@ -42,6 +42,12 @@ StructRef IRBuilder::findStruct(const std::string &name) const {
 }
 
 void IRBuilder::unknownType(const ast::TypeSpec &spec) {
+  for (const std::string &cand : scopedNames(spec.dtype))
+    if (st_.structsTooLarge.count(cand)) {
+      diags().error(DiagId::UnknownType, spec.loc, {spec.dtype}).hint =
+          "struct `" + cand + "` was refused where it is declared: it holds too many tensors";
+      return;
+    }
   auto &d = diags().error(DiagId::UnknownType, spec.loc, {spec.dtype});
   if (parseDType(spec.dtype)) {
     d.hint = "a tensor type has dims: write `" + spec.dtype + "[]` for a scalar";
@@ -98,6 +104,14 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
         unknownType(f.type);
         ok = false;
         continue;
+      }
+      if ((int64_t)(def->leaves.size() + fld.sub->leaves.size()) > s_.options.maxStructTensors) {
+        diags()
+            .error(DiagId::StructTooLarge, f.loc, {q, std::to_string(s_.options.maxStructTensors)})
+            .hint = "each tensor of a struct is a value of every function that takes it: stack "
+                    "repeated fields into fewer, larger tensors (`w: f32[L, D, D]`)";
+        st_.structsTooLarge.insert(q);
+        return;
       }
       for (auto &[path, t] : fld.sub->leaves)
         def->leaves.push_back({f.name + "." + path, t});

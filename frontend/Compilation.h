@@ -49,6 +49,13 @@ struct CompileOptions {
   int64_t maxRanks = 4096;
   /// Bytes of one source file (a program or an imported module).
   int64_t maxSourceBytes = int64_t(16) << 20;
+  /// Tensors of one struct, its nested structs' fields flattened (each is a
+  /// value of every function that takes the struct; doubling nests would
+  /// otherwise grow exponentially).
+  int64_t maxStructTensors = 16384;
+  /// Calls nested in calls, from the program's top level: the executors'
+  /// limit (Executor::kMaxCallDepth), checked when the program is built.
+  int maxCallDepth = 256;
   /// Run-time (read by `verifySource` for both evaluators): iterations one
   /// `while` or run-time-bound `for` may run; past it the run stops with a
   /// RuntimeFault. 0: no limit (the fuzzer sets one, since a mutated `while`
@@ -122,6 +129,10 @@ public:
   /// holds a struct argument's leaves in field order.
   std::string instantiateCall(const std::string &fn, std::vector<TensorType> &argTypes,
                               const std::vector<std::string> &argStructs = {});
+
+  /// Reports (and returns false) when the program's calls nest deeper than
+  /// options.maxCallDepth (frontend/CallDepth.cpp).
+  bool checkCallDepth();
 
   /// The value ids of `main` bound to top-level names (`let`/`var`), which a
   /// later chunk may read.

@@ -171,6 +171,7 @@ struct Stmt {
   std::vector<StmtPtr> body;          ///< For/If/While body
   std::vector<StmtPtr> elseBody;      ///< If: the `else` branch (empty without one)
   bool hasElse = false;               ///< If: an `else` was written
+  int elseChain = 1;                  ///< If: the `if` and the `else if`s after it
   std::unique_ptr<MeshDecl> mesh;     ///< Mesh
   std::unique_ptr<FnDecl> fn;         ///< Fn
   std::unique_ptr<StructDecl> record; ///< Struct

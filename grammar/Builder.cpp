@@ -554,7 +554,22 @@ StmtPtr Builder::ifStmt(ExprPtr cond, StmtList body, StmtList elseBody, const Sp
   st->value = std::move(cond);
   st->body = std::move(body);
   st->hasElse = !elseBody.empty();
+  // An `else if` chain nests one level per branch (the parser's rule is
+  // right-recursive, and so is everything that walks the AST): bound it as
+  // bracket nesting is bounded, with the same error once.
+  if (elseBody.size() == 1 && elseBody[0] && elseBody[0]->kind == Stmt::If)
+    st->elseChain = elseBody[0]->elseChain + 1;
   st->elseBody = std::move(elseBody);
+  if (st->elseChain > kMaxElseChain) {
+    if (!reportedDepth_)
+      diags_.error(DiagId::ElseChainTooLong, st->loc, {std::to_string(kMaxElseChain)}).hint =
+          "an `else if` chain nests one level per branch: split it, or compute the branch with "
+          "`where` or an index";
+    reportedDepth_ = true;
+    st->elseBody.clear(); // drops the chain below, so nothing deeper is kept
+    st->hasElse = false;
+    st->elseChain = 1;
+  }
   return st;
 }
 

@@ -18,6 +18,8 @@ namespace dt::gram {
 /// Brackets (and, in the parser, expressions) may nest at most this deep; the
 /// limit keeps every recursive walk over the AST far from the stack's end.
 constexpr int kMaxNesting = 200;
+/// Branches of one `if ... else if ...` chain (Builder::ifStmt).
+constexpr int kMaxElseChain = 1000;
 
 /// A position: 1-based line and byte column.
 struct Pos {

@@ -458,6 +458,10 @@ private:
   void checkInferredTypes(const Inst &in) {
     if (!opts_.inferTypes || in.results.empty())
       return;
+    // A wrong operand count is reported by inst(); inference assumes it right.
+    const OpInfo &info = opInfo(in.op);
+    if (info.numOperands >= 0 && in.operands.size() != (size_t)info.numOperands)
+      return;
     std::vector<TensorType> ops, given;
     for (int o : in.operands)
       ops.push_back(f_.type(o));

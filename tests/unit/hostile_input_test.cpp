@@ -85,6 +85,38 @@ TEST_CASE("hostile: resource limits come from CompileOptions") {
   CHECK(errorsOf("mesh m = [x = 4097]") == std::vector{DiagId::MeshTooLarge});
 }
 
+TEST_CASE("hostile: call chains and struct nests are bounded where they are declared") {
+  // Calls nested deeper than the executors run (256) are an error of the
+  // program, not of its run; exactly at the limit they are fine.
+  auto chain = [](int n) {
+    std::string s = "fn f" + std::to_string(n) + "(x: f32[2]) -> f32[2] { return x }\n";
+    for (int i = n - 1; i >= 0; --i)
+      s += "fn f" + std::to_string(i) + "(x: f32[2]) -> f32[2] { return f" + std::to_string(i + 1) +
+           "(x) }\n";
+    return s + "let a : f32[2] = ones()\nprint(f0(a))\n";
+  };
+  CHECK(errorsOf(chain(255)).empty()); // f0 .. f255: 256 calls deep
+  CHECK(errorsOf(chain(256)) == std::vector{DiagId::CallsTooDeep});
+  CompileOptions shallow;
+  shallow.maxCallDepth = 3;
+  CHECK(errorsOf(chain(2), shallow).empty());
+  CHECK(errorsOf(chain(3), shallow) == std::vector{DiagId::CallsTooDeep});
+  // Each struct nest doubling its tensors: 2^14 tensors are fine, 2^15 not
+  // (this used to grow exponentially in time and memory, then abort).
+  auto nest = [](int levels) {
+    std::string s = "struct S0 { a: f32[2] }\n";
+    for (int i = 1; i <= levels; ++i)
+      s += "struct S" + std::to_string(i) + " { x: S" + std::to_string(i - 1) + ", y: S" +
+           std::to_string(i - 1) + " }\n";
+    return s;
+  };
+  CHECK(errorsOf(nest(14)).empty());
+  auto ids = errorsOf(nest(40)); // S15 is refused; S16 .. S40 name it (twice each)
+  REQUIRE(ids.size() == 51);
+  CHECK(ids[0] == DiagId::StructTooLarge);
+  CHECK(ids[1] == DiagId::UnknownType);
+}
+
 TEST_CASE("hostile: source files are regular files under the size limit") {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / "dt_hostile_unit";

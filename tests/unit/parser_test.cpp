@@ -505,6 +505,20 @@ TEST_CASE("parser: deep nesting is ParseTooDeep, not a stack overflow") {
   for (size_t i = 0; i < 1000; ++i)
     blocks += "for i in 0..1 {\n";
   onlyTooDeep(blocks);
+  // An `else if` chain nests one level per branch: 100k branches (which
+  // crashed a later walk of the AST) are one error, 1000 are fine.
+  auto elseChain = [](size_t branches) {
+    std::string s = "if true { print(1) }";
+    for (size_t i = 1; i < branches; ++i)
+      s += " else if true { print(1) }";
+    return s + "\n";
+  };
+  Parsed longChain = parse(elseChain(100000));
+  CHECK_FALSE(longChain.ok);
+  REQUIRE(longChain.diags.size() == 1);
+  CHECK(longChain.diags[0].id == DiagId::ElseChainTooLong);
+  CHECK(parse(elseChain(1000)).ok);
+  CHECK_FALSE(parse(elseChain(1001)).ok);
   // Nesting within the limit is fine.
   CHECK(parse("let a = " + std::string(150, '(') + "1" + std::string(150, ')')).ok);
   CHECK(parse("let a = " + std::string(150, '-') + "1").ok);

@@ -22,6 +22,17 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
                                    const std::vector<StructRef> &argShape,
                                    std::vector<StructRef> *resultShape) {
   const ast::FnDecl &decl = *fi.decl;
+  // Bodies being built, each inside the one before (a generic calling a
+  // generic): past the call depth the executors run, the calls could never
+  // run, and the builder's own recursion stays bounded.
+  if ((int64_t)instantiating_.size() >= s_.options.maxCallDepth) {
+    diags()
+        .error(DiagId::CallsTooDeep, loc,
+               {std::to_string(s_.options.maxCallDepth), "`" + fi.qualified + "` and below"})
+        .hint = "the run would stop there; inline some of the functions, or merge a chain of "
+                "small ones";
+    return "";
+  }
   // Struct-typed and type-parameter parameters are expanded into leaves.
   Signature sig;
   if (!expandSignature(fi, argTypes, argShape, argExprs, loc, sig))
@@ -297,6 +308,15 @@ void IRBuilder::reportInCall(FnInfo &fi, const std::vector<TensorType> &argTypes
   for (auto &x : inner)
     if (x.severity == Severity::Error && !first)
       first = &x;
+  // Calls nested too deep are one error where the depth runs out, not one
+  // "in `f`:" per level of the chain.
+  if (first && first->id == DiagId::CallsTooDeep) {
+    Diagnostic keep = *first;
+    auto &d = diags().error(DiagId::CallsTooDeep, keep.loc, {});
+    d.message = keep.message;
+    d.hint = keep.hint;
+    return;
+  }
   // Search first: the trial builds add and drop diagnostics, which would
   // invalidate a reference to the one reported here.
   std::optional<std::pair<size_t, TensorType>> fix;

@@ -97,6 +97,21 @@ TEST_CASE("hostile: call chains and struct nests are bounded where they are decl
   };
   CHECK(errorsOf(chain(255)).empty()); // f0 .. f255: 256 calls deep
   CHECK(errorsOf(chain(256)) == std::vector{DiagId::CallsTooDeep});
+  // A chain of generics is instantiated inside each other: bounded at the
+  // same depth (this ran for minutes at 3000 and recursed without limit).
+  auto generics = [](int n) {
+    std::string s = "fn f" + std::to_string(n) + "(x: f32[N]) -> f32[N] { return x }\n";
+    for (int i = n - 1; i >= 0; --i)
+      s += "fn f" + std::to_string(i) + "(x: f32[N]) -> f32[N] { return f" + std::to_string(i + 1) +
+           "(x) }\n";
+    return s + "let a : f32[2] = ones()\nprint(f0(a))\n";
+  };
+  CHECK(errorsOf(generics(200)).empty());
+  auto start = std::chrono::steady_clock::now();
+  auto deep = errorsOf(generics(3000));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  REQUIRE(!deep.empty());
+  CHECK(deep[0] == DiagId::CallsTooDeep);
   CompileOptions shallow;
   shallow.maxCallDepth = 3;
   CHECK(errorsOf(chain(2), shallow).empty());

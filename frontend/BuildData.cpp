@@ -176,6 +176,26 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
   std::string dir = dataPath(e.args[0]->text, e.loc), name = e.args[1]->text;
   Attrs a;
   a.str = dir + "\n" + name;
+  // The load's type: what the checkpoint holds (`held`), or the declared
+  // type when it has the same dtype and shape and no partial axis. `whose`
+  // says in the hint where `held` comes from.
+  auto loadHeld = [&](const TensorType &held, const std::string &whose) {
+    if (!declared)
+      return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {held});
+    std::string what = e.args[0]->text + " " + name;
+    if (declared->dtype != held.dtype || declared->shape != held.shape) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held.str(), declared->str()).hint =
+          "declare `" + held.str() + (declared->isHost() ? "" : " @ ...") + "`" + whose +
+          ", or cast/reshape after loading";
+      return EV::bad();
+    }
+    if (declared->hasPartial()) {
+      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held.str(), declared->str()).hint =
+          "a checkpoint holds whole values: load it `replicate` or `shard`ed, then relayout";
+      return EV::bad();
+    }
+    return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {*declared});
+  };
   // A checkpoint saved earlier in the program: its type is what that save
   // writes, not what the folder holds now (the run checks it again).
   if (auto saved = st_.checkpointsSaved.find(dir); saved != st_.checkpointsSaved.end()) {
@@ -190,26 +210,7 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
           .hint = "it writes " + names;
       return EV::bad();
     }
-    const TensorType &held = it->second;
-    if (!declared)
-      return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {held});
-    if (declared->dtype != held.dtype || declared->shape != held.shape) {
-      diags()
-          .error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + " " + name, held.str(),
-                                             declared->str())
-          .hint = "declare `" + held.str() + (declared->isHost() ? "" : " @ ...") +
-                  "` (what the save_checkpoint above writes), or cast/reshape after loading";
-      return EV::bad();
-    }
-    if (declared->hasPartial()) {
-      diags()
-          .error<DiagId::TensorFileMismatch>(e.loc, e.args[0]->text + " " + name, held.str(),
-                                             declared->str())
-          .hint =
-          "a checkpoint holds whole values: load it `replicate` or `shard`ed, then relayout";
-      return EV::bad();
-    }
-    return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {*declared});
+    return loadHeld(it->second, " (what the save_checkpoint above writes)");
   }
   std::error_code ec;
   if (declared && !std::filesystem::exists(dir, ec)) {
@@ -233,26 +234,10 @@ EV IRBuilder::loadCheckpointCall(const ast::Expr &e, const TensorType *declared)
     return EV::bad();
   }
   const CheckpointTensor &ct = it->second;
-  DType dt = *parseDType(ct.dtype);
   Shape shape;
   for (int64_t d : ct.shape)
     shape.push_back(Dim::lit(d));
-  std::string held = ct.dtype + shapeStr(shape);
-  TensorType t = declared ? *declared : TensorType{dt, shape, nullptr, {}};
-  if (declared) {
-    std::string what = e.args[0]->text + " " + name;
-    if (t.dtype != dt || !isConcrete(t.shape) || concreteDims(t.shape) != ct.shape) {
-      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held, t.str()).hint =
-          "declare `" + held + (t.isHost() ? "" : " @ ...") + "`, or cast/reshape after loading";
-      return EV::bad();
-    }
-    if (t.hasPartial()) {
-      diags().error<DiagId::TensorFileMismatch>(e.loc, what, held, t.str()).hint =
-          "a checkpoint holds whole values: load it `replicate` or `shard`ed, then relayout";
-      return EV::bad();
-    }
-  }
-  return emit(Op::LoadCheckpoint, {}, {}, e.loc, a, {t});
+  return loadHeld(TensorType{*parseDType(ct.dtype), shape, nullptr, {}}, "");
 }
 
 bool IRBuilder::namesOneLine(const ast::Expr &e, const std::string &fn) {

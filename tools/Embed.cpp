@@ -8,6 +8,7 @@
 #include "runtime/Format.h"
 #include "runtime/LocalOps.h"
 #include "runtime/Session.h"
+#include "support/Checked.h"
 #include "support/Errors.h"
 #include "support/LowPrecision.h"
 
@@ -62,11 +63,10 @@ DType fromInternal(dt::DType d) {
 /// The element count; -1 for a negative size or one whose bytes (at
 /// `elemBytes` each) overflow int64_t.
 int64_t product(const std::vector<int64_t> &shape, int64_t elemBytes) {
-  int64_t n = 1, bytes = 0;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n))
-      return -1;
-  return __builtin_mul_overflow(n, elemBytes, &bytes) ? -1 : n;
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return -1;
+  auto n = dt::checkedProduct(shape, [](int64_t d) { return d; });
+  return n && dt::checkedMul(*n, elemBytes) ? *n : -1;
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -344,8 +344,6 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
     values.push_back(std::move(h));
   }
   std::vector<dt::HostTensor> results;
-  if (std::all_of(structs.begin(), structs.end(), [](auto &n) { return n.empty(); }))
-    structs.clear();
   bool ok = im.guard([&] { return im.s->call(fn, types, values, results, im.out, structs); });
   if (!ok) {
     im.collect();

@@ -88,27 +88,21 @@ TEST_CASE("hostile: resource limits come from CompileOptions") {
 TEST_CASE("hostile: call chains and struct nests are bounded where they are declared") {
   // Calls nested deeper than the executors run (256) are an error of the
   // program, not of its run; exactly at the limit they are fine.
-  auto chain = [](int n) {
-    std::string s = "fn f" + std::to_string(n) + "(x: f32[2]) -> f32[2] { return x }\n";
+  // f0 calls f1 ... calls fn; `param` is their parameter's type.
+  auto chain = [](int n, const std::string &param = "f32[2]") {
+    std::string sig = "(x: " + param + ") -> " + param;
+    std::string s = "fn f" + std::to_string(n) + sig + " { return x }\n";
     for (int i = n - 1; i >= 0; --i)
-      s += "fn f" + std::to_string(i) + "(x: f32[2]) -> f32[2] { return f" + std::to_string(i + 1) +
-           "(x) }\n";
+      s += "fn f" + std::to_string(i) + sig + " { return f" + std::to_string(i + 1) + "(x) }\n";
     return s + "let a : f32[2] = ones()\nprint(f0(a))\n";
   };
   CHECK(errorsOf(chain(255)).empty()); // f0 .. f255: 256 calls deep
   CHECK(errorsOf(chain(256)) == std::vector{DiagId::CallsTooDeep});
   // A chain of generics is instantiated inside each other: bounded at the
   // same depth (this ran for minutes at 3000 and recursed without limit).
-  auto generics = [](int n) {
-    std::string s = "fn f" + std::to_string(n) + "(x: f32[N]) -> f32[N] { return x }\n";
-    for (int i = n - 1; i >= 0; --i)
-      s += "fn f" + std::to_string(i) + "(x: f32[N]) -> f32[N] { return f" + std::to_string(i + 1) +
-           "(x) }\n";
-    return s + "let a : f32[2] = ones()\nprint(f0(a))\n";
-  };
-  CHECK(errorsOf(generics(200)).empty());
+  CHECK(errorsOf(chain(200, "f32[N]")).empty());
   auto start = std::chrono::steady_clock::now();
-  auto deep = errorsOf(generics(3000));
+  auto deep = errorsOf(chain(3000, "f32[N]"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
   REQUIRE(!deep.empty());
   CHECK(deep[0] == DiagId::CallsTooDeep);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <signal.h>
@@ -92,6 +94,16 @@ void writeAll(const FaultWatch::Line &l) {
 
 const int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// How long past the timeout the watchdog lets a polled wait report itself
+/// (its report may ask other nodes for up to 5 s, MpiSites.cpp).
+constexpr double kPolledGrace = 10;
+
 } // namespace
 
 void FaultWatch::Line::put(const char *s) {
@@ -120,6 +132,14 @@ FaultWatch::FaultWatch(int rank, double timeoutSeconds) : rank_(rank), timeout_(
 }
 
 FaultWatch::~FaultWatch() {
+  if (watchdog_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(dogMu_);
+      dogStop_ = true;
+    }
+    dogWake_.notify_all();
+    watchdog_.join();
+  }
   FaultWatch *me = this;
   if (gWatch.compare_exchange_strong(me, nullptr)) {
     for (int sig : kCrashSignals)
@@ -152,11 +172,16 @@ std::string FaultWatch::processName(int p) const {
 }
 
 const char *const FaultWatch::kEndOfRun = "the end-of-run barrier";
+const char *const FaultWatch::kStartUp = "the start-up exchange";
 
 void FaultWatch::putWhere(Line &l) const {
   const char *coll = collective_.load(std::memory_order_relaxed);
   if (coll == kEndOfRun) {
     l.put("at the end of its program (waiting for the other processes to end theirs)");
+    return;
+  }
+  if (coll == kStartUp) {
+    l.put("at start-up (exchanging pids and hosts with the other processes)");
     return;
   }
   const Device *dev = device_.load();
@@ -183,6 +208,27 @@ void FaultWatch::putWhere(Line &l) const {
     l.put(":");
     l.put((long long)in->loc.col);
   }
+}
+
+bool FaultWatch::putFailedPeers(Line &l) const {
+  int named = 0;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    if ((int)r == rank_ || !peers_[r].sameNode)
+      continue;
+    PeerState s = peerState(peers_[r].pid);
+    if (s == PeerState::Running)
+      continue;
+    if (named == 4) {
+      l.put(" and more");
+      break;
+    }
+    l.put(named++ ? ", " : "");
+    putProcess(l, (int)r);
+    l.put(" (pid ");
+    l.put((long long)peers_[r].pid);
+    l.put(s == PeerState::Gone ? ") exited" : ") is stopped");
+  }
+  return named > 0;
 }
 
 bool FaultWatch::putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const {
@@ -213,6 +259,9 @@ std::string FaultWatch::failedPeer(const std::vector<int> *members, bool stopped
 
 void FaultWatch::enter(const char *collective) {
   collective_.store(collective, std::memory_order_relaxed);
+  int64_t none = 0;
+  if (waitSince_.compare_exchange_strong(none, nowNs()))
+    polled_.store(true);
   if (!sites_ || rank_ < 0 || (size_t)rank_ >= siteCount_)
     return;
   Line l;
@@ -225,8 +274,14 @@ void FaultWatch::enter(const char *collective) {
   s.seq.fetch_add(1, std::memory_order_release);
 }
 
+void FaultWatch::block(const char *what) {
+  enter(what);
+  polled_.store(false);
+}
+
 void FaultWatch::leave() {
   collective_.store(nullptr, std::memory_order_relaxed);
+  waitSince_.store(0);
   if (!sites_ || rank_ < 0 || (size_t)rank_ >= siteCount_)
     return;
   std::lock_guard<std::mutex> lk(publishMu_);
@@ -291,19 +346,77 @@ std::string FaultWatch::where() const {
   return std::string(l.buf, l.n);
 }
 
+bool FaultWatch::report(const std::string &what) {
+  if (failing_.exchange(true))
+    return false;
+  Line l;
+  l.put("dtensorc: ");
+  putProcess(l, rank_);
+  l.put(": ");
+  l.put(what.c_str());
+  l.put("\n");
+  writeAll(l);
+  return true;
+}
+
 void FaultWatch::fail(const std::string &what) {
-  if (!failing_.exchange(true)) {
-    Line l;
-    l.put("dtensorc: ");
-    putProcess(l, rank_);
-    l.put(": ");
-    l.put(what.c_str());
-    l.put("\n");
-    writeAll(l);
-  }
+  report(what);
   if (abort_)
     abort_(1);
   _exit(1);
+}
+
+void FaultWatch::startWatchdog(bool abortFromAnyThread) {
+  if (watchdog_.joinable())
+    return;
+  abortFromAnyThread_ = abortFromAnyThread;
+  watchdog_ = std::thread([this] { watchdogLoop(); });
+}
+
+void FaultWatch::watchdogLoop() {
+  std::unique_lock<std::mutex> lk(dogMu_);
+  while (!dogWake_.wait_for(lk, std::chrono::milliseconds(100), [&] { return dogStop_; })) {
+    const int64_t since = waitSince_.load();
+    if (!since)
+      continue;
+    const double waited = (double)(nowNs() - since) / 1e9;
+    const bool polled = polled_.load();
+    const std::string me = processName(rank_);
+    std::string what;
+    if (!polled && waited >= 0.1) {
+      std::string peer = failedPeer(nullptr, false);
+      if (!peer.empty())
+        what = peer + " while " + me + " waited " + where();
+    }
+    const double limit = timeout_ + (polled ? kPolledGrace : 0);
+    if (what.empty() && waited >= limit) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", limit);
+      const std::string waitedLine = me + " waited " + secs + " s " + where();
+      std::string peer = failedPeer(nullptr, true);
+      bool differ = false;
+      std::string sites = peer.empty() ? peerSites(nullptr, &differ) : "";
+      if (!peer.empty())
+        what = peer + ": " + waitedLine;
+      else if (differ)
+        what = "no answer: " + waitedLine +
+               "; the ranks wait in different places (a deadlock, or a rank computing longer "
+               "than --fault-timeout): " +
+               sites;
+      else
+        what = "no answer: " + waitedLine + " (every process on this node is alive" +
+               (hasSiteTable() ? " and waits there too" : "") +
+               ": a deadlock, a rank on another node that stopped, or one computing longer "
+               "than --fault-timeout)";
+    }
+    if (what.empty() || since != waitSince_.load())
+      continue; // nothing to report, or the wait ended meanwhile
+    if (!report(what))
+      return; // another thread reports and ends the job
+    if (abortFromAnyThread_ && abort_)
+      abort_(1);
+    _exit(1);
+  }
 }
 
 void faultSignal(int sig) {
@@ -317,7 +430,7 @@ void faultSignal(int sig) {
       l.put(": stopped by the launcher ");
       w->putWhere(l);
       l.put(": ");
-      if (!w->putFailedPeer(l, nullptr, 0, true))
+      if (!w->putFailedPeers(l))
         l.put("another process of the job failed (the launcher's message names it)");
     } else {
       l.put(": crashed (");

@@ -18,6 +18,13 @@
 //    that ended early is named "at the end of its program".
 //    Reporting writes one line on stderr and aborts the job (MPI_Abort): the
 //    launcher then stops every process, the stopped one included.
+//  * MPI calls that cannot be polled (making a group's communicator, the
+//    start-up exchange) run between block() and unblock(), and a watchdog
+//    thread watches them: a peer on this node that exits is reported within
+//    100 ms, and a call that lasts past the fault timeout is reported like a
+//    timed-out wait (naming a stopped peer, or where the others wait). The
+//    watchdog also backs up the polled waits: one that has not reported 3 s
+//    after its timeout (stuck inside MPI itself) is reported the same way.
 //  * A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) writes
 //    one line naming its signal and the instruction it was at, then dies of
 //    the signal; the launcher notices and stops the others.
@@ -40,9 +47,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dt {
@@ -90,10 +99,23 @@ public:
   /// it only once a collective did not complete at once.
   void enter(const char *collective);
   void leave();
+  /// Around a blocking MPI call that cannot be polled (`what`: the call, as
+  /// "MPI_Comm_create_group"): the watchdog reports it when it lasts past
+  /// the timeout or a peer on this node exits meanwhile (see above).
+  void block(const char *what);
+  void unblock() { leave(); }
+  /// Starts the watchdog thread (stopped by the destructor).
+  /// `abortFromAnyThread`: the MPI library lets the watchdog thread call
+  /// MPI_Abort (MPI_THREAD_MULTIPLE); otherwise it ends this process with
+  /// _exit(1) after its report, and the launcher stops the others.
+  void startWatchdog(bool abortFromAnyThread);
   /// The name enter() takes for the barrier every process of a job waits in
   /// after its program (MpiWorld's destructor): where() then says "at the
   /// end of its program", so a peer that returned early is named as such.
   static const char *const kEndOfRun;
+  /// The name block() takes for the exchange every process makes at
+  /// start-up (MpiWorld's constructor): where() says "at start-up".
+  static const char *const kStartUp;
 
   /// Where each process of this node waits: one slot per world process in
   /// shared memory that MpiWorld maps at start-up, holding where() while the
@@ -142,6 +164,9 @@ public:
   void putWhere(Line &l) const;
   void putProcess(Line &l, int p) const;
   bool putFailedPeer(Line &l, const int *members, size_t count, bool stoppedToo) const;
+  /// Every peer of this node that exited or is stopped, up to four: "rank 0
+  /// (pid 41) exited, rank 1 (pid 42) is stopped"; false when none.
+  bool putFailedPeers(Line &l) const;
 
 private:
   int rank_;
@@ -156,6 +181,18 @@ private:
   SiteSlot *sites_ = nullptr;
   size_t siteCount_ = 0;
   std::mutex publishMu_; ///< hybrid runs: several leader threads publish
+
+  // The watchdog (block(), startWatchdog()).
+  std::atomic<int64_t> waitSince_{0}; ///< steady-clock ns when a wait began; 0: none
+  std::atomic<bool> polled_{false};   ///< the wait polls (enter), or blocks (block)
+  bool abortFromAnyThread_ = false;
+  std::thread watchdog_;
+  std::mutex dogMu_;
+  std::condition_variable dogWake_;
+  bool dogStop_ = false;
+  void watchdogLoop();
+  /// Writes "dtensorc: rank R: `what`" once (false when another report was first).
+  bool report(const std::string &what);
   friend void faultSignal(int sig);
 };
 

@@ -194,6 +194,22 @@ void waitFor(MpiComm::Handle &h, MPI_Request &req, const char *what) {
     w->leave();
 }
 
+/// Runs a blocking MPI call that cannot be polled under the watchdog
+/// (FaultWatch::block): a peer that exits or stops meanwhile is reported.
+struct Blocked {
+  FaultWatch *w;
+  Blocked(FaultWatch *watch, const char *what) : w(watch) {
+    if (w)
+      w->block(what);
+  }
+  ~Blocked() {
+    if (w)
+      w->unblock();
+  }
+  Blocked(const Blocked &) = delete;
+  Blocked &operator=(const Blocked &) = delete;
+};
+
 void checkCounts(const std::vector<int64_t> &counts, int size, const char *what) {
   if ((int)counts.size() != size)
     throw RuntimeFault(std::string(what) + ": " + std::to_string(counts.size()) +
@@ -377,6 +393,11 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   // Every process's pid and node, for the fault reports (FaultWatch.h).
   watch_ = std::make_unique<FaultWatch>(rank_, 60.0);
   watch_->setAbort([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
+  {
+    int level = 0;
+    MPI_Query_thread(&level);
+    watch_->startWatchdog(level == MPI_THREAD_MULTIPLE);
+  }
   constexpr int kHost = 64; // the host name, truncated, for the reports
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -390,6 +411,7 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   std::memcpy(&mine[2], host, kHost - 1);
   const int words = 2 + kHost / 8;
   std::vector<int64_t> all(words * (size_t)size_);
+  Blocked blocked(watch_.get(), FaultWatch::kStartUp);
   check(MPI_Allgather(mine, words, MPI_INT64_T, all.data(), words, MPI_INT64_T, MPI_COMM_WORLD),
         "MPI_Allgather");
   std::vector<PeerProcess> peers(size_);
@@ -489,8 +511,11 @@ MpiWorld::~MpiWorld() {
 
 Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label) {
   auto h = std::make_unique<MpiComm::Handle>();
-  check(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &h->comm),
-        "MPI_Comm_split");
+  {
+    Blocked blocked(watch_.get(), "MPI_Comm_split");
+    check(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &h->comm),
+          "MPI_Comm_split");
+  }
   if (h->comm == MPI_COMM_NULL)
     return nullptr;
   h->owned = true;
@@ -511,7 +536,11 @@ std::unique_ptr<MpiComm> MpiWorld::createComm(const std::vector<int> &members, i
   check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
   check(MPI_Group_incl(worldGroup, (int)members.size(), members.data(), &g), "MPI_Group_incl");
   auto h = std::make_unique<MpiComm::Handle>();
-  int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
+  int rc;
+  {
+    Blocked blocked(watch_.get(), "MPI_Comm_create_group");
+    rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
+  }
   MPI_Group_free(&g);
   MPI_Group_free(&worldGroup);
   check(rc, "MPI_Comm_create_group");

@@ -10,7 +10,12 @@
 # their ranks.
 #
 # usage: faults.sh DTENSORC MPIRUN CASE
-#   (CASE: kill segv stop program mesh hkill hsegv hstop rkill rstop rhstop)
+#   (CASE: kill segv stop program mesh hkill hsegv hstop rkill rstop rhstop
+#    first)
+#
+# The first case stops process 1 in a local loop before the first
+# collective: process 0 waits in the blocking call that makes the group's
+# communicator, which the watchdog thread watches (runtime/FaultWatch.h).
 #
 # The r* cases put every process on a node of its own
 # (DT_FAULT_PRETEND_NODES=1): a peer on another node is not visible in /proc.
@@ -137,6 +142,14 @@ hkill | hsegv | hstop)
     grep -E "dtensorc: process 1 \(ranks 2-3\): crashed \(SIGSEGV\)" "$tmp/out" ||
       fail "process 1 did not report its crash"
   fi
+  ;;
+first)
+  sig=STOP
+  prog=$tmp/first_collective.dt
+  cp "$here/first_collective.dt" "$prog"
+  kill_process_1
+  grep -E "dtensorc: rank 0: rank 1 \(pid $pid\) is stopped: rank 0 waited 3 s in MPI_Comm_(create_group|split) for \`[a-z_]+\` at .*first_collective.dt:[0-9]+:[0-9]+" "$tmp/out" ||
+    fail "no line from rank 0 naming rank 1, the communicator's creation and the source line"
   ;;
 program | mesh)
   other=$tmp/other.dt

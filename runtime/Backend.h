@@ -81,6 +81,11 @@ public:
   const Inst *site() const { return site_.load(std::memory_order_relaxed); }
 
   // --- memory -------------------------------------------------------------
+  /// False for a device that computes nothing (the null backend, a cuda
+  /// dry run): its values are zeros, so the executor's `save` and
+  /// `save_checkpoint` write no file (RankStats::savesSkipped).
+  virtual bool computes() const { return true; }
+
   /// A zero-filled buffer of `bytes` bytes in this device's memory.
   virtual std::shared_ptr<Buffer> allocate(int64_t bytes) = 0;
   /// A buffer whose contents are unspecified, for a result that its producer

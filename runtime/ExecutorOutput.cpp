@@ -139,6 +139,10 @@ namespace {
 } // namespace
 
 void RankRunner::saveFile(const Inst &in, Frame &fr) {
+  if (!dev_.computes()) { // zeros would replace the file (RankStats::savesSkipped)
+    ++rs_.stats.savesSkipped;
+    return;
+  }
   std::vector<TensorType> types;
   for (int o : in.operands)
     types.push_back(fr.type(o));
@@ -182,6 +186,10 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
 }
 
 void RankRunner::saveCheckpoint(const Inst &in, Frame &fr) {
+  if (!dev_.computes()) {
+    ++rs_.stats.savesSkipped;
+    return;
+  }
   std::vector<TensorType> types;
   for (int o : in.operands)
     types.push_back(fr.type(o));

@@ -131,6 +131,10 @@ struct RankStats {
   int64_t inPlace = 0;     ///< launches that wrote into a dying input
   int64_t reused = 0;      ///< outputs that took a pooled buffer
   int64_t collectives = 0; ///< collective steps run
+  /// `save`/`save_checkpoint` statements that wrote nothing because the
+  /// device computes nothing (Device::computes: the null backend, a cuda dry
+  /// run): their zeros would have replaced the files.
+  int64_t savesSkipped = 0;
   /// Local ops run by the Device's fallback (reference kernels on the host,
   /// not kernel IR), by op name: what the CUDA backend could not run.
   std::map<std::string, int64_t> fallbackOps;

@@ -40,6 +40,7 @@ class NullDevice final : public Device {
 public:
   NullDevice(NullBackend &b, int rank, int worldSize)
       : Device(rank), b_(b), world_(rank, worldSize) {}
+  bool computes() const override { return false; }
 
   std::shared_ptr<Buffer> allocate(int64_t bytes) override {
     return std::make_shared<Buffer>((size_t)bytes);

@@ -72,7 +72,8 @@ std::string applyMeshOverride(std::string &text, const MeshOverride &o) {
       }
       if (names.size() != o.sizes.size())
         return "mesh `" + o.mesh + "` has " + std::to_string(names.size()) +
-               " axes, the override " + std::to_string(o.sizes.size());
+               (names.size() == 1 ? " axis" : " axes") + ", the override gives " +
+               std::to_string(o.sizes.size()) + " sizes";
       std::string repl = "mesh " + o.mesh + " = [";
       for (size_t i = 0; i < names.size(); ++i) {
         if (o.sizes[i] < 1)

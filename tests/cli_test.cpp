@@ -334,3 +334,112 @@ TEST_CASE("cli: run --profile times each instruction of rank 0, the first run ap
   CHECK(contains(p.err, "total"));
   std::filesystem::remove(prog);
 }
+
+TEST_CASE("cli: --backend null and --dry-run write no files: their zeros never replace data") {
+  namespace fs = std::filesystem;
+  std::string dir = "/tmp/dt-cli-null-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string prog = dir + "/p.dt";
+  {
+    std::ofstream f(prog);
+    f << "mesh m = [x = 2]\nlet a : f32[4] @ m[x] = [1, 2, 3, 4]\n"
+         "save_checkpoint(\""
+      << dir << "/ck\", \"w\", a)\nsave(\"" << dir << "/a.npy\", a)\n"
+      << "let b : f32[4] @ m[x] = load_checkpoint(\"" << dir << "/ck\", \"w\")\nprint(b)\n";
+  }
+  ProcResult real = dtc({"run", prog});
+  REQUIRE(real.exitCode == 0);
+  CHECK(contains(real.out, "[1, 2, 3, 4]"));
+  auto bytesOf = [](const fs::path &p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  std::map<std::string, std::string> before;
+  for (auto &e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file())
+      before[e.path().string()] = bytesOf(e.path());
+  for (std::vector<std::string> mode :
+       {std::vector<std::string>{"--backend", "null"}, {"--backend", "cuda", "--dry-run"}}) {
+    std::vector<std::string> args = {"run", prog};
+    args.insert(args.end(), mode.begin(), mode.end());
+    ProcResult r = dtc(args);
+    INFO(mode[1] << ": " << r.err);
+    CHECK(r.exitCode == 0);
+    CHECK(contains(r.err, "2 `save`/`save_checkpoint` wrote no file"));
+    std::map<std::string, std::string> after;
+    for (auto &e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file())
+        after[e.path().string()] = bytesOf(e.path());
+    CHECK(after == before);
+  }
+  CHECK(dtc({"run", prog}).out == real.out); // the checkpoint still loads
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: output that cannot be written (a full disk) fails the command") {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--version"},
+                                        {"emit", "build", DT_SOURCE_DIR "/examples/mlp_tp.dt"},
+                                        {"explain", DT_SOURCE_DIR "/examples/mlp_tp.dt"}}) {
+    std::string cmd = "'" + std::string(DT_DTENSORC) + "'";
+    for (auto &a : args)
+      cmd += " '" + a + "'";
+    ProcResult r = dtlang::runProcess({"/bin/sh", "-c", cmd + " > /dev/full"}, 60);
+    INFO(cmd);
+    CHECK(r.exitCode == 1);
+    CHECK(contains(r.err, "cannot write the output (stdout)"));
+  }
+}
+
+TEST_CASE("cli: a bad environment value is named as the environment's, not as a flag") {
+  auto withEnv = [](const std::string &env, const std::string &args) {
+    return dtlang::runProcess(
+        {"/bin/sh", "-c", env + " '" + std::string(DT_DTENSORC) + "' " + args}, 60);
+  };
+  ProcResult t = withEnv("DTENSOR_FAULT_TIMEOUT=abc", "run " + kMissing);
+  CHECK(t.exitCode == 2);
+  CHECK(contains(t.err, "DTENSOR_FAULT_TIMEOUT (environment) needs a number of seconds"));
+  ProcResult f = withEnv("DTENSOR_FAULT_TIMEOUT=abc", "run --fault-timeout x " + kMissing);
+  CHECK(contains(f.err, "--fault-timeout needs a number of seconds"));
+  ProcResult n = withEnv("DTENSOR_RANKS_PER_NODE=0", "explain " + kMissing);
+  CHECK(n.exitCode == 2);
+  CHECK(contains(n.err, "DTENSOR_RANKS_PER_NODE (environment) needs a positive number"));
+}
+
+TEST_CASE("cli: IR text errors are located diagnostics; a .ir file read as a program says so") {
+  std::string base = "/tmp/dt-cli-ir-" + std::to_string(::getpid());
+  std::ofstream(base + ".dt") << "mesh m = [x = 2]\nlet a : f32[4] @ m[x] = ones()\n";
+  std::ofstream(base + ".ir") << "mesh m = [x = 2]\nfunc @main() {\n  return\n}\n";
+  std::ofstream(base + "-bin.ir") << std::string("\x01\x02\x03", 3);
+  ProcResult dt = dtc({"check", "-x", "ir", base + ".dt"});
+  CHECK(dt.exitCode == 1);
+  CHECK(contains(dt.err, base + ".dt:2:1: error: "));
+  CHECK(contains(dt.err, "  2 | let a : f32[4] @ m[x] = ones()\n    | ^"));
+  CHECK(contains(dt.err, "hint: `-x ir` reads IR text"));
+  ProcResult ir = dtc({"check", base + ".ir"});
+  CHECK(ir.exitCode == 1);
+  CHECK(contains(ir.err, "is read as a program; IR text needs `-x ir`"));
+  ProcResult bin = dtc({"check", "-x", "ir", base + "-bin.ir"});
+  CHECK(bin.exitCode == 1);
+  CHECK(contains(bin.err, "got byte 0x01"));
+  for (const char *suffix : {".dt", ".ir", "-bin.ir"})
+    std::remove((base + suffix).c_str());
+}
+
+TEST_CASE("cli: verify --mesh: a mesh given twice or one the program lacks is a usage error") {
+  std::string prog = "/tmp/dt-cli-mesh-" + std::to_string(::getpid()) + ".dt";
+  std::ofstream(prog) << "mesh m = [x = 2]\nlet a : f32[4] @ m[x] = ones()\n"
+                         "print(relayout(sum(a), m[]))\n";
+  ProcResult twice = dtc({"verify", "--mesh", "m=[2]", "--mesh", "m=[1]", prog});
+  CHECK(twice.exitCode == 2);
+  CHECK(contains(twice.err, "mesh `m` is given twice"));
+  ProcResult axes = dtc({"verify", "--mesh", "m=[2,2]", prog});
+  CHECK(axes.exitCode == 2);
+  CHECK(contains(axes.err, "--mesh: mesh `m` has 1 axis, the override gives 2 sizes"));
+  ProcResult none = dtc({"verify", "--mesh", "q=[2]", prog});
+  CHECK(none.exitCode == 2);
+  CHECK(contains(none.err, "declares no mesh `q`"));
+  ProcResult ok = dtc({"verify", "--mesh", "m=[3]", prog});
+  CHECK(ok.exitCode == 0);
+  std::remove(prog.c_str());
+}

@@ -5,6 +5,7 @@
 #include "dtensor/dtensor.hpp"
 
 #include "frontend/BuildIR.h"
+#include "runtime/Backend.h"
 #include "runtime/Format.h"
 #include "runtime/LocalOps.h"
 #include "runtime/Session.h"
@@ -216,6 +217,14 @@ struct Session::Impl {
 };
 
 Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
+  if (opts.world < 0)
+    throw Error(Error::Kind::Usage, "Options::world is " + std::to_string(opts.world) +
+                                        "; give the number of ranks, or 0 for as many as the "
+                                        "program's meshes need");
+  if (opts.backend != "cpu" && opts.backend != "cuda" && opts.backend != "null" &&
+      opts.backend != "mpi")
+    throw Error(Error::Kind::Usage,
+                "Options::backend is `" + opts.backend + "`; use one of " + dt::backendNames());
   dt::SessionOptions so;
   so.backend = opts.backend;
   so.pipeline.target = opts.backend == "cuda" ? dt::CodeTarget::Cuda : dt::CodeTarget::Llvm;

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -28,7 +29,25 @@
 
 using namespace dt;
 
+namespace {
+int dtensorcMain(int argc, char **argv);
+}
+
 int main(int argc, char **argv) {
+  int code = dtensorcMain(argc, argv);
+  // What a command wrote on stdout (an emitted IR, a table, --help) must
+  // have arrived: a full disk or a closed pipe is a failure, not exit 0.
+  std::cout.flush();
+  if (code == 0 && !std::cout) {
+    std::cerr << "dtensorc: error: cannot write the output (stdout)\n";
+    return 1;
+  }
+  return code;
+}
+
+namespace {
+
+int dtensorcMain(int argc, char **argv) {
   const char *banner = "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")";
   // `dtensorc` alone on a terminal is the REPL.
   if (argc == 1 && isatty(0)) {
@@ -112,17 +131,21 @@ int main(int argc, char **argv) {
                  launch.launcher +
                  " each process is one rank (`--backend mpi`, the default there)");
   double faultTimeout = 60;
-  if (const char *env = std::getenv("DTENSOR_FAULT_TIMEOUT"))
-    faultTimeout = std::strtod(env, nullptr);
-  if (a.flags.count("fault-timeout")) {
-    const std::string &text = a.flags["fault-timeout"];
-    char *end = nullptr;
-    faultTimeout = std::strtod(text.c_str(), &end);
-    if (!end || *end || text.empty())
-      faultTimeout = 0;
+  {
+    // The flag, else the environment; a bad value names where it came from.
+    const char *env = std::getenv("DTENSOR_FAULT_TIMEOUT");
+    bool flag = a.flags.count("fault-timeout") != 0;
+    if (flag || env) {
+      std::string text = flag ? a.flags["fault-timeout"] : env;
+      char *end = nullptr;
+      faultTimeout = std::strtod(text.c_str(), &end);
+      if (!end || *end || text.empty())
+        faultTimeout = 0;
+    }
+    if (!(faultTimeout > 0 && faultTimeout <= 1e6))
+      return usage(std::string(flag ? "--fault-timeout" : "DTENSOR_FAULT_TIMEOUT (environment)") +
+                   " needs a number of seconds (a positive number, as 60 or 2.5)");
   }
-  if (!(faultTimeout > 0 && faultTimeout <= 1e6))
-    return usage("--fault-timeout needs a number of seconds (a positive number, as 60 or 2.5)");
   int perProcess = 1;
   if (a.flags.count("ranks-per-process")) {
     const std::string &text = a.flags["ranks-per-process"];
@@ -147,7 +170,10 @@ int main(int argc, char **argv) {
     long long r = std::strtoll(perNodeText.c_str(), &end, 10);
     perNode = end && *end == 0 && r > 0 && r <= (1 << 30) ? r : 0;
     if (perNode < 1)
-      return usage("--ranks-per-node needs a positive number of ranks (as 8)");
+      return usage(std::string(a.flags.count("ranks-per-node")
+                                   ? "--ranks-per-node"
+                                   : "DTENSOR_RANKS_PER_NODE (environment)") +
+                   " needs a positive number of ranks (as 8)");
   } else if (underMpi && launch.localSize > 0 && launch.localSize < launch.size) {
     perNode = (int64_t)launch.localSize * perProcess;
   }
@@ -157,6 +183,9 @@ int main(int argc, char **argv) {
     std::string why = parseMeshOverride(text, o);
     if (!why.empty())
       return usage("--mesh: " + why);
+    for (const MeshOverride &before : overrides)
+      if (before.mesh == o.mesh)
+        return usage("--mesh: mesh `" + o.mesh + "` is given twice; give each mesh once");
     overrides.push_back(o);
   }
   int ranks = 0;
@@ -195,6 +224,9 @@ int main(int argc, char **argv) {
     so.exec.progress = &progress;
   try {
     if (a.cmd == "repl") {
+      if (backend == "mpi")
+        return usage("the REPL runs every rank in this process (`--backend cpu`, `cuda` or "
+                     "`null`); `mpi` runs one rank per process: `mpirun ... dtensorc run FILE`");
       ReplOptions ro;
       ro.backend = backend;
       ro.kernelCache = dtcli::kernelCacheDir();
@@ -210,10 +242,22 @@ int main(int argc, char **argv) {
         bo.faultTimeout = faultTimeout;
         gpu = makeBackend(backend, bo);
       }
+      // A --mesh that does not fit the program is a usage error, as a
+      // malformed one is.
+      if (std::ifstream in{a.file}; in && !overrides.empty()) {
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        for (const MeshOverride &o : overrides)
+          if (std::string why = applyMeshOverride(text, o); !why.empty())
+            return usage("--mesh: " + why);
+      }
       VerifyResult vr = verifyFile(a.file, overrides, ranks, gpu.get());
       std::cerr << vr.diagnostics;
-      if (!vr.compiled)
+      if (!vr.compiled) {
+        for (const MeshOverride &o : overrides)
+          std::cerr << "note: --mesh " << o.mesh << "=[...] rewrote the declaration of mesh `"
+                    << o.mesh << "`: an error there quotes the rewritten line\n";
         return 1;
+      }
       std::cout << formatChecks(vr.checks);
       return allPass(vr.checks) ? 0 : 1;
     }
@@ -261,6 +305,10 @@ int main(int argc, char **argv) {
       std::cerr << diags.renderAll();
     if (!s.run(std::cout, std::cerr))
       return failed();
+    if (!quiet && !s.stats().ranks.empty() && s.stats().ranks[0].savesSkipped > 0)
+      std::cerr << "note: this run computes nothing (--backend null, or --dry-run): "
+                << s.stats().ranks[0].savesSkipped
+                << " `save`/`save_checkpoint` wrote no file (they would have written zeros)\n";
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "error: cannot write the output (stdout)\n";
@@ -300,3 +348,5 @@ int main(int argc, char **argv) {
     return 3;
   }
 }
+
+} // namespace

@@ -2,7 +2,7 @@
 // a result that is an argument (or a view of one) owns its data after the
 // call; struct values passed by name; views whose shape is negative or
 // overflows; Options::deterministic in calls; the source size limit for
-// text compiled from memory.
+// text compiled from memory; Options refused by name.
 #include "dtensor/dtensor.hpp"
 
 #include <doctest/doctest.h>
@@ -147,4 +147,18 @@ TEST_CASE("embed: compile() of text over the source size limit is refused as a f
         std::string::npos);
   CHECK_FALSE(s.hasValue("a"));
   CHECK(s.compile("let a : f32[] = 1\n", "small.dt"));
+}
+
+TEST_CASE("embed: Options with a negative world or an unknown backend are refused by name") {
+  std::string what;
+  dtensor::Options o;
+  o.world = -1;
+  CHECK(kindOf([&] { dtensor::Session s(o); }, &what) == dtensor::Error::Kind::Usage);
+  CHECK(what.find("Options::world is -1") != std::string::npos);
+  o.world = 0;
+  o.backend = "gpu";
+  CHECK(kindOf([&] { dtensor::Session s(o); }, &what) == dtensor::Error::Kind::Usage);
+  CHECK(what.find("Options::backend is `gpu`; use one of cpu") != std::string::npos);
+  o.backend = "null";
+  CHECK(kindOf([&] { dtensor::Session s(o); }) == dtensor::Error::Kind::Internal); // no throw
 }

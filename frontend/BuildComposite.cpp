@@ -123,7 +123,8 @@ EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"});
+    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+        "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
   if (!t.shape[d].isSym() && t.shape[d].value == 0) {
@@ -195,7 +196,8 @@ EV IRBuilder::cumsum(const ast::Expr &e, EV x, const TensorType &t) {
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {"cumsum", "a numeric type", "bool"});
+    diags().error(DiagId::DTypeMismatch, e.loc, {"cumsum", "a numeric type", "bool"}).hint =
+        "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
   for (auto &p : t.placements)

@@ -325,6 +325,21 @@ EV IRBuilder::expr(const ast::Expr &e) {
       return EV::bad();
     }
     Binding *b = lookup(e.text);
+    if (!b && symbols_) {
+      // A size symbol read as a value (`if N > 2`, `i == N - 1`) is the
+      // integer the call binds; a symbolic one makes the function checked
+      // per call (symbolAsValue_), and stands for 1 meanwhile.
+      if (auto sym = symbols_->find(e.text); sym != symbols_->end()) {
+        EV v;
+        v.literal = true;
+        v.isInt = true;
+        if (sym->second.isSym())
+          symbolAsValue_ = true;
+        v.ival = sym->second.isSym() ? 1 : sym->second.value;
+        v.number = (double)v.ival;
+        return v;
+      }
+    }
     if (!b && reportField(e))
       return EV::bad();
     if (!b) {
@@ -365,7 +380,8 @@ EV IRBuilder::expr(const ast::Expr &e) {
     if (a.literal) {
       // As on tensors: `-` takes a number, `!` a bool.
       if (e.op == "-" && a.isBool) {
-        diags().error(DiagId::DTypeMismatch, e.loc, {"neg", "a numeric type", "bool"});
+        diags().error(DiagId::DTypeMismatch, e.loc, {"neg", "a numeric type", "bool"}).hint =
+            "a bool tensor is not a number: `cast(x, f32)` makes one";
         return EV::bad();
       }
       if (e.op != "-" && !a.isBool) {
@@ -442,7 +458,8 @@ EV IRBuilder::binary(const ast::Expr &e) {
       return EV::bad();
     }
     if (!logical && (a.isBool || b.isBool) && !(equality && a.isBool && b.isBool)) {
-      diags().error(DiagId::DTypeMismatch, e.loc, {e.op, "a numeric type", "bool"});
+      diags().error(DiagId::DTypeMismatch, e.loc, {e.op, "a numeric type", "bool"}).hint =
+          "a bool tensor is not a number: `cast(x, f32)` makes one";
       return EV::bad();
     }
     EV r;

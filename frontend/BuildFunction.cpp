@@ -75,8 +75,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     auto mismatch = [&](const std::string &want) -> Diagnostic & {
       auto &d = diags().error(DiagId::ArgType, loc,
                               {std::to_string(i + 1), fi.qualified, want, at.str()});
-      d.notes.push_back("parameter `" + params[i].name + "` declared here: line " +
-                        std::to_string(params[i].loc.line));
+      d.notes.push_back("parameter `" + params[i].name +
+                        "` declared here: " + lineOf(params[i].loc, loc));
       return d;
     };
     bool ranked = std::count(spec.dims.begin(), spec.dims.end(), "...") > 0;
@@ -105,8 +105,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     auto mismatch = [&](const std::string &want) -> Diagnostic & {
       auto &d = diags().error(DiagId::ArgType, loc,
                               {std::to_string(i + 1), fi.qualified, want, at.str()});
-      d.notes.push_back("parameter `" + params[i].name + "` declared here: line " +
-                        std::to_string(params[i].loc.line));
+      d.notes.push_back("parameter `" + params[i].name +
+                        "` declared here: " + lineOf(params[i].loc, loc));
       return d;
     };
     if (params[i].exact) {
@@ -605,6 +605,18 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       leafExprs.push_back(argExprs[i]);
     }
   }
+  // A tensor argument in `wrt` must be floating-point; a struct argument's
+  // integer and bool fields are constants (zeros in its gradient).
+  for (auto i : wrt)
+    if (!shape[i] && !isFloat(types[leafRange[i].first].dtype)) {
+      auto &d = diags().error(
+          DiagId::NotDifferentiable, argExprs[i] ? argExprs[i]->loc : loc,
+          {std::to_string(i), fi->qualified,
+           "its type `" + types[leafRange[i].first].str() + "` is not floating-point"});
+      d.hint = "leave it out of `wrt`: a gradient is taken with respect to floating-point "
+               "arguments";
+      return EV::bad();
+    }
   bool structs = std::any_of(shape.begin(), shape.end(), [](const StructRef &r) { return !!r; });
   // `wrt` names arguments; a struct argument is all of its leaves.
   std::vector<int64_t> userWrt = wrt;

@@ -105,7 +105,8 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
     return EV::bad();
   }
   if (xt.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"});
+    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+        "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
   for (const TensorType *t : {&xt, &it})

@@ -121,8 +121,8 @@ bool IRBuilder::bindGenerics(FnInfo &fi, const std::vector<FlatParam> &params,
     const TensorType &at = argTypes[i];
     const ast::Expr *ae = i < argExprs.size() ? argExprs[i] : nullptr;
     auto note = [&](Diagnostic &d) {
-      d.notes.push_back("parameter `" + params[i].name + "` declared here: line " +
-                        std::to_string(params[i].loc.line));
+      d.notes.push_back("parameter `" + params[i].name +
+                        "` declared here: " + lineOf(params[i].loc, loc));
     };
     bool isParam = !spec.bare && std::find(decl.typeParams.begin(), decl.typeParams.end(),
                                            spec.dtype) != decl.typeParams.end();

@@ -99,6 +99,12 @@ void IRBuilder::stmt(const ast::Stmt &s) {
   }
 }
 
+std::string IRBuilder::lineOf(SrcLoc at, SrcLoc from) const {
+  if (at.file == from.file || at.file < 0 || at.file >= s_.sources.count())
+    return "line " + std::to_string(at.line);
+  return s_.sources.path(at.file) + ":" + std::to_string(at.line);
+}
+
 void IRBuilder::meshDecl(const ast::Stmt &s) {
   const ast::MeshDecl &d = *s.mesh;
   if (st_.meshes.count(d.name)) {
@@ -154,7 +160,8 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
         return;
       }
       if (!seen.insert(dev).second) {
-        diags().error(DiagId::MeshDuplicateDevice, l, {d.name, std::to_string(dev)});
+        diags().error(DiagId::MeshDuplicateDevice, l, {d.name, std::to_string(dev)}).hint =
+            "a device is one rank of the mesh: list each id once, as `devices [2, 3, 6, 7]`";
         return;
       }
     }
@@ -455,6 +462,14 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
     diags().error(DiagId::Redefinition, s.loc, {q});
     return;
   }
+  if (auto it = st_.structs.find(q); it != st_.structs.end()) {
+    // `S(...)` would call the function and the struct could not be built.
+    auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
+    e.notes.push_back("`" + q + "` is the struct declared at line " +
+                      std::to_string(it->second->loc.line));
+    e.hint = "give the function another name";
+    return;
+  }
   bool twice = false;
   for (size_t i = 0; i < d.params.size() && !twice; ++i)
     for (size_t j = 0; j < i && !twice; ++j)
@@ -516,8 +531,11 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   }
   symbols_ = savedSymbols;
   size_t before = s_.module.functions.size();
+  size_t nd = diags().all().size();
+  int ne = diags().errorCount();
   std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
   bool structs = std::any_of(shape.begin(), shape.end(), [](const StructRef &r) { return !!r; });
+  symbolAsValue_ = false;
   std::string name =
       instantiate(stored, types, noExprs, SrcLoc{}, structs ? shape : std::vector<StructRef>{});
   // A fully concrete signature is a real instance; keep it. Symbolic ones are
@@ -528,6 +546,14 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   if (!concrete)
     while (s_.module.functions.size() > before)
       s_.module.functions.pop_back();
+  if (!concrete && symbolAsValue_) {
+    // The body reads a size symbol's value, which only a call knows: what
+    // the symbolic check said stands for a made-up size; check per call.
+    diags().rollback(nd, ne);
+    symbolAsValue_ = false;
+    stored.generic = true;
+    return;
+  }
   if (name.empty())
     stored.broken = true;
 }
@@ -599,7 +625,12 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     else if (st->kind == ast::Stmt::Import)
       importModule(*st);
     else
-      diags().error<DiagId::ModuleStatement>(st->loc);
+      diags().error<DiagId::ModuleStatement>(st->loc).hint =
+          st->kind == ast::Stmt::Mesh
+              ? "meshes belong to the program: a module's functions take any layout with "
+                "`@ *` (`fn f(x: f32[N] @ *) -> f32[N] @ *`)"
+              : "statements and values belong to the program; a module declares functions "
+                "and structs for it";
   }
   modulePrefix_ = saved;
   st_.programs.push_back(std::move(prog));

@@ -152,6 +152,10 @@ struct Compilation::BuilderState {
   /// `load` of one is checked against that, not against the file on disk.
   std::map<std::string, std::map<std::string, TensorType>> filesSaved;
   int instanceCounter = 0;
+  /// Instructions of `main` verified after an earlier build and unchanged
+  /// since (a session's inputs append to `main`; one that rolls `main` back
+  /// lowers this): the next verification starts after them.
+  size_t verifiedMainInsts = 0;
 };
 
 class IRBuilder {
@@ -515,6 +519,10 @@ public:
   std::vector<std::map<std::string, Binding>> scopes_;
   /// Size symbols of the function being built (generic check or instance).
   const std::map<std::string, Dim> *symbols_ = nullptr;
+  /// Set when an expression reads the value of a size symbol that is
+  /// symbolic (`if N > 2` in a function checked where it is defined): that
+  /// check is dropped and the function is checked at each call instead.
+  bool symbolAsValue_ = false;
   /// The `...` batch dims of the instance being built (null: none bound, so
   /// `...` is an error) and its dtype parameters (`T` of `T[..., D]`).
   const Shape *batch_ = nullptr;
@@ -534,6 +542,9 @@ public:
   std::set<std::string> instantiating_;
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
+  /// "line 7" for a place in the file of `from`, else "nn.dt:7" (or "[3]:7",
+  /// an earlier input of a session): where a note points.
+  std::string lineOf(SrcLoc at, SrcLoc from) const;
   int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
   /// Set while a call binds a function's signature: the `let` constants
   /// its declaration saw (FnInfo::consts), in place of the caller's scopes.

@@ -118,7 +118,8 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     return EV::bad();
   }
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"});
+    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+        "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
   if (t.rank() == 0) {

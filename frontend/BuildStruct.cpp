@@ -100,6 +100,13 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
     if (f.type.bare) {
       // A nested struct, declared before (so a struct never contains itself).
       fld.sub = findStruct(f.type.dtype);
+      if (!fld.sub && (f.type.dtype == d.name || f.type.dtype == q)) {
+        diags().error(DiagId::UnknownType, f.type.loc, {f.type.dtype}).hint =
+            "a struct cannot hold itself (it would hold tensors without end); a field holds "
+            "a tensor or a struct declared above";
+        ok = false;
+        continue;
+      }
       if (!fld.sub) {
         unknownType(f.type);
         ok = false;
@@ -631,8 +638,7 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
                                       argTypes.begin() + (std::ptrdiff_t)(k + n));
     const ast::Expr *ae = k < argExprs.size() ? argExprs[k] : nullptr;
     auto note = [&](Diagnostic &d) {
-      d.notes.push_back("parameter `" + p.name + "` declared here: line " +
-                        std::to_string(p.loc.line));
+      d.notes.push_back("parameter `" + p.name + "` declared here: " + lineOf(p.loc, loc));
     };
     if (p.type.bare && isTypeParam(p.type.dtype)) {
       Bound here{st, leafTypes};

@@ -322,6 +322,8 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
       return std::nullopt;
     if (!st_.meshes.empty())
       d.hint = "declared meshes: `" + st_.meshes.begin()->first + "`";
+    else
+      d.hint = "declare the mesh above its first use: `mesh " + spec.mesh + " = [x = 2]`";
     return std::nullopt;
   }
   MeshRef mesh = it->second;

@@ -32,8 +32,16 @@ SrcLoc Builder::loc(const Span &whole, const Span &anchor) const {
   return whole.begin.line == whole.end.line ? loc(whole) : loc(anchor);
 }
 
-void Builder::syntaxError(const Span &at, const std::string &message) {
+void Builder::syntaxError(const Span &at, const std::string &message, const Lexer::Opener *opener) {
   auto &d = diags_.error(DiagId::ParseError, loc(at), {message});
+  if (opener) {
+    const char close = opener->ch == '(' ? ')' : opener->ch == '[' ? ']' : '}';
+    d.notes.push_back(std::string("the `") + opener->ch + "` at line " +
+                      std::to_string(opener->at.begin.line) + ":" +
+                      std::to_string(opener->at.begin.col) + " is never closed");
+    if (d.hint.empty())
+      d.hint = std::string("close it with `") + close + "`";
+  }
   // The control-flow mistakes a newcomer makes most, named with their fix.
   if (message.find("found `else`") != std::string::npos)
     d.hint = "`else` continues an `if`: write it after the `}` on the same line: `} else {`";

@@ -43,7 +43,9 @@ public:
   SrcLoc loc(const Span &s) const;
   /// `whole` when it is on one line, else `anchor`.
   SrcLoc loc(const Span &whole, const Span &anchor) const;
-  void syntaxError(const Span &at, const std::string &message);
+  /// `opener`: a bracket the input left open at its end (named in a note).
+  void syntaxError(const Span &at, const std::string &message,
+                   const Lexer::Opener *opener = nullptr);
 
   // Expressions.
   ast::ExprPtr number(const std::string &text, bool isInt, const Span &s);

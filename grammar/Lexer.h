@@ -112,6 +112,14 @@ public:
   void recover();
   /// True once nesting exceeded kMaxNesting; the lexer then only yields End.
   bool aborted() const { return aborted_; }
+  /// A bracket and where it opened.
+  struct Opener {
+    char ch = '(';
+    Span at;
+  };
+  /// Once the input is read to its end: the innermost `(`, `[` or layout
+  /// brace still open (a syntax error there names it), else null.
+  const Opener *unclosedAtEnd() const;
   /// The raw source bytes of the last token returned (for error messages).
   const std::string &lastLexeme() const { return lastLexeme_; }
   TokKind lastKind() const { return prev_; }
@@ -133,6 +141,8 @@ private:
   const char *cur_, *lim_, *lineStart_;
   int line_ = 1;
   std::vector<Bracket> brackets_;
+  std::vector<Opener> openedAt_; ///< where each of brackets_ opened
+  bool reachedEnd_ = false;      ///< the scanner returned End
   TokKind prev_ = TokKind::Newline, prev2_ = TokKind::Newline;
   /// Nesting depth of the `for`/`if`/`while` header being read (its block
   /// brace is at this depth), or -1.

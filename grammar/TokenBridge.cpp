@@ -13,17 +13,17 @@ using T = BisonParser::token;
 
 /// Bison token per lexer TokKind, in TokKind order.
 static const T::token_kind_type kTokens[] = {
-    T::TOK_END,    T::TOK_NEWLINE,  T::TOK_SEMI,       T::TOK_NAME,    T::TOK_INT,
-    T::TOK_FLOAT,  T::TOK_STRING,   T::TOK_MESH,       T::TOK_DEVICES, T::TOK_LET,
-    T::TOK_VAR,    T::TOK_FN,       T::TOK_FOR,        T::TOK_IN,      T::TOK_RETURN,
-    T::TOK_PRINT,  T::TOK_IMPORT,   T::TOK_TRUE,       T::TOK_FALSE,   T::TOK_LPAREN,
-    T::TOK_RPAREN, T::TOK_LBRACKET, T::TOK_RBRACKET,   T::TOK_LBRACE,  T::TOK_RBRACE,
-    T::TOK_COMMA,  T::TOK_COLON,    T::TOK_DOT,        T::TOK_DOTDOT,  T::TOK_ELLIPSIS, T::TOK_ARROW,
-    T::TOK_ASSIGN, T::TOK_PLUS,     T::TOK_MINUS,      T::TOK_STAR,    T::TOK_SLASH,
-    T::TOK_AT,     T::TOK_POW,      T::TOK_EQ,         T::TOK_NE,      T::TOK_LT,
-    T::TOK_LE,     T::TOK_GT,       T::TOK_GE,         T::TOK_ANDAND,  T::TOK_OROR,
-    T::TOK_BANG,   T::TOK_PERCENT,  T::TOK_SLASHSLASH, T::TOK_STRUCT,  T::TOK_IF,
-    T::TOK_ELSE,   T::TOK_WHILE,    T::TOK_HLBRACE};
+    T::TOK_END,    T::TOK_NEWLINE,  T::TOK_SEMI,     T::TOK_NAME,       T::TOK_INT,
+    T::TOK_FLOAT,  T::TOK_STRING,   T::TOK_MESH,     T::TOK_DEVICES,    T::TOK_LET,
+    T::TOK_VAR,    T::TOK_FN,       T::TOK_FOR,      T::TOK_IN,         T::TOK_RETURN,
+    T::TOK_PRINT,  T::TOK_IMPORT,   T::TOK_TRUE,     T::TOK_FALSE,      T::TOK_LPAREN,
+    T::TOK_RPAREN, T::TOK_LBRACKET, T::TOK_RBRACKET, T::TOK_LBRACE,     T::TOK_RBRACE,
+    T::TOK_COMMA,  T::TOK_COLON,    T::TOK_DOT,      T::TOK_DOTDOT,     T::TOK_ELLIPSIS,
+    T::TOK_ARROW,  T::TOK_ASSIGN,   T::TOK_PLUS,     T::TOK_MINUS,      T::TOK_STAR,
+    T::TOK_SLASH,  T::TOK_AT,       T::TOK_POW,      T::TOK_EQ,         T::TOK_NE,
+    T::TOK_LT,     T::TOK_LE,       T::TOK_GT,       T::TOK_GE,         T::TOK_ANDAND,
+    T::TOK_OROR,   T::TOK_BANG,     T::TOK_PERCENT,  T::TOK_SLASHSLASH, T::TOK_STRUCT,
+    T::TOK_IF,     T::TOK_ELSE,     T::TOK_WHILE,    T::TOK_HLBRACE};
 static_assert(sizeof(kTokens) / sizeof(kTokens[0]) == (size_t)TokKind::HeaderBrace + 1,
               "kTokens must list every TokKind");
 
@@ -43,13 +43,13 @@ BisonParser::symbol_type yylex(ParseContext &ctx) {
 
 /// Tokens that can start an expression; when they are all expected the
 /// message says "an expression" instead of listing them.
-static const char *const kExprStarts[] = {"integer",    "number", "`true`", "`false`", "string",
-                                          "identifier", "`[`",    "`(`",    "`-`",     "`!`",
-                                          "`...`"};
+static const char *const kExprStarts[] = {"integer", "number",     "`true`", "`false`",
+                                          "string",  "identifier", "`[`",    "`(`",
+                                          "`-`",     "`!`",        "`...`"};
 /// Tokens that can start a statement (beyond expressions).
-static const char *const kStmtStarts[] = {"`mesh`",   "`let`",   "`var`",    "`fn`", "`for`",
-                                          "`return`", "`print`", "`import`", "`struct`",
-                                          "`if`",     "`while`"};
+static const char *const kStmtStarts[] = {"`mesh`",   "`let`",    "`var`",   "`fn`",
+                                          "`for`",    "`return`", "`print`", "`import`",
+                                          "`struct`", "`if`",     "`while`"};
 
 /// Token classes read as noun phrases in messages.
 static std::string phrase(const std::string &name) {
@@ -86,6 +86,8 @@ std::string describeSyntaxError(const std::vector<std::string> &expected, const 
   }
 
   std::string what = phrase(found);
+  if (what == "end of line" && lex.unclosedAtEnd())
+    what = "the end of the input"; // the newline that ends the file, inside a bracket
   switch (lex.lastKind()) {
   case TokKind::Name:
   case TokKind::Int:

@@ -67,7 +67,9 @@ Token Lexer::scanString(const char *start) {
   const char *p = cur_;
   for (;;) {
     if (p == lim_ || *p == '\n') {
-      diags_.error(DiagId::LexUnterminated, srcLoc(span(start, p)));
+      diags_.error(DiagId::LexUnterminated, srcLoc(span(start, p))).hint =
+          "close it with `\"` on the same line (a string does not span lines; `\\n` writes a "
+          "newline)";
       break;
     }
     char c = *p;
@@ -144,7 +146,9 @@ Token Lexer::scan() {
         (void)std::strtoll(t.text.c_str(), nullptr, 10);
         if (errno == ERANGE) {
           // Reported; the AST keeps a 0 so that it still prints as source.
-          diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text});
+          diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text}).hint =
+              "integer literals are 64-bit, at most 9223372036854775807; a float literal "
+              "(as `1e20`) holds larger magnitudes";
           t.text = "0";
         }
         return t;
@@ -157,12 +161,15 @@ Token Lexer::scan() {
         }
         Token t = done(TokKind::Float);
         if (std::isinf(std::strtod(t.text.c_str(), nullptr)))
-          diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text});
+          diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text}).hint =
+              "the largest finite float literal is about 1.8e308; infinity is `1.0 / 0.0`";
         return t;
       }
       NUM L (L | D)* {
         Token t = done(TokKind::Float);
-        diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text});
+        diags_.error(DiagId::LexBadNumber, srcLoc(t.loc), {t.text}).hint =
+            "a number is digits with an optional fraction and exponent, as `12`, `0.5` or "
+            "`1e-3` (no hexadecimal); a name cannot start with a digit";
         t.kind = TokKind::Int;
         t.text = "0";
         return t;
@@ -231,6 +238,10 @@ Token Lexer::scan() {
 bool Lexer::track(Token &t) {
   auto push = [&](Bracket b) {
     brackets_.push_back(b);
+    openedAt_.push_back(Opener{t.kind == TokKind::LParen     ? '('
+                               : t.kind == TokKind::LBracket ? '['
+                                                             : '{',
+                               t.loc});
     if ((int)brackets_.size() <= kMaxNesting) return true;
     diags_.error(DiagId::ParseTooDeep, srcLoc(t.loc), {std::to_string(kMaxNesting)});
     aborted_ = true;
@@ -242,6 +253,7 @@ bool Lexer::track(Token &t) {
     for (size_t i = brackets_.size(); i-- > 0;) {
       if (brackets_[i] == b1 || brackets_[i] == b2) {
         brackets_.resize(i);
+        openedAt_.resize(i);
         return;
       }
     }
@@ -284,8 +296,16 @@ bool Lexer::track(Token &t) {
 }
 
 void Lexer::recover() {
-  while (!brackets_.empty() && brackets_.back() != Bracket::Block)
+  while (!brackets_.empty() && brackets_.back() != Bracket::Block) {
     brackets_.pop_back();
+    openedAt_.pop_back();
+  }
+}
+
+const Lexer::Opener *Lexer::unclosedAtEnd() const {
+  if (!reachedEnd_ || brackets_.empty() || brackets_.back() == Bracket::Block)
+    return nullptr;
+  return &openedAt_.back();
 }
 
 Token Lexer::next() {
@@ -300,6 +320,7 @@ Token Lexer::next() {
       if (!any_ || prev_ == TokKind::Newline) continue;
     }
     if (t.kind == TokKind::End) {
+      reachedEnd_ = true;
       // Every statement ends with a separator, also the last one of the file.
       if (!any_ || prev_ == TokKind::Newline) {
         endSent_ = true;

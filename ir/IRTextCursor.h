@@ -85,6 +85,11 @@ protected:
   std::string got() {
     if (eof())
       return " at end of input";
+    unsigned char c = (unsigned char)s_[p_];
+    if (c < 0x20 || c >= 0x7f) { // a control byte or binary: name it
+      static const char *const kHex = "0123456789abcdef";
+      return std::string(", got byte 0x") + kHex[c >> 4] + kHex[c & 15];
+    }
     return std::string(", got `") + s_[p_] + "`";
   }
   static bool identStart(char c) { return std::isalpha((unsigned char)c) || c == '_'; }
@@ -195,6 +200,8 @@ protected:
       numberTexts->push_back(s_.substr(b, p_ - b));
     double v = 0;
     auto r = std::from_chars(s_.data() + b, s_.data() + p_, v);
+    if (p_ == b)
+      failAt(b, "expected a number" + got());
     if (r.ec != std::errc() || r.ptr != s_.data() + p_)
       failAt(b, "malformed number `" + s_.substr(b, p_ - b) + "`");
     return v;

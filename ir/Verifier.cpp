@@ -105,7 +105,13 @@ private:
     if (loop)
       for (int a : b.args)
         def(a, "block argument");
-    for (size_t i = 0; i < b.insts.size(); ++i) {
+    size_t first = 0;
+    if (&b == &f_.body && !opts_.trusted.empty() && f_.name == opts_.trusted)
+      for (; first < opts_.trustedInsts && first < b.insts.size(); ++first)
+        for (int r : b.insts[first].results)
+          if (valid(r))
+            defined_[r] = visible_[r] = true; // verified before (VerifyOptions)
+    for (size_t i = first; i < b.insts.size(); ++i) {
       const Inst &in = b.insts[i];
       bool term = in.op == Op::Return || in.op == Op::Yield;
       if (term && i + 1 != b.insts.size())

@@ -33,6 +33,12 @@ struct VerifyOptions {
   /// Re-infer every non-control instruction's result types with ir/Infer.h
   /// and require them to equal the declared ones.
   bool inferTypes = true;
+  /// The first `trustedInsts` instructions of the body of function
+  /// `trusted` passed verification before and are unchanged (a REPL
+  /// session's `main` only grows): their results are taken as defined
+  /// without checking them again, so verifying an input costs what it adds.
+  std::string trusted{};
+  size_t trustedInsts = 0;
 };
 
 /// Verifies every mesh and function; appends one message per broken invariant.

@@ -257,14 +257,9 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
     primal = m.find(fn);
   if (!primal)
     throw InternalError("differentiate: no function `" + fn + "`");
-  for (auto w : wrt)
-    if (!isFloat(primal->type(primal->params[w]).dtype)) {
-      diags.error(
-          DiagId::NotDifferentiable, loc,
-          {std::to_string(w), fn,
-           "its type `" + primal->type(primal->params[w]).str() + "` is not floating-point"});
-      return "";
-    }
+  // A non-float argument in `wrt` is an integer or bool field of a struct
+  // argument (the front end refuses a non-float tensor argument): it is a
+  // constant, and its gradient is zeros.
   Function g = *primal;
   g.name = name;
   std::string why;
@@ -278,7 +273,7 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   // Active values depend on a `wrt` argument; only they need cotangents.
   std::vector<bool> active(g.values.size(), false);
   for (auto w : wrt)
-    active[g.params[w]] = true;
+    active[g.params[w]] = isFloat(g.type(g.params[w]).dtype);
   auto anyActive = [&](const Inst &in) {
     for (int o : in.operands)
       if (active[o])

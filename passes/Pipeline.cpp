@@ -19,6 +19,7 @@
 #include "passes/SpmdLower.h"
 
 #include <chrono>
+#include <cstdio>
 
 namespace dt {
 
@@ -35,11 +36,12 @@ void reportTime(const PipelineOptions &opts, std::ostream &log, Step s, Clock::t
         << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms\n";
 }
 
-void verifyAfter(const Module &m, Step s, const CompileOptions &copts) {
+void verifyAfter(const Module &m, Step s, const CompileOptions &copts,
+                 const VerifyOptions &vo = {}) {
   if (!copts.verifyEach)
     return;
   std::vector<std::string> errors;
-  if (!verifyModule(m, errors)) {
+  if (!verifyModule(m, errors, vo)) {
     std::string msg = "IR verification failed after step `" + std::string(stepName(s)) + "`:";
     for (auto &e : errors)
       msg += "\n  " + e;
@@ -85,9 +87,21 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
     // IR text in: parsing it is the parse step, verifying it the build step.
     Module m;
     std::string err;
-    c.sources.add(path, text);
+    int file = c.sources.add(path, text);
     if (!parseIR(text, m, err)) {
-      c.diags.error(DiagId::ParseError, SrcLoc{-1, 0, 0, 0}, {path + ": " + err});
+      // parseIR says `line:col: message`: a diagnostic at that place.
+      int line = 0, col = 0, used = 0;
+      SrcLoc at{-1, 0, 0, 0};
+      if (std::sscanf(err.c_str(), "%d:%d: %n", &line, &col, &used) == 2 && used > 0) {
+        at = SrcLoc{file, line, col, 0};
+        err = err.substr((size_t)used);
+      } else {
+        err = path + ": " + err;
+      }
+      auto &d = c.diags.error(DiagId::ParseError, at, {err});
+      if (path.size() > 3 && path.compare(path.size() - 3, 3, ".dt") == 0)
+        d.hint = "`-x ir` reads IR text (as `dtensorc emit build` prints it); a `.dt` program "
+                 "is read without it";
       return false;
     }
     reportTime(opts, log, Step::Parse, t0);
@@ -107,6 +121,9 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
     return true;
   }
   auto prog = c.parse(path, text);
+  if (c.diags.errorCount() > before && path.size() > 3 &&
+      path.compare(path.size() - 3, 3, ".ir") == 0 && c.diags.last())
+    c.diags.last()->notes.push_back("`" + path + "` is read as a program; IR text needs `-x ir`");
   reportTime(opts, log, Step::Parse, t0);
   if (!prog)
     return false;
@@ -117,7 +134,21 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
   reportTime(opts, log, Step::Build, t0);
   if (!ok)
     return false;
-  verifyAfter(c.module, Step::Build, c.options);
+  // `main` grows with every input of a session: the part verified before
+  // is not verified again.
+  Function *main = c.builderState ? c.module.find("main") : nullptr;
+  size_t unused = 0;
+  size_t &verified = c.builderState ? c.builderState->verifiedMainInsts : unused;
+  VerifyOptions vo;
+  if (main) {
+    vo.trusted = "main";
+    vo.trustedInsts = std::min(verified, main->body.insts.size());
+  }
+  verifyAfter(c.module, Step::Build, c.options, vo);
+  if (main) {
+    const auto &insts = main->body.insts;
+    verified = insts.size() - (!insts.empty() && insts.back().op == Op::Return ? 1 : 0);
+  }
   if (opts.printAfter == "build")
     log << printModule(c.module);
   return true;

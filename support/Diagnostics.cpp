@@ -107,10 +107,16 @@ std::string DiagEngine::render(const Diagnostic &d) const {
     std::string num = std::to_string(d.loc.line);
     os << "  " << num << " | " << src << "\n";
     os << "  " << std::string(num.size(), ' ') << " | ";
+    // Columns count bytes; the caret and its range count characters: a
+    // UTF-8 continuation byte (10xxxxxx) takes no column of its own.
+    auto continuation = [&](int i) { return ((unsigned char)src[i] & 0xC0) == 0x80; };
     int col = d.loc.col > 0 ? d.loc.col : 1;
     for (int i = 1; i < col && i <= (int)src.size(); ++i)
-      os << (src[i - 1] == '\t' ? '\t' : ' ');
-    int len = d.loc.endCol > col ? d.loc.endCol - col : 1;
+      if (!continuation(i - 1))
+        os << (src[i - 1] == '\t' ? '\t' : ' ');
+    int len = 0;
+    for (int i = col; i < d.loc.endCol; ++i)
+      len += i > (int)src.size() || !continuation(i - 1);
     os << "^" << std::string(len > 1 ? len - 1 : 0, '~') << "\n";
   }
   for (auto &n : d.notes)

@@ -73,3 +73,17 @@ TEST_CASE("diagnostics: typed arguments") {
   CHECK(d.render(d.all()[0]).find("t.dt:1:5: error: returns 3 values") == 0);
   CHECK(d.remark(SrcLoc{}, "inserted `all_gather`").id == DiagId::Remark);
 }
+
+TEST_CASE("diagnostics: the caret and its range count characters, not bytes, after UTF-8") {
+  SourceManager sm;
+  // "é" and "λ" are two bytes each: `bad` starts at byte column 27, after
+  // 23 characters.
+  int f = sm.add("u.dt", "print(\"é\") # λ λ ; let bad\n");
+  DiagEngine d(sm);
+  d.error<DiagId::MeshNotValue>(SrcLoc{f, 1, 27, 30}, std::string("m"));
+  d.error<DiagId::MeshNotValue>(SrcLoc{f, 1, 8, 10}, std::string("m")); // the `é`
+  std::string one = d.render(d.all()[0]), two = d.render(d.all()[1]);
+  CHECK(one.find("u.dt:1:27: error:") == 0);
+  CHECK(one.find("\n    | " + std::string(23, ' ') + "^~~\n") != std::string::npos);
+  CHECK(two.find("\n    | " + std::string(7, ' ') + "^\n") != std::string::npos);
+}

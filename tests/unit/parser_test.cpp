@@ -337,7 +337,7 @@ TEST_CASE("parser: source locations") {
 
 TEST_CASE("parser: syntax error messages") {
   CHECK(firstError("let a : f32[2, 3 = 1") == "1:18: expected `]` or `,`, found `=`");
-  CHECK(firstError("let a = (1 + 2") == "1:15: expected `)`, found end of line");
+  CHECK(firstError("let a = (1 + 2") == "1:15: expected `)`, found the end of the input");
   CHECK(firstError("let = 3") == "1:5: expected a name or `(`, found `=`");
   CHECK(firstError("let a = ") == "1:9: expected an expression, found end of line");
   CHECK(firstError("mesh m = [x = ]") == "1:15: expected an integer, found `]`");

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <set>
+#include <unordered_map>
 
 namespace dt {
 
@@ -113,8 +114,10 @@ void Session::rollback(Mark &&m) {
   if (Function *main = c_->module.find("main")) {
     if (m.mainInsts > 0 && m.mainInsts <= main->body.insts.size())
       truncateMain(m.mainInsts - 1); // keeps everything up to the old `return`
-    else
+    else {
       main->body.insts.clear();
+      c_->builderState->verifiedMainInsts = 0;
+    }
   }
   Compilation::BuilderState &st = *c_->builderState;
   st.globals = std::move(m.globals);
@@ -168,6 +171,8 @@ void Session::truncateMain(size_t keep) {
     return;
   auto &insts = main->body.insts;
   insts.resize(std::min(keep, insts.size()));
+  size_t &verified = c_->builderState->verifiedMainInsts;
+  verified = std::min(verified, insts.size());
   if (insts.empty() || insts.back().op != Op::Return) {
     Inst r;
     r.op = Op::Return;
@@ -322,27 +327,76 @@ bool Session::compileFile(const std::string &path, bool irInput) {
   return c_->readFile(path, text) && compile(path, text, irInput);
 }
 
+namespace {
+
+/// Renumbers value ids densely from 0 (old -> new as they appear); `values`
+/// gets each new id's value from `from`.
+struct Renumber {
+  const Function &from;
+  std::vector<Value> &values;
+  std::unordered_map<int, int> ids;
+
+  int operator()(int v) {
+    auto [it, fresh] = ids.emplace(v, (int)values.size());
+    if (fresh) {
+      Value copy = from.values.at((size_t)v);
+      copy.id = it->second;
+      values.push_back(std::move(copy));
+    }
+    return it->second;
+  }
+  void block(Block &b) {
+    for (int &a : b.args)
+      a = (*this)(a);
+    for (Inst &in : b.insts) {
+      for (int &o : in.operands)
+        o = (*this)(o);
+      for (int &r : in.results)
+        r = (*this)(r);
+      for (Block &r : in.regions)
+        block(r);
+    }
+  }
+};
+
+} // namespace
+
 Module Session::chunkModule() {
-  Module m = c_->module;
   params_.clear();
   results_.clear();
-  Function *main = m.find("main");
-  if (!main) {
+  const Function *src = c_->module.find("main");
+  if (!src) {
     chunkEnd_ = 0;
-    return m;
+    return c_->module;
   }
-  auto &insts = main->body.insts;
-  size_t end = insts.size();
-  if (end > 0 && insts.back().op == Op::Return)
+  const auto &all = src->body.insts;
+  size_t end = all.size();
+  if (end > 0 && all.back().op == Op::Return)
     --end;
   chunkEnd_ = end;
   if (!ranOnce_ && !opts_.keepValues)
-    return m; // the whole program, as written
+    return c_->module; // the whole program, as written
   if (ranUpTo_ > end)
     throw InternalError("session: `main` shrank below the statements already run");
-  std::vector<Inst> body(std::make_move_iterator(insts.begin() + ranUpTo_),
-                         std::make_move_iterator(insts.begin() + end));
-  insts = std::move(body);
+  // The chunk's `main` holds only the statements not run yet, its values
+  // renumbered from 0: a session's program grows with every input, and a
+  // chunk must cost what it holds, not what ran before it. Earlier values it
+  // reads are its parameters; the names it binds are its results.
+  Module m;
+  m.meshes = c_->module.meshes;
+  m.deterministic = c_->module.deterministic;
+  Function *main = nullptr;
+  for (const Function &f : c_->module.functions) {
+    if (&f != src) {
+      m.functions.push_back(f);
+      continue;
+    }
+    Function &shell = m.functions.emplace_back();
+    shell.name = f.name;
+    shell.loc = f.loc;
+    main = &shell;
+  }
+  main->body.insts.assign(all.begin() + (long)ranUpTo_, all.begin() + (long)end);
   std::set<int> defined;
   std::vector<int> used;
   scan(main->body, defined, used);
@@ -356,19 +410,22 @@ Module Session::chunkModule() {
                           " of an earlier chunk was not kept");
     params_.push_back(v);
   }
-  main->params = params_;
-  main->body.args = params_;
   if (opts_.keepValues)
     for (int v : c_->globalValues())
       if (defined.count(v))
         results_.push_back(v);
+  Renumber renumber{*src, main->values, {}};
+  for (int v : params_)
+    main->params.push_back(renumber(v));
+  renumber.block(main->body); // no arguments yet: the parameters are set below
+  main->body.args = main->params;
   Inst r;
   r.op = Op::Return;
-  r.operands = results_;
-  insts.push_back(std::move(r));
-  main->results.clear();
   for (int v : results_)
+    r.operands.push_back(renumber(v));
+  for (int v : r.operands)
     main->results.push_back(main->type(v));
+  main->body.insts.push_back(std::move(r));
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/Inspect.h"
 #include "support/Errors.h"
 
+#include <cstdlib>
 #include <sstream>
 
 namespace dt {
@@ -317,6 +318,16 @@ bool Repl::load(const std::string &path) {
   return evaluate(path, text, false);
 }
 
+bool Repl::startBackend() {
+  try {
+    s_->backend();
+    return true;
+  } catch (const RuntimeFault &f) {
+    err_ << "error: " << f.what() << "\n";
+    return false;
+  }
+}
+
 void Repl::command(const std::string &line) {
   size_t sp = line.find_first_of(" \t");
   std::string cmd = line.substr(0, sp);
@@ -328,8 +339,18 @@ void Repl::command(const std::string &line) {
     ++failures_;
     return false;
   };
-  if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
-    out_ << kHelp;
+  auto takesNone = [&] {
+    if (arg.empty())
+      return true;
+    err_ << "error: `" << cmd << "` takes no argument, got `" << arg << "`\n";
+    ++failures_;
+    return false;
+  };
+  if (cmd == ":quit" || cmd == ":q" || cmd == ":exit") {
+    takesNone(); // with an argument: refused, and the session goes on
+  } else if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
+    if (takesNone())
+      out_ << kHelp;
   } else if (cmd == ":type" || cmd == ":t") {
     if (needs("an expression"))
       typeCommand(arg);
@@ -340,13 +361,28 @@ void Repl::command(const std::string &line) {
     if (needs("an expression"))
       explainCommand(arg);
   } else if (cmd == ":mesh" || cmd == ":meshes") {
-    meshCommand();
+    if (takesNone())
+      meshCommand();
   } else if (cmd == ":load" || cmd == ":l") {
-    if (needs("a file") && !load(arg))
-      ++failures_;
+    if (needs("a file")) {
+      // As a shell would read it: quotes around the path, `~/` for $HOME.
+      std::string path = arg;
+      if (path.size() >= 2 && (path[0] == '"' || path[0] == '\'') && path.back() == path[0])
+        path = path.substr(1, path.size() - 2);
+      if (path.rfind("~/", 0) == 0 && std::getenv("HOME"))
+        path = std::string(std::getenv("HOME")) + path.substr(1);
+      if (path.find('\0') != std::string::npos) {
+        err_ << "error: `:load`: the path holds a NUL byte\n";
+        ++failures_;
+      } else if (!load(path)) {
+        ++failures_;
+      }
+    }
   } else if (cmd == ":reset") {
-    reset();
-    out_ << "session reset\n";
+    if (takesNone()) {
+      reset();
+      out_ << "session reset\n";
+    }
   } else {
     std::string why = "unknown command `" + cmd + "`";
     std::vector<std::string> names = {":type", ":layout", ":explain", ":mesh",
@@ -406,7 +442,8 @@ void Repl::typeCommand(const std::string &expr) {
   }
 }
 
-void Repl::layoutCommand(const std::string &name) {
+void Repl::layoutCommand(const std::string &text) {
+  const std::string name = trim(text.substr(0, text.find('#'))); // `:layout a  # note`
   auto type = s_->typeOf(name);
   if (StructRef def = type ? nullptr : structNamed(*s_, name)) {
     // A struct: each field's blocks.
@@ -418,6 +455,18 @@ void Repl::layoutCommand(const std::string &name) {
     return;
   }
   if (!type) {
+    // A name that is no tensor value says what it is.
+    auto &st = *s_->compilation().builderState;
+    std::string what = constantNamed(*s_, name)   ? "an i64 constant (a compile-time integer)"
+                       : st.meshes.count(name)    ? "a mesh (`:mesh` lists the meshes)"
+                       : st.functions.count(name) ? "a function"
+                       : st.structs.count(name)   ? "a struct type"
+                                                  : "";
+    if (!what.empty()) {
+      err_ << "error: `" << name << "` is " << what << ", not a value with a layout\n";
+      ++failures_;
+      return;
+    }
     err_ << "error: unknown name `" << name << "`";
     std::vector<std::string> names;
     for (auto &[n, b] : s_->compilation().builderState->globals)

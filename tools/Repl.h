@@ -64,6 +64,10 @@ public:
 
   /// `:load FILE`: compiles and runs the file's statements in the session.
   bool load(const std::string &path);
+  /// Starts the backend before any input, so that one that cannot run (a
+  /// cuda backend without a driver) fails the start with its cause instead
+  /// of every input after; false after reporting.
+  bool startBackend();
 
   Session &session() { return *s_; }
 

@@ -66,10 +66,14 @@ int runRepl(const ReplOptions &options, const std::string &file, bool terminal,
   if (terminal)
     opts.interrupt = &interrupted;
   Repl repl(opts, std::cout, std::cerr);
+  if (!repl.startBackend())
+    return 1;
   if (terminal)
     std::cout << banner << " (`:help` lists the commands, `:quit` or Ctrl-D leaves)\n";
-  if (!file.empty() && !repl.load(file) && !terminal)
+  if (!file.empty() && !repl.load(file) && !terminal) {
+    std::cerr << "error: `" << file << "` did not load; the piped input was not run\n";
     return 1;
+  }
   if (!terminal) {
     std::string line;
     while (std::getline(std::cin, line))

@@ -285,7 +285,16 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
     if (v.poison)
       return v;
     if (v.literal || v.ids.size() != 1) {
-      diags().error<DiagId::NeedsTensor>(e.args[i]->loc, "save_checkpoint");
+      auto &d = diags().error<DiagId::NeedsTensor>(e.args[i]->loc, "save_checkpoint");
+      if (v.parts.size() == 1 && v.parts[0]) { // a struct: name its fields
+        std::string fields;
+        const std::string &what = e.args[i]->text.empty() ? name : e.args[i]->text;
+        for (auto &[path, t] : v.parts[0]->leaves)
+          fields += ", \"" + name + "." + path + "\", " + what + "." + path;
+        d.hint = "a checkpoint holds tensors: save each field under its own name, as "
+                 "`save_checkpoint(\"" +
+                 e.args[0]->text + "\"" + fields + ")`";
+      }
       return EV::bad();
     }
     vals.push_back(v);

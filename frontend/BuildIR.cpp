@@ -649,6 +649,7 @@ void IRBuilder::buildProgram(ast::Program &prog) {
   scopes_.push_back(st_.globals);
   fnStack_ = {main};
   blockStack_ = {&main->body};
+  buildingProgram_ = &prog;
   block(prog.stmts);
   Inst r;
   r.op = Op::Return;

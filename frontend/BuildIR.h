@@ -555,6 +555,9 @@ public:
   /// built: an unknown name there that is a constant declared below the
   /// function gets a hint saying so (declaredBelow).
   const std::map<std::string, Binding> *programScope_ = nullptr;
+  /// The program whose statements are being built (a struct named before
+  /// its declaration is found there, for the hint).
+  const ast::Program *buildingProgram_ = nullptr;
 };
 
 } // namespace dt

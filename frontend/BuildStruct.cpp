@@ -562,9 +562,16 @@ EV IRBuilder::relayoutStruct(const EV &x, const ast::Expr &e) {
   StructRef from = x.parts[0];
   StructRef to = l.kind == ast::Expr::Name ? findStruct(l.text) : nullptr;
   if (!to) {
-    diags().error(DiagId::NeedsLayoutArg, l.loc, {"relayout"}).hint =
-        "a struct moves to the placements of a struct type: `relayout(" + exprText(&arg) + ", " +
-        from->name + ")`";
+    auto &d = diags().error(DiagId::NeedsLayoutArg, l.loc, {"relayout"});
+    d.hint = "a struct moves to the placements of a struct type: `relayout(" + exprText(&arg) +
+             ", " + from->name + ")`";
+    if (l.kind == ast::Expr::Name && buildingProgram_)
+      for (const auto &st : buildingProgram_->stmts)
+        if (st->kind == ast::Stmt::Struct && st->record->name == l.text) {
+          d.hint = "struct `" + l.text + "` is declared below (line " +
+                   std::to_string(st->loc.line) + "): declare it before its first use";
+          break;
+        }
     return EV::bad();
   }
   if (from->leaves.size() != to->leaves.size()) {
@@ -609,8 +616,18 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
   const ast::FnDecl &decl = *fi.decl;
   size_t nargs = argShape.empty() ? argTypes.size() : argShape.size();
   if (nargs != decl.params.size()) {
-    diags().error(DiagId::ArgCount, loc,
-                  {fi.qualified, std::to_string(decl.params.size()), std::to_string(nargs)});
+    auto &d =
+        diags().error(DiagId::ArgCount, loc,
+                      {fi.qualified, std::to_string(decl.params.size()), std::to_string(nargs)});
+    // More arguments than parameters, and a parameter is a struct: its
+    // fields were likely passed one by one.
+    for (const ast::Param &p : decl.params)
+      if (nargs > decl.params.size() && p.type.bare && findStruct(p.type.dtype)) {
+        d.hint = "parameter `" + p.name + "` is a struct `" + p.type.dtype +
+                 "`: pass the struct value as one argument (a host program passes it by "
+                 "name), not its fields";
+        break;
+      }
     return false;
   }
   // Structs named in the signature are looked up in the function's module.

@@ -279,11 +279,11 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
     std::string inst = c_->instantiateCall(fn, argTypes, argStructs);
     if (inst.empty() || c_->diags.errorCount() > errors)
       return false;
-    Module m = c_->module;
-    // The instance is the entry; `main` (the top-level statements) is not run.
-    m.functions.erase(std::remove_if(m.functions.begin(), m.functions.end(),
-                                     [](const Function &f) { return f.name == "main"; }),
-                      m.functions.end());
+    // The instance is the entry: only what it reaches is compiled (`main`,
+    // the top-level statements, is not run, and the instances of earlier
+    // calls' shapes are theirs: compiling them again made every new shape
+    // cost what the session held before it).
+    Module m = reachableModule(c_->module, inst);
     PipelineOptions po = opts_.pipeline;
     po.spmd = true;
     if (po.last > Step::MemPlan)

@@ -85,6 +85,13 @@ int64_t TensorView::numel() const { return product(shape, (int64_t)dtypeSize(dty
 int64_t Tensor::numel() const { return product(shape_, (int64_t)dtypeSize(dtype_)); }
 
 double Tensor::at(int64_t i) const {
+  if (!data_)
+    throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor; "
+                                    "results of run(), call() and value() hold theirs)");
+  if (i < 0 || i >= numel())
+    throw Error(Error::Kind::Usage, "element " + std::to_string(i) +
+                                        " is out of range for a tensor of " +
+                                        std::to_string(numel()) + " elements");
   switch (dtype_) {
   case DType::F32:
     return data<float>()[i];
@@ -105,6 +112,8 @@ double Tensor::at(int64_t i) const {
 }
 
 std::string Tensor::str() const {
+  if (!data_ && numel() != 0)
+    return "(no data: a default-constructed Tensor)";
   dt::HostTensor h;
   h.dtype = toInternal(dtype_);
   h.shape = shape_;
@@ -128,6 +137,7 @@ struct Session::Impl {
         throw Error(Error::Kind::Usage,
                     "this dtensor::Session is in use by another thread (a Session is used by one "
                     "thread at a time; use one Session per thread)");
+      im.collected = false;
     }
     ~Enter() { im.busy.store(false); }
   };
@@ -152,10 +162,15 @@ struct Session::Impl {
       diags.push_back(std::move(v));
     }
     de.clear();
+    collected = true;
   }
 
+  /// Set by collect(), cleared when an API call enters: an Error carries
+  /// the diagnostics of its own call only, never an earlier call's.
+  bool collected = false;
+
   [[noreturn]] void fail(Error::Kind kind, const std::string &what) {
-    throw Error(kind, what, diags);
+    throw Error(kind, what, collected ? diags : std::vector<Diagnostic>{});
   }
 
   /// Error(Usage) naming the fields to read when `name` is a struct value
@@ -379,7 +394,9 @@ bool Session::hasFunction(const std::string &fn) const {
   return impl().s->compilation().builderState->functions.count(fn) > 0;
 }
 
-bool Session::hasValue(const std::string &name) const { return impl().s->valueOf(name) != nullptr; }
+bool Session::hasValue(const std::string &name) const {
+  return impl().s->valueOf(name) != nullptr || impl().s->structValue(name).has_value();
+}
 
 Tensor Session::value(const std::string &name) const {
   Impl &im = impl();
@@ -405,6 +422,8 @@ std::vector<Block> Session::blocks(const std::string &name) const {
 
 std::vector<Block> Session::blocks(const Tensor &t) const {
   Impl &im = impl();
+  if (!t.data_ && t.numel() != 0)
+    throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor)");
   dt::HostTensor h;
   h.dtype = toInternal(t.dtype_);
   h.shape = t.shape_;

@@ -71,7 +71,8 @@ public:
   int64_t numel() const;
   const void *raw() const { return data_; }
   template <class T> const T *data() const { return static_cast<const T *>(data_); }
-  /// Element i as a double (any dtype).
+  /// Element i as a double (any dtype); Error(Usage) for an index out of
+  /// range or a Tensor without data (default-constructed).
   double at(int64_t i) const;
   /// As dtensorc prints it: `[[20, 14], [56, 41]]`.
   std::string str() const;
@@ -191,6 +192,8 @@ public:
   std::vector<Tensor> call(const std::string &fn, const std::vector<Arg> &args);
 
   bool hasFunction(const std::string &fn) const;
+  /// A top-level value of that name: a tensor, or a struct (passed to
+  /// call() by name; value() reads its fields by name).
   bool hasValue(const std::string &name) const;
   /// The global value of the top-level name `name` (`let`/`var`). Throws Error.
   Tensor value(const std::string &name) const;

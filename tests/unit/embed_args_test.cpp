@@ -162,3 +162,39 @@ TEST_CASE("embed: Options with a negative world or an unknown backend are refuse
   o.backend = "null";
   CHECK(kindOf([&] { dtensor::Session s(o); }) == dtensor::Error::Kind::Internal); // no throw
 }
+
+TEST_CASE("embed: a Tensor without data and an element out of range are refused, not read") {
+  dtensor::Tensor none;
+  CHECK(kindOf([&] { none.at(0); }) == dtensor::Error::Kind::Usage);
+  CHECK(none.str() == "(no data: a default-constructed Tensor)");
+  dtensor::Session s;
+  CHECK(kindOf([&] { s.blocks(none); }) == dtensor::Error::Kind::Usage);
+  REQUIRE(s.compile("let w : f32[4] = [1, 2, 3, 4]\n"));
+  dtensor::Tensor w = s.value("w");
+  CHECK(w.at(3) == 4);
+  std::string what;
+  CHECK(kindOf([&] { w.at(4); }, &what) == dtensor::Error::Kind::Usage);
+  CHECK(what == "element 4 is out of range for a tensor of 4 elements");
+  CHECK(kindOf([&] { w.at(-1); }) == dtensor::Error::Kind::Usage);
+}
+
+TEST_CASE("embed: an error carries the diagnostics of its own call, never an earlier one's") {
+  dtensor::Session s;
+  REQUIRE(s.compile("struct P { a: f32[2] }\nlet p = P(a=[1.0, 2.0])\n"
+                    "fn f(x: f32[2]) -> f32[2] { return x }\n"));
+  try {
+    s.call("nosuch", {});
+    FAIL("no error");
+  } catch (const dtensor::Error &e) {
+    CHECK(!e.diagnostics.empty()); // `unknown function`: this call's
+  }
+  try {
+    s.value("w");
+    FAIL("no error");
+  } catch (const dtensor::Error &e) {
+    CHECK(e.kind == dtensor::Error::Kind::Usage);
+    CHECK(e.diagnostics.empty()); // not the earlier call's `unknown function`
+  }
+  CHECK(s.hasValue("p")); // a struct value: call() takes it by name
+  CHECK(!s.hasValue("q"));
+}

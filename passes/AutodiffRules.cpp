@@ -204,18 +204,19 @@ struct Rule {
   // `ReduceMax`, `ReduceMin`
   void reduceMaxMin() {
     const TensorType xt = T(x[0]);
-    TensorType k = T(out);
-    k.shape = xt.shape;
-    for (auto d : in.attrs.ints)
-      k.shape[d] = Dim::lit(1);
-    int ro = B.op(Op::Reshape, {out}, {}, {k});
     // A max over a sharded dim is partial(max); the mask compares every
-    // element with the true maximum, so reduce it first (an all-reduce).
-    TensorType full = T(ro);
+    // element with the true maximum, so reduce it first (an all-reduce),
+    // the one the forward ran when it relayouts the max the same way.
+    TensorType full = T(out);
     for (auto &p : full.placements)
       if (p.isPartial())
         p = Placement::replicate();
-    ro = B.relayout(ro, full);
+    int reduced = B.relayoutReusing(out, full);
+    TensorType k = T(reduced);
+    k.shape = xt.shape;
+    for (auto d : in.attrs.ints)
+      k.shape[d] = Dim::lit(1);
+    int ro = B.op(Op::Reshape, {reduced}, {}, {k});
     int rg = B.op(Op::Reshape, {g}, {}, {[&] {
                     TensorType t = T(g);
                     t.shape = k.shape;

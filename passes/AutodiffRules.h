@@ -58,6 +58,20 @@ public:
       return id;
     return op(Op::Relayout, {id}, {}, {target});
   }
+  /// relayout(), but a relayout of `id` to `target` that the forward (the
+  /// flattened body, all before the backward) or the backward already has
+  /// is reused: the backward of `relayout(max(z, dim=1), m[_])` needs the
+  /// same all-reduce the forward ran.
+  int relayoutReusing(int id, const TensorType &target) {
+    if (f_.type(id) == target)
+      return id;
+    for (const std::vector<Inst> *insts : {&f_.body.insts, &out_})
+      for (const Inst &in : *insts)
+        if (in.op == Op::Relayout && in.operands.size() == 1 && in.operands[0] == id &&
+            in.results.size() == 1 && f_.type(in.results[0]) == target)
+          return in.results[0];
+    return relayout(id, target);
+  }
   /// `x` cast to `like`'s dtype (for masks).
   int castTo(int x, int like) {
     TensorType t = f_.type(x);

@@ -316,6 +316,9 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg &a = args[i];
     structs.emplace_back();
+    if (a.byName && a.name.empty())
+      im.fail(Error::Kind::Usage, "argument " + std::to_string(i + 1) + " of `" + fn +
+                                      "` names no value (an empty name)");
     if (auto sv = a.name.empty() ? std::nullopt : im.s->structValue(a.name)) {
       // A struct value passes its leaves, in field order.
       structs.back() = sv->first;

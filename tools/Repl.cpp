@@ -517,8 +517,9 @@ void Repl::meshCommand() {
     out_ << "no meshes (declare one: `mesh m = [x = 2, y = 2]`)\n";
     return;
   }
-  for (auto &[name, m] : meshes)
-    out_ << "mesh " << m->str() << "\n";
+  for (const MeshRef &m : s_->compilation().module.meshes) // in declaration order
+    if (meshes.count(m->name))
+      out_ << "mesh " << m->str() << "\n";
 }
 
 } // namespace dt

@@ -178,10 +178,11 @@ public:
   struct Arg {
     Arg(const TensorView &v) : view(v) {}
     Arg(const Tensor &t) : view(t.view()) {}
-    Arg(const char *valueName) : name(valueName) {}
-    Arg(std::string valueName) : name(std::move(valueName)) {}
+    Arg(const char *valueName) : name(valueName ? valueName : ""), byName(true) {}
+    Arg(std::string valueName) : name(std::move(valueName)), byName(true) {}
     TensorView view;
-    std::string name; ///< non-empty: the session's value of this name
+    std::string name;    ///< the session's value of this name (byName)
+    bool byName = false; ///< a value named (an empty name is refused)
   };
 
   /// Calls the top-level function `fn`. Host data is the global value; it

@@ -198,3 +198,12 @@ TEST_CASE("embed: an error carries the diagnostics of its own call, never an ear
   CHECK(s.hasValue("p")); // a struct value: call() takes it by name
   CHECK(!s.hasValue("q"));
 }
+
+TEST_CASE("embed: an argument that names no value (an empty name) is refused as such") {
+  dtensor::Session s;
+  REQUIRE(s.compile("fn f(x: f32[2]) -> f32[2] { return x }\n"));
+  std::string what;
+  CHECK(kindOf([&] { s.call("f", {dtensor::Session::Arg(std::string())}); }, &what) ==
+        dtensor::Error::Kind::Usage);
+  CHECK(what == "argument 1 of `f` names no value (an empty name)");
+}

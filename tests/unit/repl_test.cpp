@@ -319,3 +319,9 @@ TEST_CASE("repl: :load reads a quoted path as a shell would") {
   CHECK(d("q") == "7 : i64 constant\n");
   std::remove(path.c_str());
 }
+
+TEST_CASE("repl: :mesh lists the meshes in declaration order") {
+  Driver d;
+  d("mesh z = [a = 2]\nmesh b = [c = 3]\n");
+  CHECK(d(":mesh") == "mesh z = [a = 2]\nmesh b = [c = 3]\n");
+}

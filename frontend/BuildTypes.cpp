@@ -654,6 +654,20 @@ void IRBuilder::reportTypeError(
 
 void IRBuilder::dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,
                                   const std::vector<TensorType> &types) {
+  // A host scalar (`let eps = 1e-6` is a host f32[]) with a distributed
+  // tensor of another float type: convert the scalar, not the model's tensor,
+  // and distribute it (a host value does not mix with a distributed one).
+  for (size_t h = 0; h < types.size(); ++h) {
+    if (!types[h].isHost() || types[h].rank() != 0 || !isFloat(types[h].dtype) || !exprs[h])
+      continue;
+    for (size_t t = 0; t < types.size(); ++t)
+      if (!types[t].isHost() && isFloat(types[t].dtype) && types[t].dtype != types[h].dtype) {
+        fixHint(d, exprs[h],
+                "distribute(cast(" + exprText(exprs[h]) + ", " + dtypeName(types[t].dtype) + "), " +
+                    types[t].mesh->name + "[])");
+        return;
+      }
+  }
   // No implicit conversion between float types (bf16 + f32 would hide where
   // precision is lost): cast the first operand of another float dtype to the
   // first float operand's.

@@ -151,6 +151,10 @@ FaultWatch::~FaultWatch() {
 FaultWatch *FaultWatch::current() { return gWatch.load(); }
 
 void FaultWatch::putProcess(Line &l, int p) const {
+  if (p < 0) { // before MPI_Init, without a launcher's rank
+    l.put("this process");
+    return;
+  }
   if (perProcess_ == 1) {
     l.put("rank ");
     l.put((long long)p);
@@ -173,6 +177,7 @@ std::string FaultWatch::processName(int p) const {
 
 const char *const FaultWatch::kEndOfRun = "the end-of-run barrier";
 const char *const FaultWatch::kStartUp = "the start-up exchange";
+const char *const FaultWatch::kInit = "MPI_Init";
 
 void FaultWatch::putWhere(Line &l) const {
   const char *coll = collective_.load(std::memory_order_relaxed);
@@ -182,6 +187,10 @@ void FaultWatch::putWhere(Line &l) const {
   }
   if (coll == kStartUp) {
     l.put("at start-up (exchanging pids and hosts with the other processes)");
+    return;
+  }
+  if (coll == kInit) {
+    l.put("in MPI_Init");
     return;
   }
   const Device *dev = device_.load();
@@ -349,6 +358,8 @@ std::string FaultWatch::where() const {
 bool FaultWatch::report(const std::string &what) {
   if (failing_.exchange(true))
     return false;
+  if (!claimReport())
+    return true; // another process of this node reported: end without a line
   Line l;
   l.put("dtensorc: ");
   putProcess(l, rank_);
@@ -398,6 +409,10 @@ void FaultWatch::watchdogLoop() {
       std::string sites = peer.empty() ? peerSites(nullptr, &differ) : "";
       if (!peer.empty())
         what = peer + ": " + waitedLine;
+      else if (collective_.load() == kInit)
+        what = "no answer: " + waitedLine +
+               " (it waits for every process of the job to start: one is stopped, or did not "
+               "start)";
       else if (differ)
         what = "no answer: " + waitedLine +
                "; the ranks wait in different places (a deadlock, or a rank computing longer "
@@ -422,7 +437,9 @@ void FaultWatch::watchdogLoop() {
 void faultSignal(int sig) {
   FaultWatch *w = gWatch.load();
   int saved = errno;
-  if (w && !w->failing_.exchange(true)) {
+  // A launcher's stop is said only when no process of this node reported
+  // the fault already; a crash always says what it was.
+  if (w && !w->failing_.exchange(true) && (sig != SIGTERM || w->claimReport())) {
     FaultWatch::Line l;
     l.put("dtensorc: ");
     w->putProcess(l, w->rank_);

@@ -116,6 +116,9 @@ public:
   /// The name block() takes for the exchange every process makes at
   /// start-up (MpiWorld's constructor): where() says "at start-up".
   static const char *const kStartUp;
+  /// The name block() takes around MPI_Init, which waits for every process
+  /// of the job to start (no peer is known yet).
+  static const char *const kInit;
 
   /// Where each process of this node waits: one slot per world process in
   /// shared memory that MpiWorld maps at start-up, holding where() while the
@@ -127,9 +130,16 @@ public:
     std::atomic<uint32_t> seq;
     char text[244];
   };
+  /// `table` holds `count` slots, one per process, then one more: the
+  /// node's report flag. The first process of the node to report a fault
+  /// sets it, and the others end without a line of their own (a killed rank
+  /// of four was reported by each of the other three; a stopped rank, once
+  /// continued and stopped by the launcher, blamed the rank that reported
+  /// it). A crash's own line is always written.
   void setSiteTable(SiteSlot *table, size_t count) {
     sites_ = table;
     siteCount_ = count;
+    reported_ = table ? &table[count].seq : nullptr;
   }
   bool hasSiteTable() const { return sites_ != nullptr; }
   /// The other processes of this node among `members` (all when null) and
@@ -180,6 +190,13 @@ private:
   std::atomic<bool> failing_{false};
   SiteSlot *sites_ = nullptr;
   size_t siteCount_ = 0;
+  std::atomic<uint32_t> *reported_ = nullptr; ///< the node's report flag (setSiteTable)
+  /// Takes the node's report flag: true when no other process of this node
+  /// reported first (or there is no table). Async-signal-safe.
+  bool claimReport() {
+    uint32_t none = 0;
+    return !reported_ || reported_->compare_exchange_strong(none, 1);
+  }
   std::mutex publishMu_; ///< hybrid runs: several leader threads publish
 
   // The watchdog (block(), startWatchdog()).

@@ -53,7 +53,7 @@ MpiBackend::MpiBackend(const BackendOptions &opts)
   if (!MpiWorld::available())
     throw RuntimeFault("--backend mpi: this dtensorc was built without MPI (install Open MPI's "
                        "development files and rebuild)");
-  world_ = std::make_unique<MpiWorld>(opts.argc, opts.argv, perProcess_ > 1);
+  world_ = std::make_unique<MpiWorld>(opts.argc, opts.argv, perProcess_ > 1, opts.faultTimeout);
   world_->watch().setRanksPerProcess(perProcess_);
   world_->watch().setTimeout(opts.faultTimeout);
   world_->watch().setSources(opts.sources);

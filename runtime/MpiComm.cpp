@@ -354,17 +354,32 @@ void MpiComm::barrier() {
 
 bool MpiWorld::available() { return true; }
 
-MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
+MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (finalized)
     throw RuntimeFault("MpiWorld: MPI was already finalized in this process");
   if (!initialized) {
+    // MPI_Init waits for every process of the job: one stopped while it
+    // starts would hold the others forever. The launcher's rank names this
+    // process; no peer is known yet, so a report says where it waits.
+    int envRank = -1;
+    for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+      if (const char *v = std::getenv(var)) {
+        envRank = std::atoi(v);
+        break;
+      }
+    FaultWatch starting(envRank, faultTimeout);
+    starting.startWatchdog(false); // no MPI_Abort before MPI_Init returns
     int provided = 0;
-    check(
-        MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided),
-        "MPI_Init_thread");
+    {
+      starting.block(FaultWatch::kInit);
+      int rc = MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                               &provided);
+      starting.unblock();
+      check(rc, "MPI_Init_thread");
+    }
     initializedHere_ = true;
   }
   if (threads) {
@@ -391,7 +406,7 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads) {
   rank_ = world_->rank();
   size_ = world_->size();
   // Every process's pid and node, for the fault reports (FaultWatch.h).
-  watch_ = std::make_unique<FaultWatch>(rank_, 60.0);
+  watch_ = std::make_unique<FaultWatch>(rank_, faultTimeout);
   watch_->setAbort([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
   {
     int level = 0;
@@ -447,7 +462,8 @@ void MpiWorld::mapSiteTable(uint64_t node) {
   std::vector<int> pids(size_);
   MPI_Allgather(&leaderPid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
   const std::string name = "/dtensor-sites-" + std::to_string(pids[leader]);
-  const size_t bytes = sizeof(FaultWatch::SiteSlot) * (size_t)size_;
+  // One slot per process, then the node's report flag (FaultWatch.h).
+  const size_t bytes = sizeof(FaultWatch::SiteSlot) * ((size_t)size_ + 1);
   int fd = -1;
   if (rank_ == leader) {
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -616,7 +632,7 @@ void MpiComm::allToAllV(const void *, const std::vector<int64_t> &, void *,
 void MpiComm::broadcast(void *, int64_t, DType, int) { noMpi(); }
 void MpiComm::barrier() { noMpi(); }
 bool MpiWorld::available() { return false; }
-MpiWorld::MpiWorld(int *, char ***, bool) { noMpi(); }
+MpiWorld::MpiWorld(int *, char ***, bool, double) { noMpi(); }
 Communicator &MpiWorld::processGroup(const std::vector<int> &, const std::vector<int> &) {
   noMpi();
 }

@@ -76,7 +76,11 @@ public:
   /// `threads`: several threads of this process will call MPI at once (the
   /// hybrid backend, runtime/HybridComm.h): MPI_THREAD_MULTIPLE is required,
   /// and a library without it is a RuntimeFault saying so.
-  explicit MpiWorld(int *argc = nullptr, char ***argv = nullptr, bool threads = false);
+  /// `faultTimeout`: how long MPI_Init may wait for the other processes
+  /// (a peer stopped while starting) before the watchdog ends the job; later
+  /// waits take the watch's timeout (watch().setTimeout).
+  explicit MpiWorld(int *argc = nullptr, char ***argv = nullptr, bool threads = false,
+                    double faultTimeout = 60);
   ~MpiWorld();
   MpiWorld(const MpiWorld &) = delete;
   MpiWorld &operator=(const MpiWorld &) = delete;

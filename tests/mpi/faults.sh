@@ -11,11 +11,13 @@
 #
 # usage: faults.sh DTENSORC MPIRUN CASE
 #   (CASE: kill segv stop program mesh hkill hsegv hstop rkill rstop rhstop
-#    first)
+#    first init kill4)
 #
 # The first case stops process 1 in a local loop before the first
 # collective: process 0 waits in the blocking call that makes the group's
-# communicator, which the watchdog thread watches (runtime/FaultWatch.h).
+# communicator, which the watchdog thread watches (runtime/FaultWatch.h);
+# init stops it before MPI_Init returns. kill4 kills one process of four:
+# one report, not one per surviving process.
 #
 # The r* cases put every process on a node of its own
 # (DT_FAULT_PRETEND_NODES=1): a peer on another node is not visible in /proc.
@@ -106,6 +108,22 @@ kill | segv | stop)
     grep -E "dtensorc: rank 1: crashed \(SIGSEGV\)" "$tmp/out" || fail "rank 1 did not report its crash"
   fi
   ;;
+kill4)
+  sig=KILL
+  sed -i 's/mesh m = \[x = 2\]/mesh m = [x = 4]/' "$prog"
+  start 60 4 "$dtensorc" run "$prog" --fault-timeout 3
+  for _ in $(seq 200); do
+    grep -q '^0$' "$tmp/out" && break
+    sleep 0.1
+  done
+  pid=$(rank_pid 2) || fail "no process 2"
+  sleep 0.3
+  kill -KILL "$pid"
+  finish
+  grep -E "dtensorc: rank [013]: .*rank 2 \(pid $pid\) exited" "$tmp/out" ||
+    fail "no line naming rank 2"
+  [ "$(grep -c '^dtensorc: ' "$tmp/out")" -eq 1 ] || fail "not exactly one report"
+  ;;
 rkill | rstop)
   # Every process on a node of its own (as on a cluster): a stopped peer is
   # found by asking it over MPI (runtime/MpiSites.h), not through /proc.
@@ -142,6 +160,31 @@ hkill | hsegv | hstop)
     grep -E "dtensorc: process 1 \(ranks 2-3\): crashed \(SIGSEGV\)" "$tmp/out" ||
       fail "process 1 did not report its crash"
   fi
+  ;;
+init)
+  # Process 1 stopped as soon as it exists, before MPI_Init returns: process
+  # 0 waits in MPI_Init (or, when the stop came later, at start-up or in
+  # the first collective); the watchdog ends the job either way.
+  start 60 2 "$dtensorc" run "$prog" --fault-timeout 3
+  pid=
+  for _ in $(seq 2000); do # pgrep: a /proc scan in shell would stop it too late
+    for p in $(pgrep -f "^$dtensorc run $tmp"); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+        pid=$p
+        break
+      fi
+    done
+    [ -n "$pid" ] && break
+    sleep 0.001
+  done
+  [ -n "$pid" ] || fail "no process 1"
+  kill -STOP "$pid"
+  t0=$SECONDS
+  finish
+  [ $((SECONDS - t0)) -le 20 ] || fail "took $((SECONDS - t0))s"
+  grep -E "dtensorc: rank 0: (no answer: rank 0 waited 3 s in MPI_Init|rank 1 \(pid $pid\) is stopped)" "$tmp/out" ||
+    fail "no line from rank 0 saying it waits in MPI_Init or naming rank 1"
+  [ "$(grep -c '^dtensorc: ' "$tmp/out")" -eq 1 ] || fail "not exactly one report"
   ;;
 first)
   sig=STOP

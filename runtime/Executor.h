@@ -119,7 +119,8 @@ struct ExecOptions {
   LoopProgress *progress = nullptr;
   /// Test hook: world rank 0 exits the process (as a crash would) in the
   /// middle of a `save_checkpoint`, after writing its shard and before the
-  /// index (env DTENSOR_TEST_CRASH_IN_SAVE=1 for `dtensorc run`).
+  /// index, or of a `save`, after writing its blocks and before the file
+  /// replaces the old one (env DTENSOR_TEST_CRASH_IN_SAVE=1 for `dtensorc run`).
   bool crashInSave = false;
   /// Set (by a signal handler: the REPL's Ctrl-C) to stop a run: every rank checks it when it
   /// enters a block (each loop iteration, each call) and the run ends with RuntimeFault

@@ -147,13 +147,42 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
   for (int o : in.operands)
     types.push_back(fr.type(o));
   Communicator &world = dev_.hostWorld(); // host flags and checksums
-  // A failure to create the file on rank 0 is every rank's: it is
-  // broadcast as a flag so no rank waits for a file that will not come.
-  int32_t ok = 1;
+  // The blocks go to a temporary file that rank 0 renames over the target
+  // once all are written (TensorIO.h): a failed or killed save leaves the
+  // old file. A failure to create it on rank 0 is every rank's: it is
+  // broadcast with the name so no rank waits for a file that will not come.
+  int64_t head[2] = {1, 0}; // ok, nonce
   std::string why;
+  const std::string path = parseFileOperand(in.attrs.str).path;
+  if (rank_ == 0) {
+    head[1] = (int64_t)saveNonce();
+    try {
+      createSaveFile(in, types, saveTempPath(path, (uint64_t)head[1]));
+    } catch (const RuntimeFault &f) {
+      head[0] = 0;
+      why = f.what();
+    }
+  }
+  world.broadcast(head, 2, DType::I64, 0);
+  if (!head[0])
+    failEverywhere(world, why, 0);
+  const std::string temp = saveTempPath(path, (uint64_t)head[1]);
+  try {
+    writeSaveBlocks(in, fr, types, temp);
+    // Test hook (tests/ckpt): die as a crash would, mid-save.
+    if (rank_ == 0 && sh_.opts.crashInSave)
+      std::_Exit(86);
+    world.barrier();
+  } catch (...) {
+    if (rank_ == 0)
+      abandonSave(temp);
+    throw;
+  }
+  // Rank 0 replaces the file; a failure there is every rank's.
+  int32_t ok = 1;
   if (rank_ == 0) {
     try {
-      createSaveFile(in, types);
+      commitSave(in, temp, path);
     } catch (const RuntimeFault &f) {
       ok = 0;
       why = f.what();
@@ -162,12 +191,16 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
   world.broadcast(&ok, 1, DType::I32, 0);
   if (!ok)
     failEverywhere(world, why, 0);
+}
+
+void RankRunner::writeSaveBlocks(const Inst &in, Frame &fr, const std::vector<TensorType> &types,
+                                 const std::string &temp) {
   for (size_t k = 0; k < in.operands.size(); ++k) {
     const TensorType &t = types[k];
     if (t.isHost()) {
       if (rank_ == 0)
         writeFileBlock(in, k, t, std::vector<int64_t>(t.rank(), 0),
-                       dev_.toHost(get(fr, in.operands[k], in)));
+                       dev_.toHost(get(fr, in.operands[k], in)), temp);
       continue;
     }
     int64_t mr = meshRank(t);
@@ -180,9 +213,8 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
     if (!writer)
       continue;
     LocalBlock b = localBlock(t, mr);
-    writeFileBlock(in, k, t, b.offset, dev_.toHost(get(fr, in.operands[k], in)));
+    writeFileBlock(in, k, t, b.offset, dev_.toHost(get(fr, in.operands[k], in)), temp);
   }
-  world.barrier();
 }
 
 void RankRunner::saveCheckpoint(const Inst &in, Frame &fr) {

@@ -235,6 +235,9 @@ private:
   /// sharded over (no rank holds another's block, none the whole value).
   /// Every rank takes part, so the file is whole when any rank goes on.
   void saveFile(const Inst &in, Frame &fr);
+  /// This rank's blocks of a `save` into the temporary file `temp`.
+  void writeSaveBlocks(const Inst &in, Frame &fr, const std::vector<TensorType> &types,
+                       const std::string &temp);
 
   /// `save_checkpoint` (support/Checkpoint.h): world rank 0 makes the
   /// temporary folder; each rank writes and syncs its shard (the blocks the

@@ -300,9 +300,19 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
         s.push_back(Dim::lit(d));
       types.push_back(TensorType{opnd(k).dtype, s, nullptr, {}});
     }
-    createSaveFile(in, types);
-    for (size_t k = 0; k < in.operands.size(); ++k)
-      writeFileBlock(in, k, types[k], std::vector<int64_t>(opnd(k).shape.size(), 0), opnd(k));
+    // Into a temporary file renamed over the target (TensorIO.h).
+    const std::string path = parseFileOperand(in.attrs.str).path;
+    const std::string temp = saveTempPath(path, saveNonce());
+    createSaveFile(in, types, temp);
+    try {
+      for (size_t k = 0; k < in.operands.size(); ++k)
+        writeFileBlock(in, k, types[k], std::vector<int64_t>(opnd(k).shape.size(), 0), opnd(k),
+                       temp);
+    } catch (...) {
+      abandonSave(temp);
+      throw;
+    }
+    commitSave(in, temp, path);
     return {};
   }
   case Op::Call: {

@@ -4,6 +4,15 @@
 #include "support/Errors.h"
 #include "support/TensorFile.h"
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace dt {
 
 namespace {
@@ -59,8 +68,50 @@ HostTensor loadFileBlock(const Inst &in, const TensorType &t, const std::vector<
   return r;
 }
 
-void createSaveFile(const Inst &in, const std::vector<TensorType> &types) {
+std::string saveTempPath(const std::string &path, uint64_t nonce) {
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nonce);
+  // The extension stays last: it says the file's format (.npy, .safetensors).
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return path + ".dtensor-tmp-" + hex;
+  return path.substr(0, dot) + ".dtensor-tmp-" + hex + path.substr(dot);
+}
+
+uint64_t saveNonce() {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t t = (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
+  return ((uint64_t)getpid() << 40) ^ (t & 0xffffffffffull) ^ (++counter << 20);
+}
+
+void commitSave(const Inst &in, const std::string &temp, const std::string &path) {
+  int fd = ::open(temp.c_str(), O_RDWR);
+  bool synced = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0)
+    ::close(fd);
+  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    abandonSave(temp);
+    throw RuntimeFault("save" + where(in) + ": " + path +
+                       ": cannot replace it with the new file (" + why +
+                       "); the old file is unchanged");
+  }
+}
+
+void abandonSave(const std::string &temp) { std::remove(temp.c_str()); }
+
+void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const std::string &file) {
   FileOperand f = parseFileOperand(in.attrs.str);
+  std::string target = f.path;
+  if (!file.empty()) {
+    // Only a regular file is replaced (a rename over a device, a FIFO or a
+    // folder would replace the device itself).
+    struct stat st;
+    if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw RuntimeFault(std::string("save") + where(in) + ": " + target + ": not a regular file");
+    f.path = file;
+  }
   try {
     if (isSafetensorsPath(f.path)) {
       std::vector<std::pair<std::string, TensorFileEntry>> ts;
@@ -75,20 +126,33 @@ void createSaveFile(const Inst &in, const std::vector<TensorType> &types) {
       createNpyFile(f.path, dtypeName(types.at(0).dtype), concreteDims(types[0].shape));
     }
   } catch (const TensorFileError &err) {
-    throw RuntimeFault(std::string("save") + where(in) + ": " + err.what());
+    if (!file.empty())
+      abandonSave(file);
+    std::string what = err.what();
+    if (!file.empty() && what.rfind(file, 0) == 0) // name the user's file, not the temporary
+      what = target + what.substr(file.size());
+    throw RuntimeFault(std::string("save") + where(in) + ": " + what);
   }
 }
 
 void writeFileBlock(const Inst &in, size_t k, const TensorType &t,
-                    const std::vector<int64_t> &offset, const HostTensor &block) {
+                    const std::vector<int64_t> &offset, const HostTensor &block,
+                    const std::string &file) {
   FileOperand f = parseFileOperand(in.attrs.str);
+  std::string target = f.path;
+  if (!file.empty())
+    f.path = file;
   try {
     TensorFileEntry e = readTensorFileEntry(f.path, f.names.empty() ? "" : f.names.at(k));
     if (e.dtype != dtypeName(t.dtype) || e.shape != concreteDims(t.shape))
       throw TensorFileError(f.path + ": changed while it was being written");
     writeTensorBlock(f.path, e, offset, block.shape, block.raw());
   } catch (const TensorFileError &err) {
-    throw RuntimeFault(std::string("save") + where(in) + ": " + err.what());
+    std::string what = err.what();
+    if (!file.empty() && what.rfind(file, 0) == 0)
+      what = target + what.substr(file.size());
+    throw RuntimeFault(std::string("save") + where(in) + ": " + what +
+                       (file.empty() ? "" : "; the old file is unchanged"));
   }
 }
 

@@ -6,6 +6,7 @@
 #include "ir/IR.h"
 #include "runtime/HostTensor.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,28 @@ FileOperand parseFileOperand(const std::string &str);
 HostTensor loadFileBlock(const Inst &in, const TensorType &t, const std::vector<int64_t> &offset,
                          const std::vector<int64_t> &shape);
 
+/// A save never writes over the file it replaces: it writes a temporary
+/// file next to it (`saveTempPath`, the same name on every rank for one
+/// `nonce`), and the first rank renames it over the target once every block
+/// is written (`commitSave`). A save that fails, or a run killed while it
+/// saves, leaves the old file as it was (`abandonSave` removes the
+/// temporary file where the run can).
+std::string saveTempPath(const std::string &path, uint64_t nonce);
+/// A nonce for saveTempPath, distinct across processes and saves.
+uint64_t saveNonce();
+/// Syncs `temp` and renames it over `path`; RuntimeFault naming `in` if not.
+void commitSave(const Inst &in, const std::string &temp, const std::string &path);
+void abandonSave(const std::string &temp);
+
 /// Creates the file of a `save_file` of values of global types `types`
-/// (every block then written by writeFileBlock).
-void createSaveFile(const Inst &in, const std::vector<TensorType> &types);
-/// Writes the host block `block` at `offset` of operand `k` of `save_file`.
+/// (every block then written by writeFileBlock), at `file` (a temporary
+/// path, saveTempPath) or, when empty, at the operand's path.
+void createSaveFile(const Inst &in, const std::vector<TensorType> &types,
+                    const std::string &file = "");
+/// Writes the host block `block` at `offset` of operand `k` of `save_file`
+/// into `file` (empty: the operand's path).
 void writeFileBlock(const Inst &in, size_t k, const TensorType &t,
-                    const std::vector<int64_t> &offset, const HostTensor &block);
+                    const std::vector<int64_t> &offset, const HostTensor &block,
+                    const std::string &file = "");
 
 } // namespace dt

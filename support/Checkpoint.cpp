@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -273,11 +274,37 @@ void beginCheckpointSave(const std::string &dir) {
                                   "not replacing it");
   }
   std::string tmp = checkpointTempDir(dir);
-  fs::remove_all(tmp, ec); // a save that crashed earlier
-  if (ec)
-    throw TensorFileError(tmp + ": cannot remove the stale temporary folder: " + ec.message());
-  if (::mkdir(tmp.c_str(), 0777) != 0)
-    ioFail(tmp, "cannot create the temporary folder");
+  // The temporary folder is this save's own while it exists (its `.owner`
+  // names the process): a second run saving the same checkpoint at once is
+  // refused instead of deleting the first one's files (both used to end
+  // with exit 0 and the checkpoint gone). A folder whose owner is gone is a
+  // crashed save's, removed.
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  if (::mkdir(tmp.c_str(), 0777) != 0) {
+    if (errno != EEXIST)
+      ioFail(tmp, "cannot create the temporary folder");
+    long pid = 0;
+    char ownerHost[256] = {0};
+    if (FILE *f = std::fopen((tmp + "/.owner").c_str(), "r")) {
+      if (std::fscanf(f, "%ld %255s", &pid, ownerHost) != 2)
+        pid = 0;
+      std::fclose(f);
+    }
+    if (pid > 0 && pid != (long)::getpid() && std::strcmp(ownerHost, host) == 0 &&
+        (::kill((pid_t)pid, 0) == 0 || errno == EPERM))
+      throw TensorFileError(dir + ": another run (pid " + std::to_string(pid) +
+                            ") is saving this checkpoint now; not saving over it");
+    fs::remove_all(tmp, ec); // a save that crashed earlier
+    if (ec)
+      throw TensorFileError(tmp + ": cannot remove the stale temporary folder: " + ec.message());
+    if (::mkdir(tmp.c_str(), 0777) != 0)
+      ioFail(tmp, "cannot create the temporary folder");
+  }
+  if (FILE *f = std::fopen((tmp + "/.owner").c_str(), "w")) {
+    std::fprintf(f, "%ld %s\n", (long)::getpid(), host[0] ? host : "-");
+    std::fclose(f);
+  }
 }
 
 CheckpointShardWriter::CheckpointShardWriter(const std::string &dir, const std::string &file,
@@ -378,6 +405,7 @@ void commitCheckpointSave(const std::string &dir, const CheckpointIndex &ix) {
     if (::fsync(f.fd) != 0)
       ioFail(index, "cannot sync");
   }
+  std::remove((tmp + "/.owner").c_str()); // not part of the checkpoint
   fsyncPath(tmp, true);
   std::error_code ec;
   bool replace = fs::exists(fs::symlink_status(dir, ec));

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -346,6 +347,13 @@ int dtensorcMain(int argc, char **argv) {
     std::cout.flush();
     std::cerr << "internal error: " << e.what() << "\n";
     return 3;
+  } catch (const std::bad_alloc &) {
+    // Memory ran out outside the runtime's own checks (the compiler's tables
+    // of a huge constant): a line, not an abort.
+    std::cout.flush();
+    std::cerr << "error: out of memory (the program needs more memory than this machine gives "
+                 "it, while compiling or running)\n";
+    return 1;
   }
 }
 

@@ -9,6 +9,8 @@ fixture (tests/data/ckpt_small) in a temporary folder:
   checkpoint still loads with its values and the target folder holds no part
   of the new one; the next save succeeds and cleans up;
 * a save over a folder that is not a checkpoint is refused, the folder kept;
+* a `save` of a .npy / .safetensors file killed mid-write leaves the old
+  file byte for byte (it writes a temporary file renamed over the target);
 * under mpirun (one rank a process), ok_checkpoint_reshard.dt prints what
   the cpu backend prints (skipped without mpirun).
 
@@ -110,6 +112,49 @@ with tempfile.TemporaryDirectory() as d:
     print(("PASS " if ok else "FAIL ") + "the next save replaces it and cleans up")
     if not ok:
         failures.append("resave: rc %d %r, reload rc %d %r %r" % (rc, err, rc2, out2, err2))
+    # A `save` killed mid-write keeps the old file; the next one replaces it.
+    for name in ("w.npy", "w.safetensors"):
+        tensor = ', "w"' if name.endswith("safetensors") else ""
+        prog = ('mesh m = [x = 4]\nlet w : f32[4, 3] @ m[x, _] = full(%%s)\n'
+                'save("%s"%s, w)\n' % (name, tensor))
+        rc0, _, err0 = run(d, prog % 5)
+        good = open(os.path.join(d, name), "rb").read()
+        rc, out, err = run(d, prog % 7, {"DTENSOR_TEST_CRASH_IN_SAVE": "1"})
+        kept = open(os.path.join(d, name), "rb").read() == good
+        rc2, _, err2 = run(d, prog % 7)
+        replaced = open(os.path.join(d, name), "rb").read() != good
+        rc3, out3, err3 = run(d, 'mesh m = [x = 2]\nlet w : f32[4, 3] @ m[_, x] = load("%s"%s)\n'
+                                 'print(relayout(sum(w), m[]))\n' % (name, tensor))
+        ok = (rc0 == 0 and rc == 86 and kept and rc2 == 0 and replaced and rc3 == 0 and
+              out3 == "84\n")
+        print(("PASS " if ok else "FAIL ") + "a save of %s killed mid-write keeps the old file" % name)
+        if not ok:
+            failures.append("save %s: rc %d %r / %d %r / %d %r, kept %r replaced %r, load %d %r %r" %
+                            (name, rc0, err0, rc, err, rc2, err2, kept, replaced, rc3, out3, err3))
+    # A save running now (its temporary folder's owner is alive on this
+    # host) is not saved over; a crashed one's folder is taken over.
+    import socket
+    tmp = os.path.join(d, "ck.tmp")
+    os.makedirs(tmp, exist_ok=True)
+    with open(os.path.join(tmp, ".owner"), "w") as f:
+        f.write("%d %s\n" % (os.getpid(), socket.gethostname()))
+    before = open(os.path.join(d, "ck", "index.json")).read()
+    rc, out, err = run(d, SAVE % (4, 4))
+    ok = rc == 1 and "another run (pid %d) is saving this checkpoint" % os.getpid() in err and \
+        open(os.path.join(d, "ck", "index.json")).read() == before
+    print(("PASS " if ok else "FAIL ") + "a save running now is not saved over")
+    if not ok:
+        failures.append("concurrent: rc %d %r" % (rc, err))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with open(os.path.join(tmp, ".owner"), "w") as f:
+        f.write("%d %s\n" % (dead.pid, socket.gethostname()))
+    rc, out, err = run(d, SAVE % (4, 4))
+    rc2, out2, err2 = run(d, LOAD)
+    ok = rc == 0 and rc2 == 0 and out2.startswith("w [[4, 4, 4]") and not os.path.exists(tmp)
+    print(("PASS " if ok else "FAIL ") + "a crashed save's temporary folder is taken over")
+    if not ok:
+        failures.append("stale owner: rc %d %r, reload %d %r %r" % (rc, err, rc2, out2, err2))
     # A folder that is not a checkpoint is never replaced.
     os.mkdir(os.path.join(d, "data"))
     open(os.path.join(d, "data", "keep.txt"), "w").write("mine")

@@ -436,11 +436,25 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize) {
       break;
   }
   c.expect('}', "closing the header");
+  // The format pads the header with spaces and ends it with a newline: any
+  // other byte there is a corrupt header (a changed length byte would make
+  // its padding read as data).
+  for (size_t i = c.i; i < h.size(); ++i)
+    if (h[i] != ' ' && h[i] != '\n' && h[i] != '\r' && h[i] != '\t')
+      fail(path, "malformed header: bytes after the closing `}` that are not padding");
   if (!haveDescr || !haveShape || !haveOrder)
     fail(path, "malformed header: descr, fortran_order and shape are required");
   e.elementSize = tensorFileElementSize(e.dtype);
   e.dataOffset = start + hlen;
+  // The data is the rest of the file, exactly: a file longer than dtype x
+  // shape is as malformed as a shorter one (a changed shape byte would
+  // otherwise read a part of the data silently).
   checkEntry(path, "", e, UINT64_MAX, fileSize);
+  uint64_t bytes = (uint64_t)checkedNumel(e.shape) * (uint64_t)e.elementSize;
+  if (fileSize != UINT64_MAX && fileSize - e.dataOffset > bytes)
+    fail(path, "holds " + std::to_string(fileSize - e.dataOffset) + " bytes of data, but " +
+                   e.dtype + shapeStr(e.shape) + " needs " + std::to_string(bytes) +
+                   ": extra bytes at the end");
   return e;
 }
 

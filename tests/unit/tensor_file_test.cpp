@@ -272,6 +272,12 @@ TEST_CASE("tensor files: malformed headers are clear errors naming the file") {
   bad(bytes.substr(0, 9), "not an .npy file");
   bad(bytes.substr(0, 40), "truncated header");
   bad(bytes.substr(0, bytes.size() - 1), "past the end of the file");
+  // A longer file and a header whose padding holds other bytes are as
+  // malformed (a changed shape or length byte read data silently).
+  bad(bytes + "xyz", "extra bytes at the end");
+  std::string junk = bytes;
+  junk[junk.find('}') + 2] = 'Z';
+  bad(junk, "bytes after the closing `}` that are not padding");
   std::string v9 = bytes;
   v9[6] = 9;
   bad(v9, "unsupported .npy version 9");

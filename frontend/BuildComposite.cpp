@@ -1,9 +1,10 @@
 // This file implements the builtins that the IR builder writes as other ops
 // (frontend/BuildIR.h `composite`): math functions (`gelu`, `softplus`,
 // `clamp`, `square`, `isnan`, `isfinite`), index reductions (`argmax`,
-// `argmin`) and `cumsum`. Being built from checked ops, each one gets its
-// placement rule, its SPMD lowering, its kernels on every backend and its
-// gradient from theirs.
+// `argmin`). Being built from checked ops, each one gets its placement rule,
+// its SPMD lowering, its kernels on every backend and its gradient from
+// theirs. `cumsum` is one op (a scan, linear in its length); it is checked
+// here for the messages its builtin call deserves.
 #include "frontend/BuildIR.h"
 
 #include <cmath>
@@ -123,7 +124,7 @@ EV IRBuilder::argReduce(const std::string &name, const ast::Expr &e, EV x, const
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+    diags().error(DiagId::NumericOnly, e.loc, {name, t.str()}).hint =
         "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
@@ -196,7 +197,7 @@ EV IRBuilder::cumsum(const ast::Expr &e, EV x, const TensorType &t) {
   if (d < 0)
     return EV::bad();
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {"cumsum", "a numeric type", "bool"}).hint =
+    diags().error(DiagId::NumericOnly, e.loc, {"cumsum", t.str()}).hint =
         "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }
@@ -210,77 +211,9 @@ EV IRBuilder::cumsum(const ast::Expr &e, EV x, const TensorType &t) {
       conversionHint(diag, ex, t, r);
       return EV::bad();
     }
-  if (t.shape[d].isSym() || t.rank() > 25) {
-    diags().error(DiagId::CumsumSize, e.loc, {t.shape[d].str()});
-    return EV::bad();
-  }
-  // x contracted with the upper-triangular ones U[i, j] = (i <= j) over dim
-  // d: an einsum, so partial(sum) inputs, other sharded dims, every dtype's
-  // exact arithmetic and the gradient (a reversed cumsum) come from it.
-  int64_t n = t.shape[d].value;
-  TensorType ut = replicatedType(t.dtype, {Dim::lit(n), Dim::lit(n)}, t.mesh);
-  Attrs u;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      if (constInInts(t.dtype))
-        u.ints.push_back(i <= j);
-      else
-        u.floats.push_back(i <= j);
-    }
-  EV tri = emit(Op::Const, {}, {}, e.loc, u, {ut});
-  if (tri.poison)
-    return tri;
-  std::string in, out;
-  for (int i = 0; i < t.rank(); ++i)
-    in += (char)('a' + i);
-  out = in;
-  out[d] = 'z';
-  Attrs spec;
-  spec.str = in + "," + in[d] + "z->" + out;
-  auto scan = [&](EV v) { return emit(Op::Einsum, {v, tri}, {ex, nullptr}, e.loc, spec); };
-  if (!isFloat(t.dtype))
-    return scan(x);
-  // On floats a product with the zeros of U would let a later NaN or inf
-  // reach earlier sums (0 * inf = nan): sum the finite values, count the
-  // non-finite ones per prefix, and patch those prefixes.
-  if (t.hasPartial()) {
-    auto &diag = diags().error(DiagId::NonLinearPartial, e.loc, {"cumsum"});
-    diag.notes.push_back("a float `cumsum` handles NaN and inf elementwise, which a partial "
-                         "sum does not allow");
-    conversionHint(diag, ex, t, withoutPartials(t));
-    return EV::bad();
-  }
-  auto lit = [&](double v, const EV &like) {
-    return EV::one(materialize(number(v), typeOf(like.ids[0]), e.loc));
-  };
-  auto op = [&](Op o, std::vector<EV> a, std::vector<TensorType> given = {}) {
-    for (auto &v : a)
-      if (v.poison)
-        return EV::bad();
-    std::vector<const ast::Expr *> exs(a.size(), ex);
-    return emit(o, a, exs, e.loc, {}, given);
-  };
-  auto count = [&](EV mask) { // prefix counts of a bool mask, as x's dtype
-    if (mask.poison)
-      return mask;
-    TensorType ct = typeOf(mask.ids[0]);
-    ct.dtype = t.dtype;
-    EV c = op(Op::Cast, {mask}, {ct});
-    c = c.poison ? c : scan(c);
-    return c.poison ? c : op(Op::Gt, {c, number(0)});
-  };
-  EV fin = op(Op::Lt, {op(Op::Abs, {x}), number(INFINITY)});
-  EV finite = fin.poison ? fin : op(Op::Select, {fin, x, lit(0, x)});
-  EV sum = finite.poison ? finite : scan(finite);
-  EV nan = count(op(Op::Ne, {x, x}));
-  EV pos = count(op(Op::Eq, {x, number(INFINITY)}));
-  EV neg = count(op(Op::Eq, {x, number(-INFINITY)}));
-  if (sum.poison || nan.poison || pos.poison || neg.poison)
-    return EV::bad();
-  EV r = op(Op::Select, {neg, lit(-INFINITY, sum), sum});
-  r = op(Op::Select, {pos, lit(INFINITY, sum), r});
-  EV bad = op(Op::Or, {nan, op(Op::And, {pos, neg})});
-  return op(Op::Select, {bad, lit(NAN, sum), r});
+  Attrs a;
+  a.ints = {d};
+  return emit(Op::Cumsum, {x}, {ex}, e.loc, a);
 }
 
 bool IRBuilder::composite(const std::string &name, const ast::Expr &e, EV &out, bool &handled) {

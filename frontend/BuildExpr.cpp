@@ -380,7 +380,7 @@ EV IRBuilder::expr(const ast::Expr &e) {
     if (a.literal) {
       // As on tensors: `-` takes a number, `!` a bool.
       if (e.op == "-" && a.isBool) {
-        diags().error(DiagId::DTypeMismatch, e.loc, {"neg", "a numeric type", "bool"}).hint =
+        diags().error(DiagId::NumericOnly, e.loc, {"-", "bool"}).hint =
             "a bool tensor is not a number: `cast(x, f32)` makes one";
         return EV::bad();
       }
@@ -458,7 +458,7 @@ EV IRBuilder::binary(const ast::Expr &e) {
       return EV::bad();
     }
     if (!logical && (a.isBool || b.isBool) && !(equality && a.isBool && b.isBool)) {
-      diags().error(DiagId::DTypeMismatch, e.loc, {e.op, "a numeric type", "bool"}).hint =
+      diags().error(DiagId::NumericOnly, e.loc, {e.op, "bool"}).hint =
           "a bool tensor is not a number: `cast(x, f32)` makes one";
       return EV::bad();
     }
@@ -672,10 +672,29 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       int sid = -1;
       if (sx && !intScalar(*sx, "seed", seed, sid))
         return EV::bad();
-      if (sid >= 0)
-        return emit(Op::Random, {EV::one(sid)}, {sx}, init.loc, a, {t});
-      a.ints = {seed};
-      return emit(Op::Random, {}, {}, init.loc, a, {t});
+      // bf16/f16 uniform: the f32 draw (24 bits) cut to the type's
+      // precision, k / 2^p with p = 8 (bf16) or 11 (f16), as PyTorch does:
+      // exact in the type and below 1, where rounding the f32 draw to
+      // nearest would give 1.0 (1 draw in 500 in bf16).
+      const bool narrow = a.str == "uniform" && (t.dtype == DType::BF16 || t.dtype == DType::F16);
+      TensorType drawn = t;
+      if (narrow)
+        drawn.dtype = DType::F32;
+      EV u;
+      if (sid >= 0) {
+        u = emit(Op::Random, {EV::one(sid)}, {sx}, init.loc, a, {drawn});
+      } else {
+        a.ints = {seed};
+        u = emit(Op::Random, {}, {}, init.loc, a, {drawn});
+      }
+      if (!narrow || u.poison)
+        return u;
+      EV step;
+      step.literal = true;
+      step.number = t.dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+      EV k = emit(Op::FloorDiv, {u, step}, {nullptr, nullptr}, init.loc);
+      EV grid = k.poison ? k : emit(Op::Mul, {k, step}, {nullptr, nullptr}, init.loc);
+      return grid.poison ? grid : emit(Op::Cast, {grid}, {nullptr}, init.loc, {}, {t});
     }
     if (c == "arange" || c == "iota") {
       auto v = numberArg("dim", 0);

@@ -105,7 +105,7 @@ EV IRBuilder::gatherBuiltin(const std::string &name, const ast::Expr &e) {
     return EV::bad();
   }
   if (xt.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+    diags().error(DiagId::NumericOnly, e.loc, {name, xt.str()}).hint =
         "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }

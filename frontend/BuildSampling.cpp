@@ -91,11 +91,15 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
       return EV::bad();
     Attrs ra;
     ra.str = "uniform";
-    TensorType ut = withoutPartials(t);
-    EV u = sid >= 0 ? emit(Op::Random, {EV::one(sid)}, {sx}, e.loc, ra, {ut}) : EV::bad();
+    // The draw and the comparison with p in f32 whatever x's dtype: in bf16
+    // a draw near 1 rounds up to 1.0 and p itself rounds (0.999 -> 1.0), so
+    // the kept fraction would not be 1 - p.
+    TensorType ut = withoutPartials(t), drawn = ut;
+    drawn.dtype = DType::F32;
+    EV u = sid >= 0 ? emit(Op::Random, {EV::one(sid)}, {sx}, e.loc, ra, {drawn}) : EV::bad();
     if (sid < 0) {
       ra.ints = {seed};
-      u = emit(Op::Random, {}, {}, e.loc, ra, {ut});
+      u = emit(Op::Random, {}, {}, e.loc, ra, {drawn});
     }
     double q = p.number;
     EV keep = op(Op::Ge, {u, number(q)});
@@ -118,7 +122,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     return EV::bad();
   }
   if (t.dtype == DType::Bool) {
-    diags().error(DiagId::DTypeMismatch, e.loc, {name, "a numeric type", "bool"}).hint =
+    diags().error(DiagId::NumericOnly, e.loc, {name, t.str()}).hint =
         "a bool tensor is not a number: `cast(x, f32)` makes one";
     return EV::bad();
   }

@@ -390,6 +390,11 @@ private:
       if (acceptKeyword("dim"))
         a.ints = {integer()};
       break;
+    case Op::Cumsum:
+      if (acceptKeyword("dim"))
+        a.ints = {integer()};
+      a.flag = acceptKeyword("reverse");
+      break;
     case Op::ReduceSum:
     case Op::ReduceMax:
     case Op::ReduceMin:

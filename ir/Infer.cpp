@@ -41,6 +41,7 @@ Linearity linearityAnyDType(Op op, const std::vector<TensorType> &operands) {
     return {Lin::Joint, {0, 2}, kSumLike};
   case Op::Neg:
   case Op::ReduceSum:
+  case Op::Cumsum:
     return {Lin::Single, {0}, kSumLike};
   case Op::Mul:
   case Op::MatMul:
@@ -166,11 +167,8 @@ std::optional<TypeError> checkDTypes(Op op, const std::vector<TensorType> &ops) 
     break;
   default:
     for (size_t i = 0; i < ops.size(); ++i)
-      if (auto e = need(isNumeric(ops[i].dtype), DiagId::FloatOnly, (int)i)) {
-        e->id = DiagId::DTypeMismatch;
-        e->args = {name, "a numeric type", dtypeName(ops[i].dtype)};
+      if (auto e = need(isNumeric(ops[i].dtype), DiagId::NumericOnly, (int)i))
         return e;
-      }
   }
   if ((cls == OpClass::Elementwise2 || cls == OpClass::Contract) && ops.size() == 2)
     return same(0, 1);

@@ -235,6 +235,15 @@ public:
         rest.ints.clear();
       }
       break;
+    case Op::Cumsum:
+      if (a.ints.size() == 1) {
+        out += " dim " + std::to_string(a.ints[0]);
+        rest.ints.clear();
+      }
+      if (a.flag)
+        out += " reverse";
+      rest.flag = false;
+      break;
     case Op::ReduceSum:
     case Op::ReduceMax:
     case Op::ReduceMin:

@@ -534,6 +534,24 @@ std::optional<IndexSignature> buildSignature(Op op, const std::vector<Shape> &sh
     }
     return s;
   }
+  case Op::Cumsum: {
+    // Running sums along `dim`: every element of a row feeds the later ones,
+    // so the dim is whole on every rank; the other dims are kept.
+    const Shape &x = shapes[0];
+    int64_t dim = attrs.ints.empty() ? 0 : attrs.ints[0];
+    if (dim < 0 || dim >= (int64_t)x.size()) {
+      err = {DiagId::BadDim, {std::to_string(dim), std::to_string(x.size())}};
+      return std::nullopt;
+    }
+    IndexSignature s;
+    std::vector<int> f;
+    for (size_t d = 0; d < x.size(); ++d)
+      f.push_back(s.addFactor(x[d], d == (size_t)dim ? FactorRole::Pinned : FactorRole::Kept));
+    s.operands = {f};
+    s.result = f;
+    s.resultShape = x;
+    return s;
+  }
   case Op::IndexAdd: {
     // base[.., S, ..] ids[T] src[.., T, ..]: rows of src summed into base at ids.
     const Shape &base = shapes[0], &ids = shapes[1], &src = shapes[2];

@@ -420,6 +420,7 @@ private:
     }
     case Op::IndexSelect:
     case Op::IndexAdd:
+    case Op::Cumsum:
     case Op::Iota:
       if (a.ints.size() != 1 || !dimOk(a.ints[0], in.op == Op::Iota ? r : x))
         instErr(in, "needs one dim attribute in range");

@@ -281,6 +281,19 @@ struct Rule {
       accumulate(x[0], g);
     accumulate(x[2], B.op(Op::IndexSelect, {g, x[1]}, in.attrs));
   }
+  // `Cumsum`: each input element feeds the sums at and after it (before it,
+  // reversed), so its gradient is the running sum of g from the other end,
+  // along a dim no axis shards (g may come sharded there: gathered first).
+  void cumsum() {
+    int64_t dim = in.attrs.ints[0];
+    TensorType whole = T(g);
+    for (auto &p : whole.placements)
+      if (p.isShard() && p.dim == dim)
+        p = Placement::replicate();
+    Attrs a = in.attrs;
+    a.flag = !a.flag;
+    accumulate(x[0], B.op(Op::Cumsum, {whole == T(g) ? g : B.relayout(g, whole)}, a));
+  }
   // `Relayout`
   void relayout() { accumulate(x[0], B.relayout(g, B.relayoutBackTarget(T(x[0]), T(g)))); }
   // `ToHost`
@@ -346,6 +359,7 @@ const Table &table() {
     rule(Op::Broadcast, &Rule::broadcast);
     rule(Op::IndexSelect, &Rule::indexSelect);
     rule(Op::IndexAdd, &Rule::indexAdd);
+    rule(Op::Cumsum, &Rule::cumsum);
     rule(Op::Relayout, &Rule::relayout);
     rule(Op::ToHost, &Rule::toHost);
     rule(Op::Distribute, &Rule::distribute);

@@ -262,6 +262,10 @@ std::vector<HostTensor> runLocalOp(const Inst &in, const std::vector<const HostT
     return one(ref::indexSelect(arg(0), arg(1), dim0()));
   case Op::IndexAdd:
     return one(ref::indexAdd(arg(0), arg(1), arg(2), dim0()));
+  case Op::Cumsum:
+    // The dim is whole in every block (its placement rule): the block's own
+    // running sums are the global ones.
+    return one(ref::cumsum(arg(0), dim0(), in.attrs.flag));
   case Op::CheckFactor:
     checkFactor(in, arg(0));
     // The operand itself, its buffer shared: a kernel writes in place only

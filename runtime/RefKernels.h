@@ -60,6 +60,11 @@ void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTenso
                   HostTensor &out);
 HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                     int64_t dim);
+/// Running sums along `dim` (`reverse`: from the end, suffix sums). Floats
+/// accumulate in double and round each sum once to the dtype (bf16/f16
+/// included), so NaN and inf propagate forward as IEEE addition does;
+/// integers wrap.
+HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse);
 
 HostTensor constant(const std::vector<double> &data, DType dt, const Dims &shape);
 /// Exact integer values (1 = splat): converted like an int64 `cast`.

@@ -345,4 +345,41 @@ HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTen
   return r;
 }
 
+HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse) {
+  checkDim("cumsum", dim, x.rank());
+  if (x.dtype == DType::Bool)
+    throw InternalError("reference evaluator: `cumsum` of a bool tensor");
+  if (isLowPrecision(x.dtype)) // exact in f64; each sum rounds once, to the dtype
+    return cast(cumsum(cast(x, DType::F64), dim, reverse), x.dtype);
+  int64_t outer = 1, inner = 1, n = x.shape[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= x.shape[d];
+  for (int64_t d = dim + 1; d < x.rank(); ++d)
+    inner *= x.shape[d];
+  HostTensor r(x.dtype, x.shape);
+  dispatchNum(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    const T *src = x.data<T>();
+    T *dst = r.data<T>();
+    std::vector<Acc> acc((size_t)inner);
+    for (int64_t o = 0; o < outer; ++o) {
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t i = reverse ? n - 1 - s : s;
+        const T *in = src + (o * n + i) * inner;
+        T *out = dst + (o * n + i) * inner;
+        for (int64_t k = 0; k < inner; ++k) {
+          if constexpr (std::is_floating_point_v<T>)
+            acc[k] += (double)in[k];
+          else
+            acc[k] = wrapAdd(acc[k], in[k]);
+          out[k] = (T)acc[k];
+        }
+      }
+    }
+  });
+  return r;
+}
+
 } // namespace dt::ref

@@ -232,6 +232,8 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
     return one(ref::indexSelect(opnd(0), opnd(1), attrInt(0)));
   case Op::IndexAdd:
     return one(ref::indexAdd(opnd(0), opnd(1), opnd(2), attrInt(0)));
+  case Op::Cumsum:
+    return one(ref::cumsum(opnd(0), attrInt(0), in.attrs.flag));
   case Op::Relayout:
   case Op::Distribute:
   case Op::ToHost:

@@ -166,6 +166,9 @@ Module everyOpModule() {
   sg.floats = {1};
   b.emit(Op::SliceGather, {fl},
          ty(DType::F32, {2, 3}, m, {Placement::replicate(), Placement::replicate()}), sg);
+  Attrs rev = ints({1});
+  rev.flag = true; // suffix sums
+  b.emit(Op::Cumsum, {lc}, f23, rev);
   b.ret({});
   return mod;
 }
@@ -233,8 +236,8 @@ TEST_CASE("ir print: canonical lines") {
   CHECK(text.find(" \"acc \\\"quoted\\\"\\n\"\n") != std::string::npos);
   CHECK(text.find("  print %73 \"stepacc\" attrs{ints [-1, 4, 0, 3], flag}\n  %78 = slice_gather "
                   "%2 axes [0] "
-                  "from 1 : f32[2, 3] @ m{x: replicate, y: replicate}\n  return\n}\n") !=
-        std::string::npos);
+                  "from 1 : f32[2, 3] @ m{x: replicate, y: replicate}\n  %79 = cumsum %77 dim 1 "
+                  "reverse : f32[2, 3]\n  return\n}\n") != std::string::npos);
   CHECK(text.find(":picked = if %69 {\n") != std::string::npos);
   CHECK(text.find(":looped = while %69, %71 {\n    ^(%72:v: f32[2, 3]):\n    yield %69, %72\n") !=
         std::string::npos);

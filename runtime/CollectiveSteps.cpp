@@ -101,7 +101,8 @@ HostTensor treeAllReduce(Device &dev, Communicator &comm, const HostTensor &bloc
 
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
-                             const std::vector<int64_t> &worldIds, bool deterministic) {
+                             const std::vector<int64_t> &worldIds, bool deterministic,
+                             const std::function<std::shared_ptr<Buffer>(int64_t)> &pooled) {
   const Mesh &mesh = *src.mesh;
   const std::vector<int64_t> &axes = in.attrs.ints;
   Box oldB = blockBox(src, meshRank), newB = blockBox(dst, meshRank);
@@ -132,8 +133,14 @@ HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
        in.op == Op::AllToAll))
     return block;
   // Every step writes its whole result but local_partial's zeros.
-  HostTensor out =
-      in.op == Op::LocalPartial ? dev.empty(dt, newB.shape) : dev.emptyUninit(dt, newB.shape);
+  HostTensor out;
+  if (in.op != Op::LocalPartial && pooled) {
+    out.dtype = dt;
+    out.shape = newB.shape;
+    out.buf = pooled(out.bytes());
+  }
+  if (!out.buf)
+    out = in.op == Op::LocalPartial ? dev.empty(dt, newB.shape) : dev.emptyUninit(dt, newB.shape);
   auto peersOld = [&]() {
     std::vector<Box> r;
     for (auto q : meshGroup)

@@ -10,6 +10,8 @@
 #include "ir/IR.h"
 #include "runtime/Backend.h"
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace dt {
@@ -26,9 +28,13 @@ namespace dt {
 /// exception, `all_reduce` marked `tree G` (SPMD lowering's distributed
 /// contraction), combines the first G members' subtree nodes in the fixed
 /// tree order of runtime/BlasDeterministic.h, the same on every member.
+/// `pooled(bytes)` (when given) offers a free buffer of the rank's pool for
+/// a result the step writes in full, or null: a loop's all-reduce then
+/// reuses the buffer of the one before instead of allocating anew.
 HostTensor runCollectiveStep(Device &dev, const Inst &in, const TensorType &src,
                              const TensorType &dst, const HostTensor &block, int64_t meshRank,
-                             const std::vector<int64_t> &worldIds, bool deterministic = false);
+                             const std::vector<int64_t> &worldIds, bool deterministic = false,
+                             const std::function<std::shared_ptr<Buffer>(int64_t)> &pooled = {});
 
 /// Every group of world ranks that a collective of `m` can run over (each
 /// collective's axis group from every mesh rank), and the whole world of

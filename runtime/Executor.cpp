@@ -218,7 +218,8 @@ std::vector<Slot> RankRunner::inst(const Inst &in, Frame &fr, int depth) {
     ++rs_.stats.collectives;
     dev_.at(&in);
     return {runCollectiveStep(dev_, in, st, rt, get(fr, in.operands[0], in), meshRank(st), sh_.ids,
-                              sh_.m.deterministic)};
+                              sh_.m.deterministic,
+                              [&](int64_t bytes) { return rs_.takePooled(bytes); })};
   }
   std::vector<const HostTensor *> args;
   for (int o : in.operands)

@@ -203,7 +203,8 @@ void RankState::release(std::optional<HostTensor> &t) {
     return;
   // The slot's reference and `b` are the same one now: pool a buffer that no
   // other value or print event shares.
-  if (reuse_ && b.use_count() == 1 && b->bytes() > 0 && pool_.size() < kPoolBuffers) {
+  if (reuse_ && b.use_count() == 1 && b->bytes() > 0 && pool_.size() < kPoolBuffers &&
+      pool_.count((int64_t)b->bytes()) < kPoolPerSize) {
     count(b.get(), +1); // the pool's hold
     pool_.emplace((int64_t)b->bytes(), b);
   }

@@ -15,8 +15,9 @@
 // argument) is released right after its last use in that block (a use inside a nested region counts
 // as a use by the instruction that owns the region; an unused value dies at
 // its definition). A released buffer that no other value shares goes to the
-// rank's pool, and a later kernel output (or float matmul product) of
-// exactly its byte size takes it instead of a new allocation. Only an exact
+// rank's pool, and a later kernel output (or float matmul product, or
+// collective result) of exactly its byte size takes it instead of a new
+// allocation; the pool keeps at most 4 buffers of one size. Only an exact
 // fit: a smaller output that took a larger buffer would leave the next output
 // of that larger size to allocate anew while the pool's smaller buffers
 // stay unused (the "at least half" rule this replaced kept mlp_tp's peak at
@@ -180,9 +181,11 @@ public:
   /// the call sites (their launches stay valid for the same module).
   void startRun();
 
-  /// Buffers the pool keeps at most (a released buffer beyond that is freed:
-  /// only kernel outputs take pooled buffers).
-  static constexpr size_t kPoolBuffers = 32;
+  /// Buffers the pool keeps at most, in all and of one byte size (a released
+  /// buffer beyond that goes back to the device, whose own cache serves
+  /// every allocation: kernel outputs, matmul products and collective
+  /// results take pooled buffers, other ops allocate).
+  static constexpr size_t kPoolBuffers = 32, kPoolPerSize = 4;
 
   /// A value slot now holds `t`.
   void hold(const HostTensor &t);

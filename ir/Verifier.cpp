@@ -6,16 +6,20 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace dt {
 
 namespace {
 
+/// The module's functions by name (the first of a name, as Module::find).
+using FunctionTable = std::unordered_map<std::string, const Function *>;
+
 class FnVerifier {
 public:
   FnVerifier(const Module &m, const Function &f, std::vector<std::string> &errs,
-             const VerifyOptions &o)
-      : m_(m), f_(f), errs_(errs), opts_(o), defined_(f.values.size(), false),
+             const VerifyOptions &o, const FunctionTable *byName = nullptr)
+      : m_(m), f_(f), errs_(errs), opts_(o), byName_(byName), defined_(f.values.size(), false),
         visible_(f.values.size(), false) {}
 
   void run() {
@@ -361,7 +365,12 @@ private:
   }
 
   void call(const Inst &in) {
-    const Function *g = m_.find(in.attrs.str);
+    const Function *g = nullptr;
+    if (!byName_) {
+      g = m_.find(in.attrs.str);
+    } else if (auto it = byName_->find(in.attrs.str); it != byName_->end()) {
+      g = it->second;
+    }
     if (!g) {
       instErr(in, "unknown callee `@" + in.attrs.str + "`");
       return;
@@ -490,6 +499,7 @@ private:
   const Function &f_;
   std::vector<std::string> &errs_;
   const VerifyOptions &opts_;
+  const FunctionTable *byName_; ///< null: Module::find (a linear search)
   std::vector<bool> defined_, visible_;
 };
 
@@ -513,10 +523,13 @@ bool verifyModule(const Module &m, std::vector<std::string> &errors, const Verif
                        " devices in its shape but " + std::to_string(mesh->devices.size()) +
                        " device ids");
   }
+  FunctionTable byName; // a call's callee in O(1): a module may hold thousands of kernels
+  for (auto &f : m.functions)
+    byName.emplace(f.name, &f);
   for (auto &f : m.functions) {
     if (!fnNames.insert(f.name).second)
       errors.push_back("function `@" + f.name + "` is defined twice");
-    verifyFunction(m, f, errors, opts);
+    FnVerifier(m, f, errors, opts, &byName).run();
   }
   return errors.size() == before;
 }

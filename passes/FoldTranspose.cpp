@@ -186,15 +186,18 @@ struct Folder {
     for (Inst &in : b.insts)
       for (Block &r : in.regions)
         prune(r);
+    std::vector<char> drop(b.insts.size(), 0);
     for (size_t i = b.insts.size(); i-- > 0;) {
       Inst &in = b.insts[i];
       if (in.op != Op::Transpose || (uses[in.results[0]] != 0 && !absorbed.count(in.results[0])))
         continue;
       for (int o : in.operands)
         --uses[o];
-      b.insts.erase(b.insts.begin() + (std::ptrdiff_t)i);
+      drop[i] = 1;
       ++removed;
     }
+    size_t i = 0; // one pass: erasing one at a time was quadratic in the block
+    std::erase_if(b.insts, [&](const Inst &) { return drop[i++] != 0; });
   }
 
   int run() {

@@ -34,6 +34,60 @@ static bool tensorArgs(IRBuilder &b, const ast::Expr &e, const std::string &name
   return true;
 }
 
+/// Every input of `concat`/`stack` laid out as the first one on every dim but
+/// the joined one `d` (-1: none, `stack`): the rows add into zeros of the
+/// first one's layout. Said here, naming the input and the relayout to
+/// write, not by the index_add inside. False after the error.
+static bool sameLayouts(IRBuilder &b, const std::string &name, const std::vector<EV> &xs,
+                        const std::vector<const ast::Expr *> &exs, int64_t d) {
+  const TensorType t0 = b.typeOf(xs[0].ids[0]);
+  auto other = [&](const Placement &p) { return p.isShard() && p.dim != d; };
+  for (const EV &x : xs) // a partial max/min joins nothing: join says so
+    for (const Placement &p : b.typeOf(x.ids[0]).placements)
+      if (p.isPartial() && p.op != ReduceOp::Sum && p.op != ReduceOp::Avg)
+        return true;
+  for (size_t k = 1; k < xs.size(); ++k) {
+    const TensorType t = b.typeOf(xs[k].ids[0]);
+    TensorType want = t;
+    for (size_t a = 0; a < t.placements.size() && a < t0.placements.size(); ++a) {
+      if (other(t0.placements[a]))
+        want.placements[a] = t0.placements[a];
+      else if (other(t.placements[a]))
+        want.placements[a] = Placement::replicate();
+    }
+    canonicalizeShardOrder(want.placements);
+    // A partial input joins only partial ones of the same reduction on that
+    // axis: the fix all-reduces whichever input is partial there.
+    int partialIn = -1; // 0: the first input, 1: this one
+    TensorType whole = t0;
+    for (size_t a = 0; a < t.placements.size() && a < t0.placements.size(); ++a) {
+      const Placement &p0 = t0.placements[a], &pk = t.placements[a];
+      if (p0.isPartial() == pk.isPartial() && (!p0.isPartial() || p0.op == pk.op))
+        continue;
+      partialIn = pk.isPartial() ? 1 : 0;
+      whole = partialIn ? want : t0;
+      break;
+    }
+    if (partialIn >= 0)
+      for (size_t a = 0; a < whole.placements.size(); ++a)
+        if (whole.placements[a].isPartial() && !(partialIn ? t0 : t).placements[a].isPartial())
+          whole.placements[a] = Placement::replicate();
+    if (want == t && partialIn < 0)
+      continue;
+    auto &dg = b.diags().error(DiagId::JoinMismatch, exs[k]->loc,
+                               {name, "layout", t0.layoutStr(), t.layoutStr()});
+    dg.notes.push_back(
+        "the first input is `" + t0.str() + "`, this one `" + t.str() + "`" +
+        (d >= 0 && partialIn < 0 ? ": they may differ only along dim " + std::to_string(d) : ""));
+    if (partialIn == 0)
+      b.conversionHint(dg, exs[0], t0, whole);
+    else
+      b.conversionHint(dg, exs[k], t, partialIn == 1 ? whole : want);
+    return false;
+  }
+  return true;
+}
+
 EV IRBuilder::join(const std::string &name, std::vector<EV> xs,
                    const std::vector<const ast::Expr *> &exs, int64_t d, SrcLoc loc) {
   const TensorType t0 = typeOf(xs[0].ids[0]);
@@ -76,9 +130,9 @@ EV IRBuilder::join(const std::string &name, std::vector<EV> xs,
     if (xs[k].poison)
       return EV::bad();
   }
+  TensorType bt = typeOf(xs[0].ids[0]);
   // Each input added into its rows of zeros; -0.0 keeps every float (NaN,
   // inf and -0.0 too) exactly as it was.
-  TensorType bt = typeOf(xs[0].ids[0]);
   bt.shape[d] = Dim::lit(total);
   EV zero;
   zero.literal = true;
@@ -123,6 +177,8 @@ EV IRBuilder::cutBuiltin(const std::string &name, const ast::Expr &e) {
       diags().error(DiagId::BadDim, e.loc, {"0", "0"});
       return EV::bad();
     }
+    if (!sameLayouts(*this, name, xs, exs, st ? -1 : d))
+      return EV::bad();
     if (st) {
       // A new size-1 dim at d on each input, then a concat along it.
       const TensorType t0 = typeOf(xs[0].ids[0]);

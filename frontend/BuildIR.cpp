@@ -531,6 +531,11 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   }
   symbols_ = savedSymbols;
   size_t before = s_.module.functions.size();
+  // The instances the check makes of the functions it calls go with it: a
+  // later call must not find a cached instance whose function was dropped.
+  std::map<std::string, std::map<std::string, std::string>> savedInstances;
+  for (auto &[k, v] : st_.functions)
+    savedInstances[k] = v.instances;
   size_t nd = diags().all().size();
   int ne = diags().errorCount();
   std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
@@ -543,9 +548,14 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   bool concrete = true;
   for (auto &t : types)
     concrete &= isConcrete(t.shape);
-  if (!concrete)
+  if (!concrete) {
     while (s_.module.functions.size() > before)
       s_.module.functions.pop_back();
+    for (auto &[k, fi] : st_.functions) {
+      auto saved = savedInstances.find(k);
+      fi.instances = saved == savedInstances.end() ? decltype(fi.instances){} : saved->second;
+    }
+  }
   if (!concrete && symbolAsValue_) {
     // The body reads a size symbol's value, which only a call knows: what
     // the symbolic check said stands for a made-up size; check per call.

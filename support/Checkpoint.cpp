@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -26,6 +27,46 @@ struct Fd {
       ::close(fd);
   }
 };
+
+/// Process `pid`'s state letter from /proc/PID/stat ('R', 'S', 'Z', ...;
+/// 0 when there is no such process) and its start time (clock ticks after
+/// boot), which tells a reused pid from the process that wrote a record.
+char processState(long pid, unsigned long long &started) {
+  started = 0;
+  FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f)
+    return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char *p = std::strrchr(buf, ')'); // "pid (comm) S ...": comm may hold ')'
+  if (!p || p[1] != ' ')
+    return 0;
+  char state = p[2];
+  // Fields after the state: ppid ... the 19th is starttime (field 22).
+  const char *q = p + 3;
+  for (int field = 0; field < 19 && q; ++field)
+    q = std::strchr(q + 1, ' ');
+  if (q)
+    started = std::strtoull(q + 1, nullptr, 10);
+  return state;
+}
+
+/// Whether the process that wrote a record (pid, start time; 0: unknown) is
+/// still running: not gone, not a zombie waiting to be reaped (a killed run
+/// whose parent has not collected it yet), not a new process with its pid.
+bool processAlive(long pid, unsigned long long startedThen) {
+  if (::kill((pid_t)pid, 0) != 0 && errno != EPERM)
+    return false;
+  unsigned long long started = 0;
+  char state = processState(pid, started);
+  if (state == 0) // no /proc: trust kill()
+    return true;
+  if (state == 'Z' || state == 'X')
+    return false;
+  return startedThen == 0 || started == startedThen;
+}
 
 [[noreturn]] void ioFail(const std::string &path, const std::string &what) {
   throw TensorFileError(path + ": " + what + ": " + std::strerror(errno));
@@ -285,14 +326,18 @@ void beginCheckpointSave(const std::string &dir) {
     if (errno != EEXIST)
       ioFail(tmp, "cannot create the temporary folder");
     long pid = 0;
+    unsigned long long started = 0; // 0: not recorded (an older .owner)
     char ownerHost[256] = {0};
     if (FILE *f = std::fopen((tmp + "/.owner").c_str(), "r")) {
-      if (std::fscanf(f, "%ld %255s", &pid, ownerHost) != 2)
+      int n = std::fscanf(f, "%ld %255s %llu", &pid, ownerHost, &started);
+      if (n < 2)
         pid = 0;
+      if (n < 3)
+        started = 0;
       std::fclose(f);
     }
     if (pid > 0 && pid != (long)::getpid() && std::strcmp(ownerHost, host) == 0 &&
-        (::kill((pid_t)pid, 0) == 0 || errno == EPERM))
+        processAlive(pid, started))
       throw TensorFileError(dir + ": another run (pid " + std::to_string(pid) +
                             ") is saving this checkpoint now; not saving over it");
     fs::remove_all(tmp, ec); // a save that crashed earlier
@@ -302,7 +347,9 @@ void beginCheckpointSave(const std::string &dir) {
       ioFail(tmp, "cannot create the temporary folder");
   }
   if (FILE *f = std::fopen((tmp + "/.owner").c_str(), "w")) {
-    std::fprintf(f, "%ld %s\n", (long)::getpid(), host[0] ? host : "-");
+    unsigned long long started = 0;
+    processState((long)::getpid(), started);
+    std::fprintf(f, "%ld %s %llu\n", (long)::getpid(), host[0] ? host : "-", started);
     std::fclose(f);
   }
 }

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 DTENSORC = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -155,6 +156,27 @@ with tempfile.TemporaryDirectory() as d:
     print(("PASS " if ok else "FAIL ") + "a crashed save's temporary folder is taken over")
     if not ok:
         failures.append("stale owner: rc %d %r, reload %d %r %r" % (rc, err, rc2, out2, err2))
+    # A killed save whose process is a zombie (its parent has not reaped it
+    # yet: a restart right after the kill) or whose pid now belongs to
+    # another process (the start time differs) is a crashed save too.
+    zombie = subprocess.Popen(["true"])
+    time.sleep(0.3)  # exited, not waited for: a zombie
+    os.makedirs(tmp, exist_ok=True)
+    with open(os.path.join(tmp, ".owner"), "w") as f:
+        f.write("%d %s 1\n" % (zombie.pid, socket.gethostname()))
+    rc, out, err = run(d, SAVE % (5, 5))
+    zombie.wait()
+    ok_z = rc == 0 and not os.path.exists(tmp)
+    os.makedirs(tmp, exist_ok=True)
+    with open(os.path.join(tmp, ".owner"), "w") as f:  # this script's pid, another start time
+        f.write("%d %s 1\n" % (os.getpid(), socket.gethostname()))
+    rc2, out2, err2 = run(d, SAVE % (6, 6))
+    rc3, out3, err3 = run(d, LOAD)
+    ok = ok_z and rc2 == 0 and rc3 == 0 and out3.startswith("w [[6, 6, 6]")
+    print(("PASS " if ok else "FAIL ") + "a zombie's or a reused pid's temporary folder is taken over")
+    if not ok:
+        failures.append("zombie/reused owner: rc %d %r / %d %r, reload %d %r" %
+                        (rc, err, rc2, err2, rc3, out3))
     # A folder that is not a checkpoint is never replaced.
     os.mkdir(os.path.join(d, "data"))
     open(os.path.join(d, "data", "keep.txt"), "w").write("mine")

@@ -84,6 +84,7 @@ void RankRunner::step(const Inst &in, Frame &fr, int depth, RankState::CallSite 
     // Deterministic mode: only coordinate 0 keeps this product (Shared::ownerOnly).
     const TensorType &rt = fr.type(in.results[0]);
     fr.def[in.results[0]] = &in;
+    rs_.release(fr.vals[in.results[0]]);
     fr.vals[in.results[0]] =
         holds(rt) ? Slot{dev_.empty(rt.dtype, localBlock(rt, meshRank(rt)).shape)} : Slot{};
     if (fr.vals[in.results[0]])
@@ -92,6 +93,9 @@ void RankRunner::step(const Inst &in, Frame &fr, int depth, RankState::CallSite 
     auto res = inst(in, fr, depth);
     for (size_t i = 0; i < in.results.size(); ++i) {
       fr.def[in.results[i]] = &in;
+      // Without the memory plan a loop's previous trip's value is still
+      // here: dropped, and no longer counted (--stats), as it is freed.
+      rs_.release(fr.vals[in.results[i]]);
       fr.vals[in.results[i]] = i < res.size() ? std::move(res[i]) : Slot{};
       if (fr.vals[in.results[i]])
         rs_.hold(*fr.vals[in.results[i]]);
@@ -329,7 +333,7 @@ void RankRunner::kernelCall(RankState::CallSite &cs, const Inst &in, Frame &fr) 
   for (int r : in.results) {
     fr.def[r] = &in;
     Slot &s = fr.vals.at(r);
-    s.reset();
+    rs_.release(s); // a loop's previous trip's value (without the memory plan)
     resSlots_.push_back(&s);
   }
   if (!cs.runs)
@@ -394,6 +398,7 @@ std::vector<Slot> RankRunner::loop(const Inst &in, Frame &fr, int depth) {
     // be updated in place (the memory plan, runtime/KernelRuntime.h).
     for (size_t k = 0; k < cur.size(); ++k) {
       Slot &arg = fr.vals.at(body.args.at(k + 1));
+      rs_.release(arg);
       arg = std::move(cur[k]);
       if (arg)
         rs_.hold(*arg);
@@ -437,6 +442,7 @@ std::vector<Slot> RankRunner::whileLoop(const Inst &in, Frame &fr, int depth) {
     checkTrips(trips, in);
     for (size_t k = 0; k < cur.size(); ++k) {
       Slot &arg = fr.vals.at(body.args.at(k));
+      rs_.release(arg);
       arg = std::move(cur[k]);
       if (arg)
         rs_.hold(*arg);

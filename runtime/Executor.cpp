@@ -152,9 +152,15 @@ bool RankRunner::isControl(Op op) {
   return op == Op::For || op == Op::While || op == Op::If || op == Op::Call;
 }
 
-std::string RankRunner::profileLabel(const Inst &in) {
+std::string RankRunner::profileLabel(const Inst &in) const {
   std::string what = in.op == Op::Call ? in.attrs.str : opName(in.op);
-  return in.loc.line > 0 ? what + " line " + std::to_string(in.loc.line) : what;
+  if (in.loc.line <= 0)
+    return what;
+  // A line of a module (the stdlib's nn.dt) names its file.
+  std::string file = moduleFileOf(sh_.opts.sources, in.loc, sh_.opts.programFile);
+  if (!file.empty())
+    return what + " " + file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(in.loc.line);
+  return what + " line " + std::to_string(in.loc.line);
 }
 
 bool RankRunner::notOwner(const TensorType &t, const std::vector<int64_t> &axes) {

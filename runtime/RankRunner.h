@@ -131,7 +131,7 @@ private:
   /// timed, not they (ExecOptions::profile).
   static bool isControl(Op op);
 
-  static std::string profileLabel(const Inst &in);
+  std::string profileLabel(const Inst &in) const;
 
   /// Whether this rank's coordinate on one of `axes` of `t`'s mesh is not 0.
   bool notOwner(const TensorType &t, const std::vector<int64_t> &axes);

@@ -317,7 +317,7 @@ TEST_CASE("cli: run --profile times each instruction of rank 0, the first run ap
     std::ofstream f(prog);
     f << "mesh m = [x = 2]\nvar a : f32[64, 32] @ m[x, _] = randn(seed=1)\n"
          "for i in 0..4 {\n  a = tanh(a) * 0.5 + a\n}\n"
-         "print(relayout(sum(a, dims=[0]), m[_]))\n";
+         "print(relayout(sum(a, dims=[0]), m[_]))\nimport nn\nprint(nn.softmax(a)[0, 0])\n";
   }
   ProcResult plain = dtc({"run", prog}), p = dtc({"run", "--profile", prog});
   CHECK(p.exitCode == 0);
@@ -331,6 +331,7 @@ TEST_CASE("cli: run --profile times each instruction of rank 0, the first run ap
     loopKernel |= contains(l, " 3 ") && contains(l, "fused.") && contains(l, " line 4");
   CHECK(loopKernel);
   CHECK(contains(p.err, "all_reduce line 6"));
+  CHECK(contains(p.err, "nn.dt:")); // a module's lines name their file
   CHECK(contains(p.err, "total"));
   std::filesystem::remove(prog);
 }

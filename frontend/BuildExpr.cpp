@@ -582,7 +582,8 @@ bool typedSource(const ast::Expr &x) {
   if (x.kind == ast::Expr::Call)
     return std::find_if(std::begin(kSources), std::end(kSources),
                         [&](const char *n) { return x.callee == n; }) != std::end(kSources);
-  if (x.kind == ast::Expr::Binary && (x.op == "*" || x.op == "/" || x.op == "+" || x.op == "-"))
+  if (x.kind == ast::Expr::Binary && (x.op == "*" || x.op == "/" || x.op == "+" || x.op == "-" ||
+                                      x.op == "%" || x.op == "//" || x.op == "**"))
     return typedSource(*x.args[0]) || typedSource(*x.args[1]);
   return x.kind == ast::Expr::Unary && x.op == "-" && typedSource(*x.args[0]);
 }

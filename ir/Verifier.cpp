@@ -51,6 +51,21 @@ private:
   std::string ty(int id) const { return valid(id) ? printType(f_.type(id)) : "?"; }
   bool sameType(int a, int b) const { return valid(a) && valid(b) && f_.type(a) == f_.type(b); }
 
+  /// What checkType checks, as a yes or no.
+  static bool wellFormed(const TensorType &t) {
+    for (auto &d : t.shape)
+      if (!d.isSym() && d.value < 0)
+        return false;
+    if (!t.mesh)
+      return t.placements.empty();
+    if (t.placements.size() != t.mesh->axes.size() || !isCanonicalShardOrder(t.placements))
+      return false;
+    for (auto &p : t.placements)
+      if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
+        return false;
+    return true;
+  }
+
   void checkType(const TensorType &t, const std::string &what) {
     std::string ts = printType(t);
     for (auto &d : t.shape)
@@ -483,6 +498,12 @@ private:
       ops.push_back(f_.type(o));
     for (int r : in.results)
       given.push_back(f_.type(r));
+    // A malformed type is reported where its value is defined; inference
+    // assumes well-formed ones (a shard of a dim the tensor lacks).
+    for (auto *ts : {&ops, &given})
+      for (const TensorType &t : *ts)
+        if (!wellFormed(t))
+          return;
     Inferred inf = inferTypes(in.op, ops, in.attrs, given);
     if (!inf.ok()) {
       instErr(in, "type inference rejects it: " +

@@ -64,6 +64,14 @@ namespace {
 
 constexpr const char *kFlatSuffix = ".flat";
 
+/// Whether `name` is the flat copy of a function of `m` (`f.flat` of `f`),
+/// not a program's own function that ends so (`flat` in module `util`).
+bool isFlatCopy(const Module &m, const std::string &name) {
+  const size_t n = std::string(kFlatSuffix).size();
+  return name.size() > n && name.compare(name.size() - n, n, kFlatSuffix) == 0 &&
+         m.find(name.substr(0, name.size() - n)) != nullptr;
+}
+
 /// Calls `fn` on every instruction of `b`, nested regions included.
 template <class F> void forEachInst(Block &b, F &&fn) {
   for (Inst &in : b.insts) {
@@ -185,8 +193,7 @@ bool expandGradients(Module &m, DiagEngine &diags) {
   // Functions are appended while expanding (flat copies, gradients): index,
   // and re-find after each expansion.
   for (size_t k = 0; k < m.functions.size(); ++k) {
-    const std::string &name = m.functions[k].name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, kFlatSuffix) == 0)
+    if (isFlatCopy(m, m.functions[k].name))
       continue; // flat copies are expanded when they are differentiated
     std::vector<Inst *> grads;
     forEachInst(m.functions[k].body, [&](Inst &in) {
@@ -215,10 +222,12 @@ bool expandGradients(Module &m, DiagEngine &diags) {
   }
   // The flat copies were only autodiff's input: nothing calls them, and later
   // steps would lower, fuse and compile them for nothing.
-  auto isFlat = [](const Function &f) {
-    return f.name.size() > 5 && f.name.compare(f.name.size() - 5, 5, kFlatSuffix) == 0;
-  };
-  m.functions.erase(std::remove_if(m.functions.begin(), m.functions.end(), isFlat),
+  std::set<std::string> flat;
+  for (const Function &f : m.functions)
+    if (isFlatCopy(m, f.name))
+      flat.insert(f.name);
+  m.functions.erase(std::remove_if(m.functions.begin(), m.functions.end(),
+                                   [&](const Function &f) { return flat.count(f.name) > 0; }),
                     m.functions.end());
   return true;
 }

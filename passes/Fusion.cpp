@@ -13,7 +13,13 @@
 
 namespace dt {
 
-bool isFusedKernelName(const std::string &name) { return name.rfind(kFusedPrefix, 0) == 0; }
+bool isFusedKernelName(const std::string &name) {
+  // `fused.` and digits: a program's own names are identifiers after each
+  // dot (a module `fused` with `fn k` is `fused.k`), never a number.
+  const size_t n = std::string(kFusedPrefix).size();
+  return name.size() > n && name.rfind(kFusedPrefix, 0) == 0 &&
+         name.find_first_not_of("0123456789", n) == std::string::npos;
+}
 
 bool isFusedKernel(const Function &f) { return isFusedKernelName(f.name); }
 

@@ -114,6 +114,22 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
       c.diags.error(DiagId::IRInvalid, SrcLoc{-1, 0, 0, 0}, {msg});
       return false;
     }
+    // The size limit a program's types get from the front end (a shape of
+    // 10^18 elements would otherwise hang filling it, or overflow).
+    for (const Function &f : m.functions)
+      for (const Value &v : f.values) {
+        if (!isConcrete(v.type.shape))
+          continue;
+        auto n = checkedNumElements(v.type.shape);
+        if (n && *n <= c.options.maxTensorElements)
+          continue;
+        c.diags.error(
+            DiagId::IRInvalid, SrcLoc{-1, 0, 0, 0},
+            {path + ":\n  @" + f.name + ": %" + std::to_string(v.id) + " has type `" +
+             printType(v.type) + "`, " + (n ? std::to_string(*n) : std::string("more than 2^63")) +
+             " elements; a tensor holds at most " + std::to_string(c.options.maxTensorElements)});
+        return false;
+      }
     c.module = std::move(m);
     reportTime(opts, log, Step::Build, t0);
     if (opts.printAfter == "build")

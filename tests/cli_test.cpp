@@ -444,3 +444,48 @@ TEST_CASE("cli: verify --mesh: a mesh given twice or one the program lacks is a 
   CHECK(ok.exitCode == 0);
   std::remove(prog.c_str());
 }
+
+TEST_CASE("cli: a module named `fused`, or a module function named `flat`, is the program's own") {
+  // Generated names are `fused.N` (digits) and `f.flat` of a function `f`:
+  // a module `fused` with `fn k` (`@fused.k`) was run as a fused kernel
+  // (internal error), and a module function `flat` (`@util.flat`) was
+  // deleted with autodiff's flat copies (internal error: unknown callee).
+  namespace fs = std::filesystem;
+  std::string dir = "/tmp/dt-cli-names-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/fused.dt") << "fn k(a: f32[2, 2] @ *) -> f32[2, 2] @ * { return a @ a }\n";
+  std::ofstream(dir + "/util.dt") << "fn flat(a: f32[4] @ *) -> f32[4] @ * { return a * a }\n";
+  std::ofstream(dir + "/main.dt")
+      << "import fused\nimport util\nlet a : f32[2, 2] = [[1, 2], [3, 4]]\nprint(fused.k(a))\n"
+         "let b : f32[4] = [3, 1, 3, 2]\nprint(util.flat(b))\n"
+         "fn loss(x: f32[4]) -> f32[] { return sum(util.flat(x)) }\nprint(grad(loss)(b))\n";
+  ProcResult r = dtc({"run", dir + "/main.dt"});
+  CHECK(r.exitCode == 0);
+  CHECK(r.out == "[[7, 10], [15, 22]]\n[9, 1, 9, 4]\n[6, 2, 6, 4]\n");
+  CHECK(r.err == "");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: IR input with a malformed layout or an oversized shape is an error, not a crash") {
+  std::string dir = "/tmp/dt-cli-badir-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  // The verifier reports the shard of a dim the scalar lacks, and no longer
+  // infers the types of the ops reading it (that dereferenced past it).
+  std::ofstream(dir + "/shard.ir") << "mesh m = [x = 2]\n\nfunc @main() {\n"
+                                      "  %0 = random normal 4 : f32[] @ m{x: shard(0)}\n"
+                                      "  %1 = neg %0 : f32[] @ m{x: shard(0)}\n  return\n}\n";
+  // The front end's element limit holds for IR too (10^18 elements hung in
+  // the fill; a product past 2^63 crashed).
+  std::ofstream(dir + "/huge.ir") << "func @main() {\n"
+                                     "  %0 = fill 1 : f32[1000000000, 1000000000]\n"
+                                     "  %1 = reduce_sum %0 dims [0, 1] : f32[]\n"
+                                     "  print %1 \"x\"\n  return\n}\n";
+  ProcResult s = dtc({"run", "-x", "ir", dir + "/shard.ir"});
+  CHECK(s.exitCode == 1);
+  CHECK(contains(s.err, "`shard(0)` names a dim of a tensor with 0 dims"));
+  ProcResult h = dtc({"run", "-x", "ir", dir + "/huge.ir"});
+  CHECK(h.exitCode == 1);
+  CHECK(contains(h.err, "1000000000000000000 elements; a tensor holds at most"));
+  std::filesystem::remove_all(dir);
+}

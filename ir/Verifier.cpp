@@ -395,12 +395,12 @@ private:
         if (w < 0 || w >= (int64_t)g->params.size())
           instErr(in,
                   "`wrt` index " + std::to_string(w) + " is not a parameter of `@" + g->name + "`");
-      return;
     }
     if (in.operands.size() != g->params.size())
       instErr(in, "passes " + std::to_string(in.operands.size()) + " arguments to `@" + g->name +
                       "`, which takes " + std::to_string(g->params.size()));
-    if (in.results.size() != g->results.size())
+    // A grad's results are the gradients (autodiff checks their types).
+    if (in.op == Op::Call && in.results.size() != g->results.size())
       instErr(in, "has " + std::to_string(in.results.size()) + " results but `@" + g->name +
                       "` returns " + std::to_string(g->results.size()));
     for (size_t k = 0; k < in.operands.size() && k < g->params.size(); ++k) {

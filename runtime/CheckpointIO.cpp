@@ -11,6 +11,8 @@
 namespace dt {
 
 std::string checkpointWhere(const Inst &in) {
+  if (!in.loc.known()) // IR input: no source line
+    return opName(in.op);
   return std::string(opName(in.op)) + " (line " + std::to_string(in.loc.line) + ":" +
          std::to_string(in.loc.col) + ")";
 }

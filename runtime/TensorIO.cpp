@@ -18,6 +18,8 @@ namespace dt {
 namespace {
 
 std::string where(const Inst &in) {
+  if (!in.loc.known()) // IR input: no source line
+    return "";
   return " (line " + std::to_string(in.loc.line) + ":" + std::to_string(in.loc.col) + ")";
 }
 

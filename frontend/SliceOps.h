@@ -18,7 +18,10 @@ EV unshard(IRBuilder &b, const EV &x, int64_t d, const ast::Expr *ex, SrcLoc loc
 /// `x` sharded again along `d` on `axes` (a local cut, no communication).
 EV reshard(IRBuilder &b, const EV &x, int64_t d, const std::vector<int> &axes, const ast::Expr *ex,
            SrcLoc loc);
-/// A constant `i64[n]` of `ids` on `like`'s mesh, replicated.
+/// Ids from this many rows on, evenly spaced, are computed (iota), not a constant.
+constexpr int64_t kComputedIds = 1024;
+/// A constant `i64[n]` of `ids` on `like`'s mesh, replicated (computed from
+/// an iota when long and evenly spaced).
 EV idConst(IRBuilder &b, const std::vector<int64_t> &ids, const TensorType &like, SrcLoc loc);
 /// Rows `ids` of `x` (unsharded along `d`) along `d`; `x` itself for all rows in order.
 EV pick(IRBuilder &b, const EV &x, int64_t d, const std::vector<int64_t> &ids, const ast::Expr *ex,

@@ -209,6 +209,16 @@ public:
     if (in.op == Op::CheckFactor && args.size() == 1 && args[0] && isFloat(args[0]->dtype) &&
         !cudaBadFactor(ctx_, *args[0], in.attrs.str == "nonzero", stream_))
       return {*args[0]};
+    // cumsum: a device kernel (the block holds the whole dim).
+    if (in.op == Op::Cumsum && args.size() == 1 && args[0] && args[0]->dtype != DType::Bool &&
+        in.attrs.ints.size() == 1) {
+      HostTensor r;
+      r.dtype = args[0]->dtype;
+      r.shape = args[0]->shape;
+      r.buf = allocateUninit(r.bytes());
+      cudaCumsum(ctx_, *args[0], in.attrs.ints[0], in.attrs.flag, r, stream_);
+      return {r};
+    }
     // A fill (or a one-value const): one element uploaded, broadcast on the
     // device; a partial(sum) component other than the first is zeros
     // (applyPartialSource), so the value counts once in the sum.

@@ -212,6 +212,46 @@ DT_GATHER(4, u32, i64, long long) DT_GATHER(8, u64, i64, long long)
 DT_SCATTERS(f32, AddF32) DT_SCATTERS(f64, AddF64) DT_SCATTERS(i32, AddI32)
 DT_SCATTERS(i64, AddI64) DT_SCATTERS(bool, AddBool) DT_SCATTERS(bf16, AddBF16)
 DT_SCATTERS(f16, AddF16)
+
+// `cumsum`: a thread per column (outer x inner), its running sum in order
+// along the dim (from the end with `reverse`). The reference's numerics:
+// floats add in f64 and round each sum once to the dtype (bf16/f16 through
+// f32 rounded to odd, then to nearest even); integers wrap.
+struct ScanF32 { typedef float T; typedef double A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return (float)a; } };
+struct ScanF64 { typedef double T; typedef double A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; } };
+struct ScanI32 { typedef u32 T; typedef u32 A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; } };
+struct ScanI64 { typedef u64 T; typedef u64 A;
+  __device__ static A in(T v) { return v; } __device__ static T out(A a) { return a; } };
+struct ScanBF16 { typedef u16 T; typedef double A;
+  __device__ static A in(T v) { return dt_bf16_to_f32(v); }
+  __device__ static T out(A a) { return dt_f32_to_bf16(dt_f64_to_f32_odd(a)); } };
+struct ScanF16 { typedef u16 T; typedef double A;
+  __device__ static A in(T v) { return dt_f16_to_f32(v); }
+  __device__ static T out(A a) { return dt_f32_to_f16(dt_f64_to_f32_odd(a)); } };
+template <class Op>
+__device__ void cumsumColumns(const typename Op::T *src, typename Op::T *dst, long long outer,
+                              long long n, long long inner, int reverse) {
+  const long long cols = outer * inner;
+  for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < cols;
+       c += (long long)gridDim.x * blockDim.x) {
+    const long long base = (c / inner) * n * inner + c % inner;
+    typename Op::A acc = 0;
+    for (long long k = 0; k < n; ++k) {
+      const long long at = base + (reverse ? n - 1 - k : k) * inner;
+      acc = acc + Op::in(src[at]);
+      dst[at] = Op::out(acc);
+    }
+  }
+}
+#define DT_CUMSUM(NAME, OP) \
+  extern "C" __global__ void dt_cumsum_##NAME(const OP::T *src, OP::T *dst, long long outer, \
+      long long n, long long inner, int reverse) { \
+    cumsumColumns<OP>(src, dst, outer, n, inner, reverse); }
+DT_CUMSUM(f32, ScanF32) DT_CUMSUM(f64, ScanF64) DT_CUMSUM(i32, ScanI32) DT_CUMSUM(i64, ScanI64)
+DT_CUMSUM(bf16, ScanBF16) DT_CUMSUM(f16, ScanF16)
 )";
 
 /// All data-movement kernels are one module: compiled once (NVRTC's disk
@@ -320,6 +360,23 @@ void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStre
   long long nn = n;
   void *args[] = {&dp, &nn, &bits};
   ctx.launchRaw(f, gridFor(ctx, n), 256, args, s);
+}
+
+void cudaCumsum(CudaContext &ctx, const HostTensor &x, int64_t dim, bool reverse, HostTensor &out,
+                CudaStream s) {
+  if (x.dtype == DType::Bool || dim < 0 || dim >= x.rank())
+    throw InternalError("cuda backend: `cumsum` of a bool tensor or a dim out of range");
+  if (x.numel() == 0)
+    return;
+  int64_t outer, n, inner;
+  around(x.shape, dim, outer, n, inner);
+  void *f = fn(ctx, std::string("dt_cumsum_") + dtypeName(x.dtype));
+  const void *sp = x.raw();
+  void *dp = out.raw();
+  long long o = outer, nn = n, in = inner;
+  int rev = reverse ? 1 : 0;
+  void *args[] = {&sp, &dp, &o, &nn, &in, &rev};
+  ctx.launchRaw(f, gridFor(ctx, outer * inner), 256, args, s);
 }
 
 void cudaScatterLists(const HostTensor &ids, int64_t dim, int64_t n, std::vector<int64_t> &rowStart,

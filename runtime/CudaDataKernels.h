@@ -9,6 +9,7 @@
 //  * row gather (`index_select`): out[o, j, i] = src[o, ids[j], i];
 //  * `check_factor`'s scan (a flag on the device, read back), and fills of
 //    one value (its bits a kernel argument);
+//  * `cumsum`: a thread per column, in order along the dim;
 //  * row scatter-add (`index_add`): the ids are sorted on the host into
 //    per-row lists (stable, so in id order) and each output element adds its
 //    rows in that order -- the reference kernel's order, so f32/f64 sums are
@@ -56,6 +57,13 @@ bool cudaBadFactor(CudaContext &ctx, const HostTensor &x, bool nonzero, CudaStre
 /// Fills the device tensor `out` with the one host element of `one`: its
 /// bits go to the kernel by value, so the fill is queued without a wait.
 void cudaFill(CudaContext &ctx, const HostTensor &one, HostTensor &out, CudaStream s);
+
+/// `cumsum` of the device tensor `x` along `dim` into `out` (x's type, its
+/// own buffer), from the end with `reverse`; the reference's numerics.
+/// A thread per column, in order along the dim: a long scan over few columns
+/// is sequential (a parallel scan is for a GPU session to write and measure).
+void cudaCumsum(CudaContext &ctx, const HostTensor &x, int64_t dim, bool reverse, HostTensor &out,
+                CudaStream s);
 
 /// The scatter-add's per-row lists: rows r of the output get the source rows
 /// order[rowStart[r] .. rowStart[r + 1]), in id order. RuntimeFault (the

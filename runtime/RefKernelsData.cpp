@@ -362,6 +362,22 @@ HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse) {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     const T *src = x.data<T>();
     T *dst = r.data<T>();
+    if (inner == 1) { // along the last dim: one running sum a row, in a register
+      for (int64_t o = 0; o < outer; ++o) {
+        const T *in = src + o * n;
+        T *out = dst + o * n;
+        Acc a = 0;
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t i = reverse ? n - 1 - s : s;
+          if constexpr (std::is_floating_point_v<T>)
+            a += (double)in[i];
+          else
+            a = wrapAdd(a, in[i]);
+          out[i] = (T)a;
+        }
+      }
+      return;
+    }
     std::vector<Acc> acc((size_t)inner);
     for (int64_t o = 0; o < outer; ++o) {
       std::fill(acc.begin(), acc.end(), Acc(0));

@@ -25,7 +25,8 @@ import sys
 RANK = re.compile(r"^stats: rank (\d+): .* (\d+) kernel launches .*?, (\d+) collectives"
                   r"(?:, host fallback ops:(.*))?$")
 PLAN = re.compile(r"^plan: cuda sm_90 .*: (\d+) kernels compiled by NVRTC .*, (\d+) launches")
-HOST_OK = {"const", "fill", "random", "check_factor", "load_file", "load_checkpoint", "iota"}
+HOST_OK = {"const", "fill", "random", "check_factor", "load_file", "load_checkpoint", "iota",
+           "cumsum"}
 
 
 def stats(args):

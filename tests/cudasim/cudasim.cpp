@@ -410,6 +410,15 @@ extern "C" void sim_scatter_split(const char *t, const void *base, const long lo
     F(bf16, AddBF16) F(f16, AddF16)
   });
 }
+extern "C" void sim_cumsum(const char *t, const void *src, void *dst, long long outer, long long n,
+                           long long inner, int reverse) {
+  simLaunch(3, 256, [&] {
+#define CS(N, OP) if (!std::strcmp(t, #N)) dt_cumsum_##N((const OP::T *)src, (OP::T *)dst, outer, \
+    n, inner, reverse);
+    CS(f32, ScanF32) CS(f64, ScanF64) CS(i32, ScanI32) CS(i64, ScanI64) CS(bf16, ScanBF16)
+    CS(f16, ScanF16)
+  });
+}
 )";
   }
   void *h = compileAndLoad(base, "data kernels");
@@ -436,6 +445,8 @@ extern "C" void sim_scatter_split(const char *t, const void *base, const long lo
                          const void *, void *, void *, long long, long long, long long, long long,
                          long long))dlsym(h, "sim_scatter_split");
   auto fill = (void (*)(int, void *, long long, unsigned long long))dlsym(h, "sim_fill");
+  auto cumsum = (void (*)(const char *, const void *, void *, long long, long long, long long,
+                          int))dlsym(h, "sim_cumsum");
   std::mt19937 g(99);
   const DType all[] = {DType::F32,  DType::F64,  DType::I32, DType::I64,
                        DType::Bool, DType::BF16, DType::F16};
@@ -446,6 +457,22 @@ extern "C" void sim_scatter_split(const char *t, const void *base, const long lo
     return x;
   };
   for (DType t : all) {
+    // cumsum (cudaCumsum's parameters) along each dim, both directions:
+    // bit-identical to the reference (f64 sums, one rounding, wrapping ints).
+    if (t != DType::Bool) {
+      HostTensor a = tensor(t, {3, 50, 7});
+      for (int64_t d = 0; d < 3; ++d)
+        for (bool rev : {false, true}) {
+          int64_t outer = 1, inner = 1;
+          for (int64_t i = 0; i < d; ++i)
+            outer *= a.shape[i];
+          for (int64_t i = d + 1; i < 3; ++i)
+            inner *= a.shape[i];
+          HostTensor got(t, a.shape);
+          cumsum(dtypeName(t), a.raw(), got.raw(), outer, a.shape[d], inner, rev ? 1 : 0);
+          sameBits("cumsum", ref::cumsum(a, d, rev), got);
+        }
+    }
     // Transpose as the strided copy (CudaDevice::transpose's parameters).
     HostTensor a = tensor(t, {3, 5, 7});
     for (std::vector<int64_t> perm : {std::vector<int64_t>{2, 0, 1}, {1, 0, 2}, {0, 2, 1}}) {

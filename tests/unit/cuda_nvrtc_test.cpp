@@ -104,7 +104,8 @@ TEST_CASE("nvrtc: the cuda backend's data-movement kernels compile with an empty
               {"dt_strided_copy_1", "dt_strided_copy_8", "dt_gather_4_i32", "dt_gather_2_i64",
                "dt_scatter_add_f32", "dt_scatter_add_bf16", "dt_scatter_add_f16",
                "dt_scatter_add_bool", "dt_scatter_add_i64", "dt_bad_factor_f32",
-               "dt_bad_factor_bf16", "dt_bad_factor_f64"});
+               "dt_bad_factor_bf16", "dt_bad_factor_f64", "dt_cumsum_f32", "dt_cumsum_bf16",
+               "dt_cumsum_i64"});
 }
 
 TEST_CASE("nvrtc: kernels with a scatter store compile with an empty log, every rank") {

@@ -23,6 +23,16 @@ std::string where(const Inst &in) {
   return " (line " + std::to_string(in.loc.line) + ":" + std::to_string(in.loc.col) + ")";
 }
 
+/// The fault of a save whose temporary file `temp` failed: its message names
+/// the user's file `target`, not the temporary.
+RuntimeFault saveFault(const Inst &in, const TensorFileError &err, const std::string &temp,
+                       const std::string &target, const std::string &suffix = "") {
+  std::string what = err.what();
+  if (what.rfind(temp, 0) == 0)
+    what = target + what.substr(temp.size());
+  return RuntimeFault(std::string("save") + where(in) + ": " + what + suffix);
+}
+
 TensorFileEntry entryFor(const Inst &in, const TensorType &t, const std::string &path,
                          const std::string &name) {
   TensorFileEntry e;
@@ -103,17 +113,13 @@ void commitSave(const Inst &in, const std::string &temp, const std::string &path
 
 void abandonSave(const std::string &temp) { std::remove(temp.c_str()); }
 
-void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const std::string &file) {
+void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const std::string &temp) {
   FileOperand f = parseFileOperand(in.attrs.str);
-  std::string target = f.path;
-  if (!file.empty()) {
-    // Only a regular file is replaced (a rename over a device, a FIFO or a
-    // folder would replace the device itself).
-    struct stat st;
-    if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      throw RuntimeFault(std::string("save") + where(in) + ": " + target + ": not a regular file");
-    f.path = file;
-  }
+  // Only a regular file is replaced (a rename over a device, a FIFO or a
+  // folder would replace the device itself).
+  struct stat st;
+  if (::stat(f.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw RuntimeFault(std::string("save") + where(in) + ": " + f.path + ": not a regular file");
   try {
     if (isSafetensorsPath(f.path)) {
       std::vector<std::pair<std::string, TensorFileEntry>> ts;
@@ -123,38 +129,27 @@ void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const 
         e.shape = concreteDims(types[k].shape);
         ts.push_back({f.names.at(k), e});
       }
-      createSafetensorsFile(f.path, ts);
+      createSafetensorsFile(temp, ts);
     } else {
-      createNpyFile(f.path, dtypeName(types.at(0).dtype), concreteDims(types[0].shape));
+      createNpyFile(temp, dtypeName(types.at(0).dtype), concreteDims(types[0].shape));
     }
   } catch (const TensorFileError &err) {
-    if (!file.empty())
-      abandonSave(file);
-    std::string what = err.what();
-    if (!file.empty() && what.rfind(file, 0) == 0) // name the user's file, not the temporary
-      what = target + what.substr(file.size());
-    throw RuntimeFault(std::string("save") + where(in) + ": " + what);
+    abandonSave(temp);
+    throw saveFault(in, err, temp, f.path);
   }
 }
 
 void writeFileBlock(const Inst &in, size_t k, const TensorType &t,
                     const std::vector<int64_t> &offset, const HostTensor &block,
-                    const std::string &file) {
+                    const std::string &temp) {
   FileOperand f = parseFileOperand(in.attrs.str);
-  std::string target = f.path;
-  if (!file.empty())
-    f.path = file;
   try {
-    TensorFileEntry e = readTensorFileEntry(f.path, f.names.empty() ? "" : f.names.at(k));
+    TensorFileEntry e = readTensorFileEntry(temp, f.names.empty() ? "" : f.names.at(k));
     if (e.dtype != dtypeName(t.dtype) || e.shape != concreteDims(t.shape))
-      throw TensorFileError(f.path + ": changed while it was being written");
-    writeTensorBlock(f.path, e, offset, block.shape, block.raw());
+      throw TensorFileError(temp + ": changed while it was being written");
+    writeTensorBlock(temp, e, offset, block.shape, block.raw());
   } catch (const TensorFileError &err) {
-    std::string what = err.what();
-    if (!file.empty() && what.rfind(file, 0) == 0)
-      what = target + what.substr(file.size());
-    throw RuntimeFault(std::string("save") + where(in) + ": " + what +
-                       (file.empty() ? "" : "; the old file is unchanged"));
+    throw saveFault(in, err, temp, f.path, "; the old file is unchanged");
   }
 }
 

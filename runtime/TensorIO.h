@@ -38,15 +38,14 @@ uint64_t saveNonce();
 void commitSave(const Inst &in, const std::string &temp, const std::string &path);
 void abandonSave(const std::string &temp);
 
-/// Creates the file of a `save_file` of values of global types `types`
-/// (every block then written by writeFileBlock), at `file` (a temporary
-/// path, saveTempPath) or, when empty, at the operand's path.
-void createSaveFile(const Inst &in, const std::vector<TensorType> &types,
-                    const std::string &file = "");
+/// Creates the file of a `save_file` of values of global types `types` at
+/// its temporary path `temp` (saveTempPath; every block then written by
+/// writeFileBlock); refuses a target that is not a regular file.
+void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const std::string &temp);
 /// Writes the host block `block` at `offset` of operand `k` of `save_file`
-/// into `file` (empty: the operand's path).
+/// into its temporary file `temp`.
 void writeFileBlock(const Inst &in, size_t k, const TensorType &t,
                     const std::vector<int64_t> &offset, const HostTensor &block,
-                    const std::string &file = "");
+                    const std::string &temp);
 
 } // namespace dt

@@ -51,45 +51,39 @@ private:
   std::string ty(int id) const { return valid(id) ? printType(f_.type(id)) : "?"; }
   bool sameType(int a, int b) const { return valid(a) && valid(b) && f_.type(a) == f_.type(b); }
 
-  /// What checkType checks, as a yes or no.
-  static bool wellFormed(const TensorType &t) {
+  /// What is wrong with `t`, each said after the type (`f32[4]` + " has a
+  /// negative dim"); empty when it is well formed. `declared`: also whether
+  /// the module declares its mesh.
+  std::vector<std::string> typeProblems(const TensorType &t, bool declared) const {
+    std::vector<std::string> p;
     for (auto &d : t.shape)
       if (!d.isSym() && d.value < 0)
-        return false;
-    if (!t.mesh)
-      return t.placements.empty();
-    if (t.placements.size() != t.mesh->axes.size() || !isCanonicalShardOrder(t.placements))
-      return false;
-    for (auto &p : t.placements)
-      if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
-        return false;
-    return true;
+        p.push_back(" has a negative dim");
+    if (!t.mesh) {
+      if (!t.placements.empty())
+        p.push_back(" is a host type with placements");
+      return p;
+    }
+    if (declared) {
+      MeshRef decl = m_.findMesh(t.mesh->name);
+      if (!decl || !(*decl == *t.mesh))
+        p.push_back(" uses mesh `" + t.mesh->name + "`, which the module does not declare");
+    }
+    if (t.placements.size() != t.mesh->axes.size())
+      p.push_back(" has " + std::to_string(t.placements.size()) + " placements for mesh `" +
+                  t.mesh->name + "` with " + std::to_string(t.mesh->axes.size()) + " axes");
+    for (auto &pl : t.placements)
+      if (pl.isShard() && (pl.dim < 0 || pl.dim >= t.rank()))
+        p.push_back(": `shard(" + std::to_string(pl.dim) + ")` names a dim of a tensor with " +
+                    std::to_string(t.rank()) + " dims");
+    if (!isCanonicalShardOrder(t.placements))
+      p.push_back(" numbers the axes of a multi-axis shard other than 0..k-1");
+    return p;
   }
 
   void checkType(const TensorType &t, const std::string &what) {
-    std::string ts = printType(t);
-    for (auto &d : t.shape)
-      if (!d.isSym() && d.value < 0)
-        err(what + " `" + ts + "` has a negative dim");
-    if (!t.mesh) {
-      if (!t.placements.empty())
-        err(what + " `" + ts + "` is a host type with placements");
-      return;
-    }
-    MeshRef decl = m_.findMesh(t.mesh->name);
-    if (!decl || !(*decl == *t.mesh))
-      err(what + " `" + ts + "` uses mesh `" + t.mesh->name +
-          "`, which the module does not declare");
-    if (t.placements.size() != t.mesh->axes.size())
-      err(what + " `" + ts + "` has " + std::to_string(t.placements.size()) +
-          " placements for mesh `" + t.mesh->name + "` with " +
-          std::to_string(t.mesh->axes.size()) + " axes");
-    for (auto &p : t.placements)
-      if (p.isShard() && (p.dim < 0 || p.dim >= t.rank()))
-        err(what + " `" + ts + "`: `shard(" + std::to_string(p.dim) +
-            ")` names a dim of a tensor with " + std::to_string(t.rank()) + " dims");
-    if (!isCanonicalShardOrder(t.placements))
-      err(what + " `" + ts + "` numbers the axes of a multi-axis shard other than 0..k-1");
+    for (const std::string &p : typeProblems(t, true))
+      err(what + " `" + printType(t) + "`" + p);
   }
 
   void define(int id, const std::string &what) {
@@ -502,7 +496,7 @@ private:
     // assumes well-formed ones (a shard of a dim the tensor lacks).
     for (auto *ts : {&ops, &given})
       for (const TensorType &t : *ts)
-        if (!wellFormed(t))
+        if (!typeProblems(t, false).empty())
           return;
     Inferred inf = inferTypes(in.op, ops, in.attrs, given);
     if (!inf.ok()) {

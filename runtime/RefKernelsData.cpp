@@ -40,6 +40,16 @@ void checkIds(const char *op, const HostTensor &ids) {
                         dtypeName(ids.dtype));
 }
 
+/// The element counts before and after dim `dim` of `shape` (a tensor as
+/// outer x shape[dim] x inner).
+void aroundDim(const Dims &shape, int64_t dim, int64_t &outer, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = (size_t)dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
 void checkDim(const char *op, int64_t dim, int rank) {
   if (dim < 0 || dim >= rank)
     throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
@@ -268,11 +278,8 @@ void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, Ho
   checkIds("index_select", ids);
   if (r.dtype != x.dtype || r.shape != indexSelectShape(x, ids, dim))
     throw InternalError("reference evaluator: `index_select` output of the wrong type");
-  int64_t outer = 1, inner = 1, n = x.shape[dim], nid = ids.numel();
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= x.shape[d];
-  for (int64_t d = dim + 1; d < x.rank(); ++d)
-    inner *= x.shape[d];
+  int64_t outer, inner, n = x.shape[dim], nid = ids.numel();
+  aroundDim(x.shape, dim, outer, inner);
   size_t es = (size_t)dtypeSize(x.dtype);
   const char *src = (const char *)x.raw();
   char *dst = (char *)r.raw();
@@ -296,11 +303,8 @@ void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTenso
   checkDim("index_add", dim, base.rank());
   if (r.dtype != base.dtype || r.shape != base.shape)
     throw InternalError("reference evaluator: `index_add` output of the wrong type");
-  int64_t outer = 1, inner = 1, n = base.shape[dim], nid = ids.numel();
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= base.shape[d];
-  for (int64_t d = dim + 1; d < base.rank(); ++d)
-    inner *= base.shape[d];
+  int64_t outer, inner, n = base.shape[dim], nid = ids.numel();
+  aroundDim(base.shape, dim, outer, inner);
   if (src0.numel() != outer * nid * inner)
     throw InternalError("reference evaluator: `index_add` source of shape " + dimsStr(src0.shape) +
                         " does not match base " + dimsStr(base.shape) + " and ids " +
@@ -351,17 +355,20 @@ HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse) {
     throw InternalError("reference evaluator: `cumsum` of a bool tensor");
   if (isLowPrecision(x.dtype)) // exact in f64; each sum rounds once, to the dtype
     return cast(cumsum(cast(x, DType::F64), dim, reverse), x.dtype);
-  int64_t outer = 1, inner = 1, n = x.shape[dim];
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= x.shape[d];
-  for (int64_t d = dim + 1; d < x.rank(); ++d)
-    inner *= x.shape[d];
+  int64_t outer, inner, n = x.shape[dim];
+  aroundDim(x.shape, dim, outer, inner);
   HostTensor r(x.dtype, x.shape);
   dispatchNum(x.dtype, [&](auto t) {
     using T = decltype(t);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     const T *src = x.data<T>();
     T *dst = r.data<T>();
+    auto add = [](Acc a, T v) -> Acc {
+      if constexpr (std::is_floating_point_v<T>)
+        return a + (double)v;
+      else
+        return wrapAdd(a, v);
+    };
     if (inner == 1) { // along the last dim: one running sum a row, in a register
       for (int64_t o = 0; o < outer; ++o) {
         const T *in = src + o * n;
@@ -369,10 +376,7 @@ HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse) {
         Acc a = 0;
         for (int64_t s = 0; s < n; ++s) {
           int64_t i = reverse ? n - 1 - s : s;
-          if constexpr (std::is_floating_point_v<T>)
-            a += (double)in[i];
-          else
-            a = wrapAdd(a, in[i]);
+          a = add(a, in[i]);
           out[i] = (T)a;
         }
       }
@@ -386,10 +390,7 @@ HostTensor cumsum(const HostTensor &x, int64_t dim, bool reverse) {
         const T *in = src + (o * n + i) * inner;
         T *out = dst + (o * n + i) * inner;
         for (int64_t k = 0; k < inner; ++k) {
-          if constexpr (std::is_floating_point_v<T>)
-            acc[k] += (double)in[k];
-          else
-            acc[k] = wrapAdd(acc[k], in[k]);
+          acc[k] = add(acc[k], in[k]);
           out[k] = (T)acc[k];
         }
       }

@@ -130,9 +130,9 @@ EV IRBuilder::join(const std::string &name, std::vector<EV> xs,
     if (xs[k].poison)
       return EV::bad();
   }
-  TensorType bt = typeOf(xs[0].ids[0]);
   // Each input added into its rows of zeros; -0.0 keeps every float (NaN,
   // inf and -0.0 too) exactly as it was.
+  TensorType bt = typeOf(xs[0].ids[0]);
   bt.shape[d] = Dim::lit(total);
   EV zero;
   zero.literal = true;

@@ -44,9 +44,10 @@ char processState(long pid, unsigned long long &started) {
   if (!p || p[1] != ' ')
     return 0;
   char state = p[2];
-  // Fields after the state: ppid ... the 19th is starttime (field 22).
+  // q: the space before field 4 (ppid); 18 spaces on, the one before
+  // field 22 (starttime).
   const char *q = p + 3;
-  for (int field = 0; field < 19 && q; ++field)
+  for (int field = 4; field < 22 && q; ++field)
     q = std::strchr(q + 1, ' ');
   if (q)
     started = std::strtoull(q + 1, nullptr, 10);

@@ -309,8 +309,10 @@ CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
     throw InternalError("emitCudaKernel: " + std::to_string(out.argWords) +
                         " argument words exceed the 4 KiB kernel-argument limit");
   Emitter e(k);
-  // The kernel IR text as a comment: what this source implements.
-  std::istringstream text(printKernel(k));
+  // The kernel IR text as a comment: what this source implements. Without
+  // the kernel's name, so that the source (and NVRTC's cache key) is the
+  // same in every program that has this kernel, whatever it is called there.
+  std::istringstream text(printKernel(k, false));
   for (std::string line; std::getline(text, line);)
     e.os << "// " << line << "\n";
   e.os << cudaPrelude() << "\n"

@@ -7,6 +7,12 @@
 // small kernel at the quick one). Any NVRTC error or warning fails the test.
 // Programs that do not compile (the fail_* golden tests) are skipped; NVRTC
 // needs no GPU, so this runs in CI.
+//
+// `--cache DIR` (emptied first): the sm_90 compiles go through an NVRTC
+// cache there, under the keys the cuda backend's dry run uses (its symbol,
+// its options), so the dry-run
+// test that runs after this one (tests/cudaplan) reads what was compiled
+// here instead of compiling every kernel a second time.
 #include "codegen/CudaEmitter.h"
 #include "codegen/CudaLoader.h"
 #include "codegen/FusedKernel.h"
@@ -17,6 +23,7 @@
 #include "passes/Pipeline.h"
 #include "runtime/KernelRuntime.h"
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -30,10 +37,26 @@ int main(int argc, char **argv) {
     std::cout << "SKIP: " << why << "\n";
     return 77;
   }
-  NvrtcCompiler nvrtc(libs, ""); // no cache: compile every kernel for real
+  std::vector<std::string> files;
+  std::string cacheDir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--cache" && i + 1 < argc)
+      cacheDir = argv[++i];
+    else
+      files.push_back(argv[i]);
+  }
+  if (!cacheDir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(cacheDir, ec); // every kernel compiles for real
+    if (ec) {
+      std::cout << "FAIL: cannot empty " << cacheDir << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  NvrtcCompiler nvrtc(libs, ""), cached(libs, cacheDir);
   std::set<uint64_t> seen;
   int programs = 0, kernels = 0, compiles = 0, failures = 0;
-  for (int i = 1; i < argc; ++i)
+  for (const std::string &file : files)
     // The cpu pipeline's kernels, and the cuda pipeline's (`--backend cuda`:
     // lone sources become kernels there, nothing is filled on the host).
     for (CodeTarget target : {CodeTarget::Llvm, CodeTarget::Cuda}) {
@@ -45,10 +68,10 @@ int main(int argc, char **argv) {
       std::ostringstream log;
       std::shared_ptr<const CompiledProgram> prog;
       try {
-        if (s.compileFile(argv[i]))
+        if (s.compileFile(file))
           prog = compileProgram(s, po, log);
       } catch (const std::exception &e) {
-        std::cout << "FAIL " << argv[i] << ": the pipeline threw: " << e.what() << "\n";
+        std::cout << "FAIL " << file << ": the pipeline threw: " << e.what() << "\n";
         ++failures;
         continue;
       }
@@ -70,7 +93,8 @@ int main(int argc, char **argv) {
           if (!seen.insert(h).second)
             continue;
           ++kernels;
-          CudaKernelSource src = emitCudaKernel(k, "dt_k_" + std::to_string(h));
+          const std::string sym = cudaKernelSymbol(k);
+          CudaKernelSource src = emitCudaKernel(k, sym);
           // sm_80 and sm_90 at the tier the backend compiles the kernel at:
           // a small one at NVRTC's quick tier (the option itself:
           // compileTier would hide its failure), others at the full tier.
@@ -78,15 +102,22 @@ int main(int argc, char **argv) {
           for (const char *arch : {"sm_80", "sm_90"}) {
             NvrtcRequest req;
             req.source = src.source;
+            req.name = sym + ".cu";
             req.arch = arch;
             req.warningsAsErrors = true;
             if (quick)
               req.options.push_back(NvrtcCompiler::kQuickOption);
             ++compiles;
-            NvrtcResult r = nvrtc.compile(req);
+            // sm_90 as the dry run asks for it, through the shared cache.
+            const bool shared = std::string(arch) == "sm_90";
+            NvrtcResult r = (shared ? cached : nvrtc).compile(req);
+            if (r.ok && r.fromCache) {
+              r.ok = false;
+              r.log = "came from the cache that was emptied at the start";
+            }
             if (!r.ok) {
               ++failures;
-              std::cout << "FAIL " << argv[i] << " " << fname << " (" << arch
+              std::cout << "FAIL " << file << " " << fname << " (" << arch
                         << (quick ? ", quick tier" : "") << "):\n"
                         << r.log << "\n--- kernel IR ---\n"
                         << printKernel(k) << "\n";

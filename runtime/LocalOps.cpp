@@ -44,6 +44,41 @@ template <class F> void forEachGlobal(const TensorType &t, const LocalBlock &b, 
   }
 }
 
+/// `random` of f32 or f64 written straight into the block (a row of the
+/// block's last dim is a run of consecutive global indices): what a
+/// run-time seed (`dropout`, `randn(step)`) and a small draw take, with
+/// nothing per element but the generator (16M f32: rand 520 -> 59 ms, randn
+/// 1150 -> 620 ms, single-threaded).
+template <class T>
+HostTensor randomBlock(uint64_t seed, bool normalDist, const TensorType &t, const LocalBlock &b) {
+  HostTensor out(t.dtype, b.shape);
+  const int64_t n = out.numel();
+  const int r = (int)b.shape.size();
+  const int64_t row = r ? b.shape[r - 1] : 1;
+  if (n == 0 || row == 0)
+    return out;
+  const auto gst = rowMajorStrides(concreteDims(t.shape));
+  std::vector<int64_t> idx(r > 0 ? r - 1 : 0, 0);
+  T *p = out.data<T>();
+  for (int64_t i = 0; i < n; i += row) {
+    uint64_t g = r ? (uint64_t)b.offset[r - 1] : 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      g += (uint64_t)((idx[d] + b.offset[d]) * gst[d]);
+    if (normalDist)
+      for (int64_t j = 0; j < row; ++j)
+        p[i + j] = (T)normal(seed, g + (uint64_t)j);
+    else
+      for (int64_t j = 0; j < row; ++j)
+        p[i + j] = (T)uniform01(seed, g + (uint64_t)j);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < b.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
 HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
   LocalBlock b = blockOf(t, meshRank);
   const Attrs &a = in.attrs;
@@ -74,6 +109,10 @@ HostTensor source(const Inst &in, const TensorType &t, int64_t meshRank) {
     if (!normalDist && a.str != "uniform")
       throw InternalError("executor: unknown random distribution `" + a.str + "`");
     uint64_t seed = (uint64_t)a.ints[0];
+    if (t.dtype == DType::F32)
+      return randomBlock<float>(seed, normalDist, t, b);
+    if (t.dtype == DType::F64)
+      return randomBlock<double>(seed, normalDist, t, b);
     forEachGlobal(t, b, [&](int64_t, int64_t g, auto &) {
       data.push_back(normalDist ? normal(seed, (uint64_t)g) : uniform01(seed, (uint64_t)g));
     });

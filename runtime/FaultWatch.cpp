@@ -386,11 +386,24 @@ void FaultWatch::startWatchdog(bool abortFromAnyThread) {
 
 void FaultWatch::watchdogLoop() {
   std::unique_lock<std::mutex> lk(dogMu_);
-  while (!dogWake_.wait_for(lk, std::chrono::milliseconds(100), [&] { return dogStop_; })) {
-    const int64_t since = waitSince_.load();
+  // Time this process spent stopped (SIGSTOP, then the launcher's SIGCONT
+  // as it ends the job) is not time a peer kept it waiting: a tick that
+  // comes a second late leaves its gap out of the wait (a stopped rank,
+  // resumed, must not report its peers before the job's end reaches it).
+  const int64_t tickNs = 100'000'000;
+  int64_t lastTick = nowNs(), lastSince = 0, pausedNs = 0;
+  while (!dogWake_.wait_for(lk, std::chrono::nanoseconds(tickNs), [&] { return dogStop_; })) {
+    const int64_t since = waitSince_.load(), now = nowNs();
+    if (now - lastTick > 10 * tickNs)
+      pausedNs += now - lastTick - tickNs;
+    lastTick = now;
+    if (since != lastSince) {
+      lastSince = since;
+      pausedNs = 0;
+    }
     if (!since)
       continue;
-    const double waited = (double)(nowNs() - since) / 1e9;
+    const double waited = (double)(now - since - pausedNs) / 1e9;
     const bool polled = polled_.load();
     const std::string me = processName(rank_);
     std::string what;

@@ -27,9 +27,9 @@ namespace {
 
 using namespace fusion;
 
-/// Elements from which a lone `random` becomes a kernel on the cpu (below,
-/// the reference loop is quicker than a compile).
-constexpr int64_t kLoneRandomElements = 1 << 18;
+/// Elements from which a lone `random` or `fill` becomes a kernel on the
+/// cpu (below, the reference loop is quicker than a compile).
+constexpr int64_t kLoneSourceElements = 1 << 18;
 
 class BlockFuser {
 public:
@@ -86,17 +86,18 @@ public:
         gathers_ = false;
         grow(b, groups.back(), g, it);
       }
-      // On the cpu a lone fill gains nothing from a kernel (the reference
-      // source is a fill) and would cost a compile, nor does a small lone
-      // random; a large one runs split across the rank's threads, without
-      // the reference loop's per-element overhead (randn of 4M elements:
-      // 292 ms as a reference source, 64-100 ms as a kernel on 2 threads).
+      // On the cpu a small lone fill or random gains nothing from a kernel
+      // and would cost a compile; a large one runs split across the rank's
+      // threads into a pooled buffer, without the reference loop's
+      // per-element overhead or a fresh allocation's page faults (randn of
+      // 4M elements: 292 ms as a reference source, 64-100 ms as a kernel on
+      // 2 threads; the fill of a 16M-element concat: 38 -> 3 ms).
       // A lone iota is a kernel everywhere (its index loop is kernel IR's,
       // and nothing else generates it on a device).
-      bool bigRandom = root.op == Op::Random &&
-                       numElements(f_.type(root.results[0]).shape) >= kLoneRandomElements;
+      bool bigSource = (root.op == Op::Random || root.op == Op::Fill) &&
+                       numElements(f_.type(root.results[0]).shape) >= kLoneSourceElements;
       if (!loneSources_ && groups.back().size() == 1 && opInfo(root.op).cls == OpClass::Source &&
-          root.op != Op::Iota && !bigRandom) {
+          root.op != Op::Iota && !bigSource) {
         group_[i] = -1;
         groups.pop_back();
       }

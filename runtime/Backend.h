@@ -171,6 +171,14 @@ public:
   /// order (deterministic mode).
   virtual HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids,
                                 const HostTensor &src, int64_t dim, bool reassociate) = 0;
+  /// scatterAdd into `base` itself, a buffer no other value holds and that
+  /// `ids` and `src` do not share (the executor's dying base: a `concat`'s
+  /// rows go into its zeros without copying them first). By default through
+  /// scatterAdd.
+  virtual void scatterAddInPlace(HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                                 int64_t dim, bool reassociate) {
+    base = scatterAdd(base, ids, src, dim, reassociate);
+  }
 
   // --- the rest ----------------------------------------------------------------
   /// A local op with no kernel-IR kernel, no BLAS call and no data-movement

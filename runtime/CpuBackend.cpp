@@ -296,6 +296,11 @@ HostTensor CpuDevice::scatterAdd(const HostTensor &base, const HostTensor &ids,
   return out;
 }
 
+void CpuDevice::scatterAddInPlace(HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                                  int64_t dim, bool) {
+  ref::indexAddInto(base, ids, src, dim, base);
+}
+
 std::vector<HostTensor> CpuDevice::fallbackLocalOp(const Inst &in,
                                                    const std::vector<const HostTensor *> &args,
                                                    const std::vector<TensorType> &resultTypes,

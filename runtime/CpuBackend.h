@@ -70,6 +70,8 @@ public:
                   const std::vector<int64_t> &extent, int64_t esize) override;
   HostTensor transpose(const HostTensor &a, const std::vector<int64_t> &perm) override;
   HostTensor gather(const HostTensor &src, const HostTensor &ids, int64_t dim) override;
+  void scatterAddInPlace(HostTensor &base, const HostTensor &ids, const HostTensor &src,
+                         int64_t dim, bool reassociate) override;
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                         int64_t dim, bool reassociate) override;
   /// The CPU-only fallback: the reference kernels (runtime/LocalOps.h).

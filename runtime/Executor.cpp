@@ -223,6 +223,19 @@ std::vector<Slot> RankRunner::inst(const Inst &in, Frame &fr, int depth) {
     c.attrs.ints = {hostScalar(fr, in.operands[0], in).data<int64_t>()[0]};
     return localOp(c, {}, {rt}, LocalPlace{meshRank(rt), sh_.referenceOnly});
   }
+  if (in.op == Op::IndexAdd && in.operands.size() == 3 && in.attrs.ints.size() == 1 &&
+      !sh_.referenceOnly && dying_ &&
+      std::find(dying_->begin(), dying_->end(), in.operands[0]) != dying_->end()) {
+    // A base dying here, unshared: its rows are added in place (a join's
+    // zeros take each input without a copy of the whole result per input).
+    const HostTensor &ids = get(fr, in.operands[1], in), &src = get(fr, in.operands[2], in);
+    Slot &bs = fr.vals.at(in.operands[0]);
+    if (bs && bs->buf != ids.buf && bs->buf != src.buf)
+      if (Slot base = rs_.takeDying(bs)) {
+        dev_.scatterAddInPlace(*base, ids, src, in.attrs.ints[0], !sh_.m.deterministic);
+        return {std::move(base)};
+      }
+  }
   if (opInfo(in.op).cls == OpClass::Collective) {
     const TensorType &st = fr.type(in.operands[0]);
     ++rs_.stats.collectives;

@@ -194,6 +194,16 @@ void CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t 
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
 
+std::optional<HostTensor> RankState::takeDying(std::optional<HostTensor> &t) {
+  if (!reuse_ || !t || !t->buf || t->buf.use_count() != 1)
+    return std::nullopt;
+  HostTensor out = std::move(*t);
+  t.reset();
+  count(out.buf.get(), -1); // the emptied slot's hold
+  ++stats.inPlace;
+  return out;
+}
+
 void RankState::release(std::optional<HostTensor> &t) {
   if (!t)
     return;

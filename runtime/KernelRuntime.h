@@ -191,6 +191,10 @@ public:
   void hold(const HostTensor &t);
   /// A value's last use: drops `t` (pooling its buffer when nothing else holds it).
   void release(std::optional<HostTensor> &t);
+  /// A value dying at the current op, moved out of its slot for the op to
+  /// overwrite in place; nothing (the slot as it was) when no-reuse is on or
+  /// another value or print event shares its buffer.
+  std::optional<HostTensor> takeDying(std::optional<HostTensor> &t);
 
   /// What a rank knows about one `call` instruction: whether it calls a
   /// compiled kernel and, after its first launch, the launch params (local

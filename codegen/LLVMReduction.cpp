@@ -160,6 +160,13 @@ void Lowering::accumulate(size_t s, DType t, Value *x) {
       inst->setHasAllowReassoc(true);
   } else if (k_.reduce == KReduce::Sum) {
     r = b_.CreateAdd(a, x);
+  } else if (isFloat(t) && !k_.deterministic) {
+    // llvm.maximum/minimum: NaN-propagating as emitMaxMin, and a reduction
+    // the vectorizer splits (emitMaxMin's select is not one); a tie of -0
+    // and +0 gives +0 for max, -0 for min, whichever came first (default
+    // mode's split reductions pick either already).
+    r = b_.CreateBinaryIntrinsic(
+        k_.reduce == KReduce::Max ? Intrinsic::maximum : Intrinsic::minimum, a, x);
   } else {
     r = emitMaxMin(k_.reduce == KReduce::Max, t, a, x);
   }

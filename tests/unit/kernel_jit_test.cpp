@@ -319,6 +319,10 @@ TEST_CASE("kernel jit: a reduction over a non-innermost dim adds whole rows, bit
             bool same = std::memcmp(&a[j * es], &b[j * es], es) == 0;
             if (!same && isFloat(t))
               same = std::isnan(ktest::readF(t, a, j)) && std::isnan(ktest::readF(t, b, j));
+            // Default mode's float max/min is llvm.maximum/minimum (split by
+            // the vectorizer): a tie of -0 and +0 may give either zero.
+            if (!same && isFloat(t) && op != KReduce::Sum && !k.deterministic)
+              same = ktest::readF(t, a, j) == 0 && ktest::readF(t, b, j) == 0;
             CHECK(same);
             if (!same)
               break;

@@ -289,16 +289,31 @@ HostTensor CpuDevice::gather(const HostTensor &src, const HostTensor &ids, int64
   return out;
 }
 
+ref::SplitRun CpuDevice::splitter(int64_t points) {
+  if (blasThreads_ < 2 || points < kSplitPoints)
+    return {};
+  return [this](int64_t n, const std::function<void(int64_t, int64_t)> &body) {
+    if (!pool_ || pool_->parts() != blasThreads_)
+      pool_ = std::make_unique<KernelPool>(blasThreads_);
+    const int parts = (int)std::min<int64_t>(pool_->parts(), n);
+    pool_->run([&](int part) {
+      if (part < parts)
+        body(n * part / parts, n * (part + 1) / parts);
+    });
+  };
+}
+
 HostTensor CpuDevice::scatterAdd(const HostTensor &base, const HostTensor &ids,
                                  const HostTensor &src, int64_t dim, bool) {
   HostTensor out = uninit(base.dtype, base.shape);
-  ref::indexAddInto(base, ids, src, dim, out);
+  ref::indexAddInto(base, ids, src, dim, out, splitter(src.numel()));
   return out;
 }
 
 void CpuDevice::scatterAddInPlace(HostTensor &base, const HostTensor &ids, const HostTensor &src,
                                   int64_t dim, bool) {
-  ref::indexAddInto(base, ids, src, dim, base);
+  // The rows before `dim` split among the rank's threads.
+  ref::indexAddInto(base, ids, src, dim, base, splitter(src.numel()));
 }
 
 std::vector<HostTensor> CpuDevice::fallbackLocalOp(const Inst &in,

@@ -16,6 +16,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/BufferCache.h"
+#include "runtime/RefKernels.h"
 
 #include <deque>
 #include <memory>
@@ -74,6 +75,9 @@ public:
                          int64_t dim, bool reassociate) override;
   HostTensor scatterAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                         int64_t dim, bool reassociate) override;
+  /// Splits `points` of work among the rank's threads (runtime/RefKernels.h's
+  /// SplitRun), or nothing for a small one or one thread.
+  ref::SplitRun splitter(int64_t points);
   /// The CPU-only fallback: the reference kernels (runtime/LocalOps.h).
   std::vector<HostTensor> fallbackLocalOp(const Inst &in,
                                           const std::vector<const HostTensor *> &args,

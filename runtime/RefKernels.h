@@ -16,6 +16,7 @@
 #include "ir/IR.h"
 #include "runtime/HostTensor.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,15 @@ std::vector<int64_t> indexSelectShape(const HostTensor &x, const HostTensor &ids
 /// indexSelect into `out`, a tensor of x's dtype and indexSelectShape (the
 /// cpu device passes one from its buffer cache).
 void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, HostTensor &out);
+/// Runs body(lo, hi) over the parts of [0, n) (a device's threads; each
+/// part's range disjoint), or, empty, body(0, n) on the calling thread.
+using SplitRun = std::function<void(int64_t n, const std::function<void(int64_t, int64_t)> &body)>;
 /// base with src's slices added at rows ids along dim (adjoint of indexSelect).
-/// indexAddInto writes it into `out` (base's dtype and shape; may be base).
+/// indexAddInto writes it into `out` (base's dtype and shape; may be base);
+/// `split` divides the dims before `dim` (each part adds into its own rows,
+/// in the same order as one thread).
 void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTensor &src, int64_t dim,
-                  HostTensor &out);
+                  HostTensor &out, const SplitRun &split = {});
 HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src,
                     int64_t dim);
 /// Running sums along `dim` (`reverse`: from the end, suffix sums). Floats

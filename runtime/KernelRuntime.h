@@ -56,6 +56,10 @@ public:
     /// overwrite a dying input in place only then: its store follows the
     /// input's load at every point (another output's need not).
     std::vector<std::vector<char>> reads;
+    /// The slice kernel (codegen/FusedKernel.h), where the backend compiles
+    /// one and the kernel is not small; `sliceNative` its handle.
+    std::optional<SliceKernel> slice;
+    NativeKernel sliceNative;
   };
   /// Builds and compiles the kernel of every kernel function of `m` through
   /// `backend`, as `small` when the kernel's whole iteration space has at most
@@ -111,6 +115,7 @@ private:
     NativeKernel *native; ///< where the compiled handle goes
   };
   std::vector<Pending> pending_; ///< built, not yet compiled
+  bool slices_ = false;          ///< the backend compiles slice kernels
 };
 
 /// The memory plan (passes/MemoryPlan.h) the executor releases buffers by.
@@ -157,15 +162,18 @@ std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_
 /// host and a wait each time).
 class CheckedIds {
 public:
-  /// `op` names the op in the fault (index_select, index_add).
-  void check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
-             const char *op = "index_select");
+  /// `op` names the op in the fault (index_select, index_add). Returns the
+  /// first id when the ids are consecutive (id0, id0 + 1, ...: a slice),
+  /// else -1.
+  int64_t check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
+                const char *op = "index_select");
   void clear() { held_.clear(); }
 
 private:
   struct Entry {
     HeldTensor ids;
     int64_t bound;
+    int64_t first; ///< check's answer
   };
   static constexpr size_t kMax = 8;             ///< remembered at most
   static constexpr int64_t kMaxBytes = 4 << 20; ///< larger ids are checked each time
@@ -206,7 +214,12 @@ public:
     int64_t meshRank = -1;
     bool launched = false;
     FusedLaunch launch;
+    std::vector<int64_t> sliceParams; ///< the slice kernel's, when it has one
   };
+  /// Launches the slice kernel of `e` for runKernel: `b` holds the kernel's
+  /// buffers, `firsts` each gather's first id.
+  void launchSlices(Device &dev, const KernelTable::Entry &e, const CallSite &cs, void *const *b,
+                    const int64_t *firsts, std::optional<HostTensor> *const *args);
   /// The call site of `in` (resolved through `table` on first use).
   CallSite &site(const Inst &in, const KernelTable &table);
 

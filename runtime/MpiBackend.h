@@ -43,6 +43,7 @@ public:
   const char *name() const override { return "mpi"; }
   NativeKernel compile(const Kernel &k, bool small) override { return jit_.compile(k, small); }
   CompileCounters compileCounters() const override { return jit_.counters(); }
+  bool compilesSliceKernels() const override { return true; }
   /// Runs this process's rank; a rank whose program throws reports it and
   /// ends the job (when there are other processes).
   void run(int ranks, const std::function<void(Device &)> &body) override;

@@ -8,6 +8,8 @@ with 1 step, over n). Each row has its baseline measured in the same run:
               ranks, vs the elementwise update y * 0.999 alone
   sum0/sum1   sum over dim 0 / dim 1 of f32[2048, 2048] vs a copy-like
               kernel (x * 1.0: reads and writes 16 MiB) on the same tensor
+  math        exp, tanh, sigmoid, gelu and a softmax row of f32[2048, 2048] vs the
+              x * 1.0 copy of `reduce` (the same bytes)
   slice       sum(q * k + v, dim=1) of three column slices of f32[2048, 3072]
               (a fused qkv split) vs the same of three row slices (contiguous
               blocks, the same bytes) of f32[3072, 2048]
@@ -63,6 +65,18 @@ var c : f32[2048, 2048] @ m[_, _] = zeros()"""
     return lambda s: loop(pre, body, s, "sum(c)" if kind == "copy" else "sum(s0)")
 
 
+def math_prog(kind):
+    pre = """import nn
+mesh m = [r = 1]
+let xi : f32[2048, 2048] @ m[_, _] = iota(dim=0)
+let xj : f32[2048, 2048] @ m[_, _] = iota(dim=1)
+var x = sin(xi * 0.001 + xj * 0.002) * 4.0
+var c : f32[2048, 2048] @ m[_, _] = zeros()"""
+    body = {"exp": "  c = exp(x)", "tanh": "  c = tanh(x)", "sigmoid": "  c = sigmoid(x)", "gelu": "  c = gelu(x)",
+            "softmax": "  c = nn.softmax(x)", "copy": "  c = x * 1.0"}[kind]
+    return lambda s: loop(pre, body, s, "sum(c)")
+
+
 def slice_prog(kind):
     pre = f"""mesh m = [r = 1]
 let xi : f32[{'2048, 3072' if kind == 'cols' else '3072, 2048'}] @ m[_, _] = iota(dim=0)
@@ -79,6 +93,10 @@ ROWS = {
     "sumgrad": [("grad", sumgrad(False)), ("y * 0.999 (baseline)", sumgrad(True))],
     "reduce": [("sum dim 0", reduce_prog("sum0")), ("sum dim 1", reduce_prog("sum1")),
                ("x * 1.0 copy (baseline)", reduce_prog("copy"))],
+    "math": [("exp", math_prog("exp")), ("tanh", math_prog("tanh")),
+             ("sigmoid", math_prog("sigmoid")), ("gelu", math_prog("gelu")),
+             ("softmax", math_prog("softmax")),
+             ("x * 1.0 copy (baseline)", math_prog("copy"))],
     "slice": [("column slices", slice_prog("cols")),
               ("row slices (baseline)", slice_prog("rows"))],
 }
@@ -91,7 +109,7 @@ if __name__ == "__main__":
         base = None
         for label, make in ROWS[row]:
             steps = max(1, n * {"mlp_1x1": 1, "tmatmul": 2, "sumgrad": 4, "reduce": 8,
-                                "slice": 8}[row])
+                                "math": 8, "slice": 8}[row])
             first, step, value, _ = (time_program(exe, row, steps, 3) if make is None
                                      else time_text(exe, make, steps, 3))
             line = f"{row:8s} {label:24s} {step * 1e3:9.2f} ms/step  first {first:6.2f} s"

@@ -40,10 +40,11 @@
 //
 // Floating point: NVRTC runs with --fmad=false (no contraction), IEEE division
 // and sqrt, no fast math, so +, -, *, /, sqrt, casts and comparisons are
-// bit-identical to the CPU backend and the interpreter. CUDA's expf, logf,
-// sinf, cosf, tanhf, powf (and their f64 forms) are accurate to a few ulp but
-// not always correctly rounded like glibc, so exp/log/tanh/sigmoid/sin/cos/pow
-// results may differ from the CPU in the last 1-4 ulp. `random normal` takes
+// bit-identical to the CPU backend and the interpreter, and so are f32 exp,
+// tanh, sigmoid and erf (dtensor's own, codegen/FloatMath.h, in the prelude).
+// CUDA's logf, sinf, cosf, powf and the f64 transcendentals are accurate to
+// a few ulp but not always correctly rounded like glibc, so their results
+// may differ from the CPU in the last 1-4 ulp. `random normal` takes
 // its log and cos in f64 and rounds them (support/Random.h), so it is
 // bit-exact like `random uniform`, iota and all integer ops. Integer semantics (wrap, truncating
 // division, x / 0 = 0, saturating float->int casts) are the interpreter's exactly.

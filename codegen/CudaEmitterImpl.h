@@ -114,8 +114,8 @@ struct Emitter {
     case KOp::Relu:
       return fl ? "dt_fmax(" + A(0) + ", " + (f32 ? "0.0f" : "0.0") + ")"
                 : "(" + A(0) + " > 0 ? " + A(0) + " : (" + T + ")0)";
-    case KOp::Exp:
-      return math("exp");
+    case KOp::Exp: // f32: codegen/FloatMath.h's, as the CPU's
+      return f32 ? "dt_expf(" + A(0) + ")" : math("exp");
     case KOp::Log:
       return math("log");
     case KOp::Sqrt:
@@ -123,15 +123,15 @@ struct Emitter {
     case KOp::Rsqrt: // 1 / sqrt(x), both IEEE-rounded (not the approximate rsqrtf)
       return "(" + one + " / " + math("sqrt") + ")";
     case KOp::Tanh:
-      return math("tanh");
+      return f32 ? "dt_tanhf(" + A(0) + ")" : math("tanh");
     case KOp::Sigmoid:
-      return "(" + one + " / (" + one + " + " + (f32 ? "expf(-" : "exp(-") + A(0) + ")))";
+      return f32 ? "dt_sigmoidf(" + A(0) + ")" : "(1.0 / (1.0 + exp(-" + A(0) + ")))";
     case KOp::Sin:
       return math("sin");
     case KOp::Cos:
       return math("cos");
     case KOp::Erf:
-      return math("erf");
+      return f32 ? "dt_erff(" + A(0) + ")" : math("erf");
     case KOp::Log1p:
       return math("log1p");
     case KOp::Expm1:

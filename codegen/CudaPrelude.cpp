@@ -40,6 +40,86 @@ __device__ __forceinline__ float dt_fmax(float a, float b) {
 __device__ __forceinline__ double dt_fmax(double a, double b) {
   return (a != a || b != b) ? a + b : (a < b ? b : a);
 }
+// exp, tanh, sigmoid and erf on f32 (bf16/f16 compute in f32): the steps of
+// codegen/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
+// (--fmad=false keeps every a * b + c two roundings, as there).
+__device__ __forceinline__ double dt_exp_for_f32(double x) {
+  x = x > 150.0 ? 150.0 : x;
+  x = x < -150.0 ? -150.0 : x;
+  const double t = x * 0x1.71547652b82fep+0 + 0x1.8p+52;
+  const double n = t - 0x1.8p+52;
+  const double r = (x - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+  double p = 1.0 / 3628800;
+  p = p * r + 1.0 / 362880;
+  p = p * r + 1.0 / 40320;
+  p = p * r + 1.0 / 5040;
+  p = p * r + 1.0 / 720;
+  p = p * r + 1.0 / 120;
+  p = p * r + 1.0 / 24;
+  p = p * r + 1.0 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const dt_i64 k = __double_as_longlong(t) - __double_as_longlong(0x1.8p+52);
+  return p * __longlong_as_double((dt_i64)((dt_u64)(k + 1023) << 52));
+}
+__device__ __forceinline__ float dt_expf(float v) { return (float)dt_exp_for_f32((double)v); }
+__device__ __forceinline__ float dt_tanhf(float v) {
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  const double x2 = x * x;
+  double q = 62.0 / 2835;
+  q = q * x2 + -17.0 / 315;
+  q = q * x2 + 2.0 / 15;
+  q = q * x2 + -1.0 / 3;
+  const double small = x * (1.0 + x2 * q);
+  const double e = dt_exp_for_f32(ax + ax);
+  const double big = (e - 1.0) / (e + 1.0);
+  return (float)(ax < 0.0625 ? small : x < 0 ? -big : big);
+}
+__device__ __forceinline__ float dt_erff(float v) {
+  const double dt_erf_taylor[14] = {
+    -0x1.d8453cb0c46eap-38, 0x1.9e6ad5e55a730p-34, -0x1.51d7181c5d36dp-30,
+    0x1.fcc5720624c1cp-27, -0x1.5f742ec43e71ap-23, 0x1.b9e6c9dc651a3p-20,
+    -0x1.f4d25c3e0c2ebp-17, 0x1.f9a326f9b89b7p-14, -0x1.c02db40040b86p-11,
+    0x1.565bcd0e6a53fp-8, -0x1.b82ce31288b51p-6, 0x1.ce2f21a042be2p-4,
+    -0x1.812746b0379e7p-2, 0x1.20dd750429b6dp+0,
+  };
+  const double dt_erfc_cheb[17] = {
+    0x1.f4957d364d195p-3, -0x1.165205361f2fcp-3, 0x1.23ec403b6e0e2p-5,
+    -0x1.231d388285abap-7, 0x1.15aa8393bd21ap-9, -0x1.fcfa3d136cb88p-12,
+    0x1.c1f0511e0a0cdp-14, -0x1.80d018509abbcp-16, 0x1.3f3a7c23fd99ap-18,
+    -0x1.016d995d87777p-20, 0x1.94598f602aaabp-23, -0x1.35c7d46eeeeefp-25,
+    0x1.cfb1112444444p-28, -0x1.5372da2222222p-30, 0x1.e6ad4c0000000p-33,
+    -0x1.55fca6eeeeeefp-35, 0x1.d790377777777p-38,
+  };
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  const double x2 = x * x;
+  double p = dt_erf_taylor[0];
+#pragma unroll
+  for (int i = 1; i < 14; ++i)
+    p = p * x2 + dt_erf_taylor[i];
+  const double small = x * p;
+  const double a = ax > 4.0 ? 4.0 : ax;
+  const double t = (a + a - 5.0) / 3.0;
+  const double t2 = t + t;
+  double b1 = 0, b2 = 0;
+#pragma unroll
+  for (int k = 16; k >= 1; --k) {
+    const double b0 = (dt_erfc_cheb[k] + t2 * b1) - b2;
+    b2 = b1;
+    b1 = b0;
+  }
+  const double g = (dt_erfc_cheb[0] + t * b1) - b2;
+  const double e = dt_exp_for_f32(-(a * a));
+  const double r = ax >= 4.0 ? 1.0 : 1.0 - e * g;
+  return (float)(ax < 1.0 ? small : x < 0 ? -r : r);
+}
+__device__ __forceinline__ float dt_sigmoidf(float v) {
+  return (float)(1.0 / (1.0 + dt_exp_for_f32(-(double)v)));
+}
+
 __device__ __forceinline__ float dt_fmin(float a, float b) {
   return (a != a || b != b) ? a + b : (b < a ? b : a);
 }

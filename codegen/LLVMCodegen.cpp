@@ -668,18 +668,18 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
     return b_.CreateSelect(fl ? b_.CreateFCmpOLT(A(0), ConstantFP::get(ty, 0.0))
                               : b_.CreateICmpSLT(A(0), ConstantInt::get(ty, 0)),
                            Constant::getNullValue(ty), A(0));
-  case KOp::Exp:
-    return libm("expf", "exp", n.dtype, {A(0)});
+  case KOp::Exp: // f32 (bf16/f16 compute in f32): codegen/FloatMath.h
+    return ty->isFloatTy() ? emitExpF32(A(0)) : libm("expf", "exp", n.dtype, {A(0)});
   case KOp::Log:
     return libm("logf", "log", n.dtype, {A(0)});
   case KOp::Tanh:
-    return libm("tanhf", "tanh", n.dtype, {A(0)});
+    return ty->isFloatTy() ? emitTanhF32(A(0)) : libm("tanhf", "tanh", n.dtype, {A(0)});
   case KOp::Sin:
     return libm("sinf", "sin", n.dtype, {A(0)});
   case KOp::Cos:
     return libm("cosf", "cos", n.dtype, {A(0)});
   case KOp::Erf:
-    return libm("erff", "erf", n.dtype, {A(0)});
+    return ty->isFloatTy() ? emitErfF32(A(0)) : libm("erff", "erf", n.dtype, {A(0)});
   case KOp::Log1p:
     return libm("log1pf", "log1p", n.dtype, {A(0)});
   case KOp::Expm1:
@@ -689,6 +689,8 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
   case KOp::Rsqrt:
     return b_.CreateFDiv(ConstantFP::get(ty, 1.0), b_.CreateUnaryIntrinsic(Intrinsic::sqrt, A(0)));
   case KOp::Sigmoid: {
+    if (ty->isFloatTy())
+      return emitSigmoidF32(A(0));
     Value *e = libm("expf", "exp", n.dtype, {b_.CreateFNeg(A(0))});
     return b_.CreateFDiv(ConstantFP::get(ty, 1.0), b_.CreateFAdd(ConstantFP::get(ty, 1.0), e));
   }

@@ -5,8 +5,10 @@
 // external function `void @<symbol>(ptr buffers, ptr params)` with exactly the
 // run-time ABI and semantics of KernelIR.h (the reference interpreter gives
 // the same results: bitwise for elementwise kernels, up to reassociation for
-// float sums). Transcendentals call the host libm (expf, logf, ...); the
-// module declares them and the JIT resolves them to the process's libm.
+// float sums). f32 exp, tanh and sigmoid are inline IR (codegen/FloatMath.h,
+// LLVMMath.cpp: they vectorize); the other transcendentals call the host
+// libm (logf, sin, ...), which the module declares and the JIT resolves to
+// the process's libm.
 //
 // Loop structure: one counted loop per iteration dim, kept dims outermost in
 // order, then the reduced dims (accumulators live across the reduced loops and

@@ -153,6 +153,12 @@ private:
   Value *emitIntPow(DType t, Value *base, Value *e);
   Value *emitUniform(uint64_t seed, Value *ctr);
   Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
+  // dtensor's own f32 exp/tanh/sigmoid (codegen/FloatMath.h; LLVMMath.cpp).
+  Value *emitExpForF32(Value *x); ///< f64 in and out
+  Value *emitExpF32(Value *x);
+  Value *emitTanhF32(Value *x);
+  Value *emitSigmoidF32(Value *x);
+  Value *emitErfF32(Value *x);
   Value *tag(Instruction *i, int buf);
   Value *addr(int buf, Value *off) {
     return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);

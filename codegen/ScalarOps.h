@@ -12,6 +12,7 @@
 // (two's complement); float ops on float are float ops, never wider.
 #pragma once
 
+#include "codegen/FloatMath.h"
 #include "codegen/FloorMod.h"
 #include "codegen/KernelIR.h"
 #include "support/Diagnostics.h"
@@ -62,8 +63,24 @@ template <class T> T scalarPowInt(T b, T e) {
 }
 
 /// A unary node (arity 1, but `cast`) on a T. Transcendentals are defined on
-/// floats only (the reference evaluator computes integer ones in double).
+/// floats only (the reference evaluator computes integer ones in double);
+/// f32 exp, tanh, sigmoid and erf are dtensor's own (codegen/FloatMath.h), the
+/// others and every f64 one the C library's.
 template <class T> T scalarUnary(KOp op, T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    switch (op) {
+    case KOp::Exp:
+      return fmath::expF32(v);
+    case KOp::Tanh:
+      return fmath::tanhF32(v);
+    case KOp::Sigmoid:
+      return fmath::sigmoidF32(v);
+    case KOp::Erf:
+      return fmath::erfF32(v);
+    default:
+      break;
+    }
+  }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
     case KOp::Neg:

@@ -35,7 +35,7 @@ using namespace dt;
 int fails = 0, checks = 0, splits = 0;
 std::string gWork, gShim;
 /// g++'s flags for every kernel and for the shim's precompiled header.
-static const char *kFlags = "-std=c++20 -O1 -w -fPIC";
+static const char *kFlags = "-std=c++20 -O1 -w -fPIC -ffp-contract=off";
 /// `spread` (deterministic kernels): f32/f64 of magnitudes 2^-20..2^20,
 /// whose sums round differently in every order, so that a kernel which sums
 /// in another order than the interpreter's shows.

@@ -49,6 +49,11 @@ inline unsigned __float_as_uint(float f) {
 }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __double2float_rn(double d) { return (float)d; }
+inline long long __double_as_longlong(double f) {
+  long long i;
+  std::memcpy(&i, &f, 8);
+  return i;
+}
 inline double __longlong_as_double(long long i) {
   double f;
   std::memcpy(&f, &i, 8);

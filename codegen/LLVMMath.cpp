@@ -1,0 +1,86 @@
+// This file implements the LLVM lowering of dtensor's own f32 exp, tanh,
+// sigmoid and erf (codegen/FloatMath.h): the same IEEE steps in the same order, on
+// scalars the loop vectorizer widens (no call, no table, no branch), so a
+// kernel's results equal the interpreter's bit for bit.
+#include "codegen/FloatMath.h"
+#include "codegen/LLVMLowering.h"
+
+namespace dt::llvmgen {
+
+Value *Lowering::emitExpForF32(Value *x) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double v) { return ConstantFP::get(d, v); };
+  x = b_.CreateSelect(b_.CreateFCmpOGT(x, c(fmath::kExpMax)), c(fmath::kExpMax), x);
+  x = b_.CreateSelect(b_.CreateFCmpOLT(x, c(fmath::kExpMin)), c(fmath::kExpMin), x);
+  Value *t = b_.CreateFAdd(b_.CreateFMul(x, c(fmath::kInvLn2)), c(fmath::kShifter));
+  Value *n = b_.CreateFSub(t, c(fmath::kShifter));
+  Value *r = b_.CreateFSub(b_.CreateFSub(x, b_.CreateFMul(n, c(fmath::kLn2Hi))),
+                           b_.CreateFMul(n, c(fmath::kLn2Lo)));
+  Value *p = c(fmath::kExpCoef[0]);
+  for (int i = 1; i < fmath::kExpTerms; ++i)
+    p = b_.CreateFAdd(b_.CreateFMul(p, r), c(fmath::kExpCoef[i]));
+  Value *k = b_.CreateSub(b_.CreateBitCast(t, b_.getInt64Ty()),
+                          b_.getInt64((uint64_t)fmath::doubleToBits(fmath::kShifter)));
+  Value *scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, b_.getInt64(1023)), 52), d);
+  return b_.CreateFMul(p, scale);
+}
+
+Value *Lowering::emitExpF32(Value *x) {
+  return b_.CreateFPTrunc(emitExpForF32(b_.CreateFPExt(x, b_.getDoubleTy())), b_.getFloatTy());
+}
+
+Value *Lowering::emitTanhF32(Value *v) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *x = b_.CreateFPExt(v, d);
+  Value *neg = b_.CreateFCmpOLT(x, c(0.0));
+  Value *ax = b_.CreateSelect(neg, b_.CreateFNeg(x), x);
+  Value *x2 = b_.CreateFMul(x, x);
+  Value *q = c(fmath::kTanhCoef[0]);
+  for (int i = 1; i < fmath::kTanhTerms; ++i)
+    q = b_.CreateFAdd(b_.CreateFMul(q, x2), c(fmath::kTanhCoef[i]));
+  Value *small = b_.CreateFMul(x, b_.CreateFAdd(c(1.0), b_.CreateFMul(x2, q)));
+  Value *e = emitExpForF32(b_.CreateFAdd(ax, ax));
+  Value *big = b_.CreateFDiv(b_.CreateFSub(e, c(1.0)), b_.CreateFAdd(e, c(1.0)));
+  Value *r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(fmath::kTanhSmall)), small,
+                             b_.CreateSelect(neg, b_.CreateFNeg(big), big));
+  return b_.CreateFPTrunc(r, b_.getFloatTy());
+}
+
+Value *Lowering::emitSigmoidF32(Value *x) {
+  Type *d = b_.getDoubleTy();
+  Value *e = emitExpForF32(b_.CreateFNeg(b_.CreateFPExt(x, d)));
+  Value *s = b_.CreateFDiv(ConstantFP::get(d, 1.0), b_.CreateFAdd(ConstantFP::get(d, 1.0), e));
+  return b_.CreateFPTrunc(s, b_.getFloatTy());
+}
+
+Value *Lowering::emitErfF32(Value *v) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *x = b_.CreateFPExt(v, d);
+  Value *neg = b_.CreateFCmpOLT(x, c(0.0));
+  Value *ax = b_.CreateSelect(neg, b_.CreateFNeg(x), x);
+  Value *x2 = b_.CreateFMul(x, x);
+  Value *p = c(fmath::kErfTaylor[0]);
+  for (int i = 1; i < fmath::kErfTerms; ++i)
+    p = b_.CreateFAdd(b_.CreateFMul(p, x2), c(fmath::kErfTaylor[i]));
+  Value *small = b_.CreateFMul(x, p);
+  Value *a = b_.CreateSelect(b_.CreateFCmpOGT(ax, c(4.0)), c(4.0), ax);
+  Value *t = b_.CreateFDiv(b_.CreateFSub(b_.CreateFAdd(a, a), c(5.0)), c(3.0));
+  Value *t2 = b_.CreateFAdd(t, t);
+  Value *b1 = c(0.0), *b2 = c(0.0);
+  for (int k = fmath::kErfcTerms - 1; k >= 1; --k) {
+    Value *b0 = b_.CreateFSub(b_.CreateFAdd(c(fmath::kErfcCheb[k]), b_.CreateFMul(t2, b1)), b2);
+    b2 = b1;
+    b1 = b0;
+  }
+  Value *g = b_.CreateFSub(b_.CreateFAdd(c(fmath::kErfcCheb[0]), b_.CreateFMul(t, b1)), b2);
+  Value *e = emitExpForF32(b_.CreateFNeg(b_.CreateFMul(a, a)));
+  Value *r = b_.CreateSelect(b_.CreateFCmpOGE(ax, c(4.0)), c(1.0),
+                             b_.CreateFSub(c(1.0), b_.CreateFMul(e, g)));
+  Value *big = b_.CreateSelect(neg, b_.CreateFNeg(r), r);
+  Value *out = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(1.0)), small, big);
+  return b_.CreateFPTrunc(out, b_.getFloatTy());
+}
+
+} // namespace dt::llvmgen

@@ -53,6 +53,14 @@ inline int64_t doubleToBits(double d) {
   return b;
 }
 
+/// c[0] x^(n-1) + ... + c[n-1] by Horner's rule.
+inline double horner(const double *c, int n, double x) {
+  double p = c[0];
+  for (int i = 1; i < n; ++i)
+    p = p * x + c[i];
+  return p;
+}
+
 /// e^x in f64, relative error < 2^-40, for the f32 functions below (x
 /// clamped to [kExpMin, kExpMax]; NaN gives NaN).
 inline double expForF32(double x) {
@@ -61,9 +69,7 @@ inline double expForF32(double x) {
   const double t = x * kInvLn2 + kShifter;
   const double n = t - kShifter;
   const double r = (x - n * kLn2Hi) - n * kLn2Lo;
-  double p = kExpCoef[0];
-  for (int i = 1; i < kExpTerms; ++i)
-    p = p * r + kExpCoef[i];
+  const double p = horner(kExpCoef, kExpTerms, r);
   const int64_t k = doubleToBits(t) - doubleToBits(kShifter); // n, exactly
   return p * bitsToDouble((int64_t)((uint64_t)(k + 1023) << 52));
 }
@@ -74,10 +80,7 @@ inline float tanhF32(float v) {
   const double x = v;
   const double ax = x < 0 ? -x : x;
   const double x2 = x * x;
-  double q = kTanhCoef[0];
-  for (int i = 1; i < kTanhTerms; ++i)
-    q = q * x2 + kTanhCoef[i];
-  const double small = x * (1.0 + x2 * q);
+  const double small = x * (1.0 + x2 * horner(kTanhCoef, kTanhTerms, x2));
   const double e = expForF32(ax + ax);
   const double big = (e - 1.0) / (e + 1.0);
   return (float)(ax < kTanhSmall ? small : x < 0 ? -big : big);
@@ -110,10 +113,7 @@ inline float erfF32(float v) {
   const double x = v;
   const double ax = x < 0 ? -x : x;
   const double x2 = x * x;
-  double p = kErfTaylor[0];
-  for (int i = 1; i < kErfTerms; ++i)
-    p = p * x2 + kErfTaylor[i];
-  const double small = x * p;
+  const double small = x * horner(kErfTaylor, kErfTerms, x2);
   const double a = ax > 4.0 ? 4.0 : ax;
   const double t = (a + a - 5.0) / 3.0;
   const double t2 = t + t;

@@ -154,7 +154,8 @@ private:
   Value *emitUniform(uint64_t seed, Value *ctr);
   Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
   // dtensor's own f32 exp/tanh/sigmoid (codegen/FloatMath.h; LLVMMath.cpp).
-  Value *emitExpForF32(Value *x); ///< f64 in and out
+  Value *emitHorner(const double *c, int n, Value *x); ///< fmath::horner, f64
+  Value *emitExpForF32(Value *x);                      ///< f64 in and out
   Value *emitExpF32(Value *x);
   Value *emitTanhF32(Value *x);
   Value *emitSigmoidF32(Value *x);

@@ -7,6 +7,14 @@
 
 namespace dt::llvmgen {
 
+Value *Lowering::emitHorner(const double *c, int n, Value *x) {
+  Type *d = b_.getDoubleTy();
+  Value *p = ConstantFP::get(d, c[0]);
+  for (int i = 1; i < n; ++i)
+    p = b_.CreateFAdd(b_.CreateFMul(p, x), ConstantFP::get(d, c[i]));
+  return p;
+}
+
 Value *Lowering::emitExpForF32(Value *x) {
   Type *d = b_.getDoubleTy();
   auto c = [&](double v) { return ConstantFP::get(d, v); };
@@ -16,9 +24,7 @@ Value *Lowering::emitExpForF32(Value *x) {
   Value *n = b_.CreateFSub(t, c(fmath::kShifter));
   Value *r = b_.CreateFSub(b_.CreateFSub(x, b_.CreateFMul(n, c(fmath::kLn2Hi))),
                            b_.CreateFMul(n, c(fmath::kLn2Lo)));
-  Value *p = c(fmath::kExpCoef[0]);
-  for (int i = 1; i < fmath::kExpTerms; ++i)
-    p = b_.CreateFAdd(b_.CreateFMul(p, r), c(fmath::kExpCoef[i]));
+  Value *p = emitHorner(fmath::kExpCoef, fmath::kExpTerms, r);
   Value *k = b_.CreateSub(b_.CreateBitCast(t, b_.getInt64Ty()),
                           b_.getInt64((uint64_t)fmath::doubleToBits(fmath::kShifter)));
   Value *scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, b_.getInt64(1023)), 52), d);
@@ -36,9 +42,7 @@ Value *Lowering::emitTanhF32(Value *v) {
   Value *neg = b_.CreateFCmpOLT(x, c(0.0));
   Value *ax = b_.CreateSelect(neg, b_.CreateFNeg(x), x);
   Value *x2 = b_.CreateFMul(x, x);
-  Value *q = c(fmath::kTanhCoef[0]);
-  for (int i = 1; i < fmath::kTanhTerms; ++i)
-    q = b_.CreateFAdd(b_.CreateFMul(q, x2), c(fmath::kTanhCoef[i]));
+  Value *q = emitHorner(fmath::kTanhCoef, fmath::kTanhTerms, x2);
   Value *small = b_.CreateFMul(x, b_.CreateFAdd(c(1.0), b_.CreateFMul(x2, q)));
   Value *e = emitExpForF32(b_.CreateFAdd(ax, ax));
   Value *big = b_.CreateFDiv(b_.CreateFSub(e, c(1.0)), b_.CreateFAdd(e, c(1.0)));
@@ -61,10 +65,7 @@ Value *Lowering::emitErfF32(Value *v) {
   Value *neg = b_.CreateFCmpOLT(x, c(0.0));
   Value *ax = b_.CreateSelect(neg, b_.CreateFNeg(x), x);
   Value *x2 = b_.CreateFMul(x, x);
-  Value *p = c(fmath::kErfTaylor[0]);
-  for (int i = 1; i < fmath::kErfTerms; ++i)
-    p = b_.CreateFAdd(b_.CreateFMul(p, x2), c(fmath::kErfTaylor[i]));
-  Value *small = b_.CreateFMul(x, p);
+  Value *small = b_.CreateFMul(x, emitHorner(fmath::kErfTaylor, fmath::kErfTerms, x2));
   Value *a = b_.CreateSelect(b_.CreateFCmpOGT(ax, c(4.0)), c(4.0), ax);
   Value *t = b_.CreateFDiv(b_.CreateFSub(b_.CreateFAdd(a, a), c(5.0)), c(3.0));
   Value *t2 = b_.CreateFAdd(t, t);

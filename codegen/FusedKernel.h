@@ -66,10 +66,11 @@ struct FusedKernel {
 FusedKernel buildFusedKernel(const Function &f);
 
 /// The kernel of a slice: `fk`'s kernel with every gather read as a plain
-/// load of its source. It computes what `fk` does when each gather's ids are
-/// consecutive (id0, id0 + 1, ...: a slice, whatever made the ids) and the
-/// launch moves each gather's source id0 rows forward along the gathered
-/// dim; its loads vectorize where a gather's cannot. A source with several
+/// load of its source. It computes what `fk` does when each gather's ids step
+/// evenly (id0 + j * step: a slice, a step slice, a reversal, whatever made
+/// the ids) and the launch moves each gather's source id0 rows forward along
+/// the gathered dim and multiplies its stride there by the step; its loads
+/// vectorize where a gather's cannot. A source with several
 /// gathers (`x[:, 0:d] * x[:, d:2 * d]`) is one more input per gather past
 /// the first. Nodes only the gathers read (the ids' loads) are dropped.
 struct SliceKernel {

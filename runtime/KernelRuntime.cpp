@@ -186,23 +186,28 @@ void RankState::startRun() {
   checkedIds_.clear();
 }
 
-int64_t CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
-                          const char *op) {
+CheckedIds::Progression CheckedIds::check(Device &dev, const HostTensor &ids, int64_t dim,
+                                          int64_t bound, const char *op) {
   for (const Entry &c : held_)
-    if (c.ids.holds(ids) && c.bound == bound)
-      return c.first;
+    if (c.held.holds(ids) && c.bound == bound)
+      return c.ids;
   HostTensor host = dev.toHost(ids);
   const int64_t n = host.numel();
-  bool consecutive = n > 0;
+  Progression p;
+  if (n > 0) // every id is in [0, bound): id0 + j * step cannot overflow
+    p = {ref::checkedId(op, host, 0, dim, bound),
+         n > 1 ? ref::checkedId(op, host, 1, dim, bound) - ref::idAt(host, 0) : 1};
+  bool even = n > 0;
   for (int64_t j = 0; j < n; ++j)
-    consecutive = ref::checkedId(op, host, j, dim, bound) == ref::idAt(host, 0) + j && consecutive;
-  const int64_t first = consecutive ? ref::idAt(host, 0) : -1;
+    even = ref::checkedId(op, host, j, dim, bound) == p.first + j * p.step && even;
+  if (!even)
+    p = Progression{};
   if (!ids.buf || ids.bytes() > kMaxBytes)
-    return first;
+    return p;
   if (held_.size() == kMax)
     held_.erase(held_.begin());
-  held_.push_back({HeldTensor(ids), bound, first});
-  return first;
+  held_.push_back({HeldTensor(ids), bound, p});
+  return p;
 }
 
 void RankState::hold(const HostTensor &t) { count(t.buf.get(), +1); }
@@ -286,24 +291,24 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   // local block (the reference evaluator's check and message; the kernel
   // itself does not check).
   // A bad id names its own op's line (FaultAt), not the kernel's call.
-  // Consecutive ids in every gather (slices) launch the slice kernel, each
-  // source moved to its first id.
+  // Ids that step evenly in every gather (slices) launch the slice kernel,
+  // each source moved to its first id and strided by the step.
   constexpr size_t kMaxSlices = 8;
-  int64_t firsts[kMaxSlices];
+  CheckedIds::Progression steps[kMaxSlices];
   bool slices = e.slice && e.fk.gathers.size() <= kMaxSlices;
   for (size_t gi = 0; gi < e.fk.gathers.size(); ++gi) {
     const KernelGather &g = e.fk.gathers[gi];
-    int64_t first = -1;
+    CheckedIds::Progression p;
     try {
-      first = checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
+      p = checkedIds_.check(dev, **args[g.ids], g.dim, (*args[g.src])->shape.at(g.dim));
     } catch (const RuntimeFault &f) {
       if (typeid(f) != typeid(RuntimeFault))
         throw;
       throw FaultAt(f.what(), g.loc);
     }
-    slices = slices && first >= 0;
+    slices = slices && p.first >= 0;
     if (slices)
-      firsts[gi] = first;
+      steps[gi] = p;
   }
   const std::optional<KernelScatter> &sc = e.fk.scatter;
   const int64_t scatterRows = sc ? (*args[sc->base])->shape.at(sc->dim) : 0;
@@ -374,14 +379,14 @@ void RankState::runKernel(Device &dev, CallSite &cs, std::optional<HostTensor> *
   if (sc && l.iterations > 0)
     dev.launchScatter(e.native, b, l.params.data(), **args[sc->ids], scatterRows);
   else if (slices && (l.iterations > 0 || k.reduce != KReduce::None))
-    launchSlices(dev, e, cs, b, firsts, args);
+    launchSlices(dev, e, cs, b, steps, args);
   else if (l.iterations > 0 || k.reduce != KReduce::None)
     dev.launch(e.native, b, l.params.data());
   ++stats.kernelCalls;
 }
 
-void RankState::launchSlices(Device &dev, const KernelTable::Entry &e, const CallSite &cs,
-                             void *const *b, const int64_t *firsts,
+void RankState::launchSlices(Device &dev, const KernelTable::Entry &e, CallSite &cs, void *const *b,
+                             const CheckedIds::Progression *ids,
                              std::optional<HostTensor> *const *args) {
   const SliceKernel &sk = *e.slice;
   const size_t n = e.fk.kernel.inputs.size(), nIn = sk.inputOf.size();
@@ -397,15 +402,16 @@ void RankState::launchSlices(Device &dev, const KernelTable::Entry &e, const Cal
     sb[j] = b[sk.inputOf[j]];
   for (size_t o = 0; o < nOut; ++o)
     sb[nIn + o] = b[n + o];
-  // Each gather's source, moved to its first id along the gathered dim.
+  // Each gather's source, moved to its first id along the gathered dim and
+  // read every `step` indices there.
+  const int64_t R = e.fk.kernel.rank;
   for (size_t gi = 0; gi < e.fk.gathers.size(); ++gi) {
     const KernelGather &g = e.fk.gathers[gi];
+    const int in = sk.gatherInput[gi];
+    const int64_t stride = cs.launch.params[R * (1 + g.src) + g.dim]; // elements
+    cs.sliceParams[R * (1 + in) + g.dim] = stride * ids[gi].step;
     const HostTensor &src = **args[g.src];
-    int64_t step = dtypeSize(src.dtype); // bytes of one index along g.dim
-    for (int d = g.dim + 1; d < src.rank(); ++d)
-      step *= src.shape[d];
-    void *&p = sb[sk.gatherInput[gi]];
-    p = static_cast<char *>(p) + firsts[gi] * step;
+    sb[in] = static_cast<char *>(sb[in]) + ids[gi].first * stride * dtypeSize(src.dtype);
   }
   dev.launch(e.sliceNative, sb, cs.sliceParams.data());
 }

@@ -162,18 +162,22 @@ std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_
 /// host and a wait each time).
 class CheckedIds {
 public:
-  /// `op` names the op in the fault (index_select, index_add). Returns the
-  /// first id when the ids are consecutive (id0, id0 + 1, ...: a slice),
-  /// else -1.
-  int64_t check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
-                const char *op = "index_select");
+  /// Ids that step evenly: id0, id0 + step, id0 + 2 step, ... (a slice, a
+  /// step slice, a reversal, one id repeated: step 0).
+  struct Progression {
+    int64_t first = -1; ///< -1: the ids do not step evenly (or there are none)
+    int64_t step = 1;
+  };
+  /// `op` names the op in the fault (index_select, index_add).
+  Progression check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
+                    const char *op = "index_select");
   void clear() { held_.clear(); }
 
 private:
   struct Entry {
-    HeldTensor ids;
+    HeldTensor held;
     int64_t bound;
-    int64_t first; ///< check's answer
+    Progression ids; ///< check's answer
   };
   static constexpr size_t kMax = 8;             ///< remembered at most
   static constexpr int64_t kMaxBytes = 4 << 20; ///< larger ids are checked each time
@@ -217,9 +221,9 @@ public:
     std::vector<int64_t> sliceParams; ///< the slice kernel's, when it has one
   };
   /// Launches the slice kernel of `e` for runKernel: `b` holds the kernel's
-  /// buffers, `firsts` each gather's first id.
-  void launchSlices(Device &dev, const KernelTable::Entry &e, const CallSite &cs, void *const *b,
-                    const int64_t *firsts, std::optional<HostTensor> *const *args);
+  /// buffers, `ids` each gather's ids as a progression.
+  void launchSlices(Device &dev, const KernelTable::Entry &e, CallSite &cs, void *const *b,
+                    const CheckedIds::Progression *ids, std::optional<HostTensor> *const *args);
   /// The call site of `in` (resolved through `table` on first use).
   CallSite &site(const Inst &in, const KernelTable &table);
 

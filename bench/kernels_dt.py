@@ -8,7 +8,7 @@ with 1 step, over n). Each row has its baseline measured in the same run:
               ranks, vs the elementwise update y * 0.999 alone
   sum0/sum1   sum over dim 0 / dim 1 of f32[2048, 2048] vs a copy-like
               kernel (x * 1.0: reads and writes 16 MiB) on the same tensor
-  math        exp, tanh, sigmoid, gelu and a softmax row of f32[2048, 2048] vs the
+  math        exp, tanh, sigmoid, gelu, log and a softmax row of f32[2048, 2048] vs the
               x * 1.0 copy of `reduce` (the same bytes)
   slice       sum(q * k + v, dim=1) of three column slices of f32[2048, 3072]
               (a fused qkv split) vs the same of three row slices (contiguous
@@ -73,6 +73,7 @@ let xj : f32[2048, 2048] @ m[_, _] = iota(dim=1)
 var x = sin(xi * 0.001 + xj * 0.002) * 4.0
 var c : f32[2048, 2048] @ m[_, _] = zeros()"""
     body = {"exp": "  c = exp(x)", "tanh": "  c = tanh(x)", "sigmoid": "  c = sigmoid(x)", "gelu": "  c = gelu(x)",
+            "log": "  c = log(x + 5.0)",
             "softmax": "  c = nn.softmax(x)", "copy": "  c = x * 1.0"}[kind]
     return lambda s: loop(pre, body, s, "sum(c)")
 
@@ -95,6 +96,7 @@ ROWS = {
                ("x * 1.0 copy (baseline)", reduce_prog("copy"))],
     "math": [("exp", math_prog("exp")), ("tanh", math_prog("tanh")),
              ("sigmoid", math_prog("sigmoid")), ("gelu", math_prog("gelu")),
+             ("log", math_prog("log")),
              ("softmax", math_prog("softmax")),
              ("x * 1.0 copy (baseline)", math_prog("copy"))],
     "slice": [("column slices", slice_prog("cols")),

@@ -41,8 +41,8 @@
 // Floating point: NVRTC runs with --fmad=false (no contraction), IEEE division
 // and sqrt, no fast math, so +, -, *, /, sqrt, casts and comparisons are
 // bit-identical to the CPU backend and the interpreter, and so are f32 exp,
-// tanh, sigmoid and erf (dtensor's own, codegen/FloatMath.h, in the prelude).
-// CUDA's logf, sinf, cosf, powf and the f64 transcendentals are accurate to
+// tanh, sigmoid, erf, log, log1p and expm1 (dtensor's own, codegen/FloatMath.h,
+// in the prelude). CUDA's sinf, cosf, powf and the f64 transcendentals are accurate to
 // a few ulp but not always correctly rounded like glibc, so their results
 // may differ from the CPU in the last 1-4 ulp. `random normal` takes
 // its log and cos in f64 and rounds them (support/Random.h), so it is

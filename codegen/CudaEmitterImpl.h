@@ -117,7 +117,7 @@ struct Emitter {
     case KOp::Exp: // f32: codegen/FloatMath.h's, as the CPU's
       return f32 ? "dt_expf(" + A(0) + ")" : math("exp");
     case KOp::Log:
-      return math("log");
+      return f32 ? "dt_logf(" + A(0) + ")" : math("log");
     case KOp::Sqrt:
       return math("sqrt");
     case KOp::Rsqrt: // 1 / sqrt(x), both IEEE-rounded (not the approximate rsqrtf)
@@ -133,9 +133,9 @@ struct Emitter {
     case KOp::Erf:
       return f32 ? "dt_erff(" + A(0) + ")" : math("erf");
     case KOp::Log1p:
-      return math("log1p");
+      return f32 ? "dt_log1pf(" + A(0) + ")" : math("log1p");
     case KOp::Expm1:
-      return math("expm1");
+      return f32 ? "dt_expm1f(" + A(0) + ")" : math("expm1");
     case KOp::Not:
       return "(!" + A(0) + ")";
     case KOp::Cast:

@@ -40,7 +40,8 @@ __device__ __forceinline__ float dt_fmax(float a, float b) {
 __device__ __forceinline__ double dt_fmax(double a, double b) {
   return (a != a || b != b) ? a + b : (a < b ? b : a);
 }
-// exp, tanh, sigmoid and erf on f32 (bf16/f16 compute in f32): the steps of
+// exp, tanh, sigmoid, erf, log, log1p and expm1 on f32 (bf16/f16 compute in
+// f32): the steps of
 // codegen/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
 // (--fmad=false keeps every a * b + c two roundings, as there).
 __device__ __forceinline__ double dt_exp_for_f32(double x) {
@@ -115,6 +116,54 @@ __device__ __forceinline__ float dt_erff(float v) {
   const double e = dt_exp_for_f32(-(a * a));
   const double r = ax >= 4.0 ? 1.0 : 1.0 - e * g;
   return (float)(ax < 1.0 ? small : x < 0 ? -r : r);
+}
+__device__ __forceinline__ double dt_log_for_f32(double x) {
+  const dt_i64 bits = __double_as_longlong(x);
+  const dt_i64 e0 = (bits >> 52) - 1023;
+  const double m0 = __longlong_as_double((bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
+  const bool high = m0 > 0x1.6a09e667f3bcdp+0;
+  const double m = high ? m0 * 0.5 : m0;
+  const double e = (double)(high ? e0 + 1 : e0);
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  double q = 2.0 / 17;
+  q = q * s2 + 2.0 / 15;
+  q = q * s2 + 2.0 / 13;
+  q = q * s2 + 2.0 / 11;
+  q = q * s2 + 2.0 / 9;
+  q = q * s2 + 2.0 / 7;
+  q = q * s2 + 2.0 / 5;
+  q = q * s2 + 2.0 / 3;
+  const double lm = s * (2.0 + s2 * q);
+  const double inf = __longlong_as_double(0x7ff0000000000000LL);
+  double r = e * 0x1.62e42fee00000p-1 + (e * 0x1.a39ef35793c76p-33 + lm);
+  r = x == inf ? x : r;
+  r = x == 0.0 ? -inf : r;
+  r = x < 0.0 ? __longlong_as_double(0x7ff8000000000000LL) : r;
+  return x != x ? x : r;
+}
+__device__ __forceinline__ float dt_logf(float v) { return (float)dt_log_for_f32((double)v); }
+__device__ __forceinline__ float dt_log1pf(float v) {
+  const double x = v;
+  const double u = 1.0 + x;
+  const double r = dt_log_for_f32(u) * (x / (u - 1.0));
+  return (float)(x == __longlong_as_double(0x7ff0000000000000LL) ? x : u == 1.0 ? x : r);
+}
+__device__ __forceinline__ float dt_expm1f(float v) {
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  double p = 1.0 / 3628800;
+  p = p * x + 1.0 / 362880;
+  p = p * x + 1.0 / 40320;
+  p = p * x + 1.0 / 5040;
+  p = p * x + 1.0 / 720;
+  p = p * x + 1.0 / 120;
+  p = p * x + 1.0 / 24;
+  p = p * x + 1.0 / 6;
+  p = p * x + 0.5;
+  p = p * x + 1.0;
+  const double small = x * p;
+  return (float)(ax < 0.0625 ? small : dt_exp_for_f32(x) - 1.0);
 }
 __device__ __forceinline__ float dt_sigmoidf(float v) {
   return (float)(1.0 / (1.0 + dt_exp_for_f32(-(double)v)));

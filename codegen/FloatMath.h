@@ -1,5 +1,5 @@
-// This file defines dtensor's own f32 `exp`, `tanh`, `sigmoid` and `erf`
-// (and so `gelu`): computed in f64 by a fixed sequence of IEEE additions,
+// This file defines dtensor's own f32 `exp`, `tanh`, `sigmoid`, `erf` (and
+// so `gelu`), `log`, `log1p` and `expm1`: computed in f64 by a fixed sequence of IEEE additions,
 // multiplications and one division, then rounded once to f32. The sequence
 // has no table and no branch (both arms of a choice are computed, then one
 // is selected), so a loop of them vectorizes; the kernel interpreter and the
@@ -20,8 +20,11 @@
 // sigmoid: 1 / (1 + exp(-x)) all in f64, so it stays within 0.5 ulp where
 // the f32 formula's exp(-x) overflows (x < -88: subnormal results, not 0).
 // erf: see erfF32. At most 0.5000 ulp over every 7th f32 (glibc's erff: 0.90).
+// log, log1p, expm1: see logForF32, log1pF32, expm1F32; at most 0.5000 ulp
+// each over every 7th f32 (glibc's: 0.82, 0.83, 0.80).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -127,6 +130,59 @@ inline float erfF32(float v) {
   const double e = expForF32(-(a * a));
   const double r = ax >= 4.0 ? 1.0 : 1.0 - e * g;
   return (float)(ax < 1.0 ? small : x < 0 ? -r : r);
+}
+
+/// log(m) = s (2 + s^2 q(s^2)), s = (m - 1) / (m + 1): q's coefficients
+/// 2 / (2k + 1) for k = 8 .. 1, highest first (|s| <= 0.172: error < 2^-50).
+constexpr int kLogTerms = 8;
+constexpr double kLogCoef[kLogTerms] = {2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
+                                        2.0 / 9,  2.0 / 7,  2.0 / 5,  2.0 / 3};
+constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
+/// expm1(x) = x p(x) for |x| < 1/16: p's coefficients 1/10! .. 1/2!, 1.
+constexpr int kExpm1Terms = 10;
+constexpr double kExpm1Coef[kExpm1Terms] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
+                                            1.0 / 720,     1.0 / 120,    1.0 / 24,    1.0 / 6,
+                                            0.5,           1.0};
+constexpr double kExpm1Small = 0.0625;
+
+/// log(x) in f64 for the f32 functions below, relative error < 2^-49: x =
+/// m 2^e with m in [sqrt(1/2), sqrt(2)) from the bits, log m by its atanh
+/// series, e ln 2 in two parts. 0 gives -inf, +inf gives +inf, a negative x
+/// NaN, NaN itself.
+inline double logForF32(double x) {
+  const int64_t bits = doubleToBits(x);
+  const int64_t e0 = (bits >> 52) - 1023;
+  const double m0 = bitsToDouble((bits & 0x000fffffffffffff) | 0x3ff0000000000000);
+  const bool high = m0 > kSqrt2;
+  const double m = high ? m0 * 0.5 : m0;
+  const double e = (double)(high ? e0 + 1 : e0);
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  const double lm = s * (2.0 + s2 * horner(kLogCoef, kLogTerms, s2));
+  double r = e * kLn2Hi + (e * kLn2Lo + lm);
+  r = x == INFINITY ? x : r;
+  r = x == 0.0 ? -INFINITY : r;
+  r = x < 0.0 ? NAN : r;
+  return x != x ? x : r;
+}
+
+inline float logF32(float v) { return (float)logForF32(v); }
+
+/// log(1 + x): with u = 1 + x rounded, log(u) x / (u - 1) (x when u is 1);
+/// +inf stays +inf.
+inline float log1pF32(float v) {
+  const double x = v;
+  const double u = 1.0 + x;
+  const double r = logForF32(u) * (x / (u - 1.0));
+  return (float)(x == INFINITY ? x : u == 1.0 ? x : r);
+}
+
+/// exp(x) - 1: x p(x) for |x| < 1/16, else exp(x) - 1 in f64.
+inline float expm1F32(float v) {
+  const double x = v;
+  const double ax = x < 0 ? -x : x;
+  const double small = x * horner(kExpm1Coef, kExpm1Terms, x);
+  return (float)(ax < kExpm1Small ? small : expForF32(x) - 1.0);
 }
 
 inline float sigmoidF32(float v) { return (float)(1.0 / (1.0 + expForF32(-(double)v))); }

@@ -671,7 +671,7 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
   case KOp::Exp: // f32 (bf16/f16 compute in f32): codegen/FloatMath.h
     return ty->isFloatTy() ? emitExpF32(A(0)) : libm("expf", "exp", n.dtype, {A(0)});
   case KOp::Log:
-    return libm("logf", "log", n.dtype, {A(0)});
+    return ty->isFloatTy() ? emitLogF32(A(0)) : libm("logf", "log", n.dtype, {A(0)});
   case KOp::Tanh:
     return ty->isFloatTy() ? emitTanhF32(A(0)) : libm("tanhf", "tanh", n.dtype, {A(0)});
   case KOp::Sin:
@@ -681,9 +681,9 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
   case KOp::Erf:
     return ty->isFloatTy() ? emitErfF32(A(0)) : libm("erff", "erf", n.dtype, {A(0)});
   case KOp::Log1p:
-    return libm("log1pf", "log1p", n.dtype, {A(0)});
+    return ty->isFloatTy() ? emitLog1pF32(A(0)) : libm("log1pf", "log1p", n.dtype, {A(0)});
   case KOp::Expm1:
-    return libm("expm1f", "expm1", n.dtype, {A(0)});
+    return ty->isFloatTy() ? emitExpm1F32(A(0)) : libm("expm1f", "expm1", n.dtype, {A(0)});
   case KOp::Sqrt:
     return b_.CreateUnaryIntrinsic(Intrinsic::sqrt, A(0));
   case KOp::Rsqrt:

@@ -5,10 +5,10 @@
 // external function `void @<symbol>(ptr buffers, ptr params)` with exactly the
 // run-time ABI and semantics of KernelIR.h (the reference interpreter gives
 // the same results: bitwise for elementwise kernels, up to reassociation for
-// float sums). f32 exp, tanh and sigmoid are inline IR (codegen/FloatMath.h,
-// LLVMMath.cpp: they vectorize); the other transcendentals call the host
-// libm (logf, sin, ...), which the module declares and the JIT resolves to
-// the process's libm.
+// float sums). f32 exp, log, tanh, sigmoid, erf, log1p and expm1 are inline
+// IR (codegen/FloatMath.h, LLVMMath.cpp: they vectorize); the other
+// transcendentals call the host libm (sinf, pow, every f64 one), which the
+// module declares and the JIT resolves to the process's libm.
 //
 // Loop structure: one counted loop per iteration dim, kept dims outermost in
 // order, then the reduced dims (accumulators live across the reduced loops and
@@ -24,9 +24,11 @@
 // Performance notes (limits, each deliberate for now):
 //  * Callers get the best code when the innermost iteration dim is long and
 //    contiguous: collapse dims that are contiguous in every operand first.
-//  * max/min reductions do not vectorize (the NaN rule is a select chain).
-//  * Transcendentals are scalar libm calls (no vector math library), which is
-//    what keeps them bitwise equal to the interpreter.
+//  * float max/min reductions vectorize (llvm.maximum/minimum) outside deterministic
+//    mode, whose NaN rule is a select chain that does not.
+//  * sin, cos, pow and the f64 transcendentals are scalar libm calls (no
+//    vector math library), which keeps them bitwise equal to the interpreter;
+//    the f32 ones of codegen/FloatMath.h are inline and vectorize.
 #pragma once
 
 #include "codegen/KernelIR.h"

@@ -160,6 +160,10 @@ private:
   Value *emitTanhF32(Value *x);
   Value *emitSigmoidF32(Value *x);
   Value *emitErfF32(Value *x);
+  Value *emitLogForF32(Value *x); ///< f64 in and out
+  Value *emitLogF32(Value *x);
+  Value *emitLog1pF32(Value *x);
+  Value *emitExpm1F32(Value *x);
   Value *tag(Instruction *i, int buf);
   Value *addr(int buf, Value *off) {
     return b_.CreateInBoundsGEP(memTy(bufTy(buf)), base_[buf], off);

@@ -1,7 +1,7 @@
 // This file implements the LLVM lowering of dtensor's own f32 exp, tanh,
-// sigmoid and erf (codegen/FloatMath.h): the same IEEE steps in the same order, on
-// scalars the loop vectorizer widens (no call, no table, no branch), so a
-// kernel's results equal the interpreter's bit for bit.
+// sigmoid, erf, log, log1p and expm1 (codegen/FloatMath.h): the same IEEE steps in the same order,
+// on scalars the loop vectorizer widens (no call, no table, no branch), so a kernel's results equal
+// the interpreter's bit for bit.
 #include "codegen/FloatMath.h"
 #include "codegen/LLVMLowering.h"
 
@@ -82,6 +82,56 @@ Value *Lowering::emitErfF32(Value *v) {
   Value *big = b_.CreateSelect(neg, b_.CreateFNeg(r), r);
   Value *out = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(1.0)), small, big);
   return b_.CreateFPTrunc(out, b_.getFloatTy());
+}
+
+Value *Lowering::emitLogForF32(Value *x) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *bits = b_.CreateBitCast(x, b_.getInt64Ty());
+  Value *e0 = b_.CreateSub(b_.CreateAShr(bits, 52), b_.getInt64(1023));
+  Value *m0 = b_.CreateBitCast(b_.CreateOr(b_.CreateAnd(bits, b_.getInt64(0x000fffffffffffff)),
+                                           b_.getInt64(0x3ff0000000000000)),
+                               d);
+  Value *high = b_.CreateFCmpOGT(m0, c(fmath::kSqrt2));
+  Value *m = b_.CreateSelect(high, b_.CreateFMul(m0, c(0.5)), m0);
+  Value *e = b_.CreateSIToFP(b_.CreateSelect(high, b_.CreateAdd(e0, b_.getInt64(1)), e0), d);
+  Value *s = b_.CreateFDiv(b_.CreateFSub(m, c(1.0)), b_.CreateFAdd(m, c(1.0)));
+  Value *s2 = b_.CreateFMul(s, s);
+  Value *lm = b_.CreateFMul(
+      s,
+      b_.CreateFAdd(c(2.0), b_.CreateFMul(s2, emitHorner(fmath::kLogCoef, fmath::kLogTerms, s2))));
+  Value *r = b_.CreateFAdd(b_.CreateFMul(e, c(fmath::kLn2Hi)),
+                           b_.CreateFAdd(b_.CreateFMul(e, c(fmath::kLn2Lo)), lm));
+  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, ConstantFP::getInfinity(d)), x, r);
+  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), ConstantFP::getInfinity(d, true), r);
+  r = b_.CreateSelect(b_.CreateFCmpOLT(x, c(0.0)), ConstantFP::getNaN(d), r);
+  return b_.CreateSelect(b_.CreateFCmpUNE(x, x), x, r);
+}
+
+Value *Lowering::emitLogF32(Value *x) {
+  return b_.CreateFPTrunc(emitLogForF32(b_.CreateFPExt(x, b_.getDoubleTy())), b_.getFloatTy());
+}
+
+Value *Lowering::emitLog1pF32(Value *v) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *x = b_.CreateFPExt(v, d);
+  Value *u = b_.CreateFAdd(c(1.0), x);
+  Value *r = b_.CreateFMul(emitLogForF32(u), b_.CreateFDiv(x, b_.CreateFSub(u, c(1.0))));
+  r = b_.CreateSelect(b_.CreateFCmpOEQ(u, c(1.0)), x, r);
+  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, ConstantFP::getInfinity(d)), x, r);
+  return b_.CreateFPTrunc(r, b_.getFloatTy());
+}
+
+Value *Lowering::emitExpm1F32(Value *v) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *x = b_.CreateFPExt(v, d);
+  Value *ax = b_.CreateSelect(b_.CreateFCmpOLT(x, c(0.0)), b_.CreateFNeg(x), x);
+  Value *small = b_.CreateFMul(x, emitHorner(fmath::kExpm1Coef, fmath::kExpm1Terms, x));
+  Value *big = b_.CreateFSub(emitExpForF32(x), c(1.0));
+  Value *r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(fmath::kExpm1Small)), small, big);
+  return b_.CreateFPTrunc(r, b_.getFloatTy());
 }
 
 } // namespace dt::llvmgen

@@ -64,7 +64,7 @@ template <class T> T scalarPowInt(T b, T e) {
 
 /// A unary node (arity 1, but `cast`) on a T. Transcendentals are defined on
 /// floats only (the reference evaluator computes integer ones in double);
-/// f32 exp, tanh, sigmoid and erf are dtensor's own (codegen/FloatMath.h), the
+/// f32 exp, tanh, sigmoid, erf, log, log1p and expm1 are dtensor's own (codegen/FloatMath.h), the
 /// others and every f64 one the C library's.
 template <class T> T scalarUnary(KOp op, T v) {
   if constexpr (std::is_same_v<T, float>) {
@@ -77,6 +77,12 @@ template <class T> T scalarUnary(KOp op, T v) {
       return fmath::sigmoidF32(v);
     case KOp::Erf:
       return fmath::erfF32(v);
+    case KOp::Log:
+      return fmath::logF32(v);
+    case KOp::Log1p:
+      return fmath::log1pF32(v);
+    case KOp::Expm1:
+      return fmath::expm1F32(v);
     default:
       break;
     }

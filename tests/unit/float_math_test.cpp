@@ -1,4 +1,5 @@
-// Unit tests of dtensor's own f32 exp, tanh, sigmoid and erf (codegen/FloatMath.h):
+// Unit tests of dtensor's own f32 exp, tanh, sigmoid, erf, log, log1p and expm1
+// (codegen/FloatMath.h):
 // their accuracy against long double over a million f32 bit patterns spread
 // over the whole range (at most 0.501 ulp), their special values (NaN, +-inf,
 // +-0, the overflow and underflow edges), and the JIT's vectorized loops
@@ -47,21 +48,28 @@ std::vector<float> sample(uint32_t step) {
 
 } // namespace
 
-TEST_CASE("float math: exp, tanh, sigmoid and erf within 0.501 ulp over the f32 range") {
-  double worstExp = 0, worstTanh = 0, worstSig = 0, worstErf = 0;
+TEST_CASE("float math: every f32 function within 0.501 ulp over the f32 range") {
+  double worstExp = 0, worstTanh = 0, worstSig = 0, worstErf = 0, worstLog = 0, worstLog1p = 0,
+         worstExpm1 = 0;
   for (float x : sample(4099)) {
     const long double lx = x;
     worstExp = std::max(worstExp, ulpError(fmath::expF32(x), expl(lx)));
     worstTanh = std::max(worstTanh, ulpError(fmath::tanhF32(x), tanhl(lx)));
     worstSig = std::max(worstSig, ulpError(fmath::sigmoidF32(x), 1.0L / (1.0L + expl(-lx))));
     worstErf = std::max(worstErf, ulpError(fmath::erfF32(x), erfl(lx)));
+    worstLog = std::max(worstLog, ulpError(fmath::logF32(x), logl(lx)));
+    worstLog1p = std::max(worstLog1p, ulpError(fmath::log1pF32(x), log1pl(lx)));
+    worstExpm1 = std::max(worstExpm1, ulpError(fmath::expm1F32(x), expm1l(lx)));
   }
-  INFO("exp " << worstExp << " tanh " << worstTanh << " sigmoid " << worstSig << " erf "
-              << worstErf);
+  INFO("exp " << worstExp << " tanh " << worstTanh << " sigmoid " << worstSig << " erf " << worstErf
+              << " log " << worstLog << " log1p " << worstLog1p << " expm1 " << worstExpm1);
   CHECK(worstExp <= 0.501);
   CHECK(worstTanh <= 0.501);
   CHECK(worstSig <= 0.501);
   CHECK(worstErf <= 0.501);
+  CHECK(worstLog <= 0.501);
+  CHECK(worstLog1p <= 0.501);
+  CHECK(worstExpm1 <= 0.501);
 }
 
 TEST_CASE("float math: special values and edges") {
@@ -105,6 +113,27 @@ TEST_CASE("float math: special values and edges") {
   CHECK(fmath::erfF32(-3.9f) == (float)erfl(-3.9L));
   CHECK(fmath::erfF32(4.0f) == 1.0f);
   CHECK(fmath::erfF32(-1e30f) == -1.0f);
+  CHECK(fmath::logF32(0.0f) == -inf);
+  CHECK(fmath::logF32(-0.0f) == -inf);
+  CHECK(std::isnan(fmath::logF32(-1.0f)));
+  CHECK(std::isnan(fmath::logF32(-inf)));
+  CHECK(std::isnan(fmath::logF32(nan)));
+  CHECK(fmath::logF32(inf) == inf);
+  CHECK(fmath::logF32(1.0f) == 0.0f);
+  CHECK(fmath::logF32(0x1p-149f) == (float)logl(0x1p-149L)); // a subnormal
+  CHECK(fmath::logF32(0x1.fffffep+127f) == (float)logl(0x1.fffffep+127L));
+  CHECK(fmath::log1pF32(-1.0f) == -inf);
+  CHECK(std::isnan(fmath::log1pF32(-2.0f)));
+  CHECK(fmath::log1pF32(inf) == inf);
+  CHECK(std::signbit(fmath::log1pF32(-0.0f)));
+  CHECK(fmath::log1pF32(1e-30f) == 1e-30f);
+  CHECK(fmath::log1pF32(1e20f) == (float)log1pl(1e20L));
+  CHECK(std::signbit(fmath::expm1F32(-0.0f)));
+  CHECK(fmath::expm1F32(-inf) == -1.0f);
+  CHECK(fmath::expm1F32(inf) == inf);
+  CHECK(std::isnan(fmath::expm1F32(nan)));
+  CHECK(fmath::expm1F32(1e-30f) == 1e-30f);
+  CHECK(fmath::expm1F32(0.0625f) == (float)expm1l(0.0625L)); // the two formulas' seam
   CHECK(std::isnan(fmath::sigmoidF32(nan)));
   CHECK(fmath::sigmoidF32(inf) == 1.0f);
   CHECK(fmath::sigmoidF32(-inf) == 0.0f);
@@ -124,7 +153,9 @@ TEST_CASE("float math jit: the vectorized loops equal the C++ functions bit for 
     k.name = "float_math";
     k.rank = 1;
     int x = k.load(k.addInput(t));
-    for (KOp op : {KOp::Exp, KOp::Tanh, KOp::Sigmoid, KOp::Erf})
+    const std::vector<KOp> ops = {KOp::Exp, KOp::Tanh,  KOp::Sigmoid, KOp::Erf,
+                                  KOp::Log, KOp::Log1p, KOp::Expm1};
+    for (KOp op : ops)
       k.store(k.addOutput(t), k.unary(op, x));
     std::vector<float> in = sample(4093);
     in.push_back(std::numeric_limits<float>::quiet_NaN());
@@ -141,16 +172,19 @@ TEST_CASE("float math jit: the vectorized loops equal the C++ functions bit for 
         uint16_t h = (uint16_t)(u >> 16);
         std::memcpy(&src[i * es], &h, 2);
       }
-    std::vector<std::vector<char>> jitOut(4, std::vector<char>(n * es)),
-        refOut(4, std::vector<char>(n * es));
-    std::vector<int64_t> p = kernelParams(k, {n}, {{1}}, {{1}, {1}, {1}, {1}});
-    void *jb[] = {src.data(), jitOut[0].data(), jitOut[1].data(), jitOut[2].data(),
-                  jitOut[3].data()};
-    void *ib[] = {src.data(), refOut[0].data(), refOut[1].data(), refOut[2].data(),
-                  refOut[3].data()};
-    jit.compile(k)(jb, p.data());
-    interpretKernel(k, ib, p.data());
-    for (int o = 0; o < 4; ++o) {
+    const size_t nOut = ops.size();
+    std::vector<std::vector<char>> jitOut(nOut, std::vector<char>(n * es)),
+        refOut(nOut, std::vector<char>(n * es));
+    std::vector<int64_t> p =
+        kernelParams(k, {n}, {{1}}, std::vector<std::vector<int64_t>>(nOut, {1}));
+    std::vector<void *> jb = {src.data()}, ib = {src.data()};
+    for (size_t o = 0; o < nOut; ++o) {
+      jb.push_back(jitOut[o].data());
+      ib.push_back(refOut[o].data());
+    }
+    jit.compile(k)(jb.data(), p.data());
+    interpretKernel(k, ib.data(), p.data());
+    for (size_t o = 0; o < nOut; ++o) {
       int64_t differ = 0;
       for (int64_t i = 0; i < n; ++i)
         differ += std::memcmp(&jitOut[o][i * es], &refOut[o][i * es], es) != 0;

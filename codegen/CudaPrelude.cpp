@@ -44,12 +44,8 @@ __device__ __forceinline__ double dt_fmax(double a, double b) {
 // f32): the steps of
 // codegen/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
 // (--fmad=false keeps every a * b + c two roundings, as there).
-__device__ __forceinline__ double dt_exp_for_f32(double x) {
-  x = x > 150.0 ? 150.0 : x;
-  x = x < -150.0 ? -150.0 : x;
-  const double t = x * 0x1.71547652b82fep+0 + 0x1.8p+52;
-  const double n = t - 0x1.8p+52;
-  const double r = (x - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+// 1/10! x^9 + ... + 1/2! x + 1/1! by Horner's rule (fmath::kExpCoef's first 10).
+__device__ __forceinline__ double dt_exp_taylor10(double r) {
   double p = 1.0 / 3628800;
   p = p * r + 1.0 / 362880;
   p = p * r + 1.0 / 40320;
@@ -59,8 +55,15 @@ __device__ __forceinline__ double dt_exp_for_f32(double x) {
   p = p * r + 1.0 / 24;
   p = p * r + 1.0 / 6;
   p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  return p * r + 1.0;
+}
+__device__ __forceinline__ double dt_exp_for_f32(double x) {
+  x = x > 150.0 ? 150.0 : x;
+  x = x < -150.0 ? -150.0 : x;
+  const double t = x * 0x1.71547652b82fep+0 + 0x1.8p+52;
+  const double n = t - 0x1.8p+52;
+  const double r = (x - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+  const double p = dt_exp_taylor10(r) * r + 1.0;
   const dt_i64 k = __double_as_longlong(t) - __double_as_longlong(0x1.8p+52);
   return p * __longlong_as_double((dt_i64)((dt_u64)(k + 1023) << 52));
 }
@@ -152,17 +155,7 @@ __device__ __forceinline__ float dt_log1pf(float v) {
 __device__ __forceinline__ float dt_expm1f(float v) {
   const double x = v;
   const double ax = x < 0 ? -x : x;
-  double p = 1.0 / 3628800;
-  p = p * x + 1.0 / 362880;
-  p = p * x + 1.0 / 40320;
-  p = p * x + 1.0 / 5040;
-  p = p * x + 1.0 / 720;
-  p = p * x + 1.0 / 120;
-  p = p * x + 1.0 / 24;
-  p = p * x + 1.0 / 6;
-  p = p * x + 0.5;
-  p = p * x + 1.0;
-  const double small = x * p;
+  const double small = x * dt_exp_taylor10(x);
   return (float)(ax < 0.0625 ? small : dt_exp_for_f32(x) - 1.0);
 }
 __device__ __forceinline__ float dt_sigmoidf(float v) {

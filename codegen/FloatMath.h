@@ -138,11 +138,8 @@ constexpr int kLogTerms = 8;
 constexpr double kLogCoef[kLogTerms] = {2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
                                         2.0 / 9,  2.0 / 7,  2.0 / 5,  2.0 / 3};
 constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
-/// expm1(x) = x p(x) for |x| < 1/16: p's coefficients 1/10! .. 1/2!, 1.
-constexpr int kExpm1Terms = 10;
-constexpr double kExpm1Coef[kExpm1Terms] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
-                                            1.0 / 720,     1.0 / 120,    1.0 / 24,    1.0 / 6,
-                                            0.5,           1.0};
+/// expm1(x) = x p(x) for |x| < 1/16, p exp's polynomial but its last term
+/// (kExpCoef's first kExpTerms - 1: 1/10! .. 1/1!).
 constexpr double kExpm1Small = 0.0625;
 
 /// log(x) in f64 for the f32 functions below, relative error < 2^-49: x =
@@ -181,7 +178,7 @@ inline float log1pF32(float v) {
 inline float expm1F32(float v) {
   const double x = v;
   const double ax = x < 0 ? -x : x;
-  const double small = x * horner(kExpm1Coef, kExpm1Terms, x);
+  const double small = x * horner(kExpCoef, kExpTerms - 1, x);
   return (float)(ax < kExpm1Small ? small : expForF32(x) - 1.0);
 }
 

@@ -128,7 +128,7 @@ Value *Lowering::emitExpm1F32(Value *v) {
   auto c = [&](double w) { return ConstantFP::get(d, w); };
   Value *x = b_.CreateFPExt(v, d);
   Value *ax = b_.CreateSelect(b_.CreateFCmpOLT(x, c(0.0)), b_.CreateFNeg(x), x);
-  Value *small = b_.CreateFMul(x, emitHorner(fmath::kExpm1Coef, fmath::kExpm1Terms, x));
+  Value *small = b_.CreateFMul(x, emitHorner(fmath::kExpCoef, fmath::kExpTerms - 1, x));
   Value *big = b_.CreateFSub(emitExpForF32(x), c(1.0));
   Value *r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(fmath::kExpm1Small)), small, big);
   return b_.CreateFPTrunc(r, b_.getFloatTy());

@@ -191,17 +191,7 @@ CheckedIds::Progression CheckedIds::check(Device &dev, const HostTensor &ids, in
   for (const Entry &c : held_)
     if (c.held.holds(ids) && c.bound == bound)
       return c.ids;
-  HostTensor host = dev.toHost(ids);
-  const int64_t n = host.numel();
-  Progression p;
-  if (n > 0) // every id is in [0, bound): id0 + j * step cannot overflow
-    p = {ref::checkedId(op, host, 0, dim, bound),
-         n > 1 ? ref::checkedId(op, host, 1, dim, bound) - ref::idAt(host, 0) : 1};
-  bool even = n > 0;
-  for (int64_t j = 0; j < n; ++j)
-    even = ref::checkedId(op, host, j, dim, bound) == p.first + j * p.step && even;
-  if (!even)
-    p = Progression{};
+  const Progression p = ref::checkedProgression(op, dev.toHost(ids), dim, bound);
   if (!ids.buf || ids.bytes() > kMaxBytes)
     return p;
   if (held_.size() == kMax)

@@ -38,6 +38,7 @@
 #include "passes/Pipeline.h"
 #include "runtime/Backend.h"
 #include "runtime/HostTensor.h"
+#include "runtime/RefKernels.h"
 
 #include <map>
 #include <optional>
@@ -162,12 +163,7 @@ std::string formatProfile(const std::map<std::string, OpProfile> &profile, size_
 /// host and a wait each time).
 class CheckedIds {
 public:
-  /// Ids that step evenly: id0, id0 + step, id0 + 2 step, ... (a slice, a
-  /// step slice, a reversal, one id repeated: step 0).
-  struct Progression {
-    int64_t first = -1; ///< -1: the ids do not step evenly (or there are none)
-    int64_t step = 1;
-  };
+  using Progression = ref::IdProgression;
   /// `op` names the op in the fault (index_select, index_add).
   Progression check(Device &dev, const HostTensor &ids, int64_t dim, int64_t bound,
                     const char *op = "index_select");

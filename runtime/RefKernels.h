@@ -48,6 +48,16 @@ HostTensor einsum(const std::string &spec, const std::vector<HostTensor> &xs, DT
 HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm);
 HostTensor reshape(const HostTensor &x, const Dims &shape);
 HostTensor broadcastTo(const HostTensor &x, const Dims &shape);
+/// Ids that step evenly: id0, id0 + step, id0 + 2 step, ... (a slice, a step
+/// slice, a reversal, one id repeated: step 0).
+struct IdProgression {
+  int64_t first = -1; ///< -1: the ids do not step evenly (or there are none)
+  int64_t step = 1;
+  bool consecutive() const { return first >= 0 && step == 1; }
+};
+/// Checks every id against `bound` (checkedId's fault for the first one out
+/// of range) and says whether they step evenly.
+IdProgression checkedProgression(const char *op, const HostTensor &ids, int64_t dim, int64_t bound);
 /// out = x[:dim] + ids.shape + x[dim+1:]; ids i32/i64, range-checked.
 HostTensor indexSelect(const HostTensor &x, const HostTensor &ids, int64_t dim);
 /// The shape indexSelect(x, ids, dim) returns.

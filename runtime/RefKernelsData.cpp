@@ -50,17 +50,6 @@ void aroundDim(const Dims &shape, int64_t dim, int64_t &outer, int64_t &inner) {
     inner *= shape[d];
 }
 
-/// Checks every id against `n` (checkedId's fault for the first one out of
-/// range); true when they are id0, id0 + 1, ... (a slice, a join's input):
-/// each outer row is then one block on both sides.
-bool checkedConsecutive(const char *op, const HostTensor &ids, int64_t dim, int64_t n) {
-  const int64_t nid = ids.numel();
-  bool consecutive = nid > 0;
-  for (int64_t j = 0; j < nid; ++j)
-    consecutive = checkedId(op, ids, j, dim, n) == idAt(ids, 0) + j && consecutive;
-  return consecutive;
-}
-
 void checkDim(const char *op, int64_t dim, int rank) {
   if (dim < 0 || dim >= rank)
     throw InternalError(std::string("reference evaluator: `") + op + "` dim " +
@@ -80,6 +69,19 @@ int64_t checkedId(const char *op, const HostTensor &ids, int64_t j, int64_t dim,
                        " is out of range for dim " + std::to_string(dim) + " of size " +
                        std::to_string(bound));
   return id;
+}
+
+IdProgression checkedProgression(const char *op, const HostTensor &ids, int64_t dim,
+                                 int64_t bound) {
+  const int64_t n = ids.numel();
+  IdProgression p;
+  if (n > 0) // every id is in [0, bound): id0 + j * step cannot overflow
+    p = {checkedId(op, ids, 0, dim, bound),
+         n > 1 ? checkedId(op, ids, 1, dim, bound) - idAt(ids, 0) : 1};
+  bool even = n > 0;
+  for (int64_t j = 0; j < n; ++j)
+    even = checkedId(op, ids, j, dim, bound) == p.first + j * p.step && even;
+  return even ? p : IdProgression{};
 }
 
 HostTensor matmul(const HostTensor &a0, const HostTensor &b0, DType out) {
@@ -294,7 +296,8 @@ void indexSelectInto(const HostTensor &x, const HostTensor &ids, int64_t dim, Ho
   size_t es = (size_t)dtypeSize(x.dtype);
   const char *src = (const char *)x.raw();
   char *dst = (char *)r.raw();
-  if (checkedConsecutive("index_select", ids, dim, n)) { // a slice: one block per o
+  // Consecutive ids (a slice): one block per o.
+  if (checkedProgression("index_select", ids, dim, n).consecutive()) {
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(dst + o * nid * inner * es, src + (o * n + idAt(ids, 0)) * inner * es,
                   (size_t)(nid * inner) * es);
@@ -335,7 +338,8 @@ void indexAddInto(const HostTensor &base, const HostTensor &ids, const HostTenso
   if (r.raw() != base.raw() && r.bytes())
     std::memcpy(r.raw(), base.raw(), (size_t)r.bytes());
   HostTensor src = src0.dtype == base.dtype ? src0 : cast(src0, base.dtype);
-  const bool consecutive = checkedConsecutive("index_add", ids, dim, n);
+  // Consecutive ids (a join's input): each outer row is one block.
+  const bool consecutive = checkedProgression("index_add", ids, dim, n).consecutive();
   // Consecutive ids (a join's input, a slice's gradient): the nid rows of
   // each o are one block of nid * inner elements on both sides, added in the
   // same element order (concat of two f32[4096, 2048] along dim 1: 15.5 ->

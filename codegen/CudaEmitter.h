@@ -41,11 +41,11 @@
 // Floating point: NVRTC runs with --fmad=false (no contraction), IEEE division
 // and sqrt, no fast math, so +, -, *, /, sqrt, casts and comparisons are
 // bit-identical to the CPU backend and the interpreter, and so are f32 exp,
-// tanh, sigmoid, erf, log, log1p and expm1 (dtensor's own, codegen/FloatMath.h,
+// tanh, sigmoid, erf, log, log1p and expm1 (dtensor's own, support/FloatMath.h,
 // in the prelude). CUDA's sinf, cosf, powf and the f64 transcendentals are accurate to
 // a few ulp but not always correctly rounded like glibc, so their results
 // may differ from the CPU in the last 1-4 ulp. `random normal` takes
-// its log and cos in f64 and rounds them (support/Random.h), so it is
+// its log and cos from support/FloatMath.h too (support/Random.h), so it is
 // bit-exact like `random uniform`, iota and all integer ops. Integer semantics (wrap, truncating
 // division, x / 0 = 0, saturating float->int casts) are the interpreter's exactly.
 #pragma once

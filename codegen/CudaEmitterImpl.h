@@ -114,7 +114,7 @@ struct Emitter {
     case KOp::Relu:
       return fl ? "dt_fmax(" + A(0) + ", " + (f32 ? "0.0f" : "0.0") + ")"
                 : "(" + A(0) + " > 0 ? " + A(0) + " : (" + T + ")0)";
-    case KOp::Exp: // f32: codegen/FloatMath.h's, as the CPU's
+    case KOp::Exp: // f32: support/FloatMath.h's, as the CPU's
       return f32 ? "dt_expf(" + A(0) + ")" : math("exp");
     case KOp::Log:
       return f32 ? "dt_logf(" + A(0) + ")" : math("log");

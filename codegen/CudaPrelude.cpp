@@ -22,16 +22,6 @@ __device__ __forceinline__ dt_u64 dt_splitmix64(dt_u64 x) {
 __device__ __forceinline__ float dt_uniform01(dt_u64 ks, dt_u64 i) {
   return (float)(dt_splitmix64(ks ^ i) >> 40) * 0x1p-24f;
 }
-// log and cos in f64, rounded to f32 (support/Random.h): the correctly
-// rounded f32 values, as on the host.
-__device__ __forceinline__ float dt_normal(dt_u64 ks, dt_u64 i) {
-  const float u1 = dt_uniform01(ks, 2 * i), u2 = dt_uniform01(ks, 2 * i + 1);
-  const float twoPi = 0x1.921fb6p+2f; // (float)(2 * pi)
-  const float lg = (float)log((double)(1.0f - u1));
-  const float cs = (float)cos((double)(twoPi * u2));
-  return sqrtf(-2.0f * lg) * cs;
-}
-
 // maximum/minimum: NaN in either operand gives a + b; else (a < b ? b : a)
 // and (b < a ? b : a), so equal values (+0/-0) give a.
 __device__ __forceinline__ float dt_fmax(float a, float b) {
@@ -42,7 +32,7 @@ __device__ __forceinline__ double dt_fmax(double a, double b) {
 }
 // exp, tanh, sigmoid, erf, log, log1p and expm1 on f32 (bf16/f16 compute in
 // f32): the steps of
-// codegen/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
+// support/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
 // (--fmad=false keeps every a * b + c two roundings, as there).
 // 1/10! x^9 + ... + 1/2! x + 1/1! by Horner's rule (fmath::kExpCoef's first 10).
 __device__ __forceinline__ double dt_exp_taylor10(double r) {
@@ -144,6 +134,39 @@ __device__ __forceinline__ double dt_log_for_f32(double x) {
   r = x == 0.0 ? -inf : r;
   r = x < 0.0 ? __longlong_as_double(0x7ff8000000000000LL) : r;
   return x != x ? x : r;
+}
+// randn's cos (support/FloatMath.h cosForNormal) and Box-Muller with it and
+// dt_log_for_f32 (support/Random.h): the host's steps, so the host's bits.
+__device__ __forceinline__ double dt_cos_for_normal(double x) {
+  const double t = x * 0x1.45f306dc9c883p-1 + 0x1.8p+52;
+  const double n = t - 0x1.8p+52;
+  const double r = ((x - n * 0x1.921fb54400000p+0) - n * 0x1.0b4611a600000p-34) -
+                   n * 0x1.3198a2e037073p-69;
+  const double r2 = r * r;
+  double c = -1.0 / 87178291200.0;
+  c = c * r2 + 1.0 / 479001600.0;
+  c = c * r2 + -1.0 / 3628800.0;
+  c = c * r2 + 1.0 / 40320.0;
+  c = c * r2 + -1.0 / 720.0;
+  c = c * r2 + 1.0 / 24.0;
+  c = c * r2 + -1.0 / 2.0;
+  double s = -1.0 / 1307674368000.0;
+  s = s * r2 + 1.0 / 6227020800.0;
+  s = s * r2 + -1.0 / 39916800.0;
+  s = s * r2 + 1.0 / 362880.0;
+  s = s * r2 + -1.0 / 5040.0;
+  s = s * r2 + 1.0 / 120.0;
+  s = s * r2 + -1.0 / 6.0;
+  const double cr = 1.0 + r2 * c, sr = r + r * (r2 * s);
+  const dt_i64 q = (__double_as_longlong(t) - __double_as_longlong(0x1.8p+52)) & 3;
+  return q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;
+}
+__device__ __forceinline__ float dt_normal(dt_u64 ks, dt_u64 i) {
+  const float u1 = dt_uniform01(ks, 2 * i), u2 = dt_uniform01(ks, 2 * i + 1);
+  const float twoPi = 0x1.921fb6p+2f; // (float)(2 * pi)
+  const float lg = (float)dt_log_for_f32((double)(1.0f - u1));
+  const float cs = (float)dt_cos_for_normal((double)(twoPi * u2));
+  return sqrtf(-2.0f * lg) * cs;
 }
 __device__ __forceinline__ float dt_logf(float v) { return (float)dt_log_for_f32((double)v); }
 __device__ __forceinline__ float dt_log1pf(float v) {

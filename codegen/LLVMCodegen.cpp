@@ -638,15 +638,15 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
     } else {
       Value *c1 = b_.CreateShl(glin, 1), *c2 = b_.CreateOr(c1, b_.getInt64(1));
       Value *u1 = emitUniform(n.seed, c1), *u2 = emitUniform(n.seed, c2);
-      // As support/Random.h: log and cos in f64, rounded to f32.
+      // As support/Random.h: log and cos in f64 (FloatMath.h), rounded to f32.
       Type *f = b_.getFloatTy(), *d = b_.getDoubleTy();
       Value *x = b_.CreateFPExt(b_.CreateFSub(ConstantFP::get(f, 1.0), u1), d);
-      Value *lg = b_.CreateFPTrunc(libm("log", "log", DType::F64, {x}), f);
+      Value *lg = b_.CreateFPTrunc(emitLogForF32(x), f);
       Value *s =
           b_.CreateIntrinsic(Intrinsic::sqrt, {f}, {b_.CreateFMul(ConstantFP::get(f, -2.0), lg)});
       const float twoPi = 6.28318530717958647692f; // as support/Random.h
       Value *a = b_.CreateFPExt(b_.CreateFMul(ConstantFP::get(f, twoPi), u2), d);
-      Value *c = b_.CreateFPTrunc(libm("cos", "cos", DType::F64, {a}), f);
+      Value *c = b_.CreateFPTrunc(emitCosForNormal(a), f);
       r = b_.CreateFMul(s, c);
     }
     return n.dtype == DType::F64 ? b_.CreateFPExt(r, b_.getDoubleTy()) : r;
@@ -668,7 +668,7 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
     return b_.CreateSelect(fl ? b_.CreateFCmpOLT(A(0), ConstantFP::get(ty, 0.0))
                               : b_.CreateICmpSLT(A(0), ConstantInt::get(ty, 0)),
                            Constant::getNullValue(ty), A(0));
-  case KOp::Exp: // f32 (bf16/f16 compute in f32): codegen/FloatMath.h
+  case KOp::Exp: // f32 (bf16/f16 compute in f32): support/FloatMath.h
     return ty->isFloatTy() ? emitExpF32(A(0)) : libm("expf", "exp", n.dtype, {A(0)});
   case KOp::Log:
     return ty->isFloatTy() ? emitLogF32(A(0)) : libm("logf", "log", n.dtype, {A(0)});

@@ -6,7 +6,7 @@
 // run-time ABI and semantics of KernelIR.h (the reference interpreter gives
 // the same results: bitwise for elementwise kernels, up to reassociation for
 // float sums). f32 exp, log, tanh, sigmoid, erf, log1p and expm1 are inline
-// IR (codegen/FloatMath.h, LLVMMath.cpp: they vectorize); the other
+// IR (support/FloatMath.h, LLVMMath.cpp: they vectorize); the other
 // transcendentals call the host libm (sinf, pow, every f64 one), which the
 // module declares and the JIT resolves to the process's libm.
 //
@@ -28,7 +28,7 @@
 //    mode, whose NaN rule is a select chain that does not.
 //  * sin, cos, pow and the f64 transcendentals are scalar libm calls (no
 //    vector math library), which keeps them bitwise equal to the interpreter;
-//    the f32 ones of codegen/FloatMath.h are inline and vectorize.
+//    the f32 ones of support/FloatMath.h are inline and vectorize.
 #pragma once
 
 #include "codegen/KernelIR.h"

@@ -153,14 +153,15 @@ private:
   Value *emitIntPow(DType t, Value *base, Value *e);
   Value *emitUniform(uint64_t seed, Value *ctr);
   Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
-  // dtensor's own f32 exp/tanh/sigmoid (codegen/FloatMath.h; LLVMMath.cpp).
+  // dtensor's own f32 exp/tanh/sigmoid (support/FloatMath.h; LLVMMath.cpp).
   Value *emitHorner(const double *c, int n, Value *x); ///< fmath::horner, f64
   Value *emitExpForF32(Value *x);                      ///< f64 in and out
   Value *emitExpF32(Value *x);
   Value *emitTanhF32(Value *x);
   Value *emitSigmoidF32(Value *x);
   Value *emitErfF32(Value *x);
-  Value *emitLogForF32(Value *x); ///< f64 in and out
+  Value *emitLogForF32(Value *x);    ///< f64 in and out
+  Value *emitCosForNormal(Value *x); ///< f64 in and out (randn's angle)
   Value *emitLogF32(Value *x);
   Value *emitLog1pF32(Value *x);
   Value *emitExpm1F32(Value *x);

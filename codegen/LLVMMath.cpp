@@ -1,9 +1,9 @@
 // This file implements the LLVM lowering of dtensor's own f32 exp, tanh,
-// sigmoid, erf, log, log1p and expm1 (codegen/FloatMath.h): the same IEEE steps in the same order,
-// on scalars the loop vectorizer widens (no call, no table, no branch), so a kernel's results equal
-// the interpreter's bit for bit.
-#include "codegen/FloatMath.h"
+// sigmoid, erf, log, log1p and expm1, and randn's cos (support/FloatMath.h): the same IEEE steps in
+// the same order, on scalars the loop vectorizer widens (no call, no table, no branch), so a
+// kernel's results equal the interpreter's bit for bit.
 #include "codegen/LLVMLowering.h"
+#include "support/FloatMath.h"
 
 namespace dt::llvmgen {
 
@@ -106,6 +106,30 @@ Value *Lowering::emitLogForF32(Value *x) {
   r = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), ConstantFP::getInfinity(d, true), r);
   r = b_.CreateSelect(b_.CreateFCmpOLT(x, c(0.0)), ConstantFP::getNaN(d), r);
   return b_.CreateSelect(b_.CreateFCmpUNE(x, x), x, r);
+}
+
+Value *Lowering::emitCosForNormal(Value *x) {
+  Type *d = b_.getDoubleTy();
+  auto c = [&](double w) { return ConstantFP::get(d, w); };
+  Value *t = b_.CreateFAdd(b_.CreateFMul(x, c(fmath::kTwoOverPi)), c(fmath::kShifter));
+  Value *n = b_.CreateFSub(t, c(fmath::kShifter));
+  Value *r = x;
+  for (double part : fmath::kPio2Part)
+    r = b_.CreateFSub(r, b_.CreateFMul(n, c(part)));
+  Value *r2 = b_.CreateFMul(r, r);
+  Value *cr =
+      b_.CreateFAdd(c(1.0), b_.CreateFMul(r2, emitHorner(fmath::kCosCoef, fmath::kCosTerms, r2)));
+  Value *sr = b_.CreateFAdd(
+      r, b_.CreateFMul(r, b_.CreateFMul(r2, emitHorner(fmath::kSinCoef, fmath::kCosTerms, r2))));
+  Value *q = b_.CreateAnd(b_.CreateSub(b_.CreateBitCast(t, b_.getInt64Ty()),
+                                       b_.getInt64((uint64_t)fmath::doubleToBits(fmath::kShifter))),
+                          b_.getInt64(3));
+  Value *odd = b_.CreateTrunc(q, b_.getInt1Ty());
+  Value *v = b_.CreateSelect(odd, sr, cr); // q 1, 3: sin; q 0, 2: cos
+  // The sign: q 0 and 3 keep it, q 1 and 2 negate.
+  Value *flip = b_.CreateICmpEQ(b_.CreateAnd(b_.CreateAdd(q, b_.getInt64(1)), b_.getInt64(2)),
+                                b_.getInt64(2));
+  return b_.CreateSelect(flip, b_.CreateFNeg(v), v);
 }
 
 Value *Lowering::emitLogF32(Value *x) {

@@ -12,7 +12,7 @@
 // (two's complement); float ops on float are float ops, never wider.
 #pragma once
 
-#include "codegen/FloatMath.h"
+#include "support/FloatMath.h"
 #include "codegen/FloorMod.h"
 #include "codegen/KernelIR.h"
 #include "support/Diagnostics.h"
@@ -64,7 +64,7 @@ template <class T> T scalarPowInt(T b, T e) {
 
 /// A unary node (arity 1, but `cast`) on a T. Transcendentals are defined on
 /// floats only (the reference evaluator computes integer ones in double);
-/// f32 exp, tanh, sigmoid, erf, log, log1p and expm1 are dtensor's own (codegen/FloatMath.h), the
+/// f32 exp, tanh, sigmoid, erf, log, log1p and expm1 are dtensor's own (support/FloatMath.h), the
 /// others and every f64 one the C library's.
 template <class T> T scalarUnary(KOp op, T v) {
   if constexpr (std::is_same_v<T, float>) {

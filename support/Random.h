@@ -7,8 +7,10 @@
 // that generates only its local block produces exactly the slice of the full
 // tensor that one device would have generated. All math below is f32 (the
 // f64 variant of a tensor computes the same f32 value and widens it), but
-// for normal()'s log and cos, taken in f64 and rounded.
+// for normal()'s log and cos, taken in f64 and rounded (support/FloatMath.h).
 #pragma once
+
+#include "support/FloatMath.h"
 
 #include <cmath>
 #include <cstdint>
@@ -34,14 +36,17 @@ inline float uniform01(uint64_t seed, uint64_t i) {
 }
 
 /// Standard normal by Box-Muller over counters 2i and 2i+1 in f32 math, with
-/// the logarithm and cosine evaluated in f64 and rounded to f32: every libm
-/// (glibc's, CUDA's) gets those within an ulp of f64, so the f32 results are
-/// the correctly rounded ones on every backend -- bit-identical, where f32
-/// logf/cosf differ between libraries by an ulp (one element in a few
-/// hundred). The product 2*pi*u2 is an f32 product on every backend.
-/// `1 - u1` lies in (0, 1], so the logarithm is finite.
-inline float normalLog(float x) { return (float)std::log((double)x); }
-inline float normalCos(float x) { return (float)std::cos((double)x); }
+/// the logarithm and cosine evaluated in f64 by support/FloatMath.h's fixed
+/// sequences of IEEE operations and rounded to f32. On each of the 2^24
+/// values `1 - u1` and `2 pi u2` can take they equal glibc's f64 log and cos
+/// rounded (tests/unit/random_test.cpp checks every one), which are the
+/// correctly rounded f32 values; the LLVM lowering and the CUDA prelude spell
+/// out the same steps, so every backend gives the same bits, and a kernel
+/// makes them without a libm call (a loop of them vectorizes). The product
+/// 2*pi*u2 is an f32 product on every backend. `1 - u1` lies in (0, 1], so
+/// the logarithm is finite.
+inline float normalLog(float x) { return (float)fmath::logForF32(x); }
+inline float normalCos(float x) { return (float)fmath::cosForNormal(x); }
 inline float normal(uint64_t seed, uint64_t i) {
   float u1 = uniform01(seed, 2 * i);
   float u2 = uniform01(seed, 2 * i + 1);

@@ -1,11 +1,11 @@
 // Unit tests of dtensor's own f32 exp, tanh, sigmoid, erf, log, log1p and expm1
-// (codegen/FloatMath.h):
+// (support/FloatMath.h):
 // their accuracy against long double over a million f32 bit patterns spread
 // over the whole range (at most 0.501 ulp), their special values (NaN, +-inf,
 // +-0, the overflow and underflow edges), and the JIT's vectorized loops
 // against the C++ functions bit for bit on the same inputs.
 #include "codegen/CpuJIT.h"
-#include "codegen/FloatMath.h"
+#include "support/FloatMath.h"
 #include "codegen/KernelIR.h"
 
 #include <doctest/doctest.h>

@@ -21,6 +21,29 @@ TEST_CASE("random: splitmix64 and the counter stream are bit exact") {
   CHECK(normal(7, 5) == sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530717958647692f * u2));
 }
 
+TEST_CASE("random: normal's own log and cos equal glibc's f64 ones on every input they get") {
+  // Box-Muller takes log(1 - u1) and cos(2 pi u2) with u1, u2 in {k 2^-24}:
+  // 2^24 inputs each. Every one rounds to the same f32 as glibc's f64 log
+  // and cos (the correctly rounded values), so support/FloatMath.h's
+  // branch-free sequences change no bit of any randn.
+  const float twoPi = 6.28318530717958647692f;
+  int64_t badLog = 0, badCos = 0;
+  for (uint32_t k = 0; k < (1u << 24); ++k) {
+    float u = (float)k * 0x1p-24f;
+    float x = 1.0f - u, a = twoPi * u;
+    badLog += normalLog(x) != (float)std::log((double)x);
+    badCos += normalCos(a) != (float)std::cos((double)a);
+  }
+  CHECK(badLog == 0);
+  CHECK(badCos == 0);
+  // The quadrants' signs and the angle's ends.
+  CHECK(normalCos(0.0f) == 1.0f);
+  CHECK(normalCos(3.14159265f) == -1.0f);
+  CHECK(normalCos(1.57079632f) == (float)std::cos((double)1.57079632f));
+  CHECK(normalLog(1.0f) == 0.0f);
+  CHECK(normalLog(0x1p-24f) == (float)std::log(0x1p-24));
+}
+
 TEST_CASE("random: deterministic, seed-dependent, in range") {
   int same = 0;
   for (uint64_t i = 0; i < 1000; ++i) {

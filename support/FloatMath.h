@@ -22,6 +22,8 @@
 // erf: see erfF32. At most 0.5000 ulp over every 7th f32 (glibc's erff: 0.90).
 // log, log1p, expm1: see logForF32, log1pF32, expm1F32; at most 0.5000 ulp
 // each over every 7th f32 (glibc's: 0.82, 0.83, 0.80).
+// randn's log and cos (support/Random.h) are logForF32 and cosForNormal,
+// equal to glibc's f64 log and cos rounded to f32 on every input randn has.
 #pragma once
 
 #include <cmath>
@@ -180,6 +182,37 @@ inline float expm1F32(float v) {
   const double ax = x < 0 ? -x : x;
   const double small = x * horner(kExpCoef, kExpTerms - 1, x);
   return (float)(ax < kExpm1Small ? small : expForF32(x) - 1.0);
+}
+
+/// cos(x) in f64 for randn's Box-Muller angle (support/Random.h; x an f32 in
+/// [0, 2 pi)): n = x 2/pi rounded, r = x - n pi/2 with pi/2 in three parts
+/// (the first two of 33 bits, so n * part is exact and r is exact to its
+/// last step), then cos r, -sin r, -cos r or sin r by n mod 4, each by its
+/// Taylor polynomial to r^14 / r^15 (|r| <= pi/4). Rounded to f32 it equals
+/// glibc's f64 cos rounded to f32 on every one of randn's 2^24 angles
+/// (tests/unit/random_test.cpp checks them all).
+constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
+constexpr double kPio2Part[3] = {0x1.921fb54400000p+0, 0x1.0b4611a600000p-34,
+                                 0x1.3198a2e037073p-69};
+/// cos r = 1 + r^2 c(r^2): (-1)^k / (2k)! for k = 7 .. 1, highest first.
+constexpr int kCosTerms = 7;
+constexpr double kCosCoef[kCosTerms] = {
+    -1.0 / 87178291200, 1.0 / 479001600, -1.0 / 3628800, 1.0 / 40320,
+    -1.0 / 720,         1.0 / 24,        -1.0 / 2};
+/// sin r = r + r (r^2 s(r^2)): (-1)^k / (2k + 1)! for k = 7 .. 1.
+constexpr double kSinCoef[kCosTerms] = {
+    -1.0 / 1307674368000, 1.0 / 6227020800, -1.0 / 39916800, 1.0 / 362880,
+    -1.0 / 5040,          1.0 / 120,        -1.0 / 6};
+
+inline double cosForNormal(double x) {
+  const double t = x * kTwoOverPi + kShifter;
+  const double n = t - kShifter;
+  const double r = ((x - n * kPio2Part[0]) - n * kPio2Part[1]) - n * kPio2Part[2];
+  const double r2 = r * r;
+  const double c = 1.0 + r2 * horner(kCosCoef, kCosTerms, r2);
+  const double s = r + r * (r2 * horner(kSinCoef, kCosTerms, r2));
+  const int64_t q = (doubleToBits(t) - doubleToBits(kShifter)) & 3; // n mod 4
+  return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
 }
 
 inline float sigmoidF32(float v) { return (float)(1.0 / (1.0 + expForF32(-(double)v))); }

@@ -245,9 +245,10 @@ EV IRBuilder::transposeBuiltin(const std::string &, const ast::Expr &e) {
     return needsTensor(x, e);
   int r = typeOf(x.ids[0]).rank();
   Attrs a;
-  const ast::Expr *p = kwarg(e, "perm");
-  if (!p && e.args.size() > 1)
-    p = ex(1);
+  bool twice = false;
+  const ast::Expr *p = argOrKeyword("transpose", e, 1, "perm", twice);
+  if (twice)
+    return EV::bad();
   const ast::Expr *d0 = kwarg(e, "dim0"), *d1 = kwarg(e, "dim1");
   if (d0 || d1) {
     // `transpose(x, dim0=-2, dim1=-1)` swaps two dims (torch.transpose),
@@ -289,9 +290,10 @@ EV IRBuilder::reshapeBuiltin(const std::string &name, const ast::Expr &e) {
   EV x = arg(0);
   if (!x.single())
     return needsTensor(x, e);
-  const ast::Expr *s = kwarg(e, "shape");
-  if (!s && e.args.size() > 1)
-    s = ex(1);
+  bool twice = false;
+  const ast::Expr *s = argOrKeyword(name, e, 1, "shape", twice);
+  if (twice)
+    return EV::bad();
   if (!s || s->kind != ast::Expr::List) {
     diags().error<DiagId::NeedsShapeList>(e.loc, name);
     return EV::bad();
@@ -346,9 +348,10 @@ EV IRBuilder::indexBuiltin(const std::string &name, const ast::Expr &e) {
   auto ex = [&](size_t i) { return e.args[i].get(); };
   bool sel = name == "index_select";
   Attrs a;
-  const ast::Expr *d = kwarg(e, "dim");
-  if (!d && e.args.size() > (sel ? 2u : 3u))
-    d = ex(sel ? 2 : 3);
+  bool twice = false;
+  const ast::Expr *d = argOrKeyword(name, e, sel ? 2 : 3, "dim", twice);
+  if (twice)
+    return EV::bad();
   a.ints = {0};
   if (d) {
     a.ints.clear();

@@ -54,6 +54,23 @@ bool IRBuilder::sizeText(const ast::Expr &e, std::string &out, bool &usesSymbol)
   }
 }
 
+const ast::Expr *IRBuilder::argOrKeyword(const std::string &name, const ast::Expr &e, size_t pos,
+                                         const std::string &key, bool &twice) {
+  const ast::Expr *k = kwarg(e, key);
+  const ast::Expr *a = e.args.size() > pos ? e.args[pos].get() : nullptr;
+  if (k && a) {
+    twice = true;
+    SrcLoc at = k->loc;
+    for (size_t i = 0; i < e.kwargs.size() && i < e.kwargLocs.size(); ++i)
+      if (e.kwargs[i].first == key)
+        at = e.kwargLocs[i];
+    diags().error(DiagId::ArgGivenTwice, at, {name, key, std::to_string(pos + 1)}).hint =
+        "give it once, by position or by name";
+    return nullptr;
+  }
+  return k ? k : a;
+}
+
 bool IRBuilder::knownKeywords(const std::string &name, const ast::Expr &e,
                               const std::vector<std::string> &accepted, const ast::FnDecl *user) {
   for (size_t i = 0; i < e.kwargs.size(); ++i) {

@@ -42,9 +42,10 @@ TensorType keptDimType(const TensorType &x, int64_t d, DType dt) {
 /// The `dim=` (keyword or second argument) of `e`, in [0, rank); -1 after
 /// reporting an error.
 static int64_t dimArgument(IRBuilder &b, const ast::Expr &e, const std::string &name, int rank) {
-  const ast::Expr *d = kwarg(e, "dim");
-  if (!d && e.args.size() > 1)
-    d = e.args[1].get();
+  bool twice = false;
+  const ast::Expr *d = b.argOrKeyword(name, e, 1, "dim", twice);
+  if (twice)
+    return -1;
   if (!d) {
     if (rank == 1)
       return 0;

@@ -446,6 +446,11 @@ public:
   /// `user`: the called function's declaration (it takes no keywords).
   bool knownKeywords(const std::string &name, const ast::Expr &e,
                      const std::vector<std::string> &accepted, const ast::FnDecl *user = nullptr);
+  /// Argument `pos` (0-based) of call `e` to `name`, or its keyword `key=`;
+  /// null when neither is given. Both given is an error (`ArgGivenTwice`,
+  /// never one of them silently dropped): null, and `twice` set.
+  const ast::Expr *argOrKeyword(const std::string &name, const ast::Expr &e, size_t pos,
+                                const std::string &key, bool &twice);
   /// EV::bad(), reporting `NeedsTensor` for builtin `call` when `x` is not
   /// poison already (a bare number, a tuple: never a silent drop).
   EV needsTensor(const EV &x, const ast::Expr &call);

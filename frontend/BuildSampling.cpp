@@ -40,9 +40,18 @@ TensorType withoutPartials(TensorType t) {
 } // namespace
 
 EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
-  size_t maxArgs = name == "dropout" ? 3 : 3;
-  if (e.args.size() < 2 || e.args.size() > maxArgs) {
-    diags().error(DiagId::ArgCount, e.loc, {name, "2", std::to_string(e.args.size())});
+  // dropout(x, p, seed) and topk(x, k, dim): each after x by position or by name.
+  const bool isDropout = name == "dropout";
+  bool twice = false;
+  const ast::Expr *second =
+      e.args.empty() ? nullptr : argOrKeyword(name, e, 1, isDropout ? "p" : "k", twice);
+  const ast::Expr *third =
+      e.args.empty() ? nullptr : argOrKeyword(name, e, 2, isDropout ? "seed" : "dim", twice);
+  if (twice)
+    return EV::bad();
+  if (e.args.empty() || e.args.size() > 3 || !second) {
+    diags().error(DiagId::ArgCount, e.loc, {name, "2", std::to_string(e.args.size())}).hint =
+        isDropout ? "`dropout(x, p, seed=s)`" : "`topk(x, k)` or `topk(x, k, dim=d)`";
     return EV::bad();
   }
   const ast::Expr *ex = e.args[0].get();
@@ -68,7 +77,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
       diags().error(DiagId::FloatOnly, e.loc, {name, t.str()});
       return EV::bad();
     }
-    const ast::Expr *px = e.args[1].get();
+    const ast::Expr *px = second;
     EV p = expr(*px);
     if (p.poison)
       return p;
@@ -77,9 +86,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
           "the probability of zeroing an element, a number such as `0.1`";
       return EV::bad();
     }
-    const ast::Expr *sx = kwarg(e, "seed");
-    if (!sx && e.args.size() > 2)
-      sx = e.args[2].get();
+    const ast::Expr *sx = third;
     if (!sx) {
       diags().error<DiagId::DropoutSeed>(e.loc).hint =
           "pass a different seed per step, e.g. `dropout(x, 0.1, seed=step)`";
@@ -113,7 +120,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     return op(Op::Mul, {x, factor});
   }
   // topk(x, k, dim=d): (values, indices), dim d of size k.
-  const ast::Expr *kx = e.args[1].get();
+  const ast::Expr *kx = second;
   EV k = expr(*kx);
   if (k.poison)
     return k;
@@ -137,9 +144,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
       return EV::bad();
     }
   int64_t d = t.rank() - 1; // the last dim by default, as torch.topk
-  const ast::Expr *dx = kwarg(e, "dim");
-  if (!dx && e.args.size() > 2)
-    dx = e.args[2].get();
+  const ast::Expr *dx = third;
   if (dx) {
     EV v = expr(*dx);
     if (v.poison)

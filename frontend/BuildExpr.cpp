@@ -578,7 +578,8 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
 }
 
 bool typedSource(const ast::Expr &x) {
-  static const char *const kSources[] = {"ones", "zeros", "full", "randn", "rand", "arange"};
+  static const char *const kSources[] = {"ones", "zeros",  "full", "randn",
+                                         "rand", "arange", "iota"};
   if (x.kind == ast::Expr::Call)
     return std::find_if(std::begin(kSources), std::end(kSources),
                         [&](const char *n) { return x.callee == n; }) != std::end(kSources);

@@ -107,6 +107,7 @@ const std::vector<BuiltinInfo> &builtinTable() {
       {"randn", -1, -1, DTypeRule::Given, std::nullopt, needsType},
       {"rand", -1, -1, DTypeRule::Given, std::nullopt, needsType},
       {"arange", -1, -1, DTypeRule::Given, std::nullopt, needsType},
+      {"iota", -1, -1, DTypeRule::Given, std::nullopt, needsType},
       {"exp", 1, 1, DTypeRule::FloatOnly, Op::Exp, elementwise},
       {"log", 1, 1, DTypeRule::FloatOnly, Op::Log, elementwise},
       {"sqrt", 1, 1, DTypeRule::FloatOnly, Op::Sqrt, elementwise},

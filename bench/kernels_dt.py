@@ -73,7 +73,7 @@ let xj : f32[2048, 2048] @ m[_, _] = iota(dim=1)
 var x = sin(xi * 0.001 + xj * 0.002) * 4.0
 var c : f32[2048, 2048] @ m[_, _] = zeros()"""
     body = {"exp": "  c = exp(x)", "tanh": "  c = tanh(x)", "sigmoid": "  c = sigmoid(x)", "gelu": "  c = gelu(x)",
-            "log": "  c = log(x + 5.0)",
+            "log": "  c = log(x + 5.0)", "sin": "  c = sin(x)", "cos": "  c = cos(x * 1000.0)",
             "softmax": "  c = nn.softmax(x)", "copy": "  c = x * 1.0"}[kind]
     return lambda s: loop(pre, body, s, "sum(c)")
 
@@ -96,7 +96,8 @@ ROWS = {
                ("x * 1.0 copy (baseline)", reduce_prog("copy"))],
     "math": [("exp", math_prog("exp")), ("tanh", math_prog("tanh")),
              ("sigmoid", math_prog("sigmoid")), ("gelu", math_prog("gelu")),
-             ("log", math_prog("log")),
+             ("log", math_prog("log")), ("sin", math_prog("sin")),
+             ("cos of x * 1000", math_prog("cos")),
              ("softmax", math_prog("softmax")),
              ("x * 1.0 copy (baseline)", math_prog("copy"))],
     "slice": [("column slices", slice_prog("cols")),

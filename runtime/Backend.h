@@ -235,6 +235,9 @@ public:
   /// are consecutive: where a gather's per-point id load keeps the loop from
   /// vectorizing (the cpu's LLVM kernels), not where it costs little.
   virtual bool compilesSliceKernels() const { return false; }
+  /// Whether the devices' matmul() multiplies i32/i64 themselves (the cpu's
+  /// runtime/IntGemm.h); else integer products run as contraction kernels.
+  virtual bool multipliesIntegers() const { return false; }
   /// Compiles `kernels` (each with compile()'s `small`) ahead of their
   /// compile() calls, which then hit the cache: in parallel where the
   /// backend's compiler allows (cuda: NVRTC on the host's cores). The

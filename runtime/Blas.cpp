@@ -1,9 +1,10 @@
 // This file implements runtime/Blas.h: shape resolution for numpy matmul with
 // broadcast batch dims, one cblas call per batch element (or one call for the
 // whole batch when the right operand is shared and the left is contiguous),
-// and wrapping integer loops.
+// and the integer product of IntGemm.h.
 #include "runtime/Blas.h"
 #include "runtime/BlasDeterministic.h"
+#include "runtime/IntGemm.h"
 #include "runtime/RefKernels.h"
 
 #include "support/Diagnostics.h"
@@ -92,19 +93,6 @@ void blasThreads(int n) {
     openblas_set_num_threads(n);
 }
 
-template <class T>
-void intGemm(const T *A, const T *B, T *C, int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
-  using U = std::make_unsigned_t<T>;
-  std::memset(C, 0, sizeof(T) * m * n);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p) {
-      U av = (U)(ta ? A[p * m + i] : A[i * k + p]);
-      T *crow = C + i * n;
-      for (int64_t j = 0; j < n; ++j)
-        crow[j] = (T)((U)crow[j] + av * (U)(tb ? B[j * k + p] : B[p * n + j]));
-    }
-}
-
 void matrix(DType t, const void *A, const void *B, void *C, int64_t m, int64_t k, int64_t n,
             bool ta, bool tb, bool det, int threads = 1) {
   if (m == 0 || n == 0)
@@ -127,10 +115,10 @@ void matrix(DType t, const void *A, const void *B, void *C, int64_t m, int64_t k
                 (const double *)B, ldb, 0.0, (double *)C, ldc);
     break;
   case DType::I32:
-    intGemm((const int32_t *)A, (const int32_t *)B, (int32_t *)C, m, k, n, ta, tb);
+    intGemm((const int32_t *)A, (const int32_t *)B, (int32_t *)C, m, k, n, ta, tb, threads);
     break;
   default:
-    intGemm((const int64_t *)A, (const int64_t *)B, (int64_t *)C, m, k, n, ta, tb);
+    intGemm((const int64_t *)A, (const int64_t *)B, (int64_t *)C, m, k, n, ta, tb, threads);
     break;
   }
 }
@@ -167,12 +155,12 @@ void gemm(const HostTensor &a0, const HostTensor &b0, HostTensor &c, bool transA
   bool ta = transA && a0.rank() > 1, tb = transB && b0.rank() > 1;
   Plan p = plan(a0.shape, b0.shape, ta, tb);
   if (c.dtype != a0.dtype || c.shape != p.out || !c.buf) {
-    // BLAS (beta 0) and the k == 0 case write all of C; the integer loops
-    // accumulate into it, so they get zeros.
+    // Every path (BLAS with beta 0, the integer product, k == 0) writes all
+    // of C: no zeroing.
     c = HostTensor{};
     c.dtype = a0.dtype;
     c.shape = p.out;
-    c.buf = std::make_shared<Buffer>((size_t)c.bytes(), !isFloat(a0.dtype));
+    c.buf = std::make_shared<Buffer>((size_t)c.bytes(), false);
   }
   if (isFloat(a0.dtype))
     blasThreads(threads);

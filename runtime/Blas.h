@@ -1,6 +1,6 @@
 // This file implements dense matrix multiplication on HostTensors for the CPU
-// backend: cblas_sgemm / cblas_dgemm (OpenBLAS) for f32 / f64, plain loops for
-// i32 / i64 (bool computes as i64, like the reference evaluator).
+// backend: cblas_sgemm / cblas_dgemm (OpenBLAS) for f32 / f64, IntGemm.h's
+// tiled product for i32 / i64 (bool computes as i64, like the reference evaluator).
 //
 // Semantics: numpy `matmul` on the last two dims, batch dims broadcast
 // (right-aligned, size 1 stretches); a 1-D left operand is a row vector and a

@@ -12,6 +12,7 @@
 // that block of A is in cache. Each SIMD lane is one element's own chain, so
 // any width, tile, edge or thread split gives the portable path's bits.
 #include "runtime/BlasDeterministic.h"
+#include "runtime/GemmStrips.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +30,9 @@
 namespace dt {
 
 namespace {
+
+using gemm_strips::packStrips;
+using gemm_strips::splitRows;
 
 constexpr int64_t KB = kDeterministicBlock;
 constexpr int kMaxDepth = 64; // heights of a binary counter over < 2^63 leaves
@@ -56,41 +60,6 @@ void scalarRows(const T *A, const T *B, T *C, int64_t m0, int64_t m1, int64_t k,
         r = st[s] + r;
       C[i * n + j] = r;
     }
-}
-
-/// B (k x n; stored n x k when `tb`) as strips of W columns, each k x W
-/// row-major and zero-padded past column n.
-template <class T> std::vector<T> packStrips(const T *B, int64_t k, int64_t n, bool tb, int W) {
-  const int64_t strips = (n + W - 1) / W;
-  std::vector<T> p((size_t)(strips * k * W), T(0));
-  for (int64_t s = 0; s < strips; ++s) {
-    T *dst = p.data() + s * k * W;
-    const int64_t j0 = s * W, w = std::min<int64_t>(W, n - j0);
-    if (tb) { // B stored n x k: read each of the strip's rows along k
-      for (int64_t j = 0; j < w; ++j)
-        for (int64_t q = 0; q < k; ++q)
-          dst[q * W + j] = B[(j0 + j) * k + q];
-    } else {
-      for (int64_t q = 0; q < k; ++q)
-        std::memcpy(dst + q * W, B + q * n + j0, sizeof(T) * (size_t)w);
-    }
-  }
-  return p;
-}
-
-/// Runs rows(m0, m1) over [0, m) on up to `threads` threads, in blocks of
-/// whole 6-row tiles, when the product is large enough to pay for them.
-template <class F> void splitRows(int64_t m, int64_t work, int threads, const F &rows) {
-  int64_t per = (m + threads - 1) / std::max(threads, 1);
-  per = (per + 5) / 6 * 6;
-  if (threads <= 1 || work < (int64_t(1) << 22) || per >= m)
-    return rows(0, m);
-  std::vector<std::thread> pool;
-  for (int64_t r0 = per; r0 < m; r0 += per)
-    pool.emplace_back([=, &rows] { rows(r0, std::min(m, r0 + per)); });
-  rows(0, per);
-  for (auto &t : pool)
-    t.join();
 }
 
 #ifdef DT_DET_X86

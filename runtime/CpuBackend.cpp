@@ -143,12 +143,21 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   });
 }
 
+namespace {
+/// The dtypes Blas.h's gemm multiplies itself (OpenBLAS for floats, IntGemm.h
+/// for integers, exact and so deterministic); bf16/f16 round into a new
+/// buffer, bool becomes i64: those keep the reference kernel.
+bool gemmDtype(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
+}
+} // namespace
+
 std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTensor &b, DType out,
                                             bool transA, bool transB) {
-  // OpenBLAS multiplies f32 and f64; other dtypes keep the reference kernel.
-  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
+  if (!(isFloat(a.dtype) || gemmDtype(a.dtype)) || a.dtype != b.dtype || a.dtype != out ||
+      a.rank() < 1 || b.rank() < 1)
     return std::nullopt;
-  // BLAS writes every element (beta = 0): the result needs no zero-fill.
+  // gemm writes every element (BLAS: beta = 0): the result needs no zero-fill.
   HostTensor c = uninit(out, gemmShape(a.shape, b.shape, transA, transB));
   gemm(a, b, c, transA, transB, blasThreads_);
   return c;
@@ -156,7 +165,8 @@ std::optional<HostTensor> CpuDevice::matmul(const HostTensor &a, const HostTenso
 
 bool CpuDevice::matmulInto(const HostTensor &a, const HostTensor &b, HostTensor &c, bool transA,
                            bool transB) {
-  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype || a.rank() < 1 || b.rank() < 1)
+  if (!(isFloat(a.dtype) || gemmDtype(a.dtype)) || a.dtype != b.dtype || a.dtype != c.dtype ||
+      a.rank() < 1 || b.rank() < 1)
     return false;
   gemm(a, b, c, transA, transB, blasThreads_); // c has the result's shape: gemm writes into it
   return true;
@@ -164,7 +174,8 @@ bool CpuDevice::matmulInto(const HostTensor &a, const HostTensor &b, HostTensor 
 
 std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, const HostTensor &b,
                                                          DType out, bool transA, bool transB) {
-  if (!isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != out || a.rank() < 1 || b.rank() < 1)
+  if (!(isFloat(a.dtype) || gemmDtype(a.dtype)) || a.dtype != b.dtype || a.dtype != out ||
+      a.rank() < 1 || b.rank() < 1)
     return std::nullopt;
   HostTensor c;
   gemm(a, b, c, transA, transB, blasThreads_, true);
@@ -173,9 +184,8 @@ std::optional<HostTensor> CpuDevice::matmulDeterministic(const HostTensor &a, co
 
 bool CpuDevice::matmulDeterministicInto(const HostTensor &a, const HostTensor &b, HostTensor &c,
                                         bool transA, bool transB) {
-  // f32/f64 write every element of c (bf16/f16 would round into a new buffer).
-  if ((a.dtype != DType::F32 && a.dtype != DType::F64) || a.dtype != b.dtype ||
-      a.dtype != c.dtype || a.rank() < 1 || b.rank() < 1)
+  if (!gemmDtype(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype || a.rank() < 1 ||
+      b.rank() < 1)
     return false;
   gemm(a, b, c, transA, transB, blasThreads_, true);
   return true;

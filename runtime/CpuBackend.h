@@ -130,6 +130,7 @@ public:
   NativeKernel compile(const Kernel &k, bool small) override { return jit_.compile(k, small); }
   CompileCounters compileCounters() const override { return jit_.counters(); }
   bool compilesSliceKernels() const override { return true; }
+  bool multipliesIntegers() const override { return true; }
   void run(int ranks, const std::function<void(Device &)> &body) override;
 
 private:

@@ -118,6 +118,9 @@ void KernelTable::addOpKernels(const Module &m, Backend &backend) {
         const TensorType &rt = f.type(in.results[0]);
         if (in.op == Op::MatMul && isFloat(rt.dtype))
           continue; // BLAS (deterministic mode: runtime/BlasDeterministic.h)
+        if (in.op == Op::MatMul && (rt.dtype == DType::I32 || rt.dtype == DType::I64) &&
+            backend.multipliesIntegers())
+          continue; // runtime/IntGemm.h
         if (in.op == Op::Transpose && cpuBlas)
           continue; // the cpu device's tiled transpose: host memory already
 

@@ -44,6 +44,7 @@ public:
   NativeKernel compile(const Kernel &k, bool small) override { return jit_.compile(k, small); }
   CompileCounters compileCounters() const override { return jit_.counters(); }
   bool compilesSliceKernels() const override { return true; }
+  bool multipliesIntegers() const override { return true; }
   /// Runs this process's rank; a rank whose program throws reports it and
   /// ends the job (when there are other processes).
   void run(int ranks, const std::function<void(Device &)> &body) override;

@@ -731,6 +731,16 @@ Inferred inferTypes(Op op, const std::vector<TensorType> &ops, const Attrs &attr
   base.shape = sig->resultShape;
   base.mesh = mesh;
   Inferred r = derivePlacements(op, *sig, ops, base);
+  // No elements: nothing can move, whatever the shards (`reshape(e, [5, 0])`
+  // of an `f32[0, 5] @ m[x, _]`), so the result is whole on every axis.
+  if (op == Op::Reshape && !r.ok() && isConcrete(ops[0].shape) && numElements(ops[0].shape) == 0) {
+    TensorType t = base;
+    t.placements = ops[0].placements;
+    for (auto &p : t.placements)
+      if (p.isShard())
+        p = Placement::replicate();
+    r = Inferred{{t}, std::nullopt};
+  }
   if (op == Op::Broadcast && r.ok() && !given.empty())
     shardBroadcastDims(r.results[0], ops[0], givenType());
   for (auto &t : r.results)

@@ -248,6 +248,21 @@ EV IRBuilder::call(const ast::Expr &e) {
   if (handled)
     return r;
   auto &d = diags().error(DiagId::UnknownFunction, e.loc, {e.callee});
+  if (size_t dot = e.callee.find('.'); dot != std::string::npos) {
+    // `x.sum(dim=1)`: a method call on a value; functions take it first.
+    const std::string obj = e.callee.substr(0, dot), method = e.callee.substr(dot + 1);
+    if (lookup(obj) && method.find('.') == std::string::npos) {
+      std::string call = method + "(" + obj;
+      for (auto &a : e.args)
+        call += ", " + exprText(a.get());
+      for (auto &[k, v] : e.kwargs)
+        call += ", " + k + "=" + exprText(v.get());
+      d.hint = "dtensor has no methods: write `" + call + ")`";
+      if (!findBuiltin(method) && !st_.functions.count(method))
+        d.hint += " (if `" + method + "` is a function)";
+      return EV::bad();
+    }
+  }
   if (didYouMean(d, e.callee, functionNames(), e.loc))
     return EV::bad();
   if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {

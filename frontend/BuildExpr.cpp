@@ -213,7 +213,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
       for (auto &p : o.parts)
         if (p && st.empty())
           st = p->name;
-      auto &d = diags().error(DiagId::StructOperand, loc, {st, opName(op)});
+      auto &d = diags().error(DiagId::StructOperand, loc, {st, opDisplayName(op)});
       d.hint = "take one field (`x.field`); elementwise operators and functions (`+`, `*`, "
                "`sqrt`, ...) apply to a struct field by field";
       return EV::bad();
@@ -244,7 +244,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
         !o.isBool && (o.number != std::trunc(o.number) || !doubleToInt64(o.number))) {
       auto &d = diags().error(
           DiagId::DTypeMismatch, loc,
-          {opName(op), dtypeName(likeK->dtype), "the literal " + formatLiteral(o.number)});
+          {opDisplayName(op), dtypeName(likeK->dtype), "the literal " + formatLiteral(o.number)});
       d.hint = "write an integer, or `cast` the tensor to `f32` first";
       return EV::bad();
     }

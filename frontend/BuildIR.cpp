@@ -113,6 +113,7 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
   }
   auto m = std::make_shared<Mesh>();
   m->name = d.name;
+  badMeshes_.insert(d.name); // until the declaration is complete
   std::set<std::string> names;
   for (size_t i = 0; i < d.axes.size(); ++i) {
     SrcLoc l = i < d.axisLocs.size() ? d.axisLocs[i] : s.loc;
@@ -183,6 +184,7 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
     return;
   }
   st_.meshes[d.name] = m;
+  badMeshes_.erase(d.name);
   s_.module.meshes.push_back(m);
 }
 

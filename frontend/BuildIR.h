@@ -423,8 +423,9 @@ public:
   /// `to_host`, and `distribute(to_host(e), ...)` between meshes.
   std::string conversionText(const ast::Expr *e, const TensorType &from,
                              const TensorType &to) const;
-  /// Sets `d`'s hint and fix-it to conversionText(); false (nothing set) when
-  /// no conversion exists (dtype or shape differ).
+  /// Sets `d`'s hint and fix-it to conversionText(), or to a `cast` when only
+  /// the dtype differs; false (nothing set) when no conversion exists (the
+  /// shape differs, or the dtype and the layout both do).
   bool conversionHint(Diagnostic &d, const ast::Expr *e, const TensorType &from,
                       const TensorType &to) const;
   /// Sets `d`'s hint to "write `shown`" (default: `replacement`) and, when
@@ -545,6 +546,9 @@ public:
                               const std::vector<const ast::Expr *> &exprs, SrcLoc loc);
   /// Functions whose bodies are being built (a call of one is recursion).
   std::set<std::string> instantiating_;
+  /// Meshes whose declaration in this compile had an error (reported): a
+  /// layout naming one fails without a second, misleading `unknown mesh`.
+  std::set<std::string> badMeshes_;
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
   /// "line 7" for a place in the file of `from`, else "nn.dt:7" (or "[3]:7",

@@ -240,8 +240,10 @@ EV IRBuilder::subscript(const ast::Expr &e) {
           return EV::bad();
         if (step <= 0) {
           auto &dg = diags().error(DiagId::SliceStep, s.args[2]->loc, {std::to_string(step)});
-          dg.hint = "negative strides are not supported; slice forward and reverse with "
-                    "`index_select` if needed";
+          dg.hint = step == 0 ? "`a[lo:hi:k]` takes every k-th element, k >= 1: `a[::2]` takes "
+                                "every other one"
+                              : "negative strides are not supported; slice forward and reverse "
+                                "with `index_select` if needed";
           return EV::bad();
         }
       }

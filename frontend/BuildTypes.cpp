@@ -313,6 +313,8 @@ bool IRBuilder::literalInt(const EV &v, SrcLoc loc, int64_t &out) {
 std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DType dt,
                                                  const Shape &shape) {
   auto it = st_.meshes.find(spec.mesh);
+  if (it == st_.meshes.end() && badMeshes_.count(spec.mesh))
+    return std::nullopt; // its declaration's error is reported
   if (it == st_.meshes.end()) {
     auto &d = diags().error(DiagId::UnknownMesh, spec.loc, {spec.mesh});
     std::vector<std::string> names;
@@ -568,7 +570,16 @@ std::string IRBuilder::conversionText(const ast::Expr *e, const TensorType &from
 
 bool IRBuilder::conversionHint(Diagnostic &d, const ast::Expr *e, const TensorType &from,
                                const TensorType &to) const {
-  if (from.dtype != to.dtype || from.shape != to.shape || (from.isHost() && to.isHost()))
+  if (from.dtype != to.dtype) {
+    // Only the element type differs (`where(c, 1.0, 0.0)` is f32): a cast.
+    TensorType same = from;
+    same.dtype = to.dtype;
+    if (same != to || !e)
+      return false;
+    fixHint(d, e, "cast(" + exprText(e) + ", " + dtypeName(to.dtype) + ")");
+    return true;
+  }
+  if (from.shape != to.shape || (from.isHost() && to.isHost()))
     return false;
   fixHint(d, e, conversionText(e, from, to));
   return true;

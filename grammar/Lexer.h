@@ -120,6 +120,10 @@ public:
   /// Once the input is read to its end: the innermost `(`, `[` or layout
   /// brace still open (a syntax error there names it), else null.
   const Opener *unclosedAtEnd() const;
+  /// The innermost `(` or `[` still open that opened on a line before
+  /// `line` (a syntax error there names it: `print(y` followed by a line that
+  /// starts a new statement), else null.
+  const Opener *openBefore(int line) const;
   /// The raw source bytes of the last token returned (for error messages).
   const std::string &lastLexeme() const { return lastLexeme_; }
   TokKind lastKind() const { return prev_; }

@@ -308,6 +308,12 @@ const Lexer::Opener *Lexer::unclosedAtEnd() const {
   return &openedAt_.back();
 }
 
+const Lexer::Opener *Lexer::openBefore(int line) const {
+  if (brackets_.empty() || (brackets_.back() != Bracket::Paren && brackets_.back() != Bracket::Square))
+    return nullptr;
+  return openedAt_.back().at.begin.line < line ? &openedAt_.back() : nullptr;
+}
+
 Token Lexer::next() {
   if (aborted_ || endSent_) {
     const char *e = lim_;

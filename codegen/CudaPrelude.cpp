@@ -138,25 +138,24 @@ __device__ __forceinline__ double dt_log_for_f32(double x) {
 // randn's cos (support/FloatMath.h cosForNormal) and Box-Muller with it and
 // dt_log_for_f32 (support/Random.h): the host's steps, so the host's bits.
 __device__ __forceinline__ double dt_cos_for_normal(double x) {
+  // cos r's and sin r's Taylor coefficients in r^2, highest first (FloatMath.h).
+  const double dt_cos_coef[7] = {-1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0,
+                                 1.0 / 40320.0,        -1.0 / 720.0,      1.0 / 24.0,
+                                 -1.0 / 2.0};
+  const double dt_sin_coef[7] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
+                                 1.0 / 362880.0,         -1.0 / 5040.0,      1.0 / 120.0,
+                                 -1.0 / 6.0};
   const double t = x * 0x1.45f306dc9c883p-1 + 0x1.8p+52;
   const double n = t - 0x1.8p+52;
   const double r = ((x - n * 0x1.921fb54400000p+0) - n * 0x1.0b4611a600000p-34) -
                    n * 0x1.3198a2e037073p-69;
   const double r2 = r * r;
-  double c = -1.0 / 87178291200.0;
-  c = c * r2 + 1.0 / 479001600.0;
-  c = c * r2 + -1.0 / 3628800.0;
-  c = c * r2 + 1.0 / 40320.0;
-  c = c * r2 + -1.0 / 720.0;
-  c = c * r2 + 1.0 / 24.0;
-  c = c * r2 + -1.0 / 2.0;
-  double s = -1.0 / 1307674368000.0;
-  s = s * r2 + 1.0 / 6227020800.0;
-  s = s * r2 + -1.0 / 39916800.0;
-  s = s * r2 + 1.0 / 362880.0;
-  s = s * r2 + -1.0 / 5040.0;
-  s = s * r2 + 1.0 / 120.0;
-  s = s * r2 + -1.0 / 6.0;
+  double c = dt_cos_coef[0], s = dt_sin_coef[0];
+#pragma unroll
+  for (int i = 1; i < 7; ++i) {
+    c = c * r2 + dt_cos_coef[i];
+    s = s * r2 + dt_sin_coef[i];
+  }
   const double cr = 1.0 + r2 * c, sr = r + r * (r2 * s);
   const dt_i64 q = (__double_as_longlong(t) - __double_as_longlong(0x1.8p+52)) & 3;
   return q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;

@@ -23,10 +23,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 
 #ifndef DT_CODEGEN_ID
@@ -123,6 +126,48 @@ std::string entryBytes(const std::string &identity, llvm::StringRef obj) {
   return out;
 }
 
+/// Native object code of an optimised module, by `tm` (one per thread:
+/// a TargetMachine is not shared between concurrent code generations).
+llvm::SmallVector<char, 0> emitObjectWith(llvm::TargetMachine &tm, llvm::Module &m) {
+  llvm::SmallVector<char, 0> obj;
+  llvm::raw_svector_ostream os(obj);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw InternalError("cpu jit: the target cannot emit object files");
+  pm.run(m);
+  return obj;
+}
+
+/// The default pipeline of `optLevel` for `tm`'s CPU (0: attributes only).
+void optimizeWith(llvm::TargetMachine &tm, int optLevel, llvm::Module &m) {
+  m.setDataLayout(tm.createDataLayout());
+  m.setTargetTriple(tm.getTargetTriple().str());
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", tm.getTargetCPU());
+      f.addFnAttr("target-features", tm.getTargetFeatureString());
+    }
+  if (optLevel <= 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = optLevel >= 2;
+  pto.SLPVectorization = optLevel >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel lvl = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                : llvm::OptimizationLevel::O3;
+  pb.buildPerModuleDefaultPipeline(lvl).run(m, mam);
+}
+
 } // namespace
 
 struct CpuJIT::Impl {
@@ -133,50 +178,75 @@ struct CpuJIT::Impl {
   struct Entry {
     std::string text;
     KernelFn fn;
+    bool precompiled = false; ///< made by precompile(), not yet asked for
   };
   std::unordered_map<uint64_t, std::vector<Entry>> cache;
   int64_t compiles = 0, hits = 0, diskHits = 0;
 
-  /// Native object code of an optimised module for this host.
-  llvm::SmallVector<char, 0> emitObject(llvm::Module &m) {
-    llvm::SmallVector<char, 0> obj;
-    llvm::raw_svector_ostream os(obj);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      throw InternalError("cpu jit: the target cannot emit object files");
-    pm.run(m);
-    return obj;
-  }
   double seconds = 0;
+  /// Makes a TargetMachine per precompile thread.
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
 
-  void optimize(llvm::Module &m) {
-    m.setDataLayout(tm->createDataLayout());
-    m.setTargetTriple(tm->getTargetTriple().str());
-    for (llvm::Function &f : m)
-      if (!f.isDeclaration()) {
-        f.addFnAttr("target-cpu", tm->getTargetCPU());
-        f.addFnAttr("target-features", tm->getTargetFeatureString());
-      }
-    if (opts.optLevel <= 0)
-      return;
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = opts.optLevel >= 2;
-    pto.SLPVectorization = opts.optLevel >= 2;
-    llvm::PassBuilder pb(tm.get(), pto);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::OptimizationLevel lvl = opts.optLevel == 1   ? llvm::OptimizationLevel::O1
-                                  : opts.optLevel == 2 ? llvm::OptimizationLevel::O2
-                                                       : llvm::OptimizationLevel::O3;
-    pb.buildPerModuleDefaultPipeline(lvl).run(m, mam);
+  /// One kernel to compile: its cache key and, once made, its object.
+  struct Job {
+    const Kernel *kernel = nullptr;
+    std::string text, sym, identity, path;
+    uint64_t hash = 0;
+    size_t index = 0; ///< its place in the hash's bucket (the symbol's suffix)
+    std::unique_ptr<llvm::MemoryBuffer> obj;
+    bool fromDisk = false;
+  };
+
+  /// The symbol, the disk-cache identity and path of a kernel that will be
+  /// entry `index` of its hash's bucket.
+  Job job(const Kernel &k, std::string text, uint64_t h, size_t index) const {
+    Job j;
+    j.kernel = &k;
+    j.text = std::move(text);
+    j.hash = h;
+    j.index = index;
+    char sym[48];
+    std::snprintf(sym, sizeof sym, "dtk_%016llx_%zu", (unsigned long long)h, index);
+    j.sym = sym;
+    // The identity of the object: everything the generated code depends on.
+    j.identity = j.text + "\nopt " + std::to_string(opts.optLevel) + "\ncpu " +
+                 tm->getTargetCPU().str() + "\nfeatures " + tm->getTargetFeatureString().str() +
+                 "\nllvm " + LLVM_VERSION_STRING + "\ncodegen " + DT_CODEGEN_ID + "\nsymbol " +
+                 j.sym;
+    if (!opts.diskCache.empty())
+      j.path = opts.diskCache + "/" + hex64(fnv1a(j.identity)) + ".dtk";
+    return j;
   }
+
+  /// Fills j.obj from the disk cache or by compiling with `machine`.
+  void makeObject(Job &j, llvm::TargetMachine &machine) const {
+    if (!j.path.empty())
+      j.obj = readEntry(j.path, j.identity, j.sym);
+    if (j.obj) {
+      j.fromDisk = true;
+      return;
+    }
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = lowerKernelToLLVM(*j.kernel, ctx, j.sym);
+    optimizeWith(machine, opts.optLevel, *m);
+    llvm::SmallVector<char, 0> bytes = emitObjectWith(machine, *m);
+    llvm::StringRef ref(bytes.data(), bytes.size());
+    if (!j.path.empty())
+      writeCacheFile(opts.diskCache, j.path, entryBytes(j.identity, ref));
+    j.obj = llvm::MemoryBuffer::getMemBufferCopy(ref, j.sym);
+  }
+
+  /// Adds a made object to the JIT and the cache (the caller holds `mu`).
+  KernelFn add(Job &j, bool precompiled) {
+    check(jit->addObjectFile(std::move(j.obj)), "adding a kernel object");
+    auto addr = check(jit->lookup(j.sym), "looking up a kernel");
+    KernelFn fn = addr.toPtr<KernelFn>();
+    cache[j.hash].push_back({std::move(j.text), fn, precompiled});
+    ++(j.fromDisk ? diskHits : compiles);
+    return fn;
+  }
+
+  void optimize(llvm::Module &m) { optimizeWith(*tm, opts.optLevel, m); }
 };
 
 CpuJIT::CpuJIT() : CpuJIT(Options{}) {}
@@ -189,6 +259,7 @@ CpuJIT::CpuJIT(Options opts) : impl_(std::make_unique<Impl>()) {
   jtmb.setCodeGenOptLevel(opts.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
                                              : llvm::CodeGenOptLevel::Default);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
+  impl_->jtmb = jtmb;
   impl_->jit =
       check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
   llvm::orc::JITDylib &jd = impl_->jit->getMainJITDylib();
@@ -215,45 +286,80 @@ CpuJIT::KernelFn CpuJIT::compile(const Kernel &k) {
   uint64_t h = kernelHash(k);
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<Impl::Entry> &bucket = impl_->cache[h];
-  for (const Impl::Entry &e : bucket)
+  for (Impl::Entry &e : bucket)
     if (e.text == text) {
-      ++impl_->hits;
+      // A precompiled kernel's first compile() is its compile, not a hit.
+      impl_->hits += !e.precompiled;
+      e.precompiled = false;
       return e.fn;
     }
   auto t0 = std::chrono::steady_clock::now();
-  char sym[48];
-  std::snprintf(sym, sizeof sym, "dtk_%016llx_%zu", (unsigned long long)h, bucket.size());
-  // The identity of the object: everything the generated code depends on.
-  std::string identity = text + "\nopt " + std::to_string(impl_->opts.optLevel) + "\ncpu " +
-                         impl_->tm->getTargetCPU().str() + "\nfeatures " +
-                         impl_->tm->getTargetFeatureString().str() + "\nllvm " +
-                         LLVM_VERSION_STRING + "\ncodegen " + DT_CODEGEN_ID + "\nsymbol " + sym;
-  std::string path;
-  if (!impl_->opts.diskCache.empty()) {
-    path = impl_->opts.diskCache + "/" + hex64(fnv1a(identity)) + ".dtk";
-  }
-  std::unique_ptr<llvm::MemoryBuffer> obj;
-  if (!path.empty())
-    obj = readEntry(path, identity, sym);
-  if (obj) {
-    ++impl_->diskHits;
-  } else {
-    llvm::LLVMContext ctx;
-    std::unique_ptr<llvm::Module> m = lowerKernelToLLVM(k, ctx, sym);
-    impl_->optimize(*m);
-    llvm::SmallVector<char, 0> bytes = impl_->emitObject(*m);
-    llvm::StringRef ref(bytes.data(), bytes.size());
-    if (!path.empty())
-      writeCacheFile(impl_->opts.diskCache, path, entryBytes(identity, ref));
-    obj = llvm::MemoryBuffer::getMemBufferCopy(ref, sym);
-    ++impl_->compiles;
-  }
-  check(impl_->jit->addObjectFile(std::move(obj)), "adding a kernel object");
-  auto addr = check(impl_->jit->lookup(sym), "looking up a kernel");
-  KernelFn fn = addr.toPtr<KernelFn>();
-  bucket.push_back({std::move(text), fn});
+  Impl::Job j = impl_->job(k, std::move(text), h, bucket.size());
+  impl_->makeObject(j, *impl_->tm);
+  KernelFn fn = impl_->add(j, false);
   impl_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return fn;
+}
+
+void CpuJIT::precompile(const std::vector<const Kernel *> &kernels, int threads) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Impl::Job> jobs;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (const Kernel *k : kernels) {
+      if (!verifyKernel(*k).empty())
+        continue; // compile() reports it
+      std::string text = printKernel(*k, false);
+      uint64_t h = kernelHash(*k);
+      auto it = impl_->cache.find(h);
+      size_t have = it == impl_->cache.end() ? 0 : it->second.size();
+      bool known = false;
+      for (size_t e = 0; e < have && !known; ++e)
+        known = it->second[e].text == text;
+      size_t index = have;
+      for (const Impl::Job &o : jobs)
+        if (o.hash == h) {
+          known |= o.text == text;
+          ++index;
+        }
+      if (!known)
+        jobs.push_back(impl_->job(*k, std::move(text), h, index));
+    }
+  }
+  threads = std::min<int>(threads, (int)jobs.size());
+  if (threads < 2)
+    return; // compile() makes them one by one, as fast
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    // A TargetMachine of its own: code generation mutates it.
+    auto machine = impl_->jtmb->createTargetMachine();
+    if (!machine) {
+      llvm::consumeError(machine.takeError());
+      return;
+    }
+    for (size_t i; (i = next++) < jobs.size();) {
+      try {
+        impl_->makeObject(jobs[i], **machine);
+      } catch (const std::exception &) {
+        jobs[i].obj.reset(); // compile() compiles it again and reports the error
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (auto &t : pool)
+    t.join();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (Impl::Job &j : jobs) {
+    // Only where its symbol's place is still free (a concurrent compile()
+    // may have taken it: that one is kept, this object dropped).
+    std::vector<Impl::Entry> &bucket = impl_->cache[j.hash];
+    if (j.obj && bucket.size() == j.index)
+      impl_->add(j, true);
+  }
+  impl_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::string CpuJIT::emitLLVM(const Kernel &k, bool optimized) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dt {
 
@@ -52,6 +53,14 @@ public:
   /// loading it from the disk cache).
   /// InternalError for an invalid kernel or an LLVM failure.
   KernelFn compile(const Kernel &k);
+
+  /// Compiles (or loads) every kernel of `kernels` not in the cache yet on up
+  /// to `threads` threads, each with its own LLVM context and target
+  /// machine, then adds them to the JIT: the later compile() calls are
+  /// answered from the cache (the first one of each still counts as its
+  /// compile, not a hit). A kernel that fails is left to compile(), which
+  /// reports the error. Thread-safe like compile().
+  void precompile(const std::vector<const Kernel *> &kernels, int threads);
 
   /// LLVM IR text of `k` (optimised for the host when `optimized`), for
   /// `dtensorc --emit=llvm` and tests; does not touch the cache.

@@ -379,6 +379,18 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   return NativeKernel{&kernels_.back()};
 }
 
+void CpuKernelCompiler::precompile(const std::vector<Backend::KernelToCompile> &kernels,
+                                   int threads) {
+  std::vector<const Kernel *> quick, optimized;
+  for (const Backend::KernelToCompile &k : kernels)
+    (k.small ? quick : optimized).push_back(k.kernel);
+  threads = std::min(threads, 16);
+  if (!optimized.empty())
+    jit(false).precompile(optimized, threads);
+  if (!quick.empty())
+    jit(true).precompile(quick, threads);
+}
+
 CompileCounters CpuKernelCompiler::counters() const {
   CompileCounters c;
   const CpuJIT *seen = nullptr;

@@ -107,6 +107,9 @@ public:
   CpuKernelCompiler(CpuJIT *optimizing, CpuJIT *quick);
   ~CpuKernelCompiler();
   NativeKernel compile(const Kernel &k, bool small);
+  /// Compiles `kernels` on up to `threads` threads (CpuJIT::precompile), so
+  /// that their compile() calls hit the cache.
+  void precompile(const std::vector<Backend::KernelToCompile> &kernels, int threads);
   CompileCounters counters() const;
 
 private:
@@ -131,6 +134,9 @@ public:
   CompileCounters compileCounters() const override { return jit_.counters(); }
   bool compilesSliceKernels() const override { return true; }
   bool multipliesIntegers() const override { return true; }
+  void precompile(const std::vector<KernelToCompile> &kernels) override {
+    jit_.precompile(kernels, cores_);
+  }
   void run(int ranks, const std::function<void(Device &)> &body) override;
 
 private:

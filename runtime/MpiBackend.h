@@ -45,6 +45,9 @@ public:
   CompileCounters compileCounters() const override { return jit_.counters(); }
   bool compilesSliceKernels() const override { return true; }
   bool multipliesIntegers() const override { return true; }
+  void precompile(const std::vector<KernelToCompile> &kernels) override {
+    jit_.precompile(kernels, cores_);
+  }
   /// Runs this process's rank; a rank whose program throws reports it and
   /// ends the job (when there are other processes).
   void run(int ranks, const std::function<void(Device &)> &body) override;

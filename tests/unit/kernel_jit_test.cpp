@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -248,6 +249,42 @@ TEST_CASE("kernel jit: concurrent compiles from rank threads share one cache") {
   CHECK(ok == std::vector<int>(8, 1));
   CHECK(jit.compiles() == 4);
   CHECK(jit.cacheHits() == 4);
+}
+
+TEST_CASE("kernel jit: precompile builds a batch on threads; compile() then finds each") {
+  // 40 random kernels (some repeated in the batch, one already compiled, one
+  // invalid), precompiled on 4 threads: each compile() afterwards returns
+  // code equal to the interpreter's, nothing is compiled twice, and the
+  // counters read as if compile() had made them one by one.
+  CpuJIT jit;
+  std::vector<Kernel> ks;
+  std::mt19937_64 rng(77);
+  for (int s = 0; s < 40; ++s)
+    ks.push_back(randomKernel(rng));
+  jit.compile(ks[3]); // in the cache before the batch
+  Kernel invalid = ks[5];
+  invalid.stores[0].node = 9999; // stores no node: verifyKernel rejects it
+  std::vector<const Kernel *> batch;
+  for (const Kernel &k : ks)
+    batch.push_back(&k);
+  batch.push_back(&ks[7]); // twice in one batch
+  batch.push_back(&invalid);
+  std::set<std::string> distinct;
+  for (const Kernel &k : ks)
+    distinct.insert(printKernel(k, false));
+  jit.precompile(batch, 4);
+  CHECK(jit.compiles() == (int64_t)distinct.size());
+  for (const Kernel &k : ks) {
+    Case c = makeCase(k, rng, false);
+    std::string err = runAndCompare(jit, k, c);
+    INFO(printKernel(k));
+    CHECK(err == "");
+  }
+  CHECK(jit.compiles() == (int64_t)distinct.size());
+  // The first compile() of each precompiled kernel is its compile; every
+  // other call is a hit (ks[3]'s, compiled before the batch, too).
+  CHECK(jit.cacheHits() == (int64_t)ks.size() - (int64_t)distinct.size() + 1);
+  CHECK_THROWS_AS(jit.compile(invalid), InternalError);
 }
 
 TEST_CASE("kernel jit: a reduction over a non-innermost dim adds whole rows, bitwise as before") {

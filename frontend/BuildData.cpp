@@ -129,6 +129,10 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
     diags().error<DiagId::SaveArgs>(e.loc);
     return EV::bad();
   }
+  if (e.args[0]->text.empty()) {
+    diags().error<DiagId::SaveArgs>(e.args[0]->loc).hint = "the file path is empty";
+    return EV::bad();
+  }
   if (st && !namesOneLine(e, "save"))
     return EV::bad();
   Attrs a;
@@ -264,6 +268,11 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
   bool ok = n >= 3 && (n - 1) % 2 == 0 && e.kwargs.empty() && e.args[0]->kind == ast::Expr::String;
   for (size_t i = 1; ok && i < n; i += 2)
     ok = e.args[i]->kind == ast::Expr::String;
+  if (ok && e.args[0]->text.empty()) {
+    diags().error<DiagId::SaveCheckpointArgs>(e.args[0]->loc).hint =
+        "the checkpoint folder's path is empty";
+    return EV::bad();
+  }
   if (!ok) {
     diags().error<DiagId::SaveCheckpointArgs>(e.loc);
     return EV::bad();

@@ -10,6 +10,16 @@
 
 namespace dt {
 
+namespace {
+/// A parameter's type as written: `f32[2*N, H]` (its layout left out).
+std::string specText(const ast::TypeSpec &spec) {
+  std::string s = spec.dtype + "[";
+  for (size_t d = 0; d < spec.dims.size(); ++d)
+    s += (d ? ", " : "") + spec.dims[d];
+  return s + "]";
+}
+} // namespace
+
 static std::string signatureKey(const std::string &fn, const std::vector<TensorType> &types) {
   std::string k = fn + "(";
   for (size_t i = 0; i < types.size(); ++i)
@@ -81,7 +91,10 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     };
     bool ranked = std::count(spec.dims.begin(), spec.dims.end(), "...") > 0;
     if (!ranked && spec.dims.size() != at.shape.size()) {
-      mismatch(spec.dtype + "[" + std::to_string(spec.dims.size()) + " dims]");
+      mismatch(specText(spec))
+          .notes.push_back("`" + specText(spec) + "` has " + std::to_string(spec.dims.size()) +
+                           (spec.dims.size() == 1 ? " dim" : " dims") + "; the argument has " +
+                           std::to_string(at.shape.size()));
       return "";
     }
     for (size_t d = 0; d < spec.dims.size(); ++d) {
@@ -130,7 +143,9 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
         std::string want = spec.dims[d] == pt->shape[ad].str()
                                ? spec.dims[d]
                                : spec.dims[d] + " = " + pt->shape[ad].str();
-        mismatch(spec.dtype + "[..., " + want + " at dim " + std::to_string(ad) + "]");
+        mismatch(specText(spec))
+            .notes.push_back("its dim " + std::to_string(ad) + " must be " + want + "; it is " +
+                             at.shape[ad].str());
         return "";
       }
     }

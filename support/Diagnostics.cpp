@@ -2,6 +2,7 @@
 // Diagnostics.def and rendering with the source line and a caret range.
 #include "support/Diagnostics.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace dt {
@@ -83,6 +84,55 @@ Diagnostic &DiagEngine::remark(SrcLoc loc, std::string message) {
   return d;
 }
 
+namespace {
+
+/// Texts of a diagnostic longer than this are cut in the middle (a 5 MB
+/// identifier named in a message would print it whole).
+constexpr size_t kMaxText = 400;
+/// Source lines longer than this are shown as a window around the column.
+constexpr int kMaxLine = 160;
+
+std::string elide(const std::string &s) {
+  if (s.size() <= kMaxText)
+    return s;
+  size_t head = kMaxText / 2, tail = kMaxText / 2;
+  while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80)
+    --head; // cut before a character, not inside one
+  while (tail > 0 && ((unsigned char)s[s.size() - tail] & 0xC0) == 0x80)
+    --tail;
+  return s.substr(0, head) + " ... " + s.substr(s.size() - tail);
+}
+
+/// The source line as it is safe to print: control bytes (a NUL, a CR of
+/// CRLF, an ESC) become spaces, bytes that are not UTF-8 become `?`, and
+/// UTF-8's C1 controls (U+0080..U+009F, which terminals may obey) become two
+/// spaces; every byte keeps its place, so columns still count bytes.
+std::string printable(std::string src) {
+  for (size_t i = 0; i < src.size();) {
+    unsigned char c = (unsigned char)src[i];
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f)
+        src[i] = ' ';
+      ++i;
+      continue;
+    }
+    int n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    bool ok = n > 0 && i + n <= src.size();
+    for (int k = 1; ok && k < n; ++k)
+      ok = ((unsigned char)src[i + k] & 0xC0) == 0x80;
+    if (!ok) {
+      src[i++] = '?';
+      continue;
+    }
+    if (n == 2 && c == 0xC2 && (unsigned char)src[i + 1] < 0xA0)
+      src[i] = src[i + 1] = ' ';
+    i += n;
+  }
+  return src;
+}
+
+} // namespace
+
 std::string DiagEngine::render(const Diagnostic &d) const {
   std::ostringstream os;
   const char *sev = d.severity == Severity::Error     ? "error"
@@ -96,33 +146,41 @@ std::string DiagEngine::render(const Diagnostic &d) const {
     os << d.loc.line << ":" << d.loc.col << ":";
   if (haveFile || d.loc.known())
     os << " ";
-  os << sev << ": " << d.message << "\n";
+  os << sev << ": " << elide(d.message) << "\n";
   if (haveFile && d.loc.known()) {
-    std::string src = sm_.line(d.loc.file, d.loc.line);
-    // Control bytes (a NUL, a CR of CRLF) show as spaces: the quoted line
-    // never writes them to a terminal, and the caret keeps its column.
-    for (char &c : src)
-      if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f)
-        c = ' ';
+    std::string src = printable(sm_.line(d.loc.file, d.loc.line));
+    int col = d.loc.col > 0 ? d.loc.col : 1, endCol = d.loc.endCol;
+    // A long line: a window of it around the column, `...` where cut.
+    if ((int)src.size() > kMaxLine) {
+      int from = std::max(0, col - 1 - kMaxLine / 2);
+      while (from > 0 && ((unsigned char)src[from] & 0xC0) == 0x80)
+        --from;
+      int to = std::min((int)src.size(), from + kMaxLine);
+      while (to < (int)src.size() && ((unsigned char)src[to] & 0xC0) == 0x80)
+        ++to;
+      std::string head = from > 0 ? "... " : "", tail = to < (int)src.size() ? " ..." : "";
+      src = head + src.substr(from, to - from) + tail;
+      col = col - from + (int)head.size();
+      endCol = std::min(endCol - from + (int)head.size(), (int)(head.size() + (to - from)) + 1);
+    }
     std::string num = std::to_string(d.loc.line);
     os << "  " << num << " | " << src << "\n";
     os << "  " << std::string(num.size(), ' ') << " | ";
     // Columns count bytes; the caret and its range count characters: a
     // UTF-8 continuation byte (10xxxxxx) takes no column of its own.
     auto continuation = [&](int i) { return ((unsigned char)src[i] & 0xC0) == 0x80; };
-    int col = d.loc.col > 0 ? d.loc.col : 1;
     for (int i = 1; i < col && i <= (int)src.size(); ++i)
       if (!continuation(i - 1))
         os << (src[i - 1] == '\t' ? '\t' : ' ');
     int len = 0;
-    for (int i = col; i < d.loc.endCol; ++i)
+    for (int i = col; i < endCol; ++i)
       len += i > (int)src.size() || !continuation(i - 1);
     os << "^" << std::string(len > 1 ? len - 1 : 0, '~') << "\n";
   }
   for (auto &n : d.notes)
-    os << "note: " << n << "\n";
+    os << "note: " << elide(n) << "\n";
   if (!d.hint.empty())
-    os << "hint: " << d.hint << "\n";
+    os << "hint: " << elide(d.hint) << "\n";
   return os.str();
 }
 

@@ -296,8 +296,18 @@ int openOrFail(const std::string &path, int flags, const char *what) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat then
   // rejects anything that is not a regular file).
   int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK, 0644);
-  if (fd < 0)
-    fail(path, std::string("cannot ") + what + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    std::string why = std::string("cannot ") + what + ": " + std::strerror(err);
+    // A file to create in a folder that does not exist: say which folder
+    // (save never makes folders, as numpy's and torch's do not).
+    const size_t slash = path.rfind('/');
+    struct stat st;
+    if (err == ENOENT && (flags & O_CREAT) && slash != std::string::npos && slash > 0 &&
+        ::stat(path.substr(0, slash).c_str(), &st) != 0)
+      why += " (the folder `" + path.substr(0, slash) + "` does not exist: create it first)";
+    fail(path, why);
+  }
   return fd;
 }
 

@@ -147,6 +147,17 @@ TEST_CASE("cli: flag values") {
   usage({"verify", kMissing, "--backend", "mpi"}, "`verify` runs the distributed side on `cpu`");
   usage({"run", kMissing, "--ranks", "2x"}, "--ranks needs a positive number");
   usage({"run", kMissing, "--backend", "tpu"}, "unknown backend `tpu`");
+  usage({"run", kMissing, "--ranks", "99999999999999"}, "is more ranks than a run can have");
+  // --reference runs the global program on the host: flags of the
+  // distributed run are refused, never silently ignored.
+  for (const char *f : {"--no-jit", "--no-fusion", "--no-reuse"})
+    usage({"run", kMissing, "--reference", f}, "configures the distributed run");
+  usage({"run", kMissing, "--reference", "--backend", "null"}, "--backend configures");
+  usage({"run", kMissing, "--reference", "--ranks", "5"}, "--ranks configures");
+  usage({"run", kMissing, "--reference", "--print-after", "spmd"},
+        "--reference runs the global program, the steps up to `autodiff`");
+  usage({"emit", "parse", kMissing, "--print-after", "codegen"},
+        "`emit parse` runs the steps up to `parse`, not `codegen`");
   // --mesh repeats; both the `=` and the separate spelling take a value.
   CHECK(dtc({"verify", kMissing, "--mesh", "m=[1]", "--mesh=n=[2]"}).exitCode == 1);
   CHECK(dtc({"run", kMissing, "--ranks=1"}).exitCode == 1);

@@ -108,7 +108,8 @@ const std::vector<Command> &commands() {
        "value and every value main returns: the largest absolute/relative difference\n"
        "per output, then PASS or FAIL (exit 1). Tolerance: integers and bool exact; f32\n"
        "|d| <= 1e-5 + 1e-4 |ref|; f64 |d| <= 1e-10 + 1e-10 |ref|. --mesh overrides a\n"
-       "mesh's axis sizes (same number of axes; devices 0..n-1), repeatable; --ranks\n"
+       "mesh's axis sizes (same number of axes; devices 0..n-1; a mesh declared on one\n"
+       "line), repeatable; --ranks\n"
        "must equal the number of devices, as for `run`. --backend cuda runs the\n"
        "distributed side as virtual ranks on one GPU (default: cpu threads);\n"
        "--fault-timeout S as for `run`.",

@@ -87,7 +87,7 @@ int64_t Tensor::numel() const { return product(shape_, (int64_t)dtypeSize(dtype_
 double Tensor::at(int64_t i) const {
   if (!data_)
     throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor; "
-                                    "results of run(), call() and value() hold theirs)");
+                                    "results of call() and value() hold theirs)");
   if (i < 0 || i >= numel())
     throw Error(Error::Kind::Usage, "element " + std::to_string(i) +
                                         " is out of range for a tensor of " +
@@ -173,6 +173,16 @@ struct Session::Impl {
     throw Error(kind, what, collected ? diags : std::vector<Diagnostic>{});
   }
 
+  /// Why `name` has no value here: none in the program, or (the mpi
+  /// backend) one held by the process of world rank 0 only.
+  std::string noValue(const std::string &name, bool typed) const {
+    if (!typed)
+      return "the program has no value `" + name + "`";
+    return "`" + name +
+           "` is held by the process of world rank 0: under the mpi backend, "
+           "values and call() results are that process's only (the others get none)";
+  }
+
   /// Error(Usage) naming the fields to read when `name` is a struct value
   /// (a Tensor is one tensor; a call takes the struct by its name).
   void notStruct(const std::string &name) {
@@ -247,6 +257,14 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
   so.keepValues = true;
   so.kernelCache = opts.kernelCache;
   so.compile.deterministic = opts.deterministic;
+  if (opts.maxTensorElements < 0 || opts.maxLoopTrips < 0)
+    throw Error(Error::Kind::Usage, "Options::maxTensorElements and Options::maxLoopTrips are "
+                                    "counts: 0 for the default, else positive");
+  so.compile.fileAccess = opts.fileAccess;
+  if (opts.maxTensorElements > 0)
+    so.compile.maxTensorElements = opts.maxTensorElements;
+  so.compile.maxLoopTrips = opts.maxLoopTrips;
+  so.exec.maxLoopTrips = opts.maxLoopTrips;
   impl_->s = std::make_unique<dt::Session>(so);
   // The host's folders first, then the installed stdlib, then the defaults.
   std::vector<std::string> paths = opts.importPaths;
@@ -294,11 +312,17 @@ bool Session::compileFile(const std::string &path) {
   return compile(text, path);
 }
 
-const std::vector<Diagnostic> &Session::diagnostics() const { return impl().diags; }
+const std::vector<Diagnostic> &Session::diagnostics() const {
+  Impl &im = impl();
+  Impl::Enter enter(im);
+  return im.diags;
+}
 
 std::string Session::takeOutput() {
-  std::string s = impl().out.str();
-  impl().out.str("");
+  Impl &im = impl();
+  Impl::Enter enter(im); // a call() on another thread may be printing
+  std::string s = im.out.str();
+  im.out.str("");
   return s;
 }
 
@@ -398,7 +422,9 @@ bool Session::hasFunction(const std::string &fn) const {
 }
 
 bool Session::hasValue(const std::string &name) const {
-  return impl().s->valueOf(name) != nullptr || impl().s->structValue(name).has_value();
+  Impl &im = impl();
+  Impl::Enter enter(im);
+  return im.s->valueOf(name) != nullptr || im.s->structValue(name).has_value();
 }
 
 Tensor Session::value(const std::string &name) const {
@@ -408,7 +434,7 @@ Tensor Session::value(const std::string &name) const {
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)
-    im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
+    im.fail(Error::Kind::Usage, im.noValue(name, t.has_value()));
   return im.tensor(*v, &*t);
 }
 
@@ -419,12 +445,13 @@ std::vector<Block> Session::blocks(const std::string &name) const {
   const dt::HostTensor *v = im.s->valueOf(name);
   auto t = im.s->typeOf(name);
   if (!v || !t)
-    im.fail(Error::Kind::Usage, "the program has no value `" + name + "`");
+    im.fail(Error::Kind::Usage, im.noValue(name, t.has_value()));
   return im.blocksOf(*v, *t);
 }
 
 std::vector<Block> Session::blocks(const Tensor &t) const {
   Impl &im = impl();
+  Impl::Enter enter(im);
   if (!t.data_ && t.numel() != 0)
     throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor)");
   dt::HostTensor h;
@@ -443,6 +470,10 @@ std::vector<Block> Session::blocks(const Tensor &t) const {
   return im.blocksOf(h, *std::static_pointer_cast<const dt::TensorType>(t.layout_));
 }
 
-int Session::compiledCalls() const { return (int)impl().s->callInstances(); }
+int Session::compiledCalls() const {
+  Impl &im = impl();
+  Impl::Enter enter(im);
+  return (int)im.s->callInstances();
+}
 
 } // namespace dtensor

@@ -82,17 +82,35 @@ int dtensorcMain(int argc, char **argv) {
     const std::pair<const char *, Step> lastStep[] = {
         {"check", Step::Build}, {"explain", Step::Spmd}, {"run", Step::MemPlan}};
     for (auto &[cmd, last] : lastStep)
-      if (a.cmd == cmd && (int)*parseStep(printAfter) > (int)last)
+      if (a.cmd == cmd && !(a.cmd == "run" && a.flags.count("reference")) &&
+          (int)*parseStep(printAfter) > (int)last)
         return usage("--print-after: `" + a.cmd + "` runs the steps up to `" + stepName(last) +
                      "`, not `" + printAfter + "`; `dtensorc emit " + printAfter +
                      " FILE` prints that step's output");
   }
-  if (a.cmd == "run" && a.flags.count("reference"))
+  if (a.cmd == "emit" && !printAfter.empty() && (int)*parseStep(printAfter) > (int)*emitStep)
+    return usage("--print-after: `emit " + a.sub + "` runs the steps up to `" + a.sub + "`, not `" +
+                 printAfter + "`; `dtensorc emit " + printAfter +
+                 " FILE` prints that step's output");
+  if (a.cmd == "run" && a.flags.count("reference")) {
     for (const char *f : {"stats", "profile", "components", "visualize", "dry-run"})
       if (a.flags.count(f))
         return usage(std::string("--") + f +
                      " describes the distributed run; --reference runs the single-device "
                      "evaluator instead");
+    // The reference evaluator runs the global program on one device, on the
+    // host, without kernels: these would be silently ignored.
+    for (const char *f : {"backend", "ranks", "no-jit", "no-fusion", "no-reuse",
+                          "ranks-per-process", "ranks-per-node"})
+      if (a.flags.count(f))
+        return usage(std::string("--") + f +
+                     " configures the distributed run; --reference runs the single-device "
+                     "evaluator instead (on the host, without kernels)");
+    if (!printAfter.empty() && (int)*parseStep(printAfter) > (int)Step::Autodiff)
+      return usage("--print-after: --reference runs the global program, the steps up to "
+                   "`autodiff`, not `" +
+                   printAfter + "`");
+  }
   std::string lang = a.flags.count("x") ? a.flags["x"] : "dt";
   if (lang != "dt" && lang != "ir")
     return usage("-x: unknown input language `" + lang + "` (dt, ir)");
@@ -196,7 +214,10 @@ int dtensorcMain(int argc, char **argv) {
     long n = std::strtol(text.c_str(), &end, 10);
     ranks = end && *end == 0 && n > 0 && n <= 1 << 20 ? (int)n : 0;
     if (ranks < 1)
-      return usage("--ranks needs a positive number");
+      return usage(end && *end == 0 && n > (1 << 20)
+                       ? "--ranks " + text + " is more ranks than a run can have (at most " +
+                             std::to_string(1 << 20) + ")"
+                       : "--ranks needs a positive number");
   }
 
   SessionOptions so;
@@ -270,8 +291,10 @@ int dtensorcMain(int argc, char **argv) {
         std::cerr << diags.errorCount() << " errors\n";
       return 1;
     };
+    // Under mpirun every process compiles the same program: world rank 0's
+    // process reports its errors, once.
     if (!s.compileFile(a.file, irInput))
-      return failed();
+      return quiet ? 1 : failed();
     if (a.cmd == "check") {
       std::cerr << diags.renderAll();
       return 0;

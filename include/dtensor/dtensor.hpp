@@ -128,7 +128,11 @@ struct Block {
 };
 
 struct Options {
-  /// Where ranks run: `cpu` (threads), `cuda` (one GPU), `null`.
+  /// Where ranks run: `cpu` (threads), `cuda` (one GPU), `null`, or `mpi`
+  /// (under mpirun: every process makes the same Session and the same calls;
+  /// only the process of world rank 0 gets call() results, value() and
+  /// takeOutput() text; the others get an empty result vector, and value()
+  /// throws Error(Usage) saying so).
   std::string backend = "cpu";
   /// World size (number of ranks); 0: as many as the program's meshes need.
   int world = 0;
@@ -149,6 +153,16 @@ struct Options {
   /// Deterministic mode (`dtensorc run --deterministic`, docs/language.md):
   /// every value bit-identical on any mesh and layout of the program.
   bool deterministic = false;
+  /// Whether programs may read and write files (`load`, `save` and the
+  /// checkpoints). A host that runs programs from an untrusted source turns
+  /// it off: those calls are then compile errors (kind `FileAccessOff`).
+  bool fileAccess = true;
+  /// Limits for untrusted programs, 0 for dtensor's defaults: elements of
+  /// one tensor (a larger declaration is a compile error; default 2^32), and
+  /// iterations of one `while` or run-time-bound `for` (past it the call
+  /// throws Error(Runtime); default: no limit).
+  int64_t maxTensorElements = 0;
+  int64_t maxLoopTrips = 0;
 };
 
 /// One program: a compiler, a runtime and the values of its top-level names.

@@ -87,3 +87,33 @@ TEST_CASE("diagnostics: the caret and its range count characters, not bytes, aft
   CHECK(one.find("\n    | " + std::string(23, ' ') + "^~~\n") != std::string::npos);
   CHECK(two.find("\n    | " + std::string(7, ' ') + "^\n") != std::string::npos);
 }
+
+TEST_CASE("diagnostics: hostile source lines print as a safe window, long texts elided") {
+  SourceManager sm;
+  // 5000 bytes before the error, 5000 after, an ESC, a lone 0xFF, a C1 CSI.
+  std::string line = std::string(5000, 'a') + "\x1b\xff\xc2\x9b bad " + std::string(5000, 'z');
+  int f = sm.add("h.dt", line + "\n");
+  DiagEngine d(sm);
+  const int col = 5000 + 6; // `bad`, 1-based: after 5000 a's and 5 bytes
+  d.error<DiagId::MeshNotValue>(SrcLoc{f, 1, col, col + 3}, std::string(3000, 'n'));
+  std::string r = d.render(d.all()[0]);
+  CHECK(r.size() < 1200);
+  CHECK(r.find('\x1b') == std::string::npos);
+  CHECK(r.find('\xff') == std::string::npos);
+  CHECK(r.find("\xc2\x9b") == std::string::npos);
+  CHECK(r.find(" ... ") != std::string::npos); // the 3000-byte name, elided
+  // The caret still sits under `bad` in the window shown.
+  size_t src = r.find("  1 | ");
+  REQUIRE(src != std::string::npos);
+  size_t srcEnd = r.find('\n', src);
+  std::string shown = r.substr(src + 6, srcEnd - src - 6);
+  size_t caretLine = srcEnd + 1;
+  size_t caret = r.find('^', caretLine);
+  REQUIRE(caret != std::string::npos);
+  size_t at = caret - (caretLine + 6);
+  CHECK(shown.substr(0, 4) == "... ");
+  CHECK(shown.substr(shown.size() - 4) == " ...");
+  // Columns count characters: the window's C1 pair shows as two spaces.
+  CHECK(shown.substr(at, 3) == "bad");
+  CHECK(r.substr(caret, 4) == "^~~\n");
+}

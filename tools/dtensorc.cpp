@@ -17,10 +17,12 @@
 #include "tools/Progress.h"
 #include "tools/ReplTerminal.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <new>
 #include <optional>
@@ -47,6 +49,32 @@ int main(int argc, char **argv) {
 }
 
 namespace {
+
+/// A run-time fault as a located diagnostic when it names a line of the
+/// program file (" (line L:C)", not a module's " of nn.dt"): `f.dt:3:1:
+/// error: ...` with the source line and a caret, like a compile error;
+/// otherwise `error: ...`.
+std::string renderFault(const std::string &what, const std::string &file) {
+  size_t at = what.find(" (line ");
+  int line = 0, col = 0, used = 0;
+  if (at != std::string::npos && !file.empty() &&
+      std::sscanf(what.c_str() + at, " (line %d:%d)%n", &line, &col, &used) == 2 && used > 0 &&
+      line > 0) {
+    std::ifstream in(file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.good() || in.eof()) {
+      SourceManager sm;
+      int f = sm.add(file, text);
+      DiagEngine de(sm);
+      Diagnostic d;
+      d.severity = Severity::Error;
+      d.loc = SrcLoc{f, line, col, 0};
+      d.message = what.substr(0, at) + what.substr(at + used);
+      return de.render(d);
+    }
+  }
+  return "error: " + what + "\n";
+}
 
 int dtensorcMain(int argc, char **argv) {
   const char *banner = "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")";
@@ -364,7 +392,7 @@ int dtensorcMain(int argc, char **argv) {
     return 1; // world rank 0 reports it
   } catch (const RuntimeFault &f) {
     std::cout.flush();
-    std::cerr << "error: " << f.what() << "\n";
+    std::cerr << renderFault(f.what(), irInput ? "" : a.file);
     return 1;
   } catch (const InternalError &e) {
     std::cout.flush();

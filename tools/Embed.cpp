@@ -14,6 +14,7 @@
 #include "support/LowPrecision.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <sstream>
 
@@ -268,6 +269,11 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
   impl_->s = std::make_unique<dt::Session>(so);
   // The host's folders first, then the installed stdlib, then the defaults.
   std::vector<std::string> paths = opts.importPaths;
+  std::error_code ec;
+  if (!opts.stdlibDir.empty() && !std::filesystem::is_directory(opts.stdlibDir, ec))
+    throw Error(Error::Kind::Usage, "Options::stdlibDir `" + opts.stdlibDir +
+                                        "` is not a folder (the stdlib: `nn.dt`, `optim.dt`); "
+                                        "leave it empty for the default");
   if (!opts.stdlibDir.empty())
     paths.push_back(opts.stdlibDir);
   auto &sp = impl_->s->compilation().options.stdlibPaths;

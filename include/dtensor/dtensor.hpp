@@ -140,7 +140,8 @@ struct Options {
   std::vector<std::string> importPaths;
   /// The stdlib (`import nn`, `import optim`): the installed package's, set
   /// by its CMake config (`find_package(dtensor)`); else $DTENSOR_STDLIB or
-  /// the one next to the executable or in the source tree.
+  /// the one next to the executable or in the source tree. A folder that does
+  /// not exist is refused (Error(Usage) from the constructor).
 #ifdef DTENSOR_STDLIB_DIR
   std::string stdlibDir = DTENSOR_STDLIB_DIR;
 #else

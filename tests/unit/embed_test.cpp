@@ -327,6 +327,11 @@ TEST_CASE("embed: Options for untrusted programs: file access off, limits") {
   dtensor::Options bad;
   bad.maxLoopTrips = -1;
   CHECK_THROWS_AS(dtensor::Session{bad}, dtensor::Error);
+  // A stdlib folder that does not exist is refused, not silently replaced.
+  dtensor::Options noStdlib;
+  noStdlib.stdlibDir = "/nonexistent/dtensor/stdlib";
+  CHECK_THROWS_WITH_AS(dtensor::Session{noStdlib}, doctest::Contains("is not a folder"),
+                       dtensor::Error);
 }
 
 TEST_CASE("embed: two sessions on two threads, each running its own program") {

@@ -133,6 +133,14 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
     diags().error<DiagId::SaveArgs>(e.args[0]->loc).hint = "the file path is empty";
     return EV::bad();
   }
+  // The extension names the format: anything else would be an `.npy` file
+  // under another name.
+  const std::string &asWritten = e.args[0]->text;
+  if (!st && (asWritten.size() < 4 || asWritten.compare(asWritten.size() - 4, 4, ".npy") != 0)) {
+    diags().error(DiagId::SaveExtension, e.args[0]->loc, {asWritten}).hint =
+        "name it `name.npy` (one tensor) or `name.safetensors` (named tensors)";
+    return EV::bad();
+  }
   if (st && !namesOneLine(e, "save"))
     return EV::bad();
   Attrs a;

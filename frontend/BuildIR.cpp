@@ -107,13 +107,14 @@ std::string IRBuilder::lineOf(SrcLoc at, SrcLoc from) const {
 
 void IRBuilder::meshDecl(const ast::Stmt &s) {
   const ast::MeshDecl &d = *s.mesh;
-  if (st_.meshes.count(d.name)) {
-    diags().error(DiagId::Redefinition, s.loc, {d.name});
-    return;
-  }
+  // Declared before: the same mesh again is no change (a file loaded twice
+  // into the REPL); another one is an error (its values' types name it).
+  const auto before = st_.meshes.find(d.name);
+  const MeshRef existing = before == st_.meshes.end() ? nullptr : before->second;
   auto m = std::make_shared<Mesh>();
   m->name = d.name;
-  badMeshes_.insert(d.name); // until the declaration is complete
+  if (!existing)
+    badMeshes_.insert(d.name); // until the declaration is complete
   std::set<std::string> names;
   for (size_t i = 0; i < d.axes.size(); ++i) {
     SrcLoc l = i < d.axisLocs.size() ? d.axisLocs[i] : s.loc;
@@ -181,6 +182,12 @@ void IRBuilder::meshDecl(const ast::Stmt &s) {
         .error(DiagId::MeshesTooManyDevices, s.loc,
                {d.name, std::to_string(ids.size()), std::to_string(maxRanks)})
         .hint = "let the meshes share device ids";
+    return;
+  }
+  if (existing) {
+    if (!(*existing == *m))
+      diags().error(DiagId::Redefinition, s.loc, {d.name}).hint =
+          "the same declaration again is allowed; another mesh needs another name";
     return;
   }
   st_.meshes[d.name] = m;
@@ -460,9 +467,18 @@ void IRBuilder::printStmt(const ast::Stmt &s) {
 void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   const ast::FnDecl &d = *s.fn;
   std::string q = prefix + d.name;
-  if (st_.functions.count(q)) {
-    diags().error(DiagId::Redefinition, s.loc, {q});
-    return;
+  if (auto it = st_.functions.find(q); it != st_.functions.end()) {
+    if (!prefix.empty() || it->second.build == st_.builds) {
+      diags().error(DiagId::Redefinition, s.loc, {q});
+      return;
+    }
+    // An earlier input's function (the REPL, a session's later compile):
+    // this declaration replaces it for every later call, the calls inside
+    // other functions too, so no instance made with the old body is kept.
+    for (auto &[name, other] : st_.functions)
+      other.instances.clear();
+    st_.functions.erase(it);
+    ++st_.redefinitions;
   }
   if (auto it = st_.structs.find(q); it != st_.structs.end()) {
     // `S(...)` would call the function and the struct could not be built.
@@ -483,6 +499,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   FnInfo fi;
   fi.decl = &d;
   fi.qualified = q;
+  fi.build = st_.builds;
   // The program's constants declared so far (a module's functions see none).
   if (prefix.empty() && !scopes_.empty())
     for (auto &[n, b] : scopes_.front())
@@ -705,6 +722,7 @@ std::unique_ptr<ast::Program> Compilation::parse(const std::string &path, const 
 
 bool Compilation::build(std::unique_ptr<ast::Program> prog) {
   int before = diags.errorCount();
+  ++builderState->builds;
   IRBuilder b(*this);
   b.buildProgram(*prog);
   builderState->programs.push_back(std::move(prog));

@@ -125,6 +125,9 @@ struct FnInfo {
   /// The top-level `let` constants declared above it (none for a module's
   /// function): all its signature and body see of the program's constants.
   std::map<std::string, Binding> consts;
+  /// Which build (BuilderState::builds) declared it: a later input may
+  /// declare the function again (the REPL: fix it and rerun).
+  uint64_t build = 0;
 };
 
 /// Everything that outlives one compile() call (the REPL compiles line by line).
@@ -152,6 +155,11 @@ struct Compilation::BuilderState {
   /// `load` of one is checked against that, not against the file on disk.
   std::map<std::string, std::map<std::string, TensorType>> filesSaved;
   int instanceCounter = 0;
+  /// Functions declared again by a later input: each bump drops every
+  /// compiled instance (the runtime Session's call cache too), since any of
+  /// them may call the old body.
+  uint64_t redefinitions = 0;
+  uint64_t builds = 0; ///< Compilation::build calls so far (the REPL's inputs)
   /// Instructions of `main` verified after an earlier build and unchanged
   /// since (a session's inputs append to `main`; one that rolls `main` back
   /// lowers this): the next verification starts after them.

@@ -273,6 +273,11 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
   key += "|";
   for (auto &t : argTypes)
     key += t.str() + ";";
+  // A function declared again since: every compiled call may reach it.
+  if (c_->builderState->redefinitions != callsRedefinitions_) {
+    calls_.clear();
+    callsRedefinitions_ = c_->builderState->redefinitions;
+  }
   auto it = calls_.find(key);
   if (it == calls_.end()) {
     int errors = c_->diags.errorCount();

@@ -166,6 +166,7 @@ private:
     std::unique_ptr<Executor> exec;
   };
   std::map<std::string, CallEntry> calls_; ///< signature -> instance
+  uint64_t callsRedefinitions_ = 0;        ///< BuilderState::redefinitions calls_ saw
   std::vector<TensorType> lastCallResults_;
   /// The top-level names before the first chunk not yet run (Session.cpp).
   struct Pending;

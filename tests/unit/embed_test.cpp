@@ -306,6 +306,18 @@ TEST_CASE("embed: a session entered by a second thread while busy says so") {
   CHECK(s.value("v").at(0) == 20000.0 * rounds);
 }
 
+TEST_CASE("embed: a later compile may declare a function again; calls use the new body") {
+  dtensor::Session s;
+  REQUIRE(s.compile("mesh m = [x = 2]\n"
+                    "fn f(a: f32[N] @ m[x]) -> f32[N] @ m[x] { return a * 2.0 }\n"
+                    "fn g(a: f32[N] @ m[x]) -> f32[N] @ m[x] { return f(a) + 1.0 }\n"));
+  std::vector<float> a = {1, 2};
+  CHECK(s.call("g", {dtensor::TensorView(a.data(), {2})})[0].str() == "[3, 5]");
+  REQUIRE(s.compile("fn f(a: f32[N] @ m[x]) -> f32[N] @ m[x] { return a * 10.0 }\n"));
+  CHECK(s.call("g", {dtensor::TensorView(a.data(), {2})})[0].str() == "[11, 21]");
+  CHECK(s.call("f", {dtensor::TensorView(a.data(), {2})})[0].str() == "[10, 20]");
+}
+
 TEST_CASE("embed: Options for untrusted programs: file access off, limits") {
   dtensor::Options o;
   o.fileAccess = false;

@@ -172,6 +172,36 @@ TEST_CASE("repl: an input that fails defines nothing, so it can be typed again c
         "[1, 2, 3, 4] : f32[4] @ m{x: shard(0)}\n");
 }
 
+TEST_CASE("repl: a function declared again replaces it, for the calls inside others too") {
+  Driver d;
+  CHECK(d("mesh m = [x = 2]\nlet v : f32[4] @ m[x] = ones()\n") == "");
+  CHECK(d("fn f(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 2.0 }") == "");
+  CHECK(d("fn g(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return f(a) + 1.0 }") == "");
+  CHECK(d("g(v)") == "[3, 3, 3, 3] : f32[4] @ m{x: shard(0)}\n");
+  // Fixed and run again: g, compiled with the old f, calls the new one.
+  CHECK(d("fn f(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 3.0 }") == "");
+  CHECK(d("g(v)") == "[4, 4, 4, 4] : f32[4] @ m{x: shard(0)}\n");
+  CHECK(d("f(v)") == "[3, 3, 3, 3] : f32[4] @ m{x: shard(0)}\n");
+  // Twice in one input (a file) stays an error; a failed redeclaration
+  // keeps the old one.
+  std::string err;
+  std::string twice = writeTemp("fn k(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a }\n"
+                                "fn k(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a }\n");
+  d(":load " + twice, &err);
+  CHECK(err.find("`k` is already defined") != std::string::npos);
+  std::remove(twice.c_str());
+  d("fn f(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a + true }", &err);
+  CHECK(err.find("error:") != std::string::npos);
+  CHECK(d("g(v)") == "[4, 4, 4, 4] : f32[4] @ m{x: shard(0)}\n");
+  // A file loaded twice: its mesh (the same) and functions declared again.
+  std::string path = writeTemp("mesh q = [y = 2]\nfn h(a: f32[2] @ q[y]) -> f32[2] @ q[y] "
+                               "{ return a * 5.0 }\nlet w : f32[2] @ q[y] = ones()\n");
+  CHECK(d(":load " + path) == "");
+  CHECK(d(":load " + path) == "");
+  CHECK(d("h(w)") == "[5, 5] : f32[2] @ q{y: shard(0)}\n");
+  std::remove(path.c_str());
+}
+
 TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
   Driver d;
   CHECK(d(":mesh") == "no meshes (declare one: `mesh m = [x = 2, y = 2]`)\n");

@@ -248,6 +248,11 @@ int dtensorcMain(int argc, char **argv) {
                        : "--ranks needs a positive number");
   }
 
+  // Under mpirun only `run` is a program of several processes: the other
+  // commands would do the same work in each, so world rank 0's alone does.
+  if (quiet && a.cmd != "run")
+    return 0;
+
   SessionOptions so;
   so.pipeline.printAfter = printAfter;
   so.pipeline.timePasses = a.flags.count("time-passes") > 0;

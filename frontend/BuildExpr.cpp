@@ -229,6 +229,7 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
     } else if (operands[1].literal && operands[2].literal) {
       const EV &p = operands[1], &q = operands[2];
       DType dt = p.isBool && q.isBool                             ? DType::Bool
+                 : bareBranchDtype_                               ? *bareBranchDtype_
                  : (p.isInt || p.isBool) && (q.isInt || q.isBool) ? DType::I64
                                                                   : DType::F32;
       branch = replicatedType(dt, {}, like ? like->mesh : nullptr);
@@ -708,6 +709,22 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       }
       a.ints = {(int64_t)*v};
       return emit(Op::Iota, {}, {}, init.loc, a, {t});
+    }
+    if (c == "where" && t.dtype != DType::Bool && init.args.size() == 3 && init.kwargs.empty()) {
+      // `let e : f64[4] @ m[x] = where(c, 1.0, 0.0)`: bare branches take the
+      // declared dtype (as `ones()` does), not f32. Only this select's: the
+      // operands (which may call functions) are built before.
+      std::vector<EV> xs;
+      std::vector<const ast::Expr *> exs;
+      for (auto &arg : init.args) {
+        xs.push_back(expr(*arg));
+        exs.push_back(arg.get());
+      }
+      std::optional<DType> saved = bareBranchDtype_;
+      bareBranchDtype_ = t.dtype;
+      EV r = emit(Op::Select, xs, exs, init.loc);
+      bareBranchDtype_ = saved;
+      return r;
     }
   }
   return expr(init);

@@ -557,6 +557,9 @@ public:
   /// Meshes whose declaration in this compile had an error (reported): a
   /// layout naming one fails without a second, misleading `unknown mesh`.
   std::set<std::string> badMeshes_;
+  /// Set while a `where` initializes a declared numeric type: the dtype its
+  /// two bare branches take (else f32, i64 or bool by their literals).
+  std::optional<DType> bareBranchDtype_;
   std::string modulePrefix_; ///< `nn.` while building an imported module
   int currentFile_ = 0;
   /// "line 7" for a place in the file of `from`, else "nn.dt:7" (or "[3]:7",

@@ -460,6 +460,9 @@ public:
   /// never one of them silently dropped): null, and `twice` set.
   const ast::Expr *argOrKeyword(const std::string &name, const ast::Expr &e, size_t pos,
                                 const std::string &key, bool &twice);
+  /// Reports that struct `def` has no field `field`: the field meant as the
+  /// hint, else the list of its fields.
+  void noField(const StructDef &def, const std::string &field, SrcLoc at);
   /// EV::bad(), reporting `NeedsTensor` for builtin `call` when `x` is not
   /// poison already (a bare number, a tuple: never a silent drop).
   EV needsTensor(const EV &x, const ast::Expr &call);

@@ -155,16 +155,7 @@ bool IRBuilder::reportField(const ast::Expr &e) {
     std::string field = text.substr(dot + 1);
     field = field.substr(0, field.find('.'));
     if (b->kind == Binding::Struct) {
-      auto &d = diags().error(DiagId::StructNoField, e.loc, {b->record->name, field});
-      std::vector<std::string> names;
-      for (auto &f : b->record->fields)
-        names.push_back(f.name);
-      if (!didYouMean(d, field, names, e.loc)) {
-        std::string list;
-        for (auto &n : names)
-          list += (list.empty() ? "`" : ", `") + n + "`";
-        d.hint = "its fields are " + list;
-      }
+      noField(*b->record, field, e.loc);
       return true;
     }
     if (b->kind != Binding::Const && b->id < 0)
@@ -195,12 +186,21 @@ EV IRBuilder::fieldOf(const EV &v, const ast::Expr &e) {
     }
     k += n;
   }
-  auto &d = diags().error(DiagId::StructNoField, e.loc, {def->name, e.text});
-  std::vector<std::string> names;
-  for (auto &f : def->fields)
-    names.push_back(f.name);
-  didYouMean(d, e.text, names, e.loc);
+  noField(*def, e.text, e.loc);
   return EV::bad();
+}
+
+void IRBuilder::noField(const StructDef &def, const std::string &field, SrcLoc at) {
+  auto &d = diags().error(DiagId::StructNoField, at, {def.name, field});
+  std::vector<std::string> names;
+  for (auto &f : def.fields)
+    names.push_back(f.name);
+  if (!didYouMean(d, field, names, at)) {
+    std::string list;
+    for (auto &n : names)
+      list += (list.empty() ? "`" : ", `") + n + "`";
+    d.hint = "its fields are " + list;
+  }
 }
 
 EV IRBuilder::structValue(const std::string &name, const Binding &b) {
@@ -307,11 +307,7 @@ EV IRBuilder::construct(const StructRef &def, const ast::Expr &e) {
     auto it = std::find_if(fields.begin(), fields.end(),
                            [&](const StructDef::Field &f) { return f.name == k; });
     if (it == fields.end()) {
-      auto &d = diags().error(DiagId::StructNoField, v->loc, {def->name, k});
-      std::vector<std::string> names;
-      for (auto &f : fields)
-        names.push_back(f.name);
-      didYouMean(d, k, names, v->loc);
+      noField(*def, k, v->loc);
       return EV::bad();
     }
     size_t i = (size_t)(it - fields.begin());

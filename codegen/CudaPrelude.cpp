@@ -3,11 +3,51 @@
 // of one rule of codegen/KernelIR.h (and of the matching code in
 // KernelInterp.cpp, the oracle); keep them in step.
 #include "codegen/CudaEmitter.h"
+#include "support/FloatMath.h"
+
+#include <cstdio>
+#include <string>
+#include <utility>
 
 namespace dt {
 
+namespace {
+
+/// `{c0, c1, ...}` in hexadecimal floating point: exactly the doubles given.
+std::string table(const double *c, int n) {
+  std::string s = "{";
+  for (int i = 0; i < n; ++i) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%a", c[i]);
+    s += (i ? ", " : "") + std::string(buf);
+  }
+  return s + "}";
+}
+
+/// The prelude with each `@name@` replaced by support/FloatMath.h's table or
+/// size of that name, so the host and the device share one set of numbers.
+std::string withFloatMathTables(std::string text) {
+  using namespace fmath;
+  const std::pair<const char *, std::string> names[] = {
+      {"@kExpTerms@", std::to_string(kExpTerms)},   {"@kExpCoef@", table(kExpCoef, kExpTerms)},
+      {"@kTanhTerms@", std::to_string(kTanhTerms)}, {"@kTanhCoef@", table(kTanhCoef, kTanhTerms)},
+      {"@kErfTerms@", std::to_string(kErfTerms)},   {"@kErfTaylor@", table(kErfTaylor, kErfTerms)},
+      {"@kErfcTerms@", std::to_string(kErfcTerms)}, {"@kErfcCheb@", table(kErfcCheb, kErfcTerms)},
+      {"@kLogTerms@", std::to_string(kLogTerms)},   {"@kLogCoef@", table(kLogCoef, kLogTerms)},
+      {"@kCosTerms@", std::to_string(kCosTerms)},   {"@kCosCoef@", table(kCosCoef, kCosTerms)},
+      {"@kSinCoef@", table(kSinCoef, kCosTerms)},
+  };
+  for (const auto &[name, value] : names)
+    for (size_t at; (at = text.find(name)) != std::string::npos;)
+      text.replace(at, std::string(name).size(), value);
+  return text;
+}
+
+} // namespace
+
 const char *cudaPrelude() {
-  return R"CUDA(// dtensor CUDA prelude: the kernel IR's scalar rules (codegen/KernelIR.h).
+  static const std::string text = withFloatMathTables(
+      R"CUDA(// dtensor CUDA prelude: the kernel IR's scalar rules (codegen/KernelIR.h).
 typedef unsigned long long dt_u64;
 typedef long long dt_i64;
 
@@ -31,86 +71,64 @@ __device__ __forceinline__ double dt_fmax(double a, double b) {
   return (a != a || b != b) ? a + b : (a < b ? b : a);
 }
 // exp, tanh, sigmoid, erf, log, log1p and expm1 on f32 (bf16/f16 compute in
-// f32): the steps of
-// support/FloatMath.h, in f64, rounded once, so the bits equal the CPU's
-// (--fmad=false keeps every a * b + c two roundings, as there).
-// 1/10! x^9 + ... + 1/2! x + 1/1! by Horner's rule (fmath::kExpCoef's first 10).
-__device__ __forceinline__ double dt_exp_taylor10(double r) {
-  double p = 1.0 / 3628800;
-  p = p * r + 1.0 / 362880;
-  p = p * r + 1.0 / 40320;
-  p = p * r + 1.0 / 5040;
-  p = p * r + 1.0 / 720;
-  p = p * r + 1.0 / 120;
-  p = p * r + 1.0 / 24;
-  p = p * r + 1.0 / 6;
-  p = p * r + 0.5;
-  return p * r + 1.0;
+// f32), and randn's log and cos: the steps of support/FloatMath.h, in f64,
+// rounded once, so the bits equal the CPU's (--fmad=false keeps every
+// a * b + c two roundings, as there). Each `@table@` is FloatMath.h's own
+// table, written in by cudaPrelude() in hexadecimal (the same doubles).
+// c[0] x^(N-1) + ... + c[N-1] by Horner's rule (fmath::horner).
+template <int N> __device__ __forceinline__ double dt_horner(const double *c, double x) {
+  double p = c[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i)
+    p = p * x + c[i];
+  return p;
 }
 __device__ __forceinline__ double dt_exp_for_f32(double x) {
+  const double coef[@kExpTerms@] = @kExpCoef@;
   x = x > 150.0 ? 150.0 : x;
   x = x < -150.0 ? -150.0 : x;
   const double t = x * 0x1.71547652b82fep+0 + 0x1.8p+52;
   const double n = t - 0x1.8p+52;
   const double r = (x - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
-  const double p = dt_exp_taylor10(r) * r + 1.0;
+  const double p = dt_horner<@kExpTerms@>(coef, r);
   const dt_i64 k = __double_as_longlong(t) - __double_as_longlong(0x1.8p+52);
   return p * __longlong_as_double((dt_i64)((dt_u64)(k + 1023) << 52));
 }
 __device__ __forceinline__ float dt_expf(float v) { return (float)dt_exp_for_f32((double)v); }
 __device__ __forceinline__ float dt_tanhf(float v) {
+  const double coef[@kTanhTerms@] = @kTanhCoef@;
   const double x = v;
   const double ax = x < 0 ? -x : x;
   const double x2 = x * x;
-  double q = 62.0 / 2835;
-  q = q * x2 + -17.0 / 315;
-  q = q * x2 + 2.0 / 15;
-  q = q * x2 + -1.0 / 3;
-  const double small = x * (1.0 + x2 * q);
+  const double small = x * (1.0 + x2 * dt_horner<@kTanhTerms@>(coef, x2));
   const double e = dt_exp_for_f32(ax + ax);
   const double big = (e - 1.0) / (e + 1.0);
   return (float)(ax < 0.0625 ? small : x < 0 ? -big : big);
 }
 __device__ __forceinline__ float dt_erff(float v) {
-  const double dt_erf_taylor[14] = {
-    -0x1.d8453cb0c46eap-38, 0x1.9e6ad5e55a730p-34, -0x1.51d7181c5d36dp-30,
-    0x1.fcc5720624c1cp-27, -0x1.5f742ec43e71ap-23, 0x1.b9e6c9dc651a3p-20,
-    -0x1.f4d25c3e0c2ebp-17, 0x1.f9a326f9b89b7p-14, -0x1.c02db40040b86p-11,
-    0x1.565bcd0e6a53fp-8, -0x1.b82ce31288b51p-6, 0x1.ce2f21a042be2p-4,
-    -0x1.812746b0379e7p-2, 0x1.20dd750429b6dp+0,
-  };
-  const double dt_erfc_cheb[17] = {
-    0x1.f4957d364d195p-3, -0x1.165205361f2fcp-3, 0x1.23ec403b6e0e2p-5,
-    -0x1.231d388285abap-7, 0x1.15aa8393bd21ap-9, -0x1.fcfa3d136cb88p-12,
-    0x1.c1f0511e0a0cdp-14, -0x1.80d018509abbcp-16, 0x1.3f3a7c23fd99ap-18,
-    -0x1.016d995d87777p-20, 0x1.94598f602aaabp-23, -0x1.35c7d46eeeeefp-25,
-    0x1.cfb1112444444p-28, -0x1.5372da2222222p-30, 0x1.e6ad4c0000000p-33,
-    -0x1.55fca6eeeeeefp-35, 0x1.d790377777777p-38,
-  };
+  const double taylor[@kErfTerms@] = @kErfTaylor@;
+  const double cheb[@kErfcTerms@] = @kErfcCheb@;
   const double x = v;
   const double ax = x < 0 ? -x : x;
   const double x2 = x * x;
-  double p = dt_erf_taylor[0];
-#pragma unroll
-  for (int i = 1; i < 14; ++i)
-    p = p * x2 + dt_erf_taylor[i];
-  const double small = x * p;
+  const double small = x * dt_horner<@kErfTerms@>(taylor, x2);
   const double a = ax > 4.0 ? 4.0 : ax;
   const double t = (a + a - 5.0) / 3.0;
   const double t2 = t + t;
   double b1 = 0, b2 = 0;
 #pragma unroll
-  for (int k = 16; k >= 1; --k) {
-    const double b0 = (dt_erfc_cheb[k] + t2 * b1) - b2;
+  for (int k = @kErfcTerms@ - 1; k >= 1; --k) {
+    const double b0 = (cheb[k] + t2 * b1) - b2;
     b2 = b1;
     b1 = b0;
   }
-  const double g = (dt_erfc_cheb[0] + t * b1) - b2;
+  const double g = (cheb[0] + t * b1) - b2;
   const double e = dt_exp_for_f32(-(a * a));
   const double r = ax >= 4.0 ? 1.0 : 1.0 - e * g;
   return (float)(ax < 1.0 ? small : x < 0 ? -r : r);
 }
 __device__ __forceinline__ double dt_log_for_f32(double x) {
+  const double coef[@kLogTerms@] = @kLogCoef@;
   const dt_i64 bits = __double_as_longlong(x);
   const dt_i64 e0 = (bits >> 52) - 1023;
   const double m0 = __longlong_as_double((bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
@@ -119,15 +137,7 @@ __device__ __forceinline__ double dt_log_for_f32(double x) {
   const double e = (double)(high ? e0 + 1 : e0);
   const double s = (m - 1.0) / (m + 1.0);
   const double s2 = s * s;
-  double q = 2.0 / 17;
-  q = q * s2 + 2.0 / 15;
-  q = q * s2 + 2.0 / 13;
-  q = q * s2 + 2.0 / 11;
-  q = q * s2 + 2.0 / 9;
-  q = q * s2 + 2.0 / 7;
-  q = q * s2 + 2.0 / 5;
-  q = q * s2 + 2.0 / 3;
-  const double lm = s * (2.0 + s2 * q);
+  const double lm = s * (2.0 + s2 * dt_horner<@kLogTerms@>(coef, s2));
   const double inf = __longlong_as_double(0x7ff0000000000000LL);
   double r = e * 0x1.62e42fee00000p-1 + (e * 0x1.a39ef35793c76p-33 + lm);
   r = x == inf ? x : r;
@@ -138,25 +148,15 @@ __device__ __forceinline__ double dt_log_for_f32(double x) {
 // randn's cos (support/FloatMath.h cosForNormal) and Box-Muller with it and
 // dt_log_for_f32 (support/Random.h): the host's steps, so the host's bits.
 __device__ __forceinline__ double dt_cos_for_normal(double x) {
-  // cos r's and sin r's Taylor coefficients in r^2, highest first (FloatMath.h).
-  const double dt_cos_coef[7] = {-1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0,
-                                 1.0 / 40320.0,        -1.0 / 720.0,      1.0 / 24.0,
-                                 -1.0 / 2.0};
-  const double dt_sin_coef[7] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
-                                 1.0 / 362880.0,         -1.0 / 5040.0,      1.0 / 120.0,
-                                 -1.0 / 6.0};
+  const double cosCoef[@kCosTerms@] = @kCosCoef@;
+  const double sinCoef[@kCosTerms@] = @kSinCoef@;
   const double t = x * 0x1.45f306dc9c883p-1 + 0x1.8p+52;
   const double n = t - 0x1.8p+52;
   const double r = ((x - n * 0x1.921fb54400000p+0) - n * 0x1.0b4611a600000p-34) -
                    n * 0x1.3198a2e037073p-69;
   const double r2 = r * r;
-  double c = dt_cos_coef[0], s = dt_sin_coef[0];
-#pragma unroll
-  for (int i = 1; i < 7; ++i) {
-    c = c * r2 + dt_cos_coef[i];
-    s = s * r2 + dt_sin_coef[i];
-  }
-  const double cr = 1.0 + r2 * c, sr = r + r * (r2 * s);
+  const double cr = 1.0 + r2 * dt_horner<@kCosTerms@>(cosCoef, r2);
+  const double sr = r + r * (r2 * dt_horner<@kCosTerms@>(sinCoef, r2));
   const dt_i64 q = (__double_as_longlong(t) - __double_as_longlong(0x1.8p+52)) & 3;
   return q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;
 }
@@ -175,9 +175,11 @@ __device__ __forceinline__ float dt_log1pf(float v) {
   return (float)(x == __longlong_as_double(0x7ff0000000000000LL) ? x : u == 1.0 ? x : r);
 }
 __device__ __forceinline__ float dt_expm1f(float v) {
+  // exp's polynomial but its last term (fmath::expm1F32).
+  const double coef[@kExpTerms@] = @kExpCoef@;
   const double x = v;
   const double ax = x < 0 ? -x : x;
-  const double small = x * dt_exp_taylor10(x);
+  const double small = x * dt_horner<@kExpTerms@ - 1>(coef, x);
   return (float)(ax < 0.0625 ? small : dt_exp_for_f32(x) - 1.0);
 }
 __device__ __forceinline__ float dt_sigmoidf(float v) {
@@ -432,7 +434,8 @@ __device__ __forceinline__ T dt_warp_reduce_ordered(T v, F combine) {
   }
   return v;
 }
-)CUDA";
+)CUDA");
+  return text.c_str();
 }
 
 } // namespace dt

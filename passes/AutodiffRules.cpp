@@ -7,6 +7,7 @@
 // in the table; tests/unit/op_tables_test checks every op is classified.
 #include "passes/AutodiffRules.h"
 
+#include <algorithm>
 #include <array>
 
 namespace dt {
@@ -17,6 +18,18 @@ constexpr int kNumOps = 0
 #define OP(Enum, name, nopnds, nres, cls) +1
 #include "ir/Ops.def"
     ;
+/// The reshape that puts the reduced dims `dims` of a `rank`-dim operand
+/// back as size 1 into its reduction's result: the squeeze form (Reshape's
+/// ints: result dim k goes to dim map[k]), so a shard follows its own dim
+/// even where size-1 dims leave a plain reshape guessing.
+Attrs keepReducedDims(size_t rank, const std::vector<int64_t> &dims) {
+  Attrs a;
+  for (int64_t d = 0; d < (int64_t)rank; ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end())
+      a.ints.push_back(d);
+  return a;
+}
+
 } // namespace
 
 namespace ad {
@@ -180,7 +193,8 @@ struct Rule {
     k.shape = xt.shape;
     for (auto d : in.attrs.ints)
       k.shape[d] = Dim::lit(1);
-    int r = B.op(Op::Reshape, {g}, {}, {k});
+    const Attrs keep = keepReducedDims(xt.shape.size(), in.attrs.ints);
+    int r = B.op(Op::Reshape, {g}, keep, {k});
     TensorType b = T(r);
     b.shape = xt.shape;
     // Broadcast straight into the operand's layout: an axis that shards a
@@ -203,7 +217,14 @@ struct Rule {
   }
   // `ReduceMax`, `ReduceMin`
   void reduceMaxMin() {
-    const TensorType xt = T(x[0]);
+    // An operand that is itself partial(max) (a max of a max over a sharded
+    // dim): the mask needs its true values, so reduce it first.
+    TensorType xFull = T(x[0]);
+    for (auto &p : xFull.placements)
+      if (p.isPartial())
+        p = Placement::replicate();
+    const int xv = B.relayoutReusing(x[0], xFull);
+    const TensorType xt = T(xv);
     // A max over a sharded dim is partial(max); the mask compares every
     // element with the true maximum, so reduce it first (an all-reduce),
     // the one the forward ran when it relayouts the max the same way.
@@ -216,13 +237,31 @@ struct Rule {
     k.shape = xt.shape;
     for (auto d : in.attrs.ints)
       k.shape[d] = Dim::lit(1);
-    int ro = B.op(Op::Reshape, {reduced}, {}, {k});
-    int rg = B.op(Op::Reshape, {g}, {}, {[&] {
-                    TensorType t = T(g);
-                    t.shape = k.shape;
-                    return t;
-                  }()});
-    int m = B.castTo(B.op(Op::Eq, {x[0], ro}), g);
+    const Attrs keep = keepReducedDims(xt.shape.size(), in.attrs.ints);
+    auto shaped = [&](int v) {
+      TensorType t = T(v);
+      t.shape = k.shape;
+      return t;
+    };
+    // A reduced dim of size 1 that x shards is no broadcast: the size-1
+    // operands take x's shard of it (each rank slices its own, no traffic).
+    auto likeX = [&](int v) {
+      TensorType t = T(v);
+      bool moved = false;
+      for (size_t a = 0; a < t.placements.size() && a < xt.placements.size(); ++a) {
+        const Placement &p = xt.placements[a];
+        if (p.isShard() && !xt.shape[p.dim].isSym() && xt.shape[p.dim].value == 1 &&
+            t.placements[a].isReplicate() &&
+            std::find(in.attrs.ints.begin(), in.attrs.ints.end(), p.dim) != in.attrs.ints.end()) {
+          t.placements[a] = p;
+          moved = true;
+        }
+      }
+      return moved ? B.relayout(v, t) : v;
+    };
+    int ro = likeX(B.op(Op::Reshape, {reduced}, keep, {k}));
+    int rg = likeX(B.op(Op::Reshape, {g}, keep, {shaped(g)}));
+    int m = B.castTo(B.op(Op::Eq, {xv, ro}), g);
     // Ties share the gradient evenly (as JAX, and PyTorch's amax), so the
     // gradient of a max sums to the incoming one: divide by the number of
     // maximal elements, counted over the reduced dims on every rank (an
@@ -237,11 +276,7 @@ struct Rule {
         p = Placement::replicate();
     cnt = B.relayout(cnt, cntFull);
     cnt = B.op(Op::Maximum, {cnt, B.scalar(1, cnt)});
-    int rc = B.op(Op::Reshape, {cnt}, {}, {[&] {
-                    TensorType t = T(cnt);
-                    t.shape = k.shape;
-                    return t;
-                  }()});
+    int rc = likeX(B.op(Op::Reshape, {cnt}, keep, {shaped(cnt)}));
     accumulate(x[0], B.op(Op::Mul, {m, B.op(Op::Div, {rg, rc})}));
   }
   // `MatMul`

@@ -31,6 +31,8 @@ Lexer::Lexer(const std::string &text, int file, DiagEngine &diags)
     : text_(text), file_(file), diags_(diags) {
   cur_ = text_.c_str();
   lim_ = cur_ + text_.size();
+  if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    cur_ += 3; // a UTF-8 byte order mark (SourceManager::add drops it too)
   lineStart_ = cur_;
 }
 

@@ -30,6 +30,10 @@ std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
 }
 
 int SourceManager::add(std::string path, std::string text) {
+  // A UTF-8 byte order mark (Windows editors write one) is not part of line
+  // 1: the lexer skips it too, so columns count from after it.
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    text.erase(0, 3);
   files_.push_back({std::move(path), std::move(text)});
   return (int)files_.size() - 1;
 }
@@ -189,6 +193,25 @@ std::string DiagEngine::renderAll() const {
   for (auto &d : diags_)
     s += render(d);
   return s;
+}
+
+Diagnostic faultDiagnostic(const RuntimeFault &f, const SourceManager &sm) {
+  Diagnostic d;
+  d.severity = Severity::Error;
+  d.id = DiagId::RuntimeError;
+  auto held = [&](SrcLoc l) { return l.known() && l.file >= 0 && l.file < sm.count(); };
+  if (!held(f.loc)) {
+    d.loc = SrcLoc{-1, 0, 0, 0};
+    d.message = f.what();
+    return d;
+  }
+  d.loc = f.loc;
+  d.message = f.message();
+  for (SrcLoc c : f.calledFrom)
+    if (held(c))
+      d.notes.push_back("called from " + sm.path(c.file) + ":" + std::to_string(c.line) + ":" +
+                        std::to_string(c.col));
+  return d;
 }
 
 } // namespace dt

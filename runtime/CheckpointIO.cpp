@@ -10,12 +10,7 @@
 
 namespace dt {
 
-std::string checkpointWhere(const Inst &in) {
-  if (!in.loc.known()) // IR input: no source line
-    return opName(in.op);
-  return std::string(opName(in.op)) + " (line " + std::to_string(in.loc.line) + ":" +
-         std::to_string(in.loc.col) + ")";
-}
+std::string checkpointWhere(const Inst &in) { return opName(in.op); }
 
 CheckpointPlan planCheckpoint(const Inst &in, const std::vector<TensorType> &types,
                               const std::vector<int64_t> &worldIds) {

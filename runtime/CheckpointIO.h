@@ -50,7 +50,8 @@ HostTensor loadCheckpointBlock(const Inst &in, const TensorType &t,
                                const std::vector<int64_t> &offset,
                                const std::vector<int64_t> &shape);
 
-/// The message prefix of a fault of `in`: `save_checkpoint (line 3:1)`.
+/// The message prefix of a fault of `in`: `save_checkpoint` (the executor
+/// adds the line, rethrowAt).
 std::string checkpointWhere(const Inst &in);
 
 } // namespace dt

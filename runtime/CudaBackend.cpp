@@ -16,6 +16,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace dt {
@@ -403,6 +404,7 @@ void CudaBackend::run(int ranks, const std::function<void(Device &)> &body) {
   std::mutex fm;
   int failedRank = -1;
   std::string failure;
+  std::optional<RuntimeFault> failureFault; // the first failure, when a RuntimeFault (its line)
   ThreadWorld threads(ranks);
   try {
     threads.run([&](int rank) {
@@ -418,6 +420,8 @@ void CudaBackend::run(int ranks, const std::function<void(Device &)> &body) {
           if (failedRank < 0) {
             failedRank = rank;
             failure = e.what();
+            if (auto *f = dynamic_cast<const RuntimeFault *>(&e))
+              failureFault = *f;
           }
         }
         std::lock_guard<std::mutex> lock(mu_);
@@ -427,8 +431,12 @@ void CudaBackend::run(int ranks, const std::function<void(Device &)> &body) {
       }
     });
   } catch (const RuntimeFault &) {
-    if (failedRank >= 0 && ranks > 1)
-      throw RuntimeFault("rank " + std::to_string(failedRank) + " failed: " + failure);
+    if (failedRank >= 0 && ranks > 1) {
+      std::string prefix = "rank " + std::to_string(failedRank) + " failed: ";
+      if (failureFault)
+        throw RuntimeFault(prefix, *failureFault);
+      throw RuntimeFault(prefix + failure);
+    }
     throw;
   }
 }

@@ -131,7 +131,8 @@ std::vector<Slot> RankRunner::block(const Block &b, Frame &fr, int depth) {
     try {
       step(in, fr, depth, cs);
     } catch (const RuntimeFault &f) {
-      rethrowAt(f, in.loc, moduleFileOf(sh_.opts.sources, in.loc, sh_.opts.programFile));
+      rethrowAt(f, in.loc, moduleFileOf(sh_.opts.sources, in.loc, sh_.opts.programFile),
+                in.op == Op::Call);
     }
     if (timed) {
       dev_.synchronize();
@@ -580,7 +581,7 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   // so they keep every value (a debugging view).
   sh.wantSources = opts_.components || opts_.visualize;
   sh.liveness = opts_.memoryPlan && !sh.wantSources ? plan : nullptr;
-  std::string failure;
+  std::optional<RuntimeFault> failure; // kept whole: its line renders the fault
   try {
     backend_.run(need, [&](Device &dev) {
       try {
@@ -601,14 +602,14 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
       }
     });
   } catch (const RuntimeFault &e) {
-    failure = e.what();
+    failure = e;
   }
   for (auto &st : sh.state)
     stats_.ranks.push_back(st.stats);
   if (!sh.internal.empty())
     throw InternalError(sh.internal);
-  if (!failure.empty())
-    throw RuntimeFault(failure);
+  if (failure)
+    throw *failure;
   std::vector<HostTensor> results = std::move(sh.results);
   return results;
 }

@@ -182,7 +182,7 @@ void RankRunner::saveFile(const Inst &in, Frame &fr) {
   int32_t ok = 1;
   if (rank_ == 0) {
     try {
-      commitSave(in, temp, path);
+      commitSave(temp, path);
     } catch (const RuntimeFault &f) {
       ok = 0;
       why = f.what();

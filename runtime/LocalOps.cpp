@@ -165,12 +165,9 @@ void checkFactor(const Inst &in, const HostTensor &x) {
     double v = x.get(i);
     if (nonzero ? v != 0 : !std::isinf(v))
       continue;
-    std::string at = in.loc.known() ? " (line " + std::to_string(in.loc.line) + ":" +
-                                          std::to_string(in.loc.col) + ")"
-                                    : "";
     throw RuntimeFault(
         std::string("a `partial(sum)` value ") +
-        (nonzero ? "divided by zero" : "multiplied by an infinite factor") + at +
+        (nonzero ? "divided by zero" : "multiplied by an infinite factor") +
         ": its per-rank parts would not add up to the one-device result (a rank holding a zero "
         "part gives " +
         (nonzero ? "0 / 0" : "0 * inf") +

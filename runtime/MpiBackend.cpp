@@ -7,6 +7,7 @@
 #include "support/Errors.h"
 
 #include <iostream>
+#include <optional>
 #include <sys/stat.h>
 
 namespace dt {
@@ -129,12 +130,16 @@ void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
   FaultWatch &watch = world_->watch();
   watch.setDevice(&dev);
   std::string failure;
+  std::optional<RuntimeFault> fault; // the failure, when a RuntimeFault (its line)
   bool internal = false;
   try {
     body(dev);
   } catch (const InternalError &e) {
     failure = e.what();
     internal = true;
+  } catch (const RuntimeFault &e) {
+    failure = e.what();
+    fault = e;
   } catch (const std::exception &e) {
     failure = e.what();
   }
@@ -150,6 +155,8 @@ void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {
   }
   if (internal)
     throw InternalError(msg);
+  if (fault)
+    throw RuntimeFault("rank " + std::to_string(dev.rank()) + " failed: ", *fault);
   throw RuntimeFault(msg);
 }
 
@@ -181,6 +188,7 @@ void MpiBackend::runThreads(const std::function<void(Device &)> &body) {
   makeHybrid();
   FaultWatch &watch = world_->watch();
   std::string failure;
+  std::optional<RuntimeFault> fault; // the failure, when a RuntimeFault (its line)
   try {
     threads_->run([&](int t) {
       HybridDevice dev(*hybrid_, world_->rank() * perProcess_ + t);
@@ -204,14 +212,19 @@ void MpiBackend::runThreads(const std::function<void(Device &)> &body) {
       if (t == 0)
         watch.setDevice(nullptr);
     });
-  } catch (const std::exception &e) {
+  } catch (const RuntimeFault &e) {
     failure = e.what(); // "rank R failed: ..." (world rank, ThreadWorld::setRankBase)
+    fault = e;
+  } catch (const std::exception &e) {
+    failure = e.what();
   }
   if (failure.empty())
     return;
   // A failed thread may leave groups mid-collective: start afresh next time.
   hybrid_.reset();
   threads_.reset();
+  if (fault)
+    throw *fault;
   throw RuntimeFault(failure);
 }
 

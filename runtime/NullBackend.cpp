@@ -204,6 +204,8 @@ void NullBackend::run(int ranks, const std::function<void(Device &)> &body) {
     NullDevice dev(*this, r, ranks);
     try {
       body(dev);
+    } catch (const RuntimeFault &f) {
+      throw RuntimeFault("rank " + std::to_string(r) + " failed: ", f);
     } catch (const std::exception &e) { // InternalError too: the executor reports it
       throw RuntimeFault("rank " + std::to_string(r) + " failed: " + e.what());
     }

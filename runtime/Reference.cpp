@@ -131,7 +131,7 @@ std::vector<HostTensor> ReferenceEvaluator::runBlock(const Block &b, Frame &fr, 
     try {
       res = evalInst(in, fr, depth);
     } catch (const RuntimeFault &f) {
-      rethrowAt(f, in.loc, moduleFileOf(sources_, in.loc, programFile_));
+      rethrowAt(f, in.loc, moduleFileOf(sources_, in.loc, programFile_), in.op == Op::Call);
     }
     if (res.size() != in.results.size())
       throw InternalError(std::string("reference evaluator: `") + opName(in.op) + "` produced " +
@@ -314,7 +314,7 @@ std::vector<HostTensor> ReferenceEvaluator::evalInst(const Inst &in, Frame &fr, 
       abandonSave(temp);
       throw;
     }
-    commitSave(in, temp, path);
+    commitSave(temp, path);
     return {};
   }
   case Op::Call: {

@@ -17,36 +17,29 @@ namespace dt {
 
 namespace {
 
-std::string where(const Inst &in) {
-  if (!in.loc.known()) // IR input: no source line
-    return "";
-  return " (line " + std::to_string(in.loc.line) + ":" + std::to_string(in.loc.col) + ")";
-}
-
 /// The fault of a save whose temporary file `temp` failed: its message names
 /// the user's file `target`, not the temporary.
-RuntimeFault saveFault(const Inst &in, const TensorFileError &err, const std::string &temp,
+RuntimeFault saveFault(const TensorFileError &err, const std::string &temp,
                        const std::string &target, const std::string &suffix = "") {
   std::string what = err.what();
   if (what.rfind(temp, 0) == 0)
     what = target + what.substr(temp.size());
-  return RuntimeFault(std::string("save") + where(in) + ": " + what + suffix);
+  return RuntimeFault(std::string("save: ") + what + suffix);
 }
 
-TensorFileEntry entryFor(const Inst &in, const TensorType &t, const std::string &path,
-                         const std::string &name) {
+TensorFileEntry entryFor(const TensorType &t, const std::string &path, const std::string &name) {
   TensorFileEntry e;
   try {
     e = readTensorFileEntry(path, name);
   } catch (const TensorFileError &err) {
-    throw RuntimeFault(std::string("load") + where(in) + ": " + err.what());
+    throw RuntimeFault(std::string("load: ") + err.what());
   }
   if (e.dtype != dtypeName(t.dtype) || e.shape != concreteDims(t.shape)) {
     std::string dims;
     for (size_t i = 0; i < e.shape.size(); ++i)
       dims += (i ? ", " : "") + std::to_string(e.shape[i]);
-    throw RuntimeFault("load" + where(in) + ": " + path + (name.empty() ? "" : " `" + name + "`") +
-                       " now holds " + e.dtype + "[" + dims + "], not the `" + t.str() +
+    throw RuntimeFault("load: " + path + (name.empty() ? "" : " `" + name + "`") + " now holds " +
+                       e.dtype + "[" + dims + "], not the `" + t.str() +
                        "` it held when the program was compiled");
   }
   return e;
@@ -70,12 +63,12 @@ FileOperand parseFileOperand(const std::string &str) {
 HostTensor loadFileBlock(const Inst &in, const TensorType &t, const std::vector<int64_t> &offset,
                          const std::vector<int64_t> &shape) {
   FileOperand f = parseFileOperand(in.attrs.str);
-  TensorFileEntry e = entryFor(in, t, f.path, f.names.empty() ? "" : f.names[0]);
+  TensorFileEntry e = entryFor(t, f.path, f.names.empty() ? "" : f.names[0]);
   HostTensor r(t.dtype, shape);
   try {
     readTensorBlock(f.path, e, offset, shape, r.raw());
   } catch (const TensorFileError &err) {
-    throw RuntimeFault(std::string("load") + where(in) + ": " + err.what());
+    throw RuntimeFault(std::string("load: ") + err.what());
   }
   return r;
 }
@@ -97,7 +90,7 @@ uint64_t saveNonce() {
   return ((uint64_t)getpid() << 40) ^ (t & 0xffffffffffull) ^ (++counter << 20);
 }
 
-void commitSave(const Inst &in, const std::string &temp, const std::string &path) {
+void commitSave(const std::string &temp, const std::string &path) {
   int fd = ::open(temp.c_str(), O_RDWR);
   bool synced = fd >= 0 && ::fsync(fd) == 0;
   if (fd >= 0)
@@ -105,8 +98,7 @@ void commitSave(const Inst &in, const std::string &temp, const std::string &path
   if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(errno);
     abandonSave(temp);
-    throw RuntimeFault("save" + where(in) + ": " + path +
-                       ": cannot replace it with the new file (" + why +
+    throw RuntimeFault("save: " + path + ": cannot replace it with the new file (" + why +
                        "); the old file is unchanged");
   }
 }
@@ -119,7 +111,7 @@ void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const 
   // folder would replace the device itself).
   struct stat st;
   if (::stat(f.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw RuntimeFault(std::string("save") + where(in) + ": " + f.path + ": not a regular file");
+    throw RuntimeFault(std::string("save: ") + f.path + ": not a regular file");
   try {
     if (isSafetensorsPath(f.path)) {
       std::vector<std::pair<std::string, TensorFileEntry>> ts;
@@ -135,7 +127,7 @@ void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const 
     }
   } catch (const TensorFileError &err) {
     abandonSave(temp);
-    throw saveFault(in, err, temp, f.path);
+    throw saveFault(err, temp, f.path);
   }
 }
 
@@ -149,7 +141,7 @@ void writeFileBlock(const Inst &in, size_t k, const TensorType &t,
       throw TensorFileError(temp + ": changed while it was being written");
     writeTensorBlock(temp, e, offset, block.shape, block.raw());
   } catch (const TensorFileError &err) {
-    throw saveFault(in, err, temp, f.path, "; the old file is unchanged");
+    throw saveFault(err, temp, f.path, "; the old file is unchanged");
   }
 }
 

@@ -35,7 +35,7 @@ std::string saveTempPath(const std::string &path, uint64_t nonce);
 /// A nonce for saveTempPath, distinct across processes and saves.
 uint64_t saveNonce();
 /// Syncs `temp` and renames it over `path`; RuntimeFault naming `in` if not.
-void commitSave(const Inst &in, const std::string &temp, const std::string &path);
+void commitSave(const std::string &temp, const std::string &path);
 void abandonSave(const std::string &temp);
 
 /// Creates the file of a `save_file` of values of global types `types` at

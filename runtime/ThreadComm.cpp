@@ -27,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -157,7 +158,8 @@ struct ThreadWorld::Impl {
   bool running = false;
   int failedRank = -1;
   std::string failure;
-  int rankBase = 0; ///< added to rank numbers in messages (setRankBase)
+  std::optional<RuntimeFault> failureFault; ///< the first failure, when a RuntimeFault (its line)
+  int rankBase = 0;                         ///< added to rank numbers in messages (setRankBase)
 
   // The rank pool: ranks 1..n-1 are worker threads started by the first run() and kept until
   // the world is destroyed; rank 0 runs on the caller's thread. A run publishes `task`, bumps
@@ -620,17 +622,20 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
     w.abort = false;
     w.failedRank = -1;
     w.failure.clear();
+    w.failureFault.reset();
     for (auto &[k, g] : w.groups) {
       g->departed = -1;
       g->word = g->word.load() & ~kArrivedMask; // no arrivals survive a previous run
     }
   }
-  auto fail = [&](int r, const std::string &what) {
+  auto fail = [&](int r, const std::string &what, const RuntimeFault *fault = nullptr) {
     {
       std::lock_guard<std::mutex> lk(w.mu);
       if (w.failedRank < 0) {
         w.failedRank = r;
         w.failure = what;
+        if (fault)
+          w.failureFault = *fault;
       }
     }
     w.abortAll();
@@ -647,6 +652,8 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
           g->wake();
         }
     } catch (const RankAborted &) {
+    } catch (const RuntimeFault &e) {
+      fail(r, e.what(), &e);
     } catch (const std::exception &e) {
       fail(r, e.what());
     } catch (...) {
@@ -671,9 +678,12 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
   }
   std::lock_guard<std::mutex> lk(w.mu);
   w.running = false;
-  if (w.failedRank >= 0)
-    throw RuntimeFault("rank " + std::to_string(w.failedRank + w.rankBase) +
-                       " failed: " + w.failure);
+  if (w.failedRank >= 0) {
+    std::string prefix = "rank " + std::to_string(w.failedRank + w.rankBase) + " failed: ";
+    if (w.failureFault)
+      throw RuntimeFault(prefix, *w.failureFault);
+    throw RuntimeFault(prefix + w.failure);
+  }
 }
 
 } // namespace dt

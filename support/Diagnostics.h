@@ -154,4 +154,10 @@ private:
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args);
 
+/// A run-time fault as a diagnostic (RuntimeError): at the failed op's line
+/// when the fault carries one that `sm` holds, with a note `called from
+/// FILE:L:C` for each call it passed through; unlocated (the whole what())
+/// otherwise.
+Diagnostic faultDiagnostic(const RuntimeFault &f, const SourceManager &sm);
+
 } // namespace dt

@@ -14,8 +14,8 @@
 #include "support/LowPrecision.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <atomic>
+#include <filesystem>
 #include <sstream>
 
 namespace dtensor {
@@ -148,22 +148,26 @@ struct Session::Impl {
     dt::DiagEngine &de = s->diags();
     const dt::SourceManager &sm = s->compilation().sources;
     diags.clear();
-    for (const dt::Diagnostic &d : de.all()) {
-      Diagnostic v;
-      v.severity = (Diagnostic::Severity)(int)d.severity;
-      v.kind = dt::diagIdName(d.id);
-      v.message = d.message;
-      if (d.loc.file >= 0 && d.loc.file < sm.count())
-        v.file = sm.path(d.loc.file);
-      v.line = d.loc.line;
-      v.column = d.loc.col;
-      v.hint = d.hint;
-      v.notes = d.notes;
-      v.rendered = de.render(d);
-      diags.push_back(std::move(v));
-    }
+    for (const dt::Diagnostic &d : de.all())
+      diags.push_back(toApi(d, sm, de));
     de.clear();
     collected = true;
+  }
+
+  static Diagnostic toApi(const dt::Diagnostic &d, const dt::SourceManager &sm,
+                          const dt::DiagEngine &de) {
+    Diagnostic v;
+    v.severity = (Diagnostic::Severity)(int)d.severity;
+    v.kind = dt::diagIdName(d.id);
+    v.message = d.message;
+    if (d.loc.file >= 0 && d.loc.file < sm.count())
+      v.file = sm.path(d.loc.file);
+    v.line = d.loc.line;
+    v.column = d.loc.col;
+    v.hint = d.hint;
+    v.notes = d.notes;
+    v.rendered = de.render(d);
+    return v;
   }
 
   /// Set by collect(), cleared when an API call enters: an Error carries
@@ -204,6 +208,10 @@ struct Session::Impl {
       return f();
     } catch (const dt::RuntimeFault &e) {
       collect();
+      // The fault itself as a diagnostic: kind RuntimeError, at the failed
+      // line when it has one, a note per call it came through.
+      dt::SourceManager &sm = s->compilation().sources;
+      diags.push_back(toApi(dt::faultDiagnostic(e, sm), sm, dt::DiagEngine(sm)));
       fail(Error::Kind::Runtime, e.what());
     } catch (const dt::InternalError &e) {
       collect();

@@ -231,8 +231,9 @@ bool Repl::evaluate(const std::string &path, const std::string &text, bool show)
     out_.flush();
     if (opts_.interrupt && opts_.interrupt->load())
       err_ << "interrupted\n";
-    else
-      err_ << "error: " << f.what() << "\n";
+    else // at the failed line of the input (or of a module), as a compile error
+      err_ << DiagEngine(s.compilation().sources)
+                  .render(faultDiagnostic(f, s.compilation().sources));
     return false;
   } catch (const InternalError &e) {
     out_.flush();

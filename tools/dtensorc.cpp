@@ -50,32 +50,6 @@ int main(int argc, char **argv) {
 
 namespace {
 
-/// A run-time fault as a located diagnostic when it names a line of the
-/// program file (" (line L:C)", not a module's " of nn.dt"): `f.dt:3:1:
-/// error: ...` with the source line and a caret, like a compile error;
-/// otherwise `error: ...`.
-std::string renderFault(const std::string &what, const std::string &file) {
-  size_t at = what.find(" (line ");
-  int line = 0, col = 0, used = 0;
-  if (at != std::string::npos && !file.empty() &&
-      std::sscanf(what.c_str() + at, " (line %d:%d)%n", &line, &col, &used) == 2 && used > 0 &&
-      line > 0) {
-    std::ifstream in(file, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.good() || in.eof()) {
-      SourceManager sm;
-      int f = sm.add(file, text);
-      DiagEngine de(sm);
-      Diagnostic d;
-      d.severity = Severity::Error;
-      d.loc = SrcLoc{f, line, col, 0};
-      d.message = what.substr(0, at) + what.substr(at + used);
-      return de.render(d);
-    }
-  }
-  return "error: " + what + "\n";
-}
-
 int dtensorcMain(int argc, char **argv) {
   const char *banner = "dtensorc " DT_VERSION " (LLVM " DT_LLVM_VERSION ")";
   // `dtensorc` alone on a terminal is the REPL.
@@ -277,6 +251,9 @@ int dtensorcMain(int argc, char **argv) {
   dtcli::TerminalProgress progress(2);
   if (a.flags.count("progress") && progress.active())
     so.exec.progress = &progress;
+  // Outlives the try: a run-time fault is rendered with the program's
+  // sources (the failed line, a module's line, the calls it came through).
+  std::unique_ptr<Session> session;
   try {
     if (a.cmd == "repl") {
       if (backend == "mpi")
@@ -316,7 +293,8 @@ int dtensorcMain(int argc, char **argv) {
       std::cout << formatChecks(vr.checks);
       return allPass(vr.checks) ? 0 : 1;
     }
-    Session s(so);
+    session = std::make_unique<Session>(so);
+    Session &s = *session;
     DiagEngine &diags = s.diags();
     auto failed = [&]() {
       std::cerr << diags.renderAll();
@@ -397,7 +375,9 @@ int dtensorcMain(int argc, char **argv) {
     return 1; // world rank 0 reports it
   } catch (const RuntimeFault &f) {
     std::cout.flush();
-    std::cerr << renderFault(f.what(), irInput ? "" : a.file);
+    SourceManager none;
+    SourceManager &sm = session && !irInput ? session->compilation().sources : none;
+    std::cerr << DiagEngine(sm).render(faultDiagnostic(f, sm));
     return 1;
   } catch (const InternalError &e) {
     std::cout.flush();

@@ -105,7 +105,11 @@ struct Diagnostic {
 };
 
 /// What call() and the readers throw. `diagnostics` is set for errors in
-/// the program (a call that does not type-check, an unknown name).
+/// the program (a call that does not type-check, an unknown name) and, for
+/// a Runtime error, holds the fault as its last diagnostic (kind
+/// `RuntimeError`): file, line and column of the op that failed (a module's
+/// line when it failed inside a module's function, 0 when not tied to a
+/// line), a note `called from FILE:L:C` for each call it came through.
 class Error : public std::runtime_error {
 public:
   enum class Kind {

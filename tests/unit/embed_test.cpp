@@ -218,6 +218,22 @@ TEST_CASE("embed: diagnostics and faults are values; the session goes on") {
           s.call("pick",
                  {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
         }) == dtensor::Error::Kind::Runtime);
+  // The fault is the Error's last diagnostic: the failed op's line and
+  // column in the compiled text, with the source line and a caret.
+  try {
+    s.call("pick", {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});
+    FAIL("no error");
+  } catch (const dtensor::Error &e) {
+    REQUIRE(!e.diagnostics.empty());
+    const dtensor::Diagnostic &d = e.diagnostics.back();
+    CHECK(d.kind == "RuntimeError");
+    CHECK(d.line == 2);
+    CHECK(d.column == 10);
+    CHECK(d.message.find("index 9 is out of range") != std::string::npos);
+    CHECK(d.message.find("(line") == std::string::npos);
+    CHECK(d.rendered.find("return index_select(t, i)") != std::string::npos);
+    CHECK(std::string(e.what()).find("(line 2:10)") != std::string::npos);
+  }
   ids = {3, 0};
   auto r = s.call("pick",
                   {dtensor::TensorView(t8.data(), {4, 2}), dtensor::TensorView(ids.data(), {2})});

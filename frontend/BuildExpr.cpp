@@ -445,7 +445,9 @@ EV IRBuilder::binary(const ast::Expr &e) {
   EV b = expr(*e.args[1]);
   if (a.poison || b.poison)
     return EV::bad();
-  if (a.literal && b.literal) {
+  // `@` of two numbers is no fold: it is a matmul of 0-dim tensors (an
+  // error there, as `matmul(2, 3)`).
+  if (a.literal && b.literal && e.op != "@") {
     // The dtype rules of tensors: `&&`/`||` take bools, `==`/`!=` two
     // numbers or two bools, the other operators numbers; comparisons and
     // `&&`/`||` give a bool.

@@ -163,15 +163,51 @@ std::vector<std::string> IRBuilder::scopedNames(const std::string &name) const {
 }
 
 bool IRBuilder::declaredBelow(Diagnostic &d, const std::string &name) const {
-  if (!programScope_)
+  if (programScope_) {
+    auto it = programScope_->find(name);
+    if (it != programScope_->end() && it->second.kind == Binding::Const) {
+      d.hint = "`" + name + "` is declared below the function (line " +
+               std::to_string(it->second.loc.line) +
+               "): a function sees the constants declared above it; move `let " + name +
+               " = ...` up";
+      return true;
+    }
+  }
+  // Not bound yet where it is used: a top-level `let`/`var` of the program
+  // further down (a function built where it is declared, or a top-level
+  // use above the declaration), or one above that a function cannot see.
+  if (!buildingProgram_)
     return false;
-  auto it = programScope_->find(name);
-  if (it == programScope_->end() || it->second.kind != Binding::Const)
+  for (const auto &st : buildingProgram_->stmts) {
+    if ((st->kind != ast::Stmt::Let && st->kind != ast::Stmt::Var) || st->loc.file != d.loc.file ||
+        std::find(st->names.begin(), st->names.end(), name) == st->names.end())
+      continue;
+    const std::string line = std::to_string(st->loc.line);
+    if (st->loc.line > d.loc.line)
+      d.hint = "`" + name + "` is declared below (line " + line +
+               "): a name is seen from its declaration on; move it up";
+    else if (!fnStack_.empty() && fnStack_.back()->name != "main") // inside a function
+      d.hint = "`" + name + "` (line " + line +
+               ") is a tensor of the program: a function sees the program's constants (`let " +
+               name + " = 4`), not its tensors; pass it as an argument";
+    else
+      continue;
+    return true;
+  }
+  return false;
+}
+
+bool IRBuilder::definedBelow(Diagnostic &d, const std::string &name) const {
+  if (!buildingProgram_)
     return false;
-  d.hint = "`" + name + "` is declared below the function (line " +
-           std::to_string(it->second.loc.line) +
-           "): a function sees the constants declared above it; move `let " + name + " = ...` up";
-  return true;
+  for (const auto &st : buildingProgram_->stmts)
+    if (st->kind == ast::Stmt::Fn && st->fn->name == name && st->loc.file == d.loc.file &&
+        st->loc.line >= d.loc.line) {
+      d.hint = "`" + name + "` is defined below (line " + std::to_string(st->loc.line) +
+               "): a function is called after its definition; move `fn " + name + "` up";
+      return true;
+    }
+  return false;
 }
 
 std::string IRBuilder::varHint(const std::string &name) {
@@ -263,7 +299,7 @@ EV IRBuilder::call(const ast::Expr &e) {
       return EV::bad();
     }
   }
-  if (didYouMean(d, e.callee, functionNames(), e.loc))
+  if (definedBelow(d, e.callee) || didYouMean(d, e.callee, functionNames(), e.loc))
     return EV::bad();
   if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {
     std::string mod = e.callee.substr(0, dot);

@@ -497,9 +497,13 @@ public:
   std::string currentModule() const;
   /// Whether this file wrote `import mod` (or is `mod`).
   bool importedHere(const std::string &mod) const;
-  /// For an unknown `name` in a function's body: when the program declares
-  /// it as a constant below the function, a hint saying to move it up.
+  /// For an unknown `name`: when the program declares it below the use (a
+  /// constant below a function, any `let`/`var` below a top-level use), a
+  /// hint to move it up; inside a function, for a tensor of the program, a
+  /// hint to pass it as an argument.
   bool declaredBelow(Diagnostic &d, const std::string &name) const;
+  /// The hint for an unknown function that the program defines further down.
+  bool definedBelow(Diagnostic &d, const std::string &name) const;
   /// The hint for assigning `name`, which is no `var`: declare it (or, for
   /// a field `a.w`, the struct `a`) with `var`.
   static std::string varHint(const std::string &name);

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -346,8 +347,12 @@ void CpuJIT::precompile(const std::vector<const Kernel *> &kernels, int threads)
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(work);
+  try {
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back(work);
+  } catch (const std::system_error &) {
+    // No more threads to be had (a process limit): fewer compile in parallel.
+  }
   work();
   for (auto &t : pool)
     t.join();

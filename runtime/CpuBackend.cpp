@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <system_error>
 #include <thread>
 
 namespace dt {
@@ -21,8 +22,14 @@ namespace dt {
 class KernelPool {
 public:
   explicit KernelPool(int parts) : parts_(parts) {
-    for (int i = 1; i < parts; ++i)
-      threads_.emplace_back([this, i] { work(i); });
+    try {
+      for (int i = 1; i < parts; ++i)
+        threads_.emplace_back([this, i] { work(i); });
+    } catch (const std::system_error &) {
+      // No more threads to be had (a process limit): the launch splits into
+      // as many parts as there are threads.
+      parts_ = (int)threads_.size() + 1;
+    }
   }
   ~KernelPool() {
     {

@@ -17,6 +17,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 namespace dt {
@@ -363,19 +364,26 @@ void CudaBackend::precompile(const std::vector<KernelToCompile> &kernels) {
   std::mutex errMu;
   std::exception_ptr err;
   std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      try {
-        ctx_->makeCurrent(); // module loads need the context on this thread
-        for (size_t i; (i = next++) < kernels.size();)
-          ctx_->kernel(*kernels[i].kernel, kernels[i].small);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(errMu);
-        if (!err)
-          err = std::current_exception();
-        next = kernels.size();
-      }
-    });
+  auto work = [&] {
+    try {
+      ctx_->makeCurrent(); // module loads need the context on this thread
+      for (size_t i; (i = next++) < kernels.size();)
+        ctx_->kernel(*kernels[i].kernel, kernels[i].small);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(errMu);
+      if (!err)
+        err = std::current_exception();
+      next = kernels.size();
+    }
+  };
+  try {
+    for (size_t t = 0; t < threads; ++t)
+      pool.emplace_back(work);
+  } catch (const std::system_error &) {
+    // No more threads to be had (a process limit): fewer compile in parallel.
+  }
+  if (pool.empty())
+    work();
   for (auto &t : pool)
     t.join();
   counters_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

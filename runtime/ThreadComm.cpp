@@ -29,6 +29,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #if defined(__x86_64__)
@@ -554,8 +555,19 @@ ThreadWorld::~ThreadWorld() { impl_->stopWorkers(); }
 
 void ThreadWorld::Impl::startWorkers() {
   workers.reserve(n - 1);
-  for (int r = 1; r < n; ++r)
-    workers.emplace_back([this, r] { workerLoop(r); });
+  for (int r = 1; r < n; ++r) {
+    try {
+      workers.emplace_back([this, r] { workerLoop(r); });
+    } catch (const std::system_error &e) {
+      stopWorkers();
+      quit = false;
+      throw RuntimeFault("cannot start the thread of rank " + std::to_string(r) + " of " +
+                         std::to_string(n) + ": " + e.what() +
+                         " (the cpu backend runs a thread per rank: the system's limit on "
+                         "threads or memory is reached; run fewer ranks, or across processes "
+                         "with `--backend mpi`)");
+    }
+  }
 }
 
 void ThreadWorld::Impl::stopWorkers() {
@@ -661,8 +673,15 @@ void ThreadWorld::run(const std::function<void(int rank)> &fn) {
     }
   };
   if (w.n > 1) {
-    if (w.workers.empty())
-      w.startWorkers();
+    if (w.workers.empty()) {
+      try {
+        w.startWorkers();
+      } catch (const RuntimeFault &) {
+        std::lock_guard<std::mutex> lk(w.mu);
+        w.running = false;
+        throw;
+      }
+    }
     std::function<void(int)> task = body;
     w.task = &task;
     w.pending.store(w.n - 1, std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 #include "runtime/Inspect.h"
 #include "support/Errors.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -125,16 +126,18 @@ void Repl::reset() {
   s_ = std::make_unique<Session>(so);
 }
 
-int Repl::openBrackets(const std::string &text) {
-  int depth = 0;
+Repl::Brackets Repl::brackets(const std::string &text) {
+  Brackets b;
   bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (inString) {
-      if (c == '\\')
+      if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
         ++i;
-      else if (c == '"' || c == '\n')
+      else if (c == '"' || c == '\n') {
+        b.unterminatedString |= c == '\n';
         inString = false;
+      }
       continue;
     }
     if (c == '#') {
@@ -145,13 +148,41 @@ int Repl::openBrackets(const std::string &text) {
     } else if (c == '"') {
       inString = true;
     } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
+      ++b.depth;
+      b.open.push_back(c);
     } else if (c == ')' || c == ']' || c == '}') {
-      --depth;
+      --b.depth;
+      if (!b.open.empty())
+        b.open.pop_back();
     }
   }
-  return depth;
+  b.unterminatedString |= inString;
+  return b;
 }
+
+int Repl::openBrackets(const std::string &text) { return brackets(text).depth; }
+
+namespace {
+
+/// Whether `line` starts with a keyword that begins a statement and cannot
+/// continue an expression (inside an open `(` or `[`).
+bool startsStatement(const std::string &line) {
+  size_t b = line.find_first_not_of(" \t");
+  if (b == std::string::npos)
+    return false;
+  size_t e = b;
+  while (e < line.size() && (std::isalnum((unsigned char)line[e]) || line[e] == '_'))
+    ++e;
+  static const char *const kStatements[] = {"let",    "var",   "fn",  "mesh",  "struct",
+                                            "import", "print", "for", "while", "return"};
+  const std::string word = line.substr(b, e - b);
+  for (const char *k : kStatements)
+    if (word == k)
+      return true;
+  return false;
+}
+
+} // namespace
 
 Repl::Status Repl::feed(const std::string &line) {
   if (buf_.empty()) {
@@ -165,9 +196,22 @@ Repl::Status Repl::feed(const std::string &line) {
       return Status::Done;
     }
   }
+  // An input left open by a `(` or `[` ends where a line starts a new
+  // statement: that line is no argument, so the open input is an error of
+  // its own and the line starts the next input (rather than being swallowed
+  // with every line after it).
+  if (!buf_.empty() && startsStatement(line)) {
+    Brackets open = brackets(buf_);
+    if (open.depth > 0 && !open.open.empty() && open.open.back() != '{') {
+      finish();
+      return feed(line);
+    }
+  }
   buf_ += line;
   buf_ += '\n';
-  if (openBrackets(buf_) > 0)
+  // A string does not span lines: one left open ends the input (an error).
+  Brackets b = brackets(buf_);
+  if (b.depth > 0 && !b.unterminatedString)
     return Status::More;
   std::string text = std::move(buf_);
   buf_.clear();

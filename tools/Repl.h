@@ -6,6 +6,9 @@
 //
 //   * Input continues over several lines while a bracket `( [ {` is open
 //     (strings and comments skipped); prompt() says which (`dt> `, `... `).
+//     It ends early, as an error, at a string left open at the end of a
+//     line, or where a line starts a statement (`let`, `print`, ...) inside
+//     an open `(` or `[` (that line starts the next input).
 //   * A complete input is compiled as one chunk and run: only the new
 //     statements run, definitions (meshes, lets, vars, functions, imports)
 //     persist. An input that ends in an expression statement prints its value
@@ -74,6 +77,12 @@ public:
   /// The bracket depth of `text`: `( [ {` open, `) ] }` close; strings and
   /// `#` comments do not count.
   static int openBrackets(const std::string &text);
+  struct Brackets {
+    int depth = 0;                   ///< as openBrackets
+    std::string open;                ///< the brackets still open, innermost last
+    bool unterminatedString = false; ///< a string left open at the end of a line
+  };
+  static Brackets brackets(const std::string &text);
 
 private:
   void input(const std::string &text);

@@ -272,6 +272,31 @@ TEST_CASE("repl: open brackets skip strings and comments") {
   CHECK(Repl::openBrackets("a)") == -1);
 }
 
+TEST_CASE("repl: an input left open ends at an open string or a new statement") {
+  Driver d;
+  std::string err;
+  // A string does not span lines: the input ends there (an error), and the
+  // next line is an input of its own.
+  CHECK(d.repl.feed("print(\"loss") == Repl::Status::Done);
+  CHECK(d("let x = 1\nprint(x)", &err) == "1\n");
+  // An open `(` or `[` ends where a line starts a statement; that line runs.
+  CHECK(d.repl.feed("print(max(1, 2)") == Repl::Status::More);
+  CHECK(d.repl.feed("  ,") == Repl::Status::More); // a continuation line stays
+  err.clear();
+  CHECK(d("print(x + 1)", &err) == "2\n");
+  CHECK(err.find("never closed") != std::string::npos);
+  CHECK(d.repl.feed("let v = [1,") == Repl::Status::More);
+  CHECK(d("var w = 3\nprint(w)", &err) == "3\n");
+  // Inside `{` a statement is the body going on.
+  CHECK(d.repl.feed("fn f(a: f32[2]) -> f32[2] {") == Repl::Status::More);
+  CHECK(d.repl.feed("  let b = a") == Repl::Status::More);
+  CHECK(d.repl.feed("  return b") == Repl::Status::More);
+  CHECK(d.repl.feed("}") == Repl::Status::Done);
+  CHECK(Repl::brackets("print(\"a\nb").unterminatedString);
+  CHECK(!Repl::brackets("print(\"a\\\"b\"").unterminatedString);
+  CHECK(Repl::brackets("f([{").open == "([{");
+}
+
 TEST_CASE("repl: a struct or a tuple prints every part with its type") {
   Driver d;
   CHECK(d("struct Pair { a: f32[2], b: i32[2] }\n"

@@ -117,8 +117,9 @@ public:
     char ch = '(';
     Span at;
   };
-  /// Once the input is read to its end: the innermost `(`, `[` or layout
-  /// brace still open (a syntax error there names it), else null.
+  /// Once the input is read to its end: the innermost `(`, `[` or brace (a
+  /// layout's or a block's) still open (a syntax error there names it), else
+  /// null.
   const Opener *unclosedAtEnd() const;
   /// The innermost `(` or `[` still open that opened on a line before
   /// `line` (a syntax error there names it: `print(y` followed by a line that

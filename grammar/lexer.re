@@ -305,7 +305,7 @@ void Lexer::recover() {
 }
 
 const Lexer::Opener *Lexer::unclosedAtEnd() const {
-  if (!reachedEnd_ || brackets_.empty() || brackets_.back() == Bracket::Block)
+  if (!reachedEnd_ || brackets_.empty())
     return nullptr;
   return &openedAt_.back();
 }

@@ -96,7 +96,14 @@ Token Lexer::scanString(const char *start) {
         ++p; // let the newline / end terminate the literal
         continue;
       } else {
-        badChar(p, p + 2);
+        // Only the escapes above exist: `\q` is no character of its own.
+        std::string shown(p, p + 2);
+        if ((unsigned char)n < 0x20 || (unsigned char)n >= 0x7f)
+          badChar(p, p + 2);
+        else
+          diags_.error(DiagId::LexBadEscape, srcLoc(span(p, p + 2)), {shown}).hint =
+              "a string knows the escapes `\\\"`, `\\\\`, `\\n` and `\\t`; write `\\\\` for a "
+              "backslash";
       }
       p += 2;
       continue;

@@ -320,6 +320,14 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
         return fail(e);
       };
       bool opOk = std::find(lin.reduces.begin(), lin.reduces.end(), rop) != lin.reduces.end();
+      if (lin.kind != Lin::None && !opOk && (rop != ReduceOp::Avg || isFloat(base.dtype))) {
+        // Linear, but in another kind of partial (`sum` of a partial(max)).
+        auto e = err(DiagId::PartialKind,
+                     {displayName(op), reduceOpName(rop), reduceOpName(lin.reduces[0])});
+        e.operand = partials[0];
+        e.suggest = replicateWhere(partials[0], never);
+        return fail(e);
+      }
       if (lin.kind == Lin::None || !opOk) {
         auto e = err(DiagId::NonLinearPartial, {displayName(op)});
         if (op == Op::Div && !isFloat(base.dtype))
@@ -329,10 +337,6 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
           e.notes.push_back(std::string("on `") + dtypeName(base.dtype) +
                             "`, `partial(avg)` is not linear under `" + displayName(op) +
                             "` (the integer average truncates)");
-        else if (lin.kind != Lin::None)
-          e.notes.push_back(std::string("`") + displayName(op) + "` combines only `partial(" +
-                            reduceOpName(lin.reduces[0]) + ")` values; this one is `partial(" +
-                            reduceOpName(rop) + ")`");
         e.operand = partials[0];
         e.suggest = replicateWhere(partials[0], never);
         return fail(e);

@@ -3,6 +3,8 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <sstream>
 
 namespace dt {
@@ -16,12 +18,27 @@ const char *diagFormat(DiagId id) { return detail::kDiagFormats[(int)id]; }
 const char *diagIdName(DiagId id) { return kNames[(int)id]; }
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
+  // A count of 1 takes the singular: "takes 1 argument", "with 1 dim".
+  static const char *const kPlurals[][2] = {
+      {" arguments", " argument"},   {" dims", " dim"},         {" entries", " entry"},
+      {" subscripts", " subscript"}, {" elements", " element"}, {" values", " value"},
+      {" ranks", " rank"},           {" processes", " process"}};
   std::string out;
   for (const char *p = fmt; *p; ++p) {
     if (*p == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
       size_t i = (size_t)(p[1] - '0');
-      out += i < args.size() ? args[i] : std::string("?");
+      const std::string arg = i < args.size() ? args[i] : std::string("?");
+      out += arg;
       p += 2;
+      if (arg == "1")
+        for (auto &[plural, singular] : kPlurals) {
+          size_t n = std::strlen(plural);
+          if (std::strncmp(p + 1, plural, n) == 0 && !std::isalnum((unsigned char)p[1 + n])) {
+            out += singular;
+            p += n;
+            break;
+          }
+        }
     } else {
       out += *p;
     }

@@ -147,7 +147,13 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
   a.str = path;
   std::vector<EV> vals;
   std::vector<const ast::Expr *> exs;
+  std::set<std::string> seen;
   for (size_t i = st ? 2 : 1; i < n; i += st ? 2 : 1) {
+    if (st && !seen.insert(e.args[i - 1]->text).second) {
+      diags().error<DiagId::CheckpointDuplicate>(e.args[i - 1]->loc, e.args[i - 1]->text,
+                                                 "safetensors file");
+      return EV::bad();
+    }
     EV v = expr(*e.args[i]);
     if (v.poison)
       return v;
@@ -295,7 +301,7 @@ EV IRBuilder::saveCheckpointCall(const ast::Expr &e) {
   for (size_t i = 2; i < n; i += 2) {
     const std::string &name = e.args[i - 1]->text;
     if (!seen.insert(name).second) {
-      diags().error<DiagId::CheckpointDuplicate>(e.args[i - 1]->loc, name);
+      diags().error<DiagId::CheckpointDuplicate>(e.args[i - 1]->loc, name, "checkpoint");
       return EV::bad();
     }
     EV v = expr(*e.args[i]);

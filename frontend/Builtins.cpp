@@ -52,10 +52,21 @@ EV matmul(IRBuilder &b, const BuiltinInfo &, const ast::Expr &e) {
 /// anywhere else they have no shape.
 EV needsType(IRBuilder &b, const BuiltinInfo &info, const ast::Expr &e) {
   std::string name = info.name;
-  // The hint binds the call as written, on one of the program's meshes.
-  std::string type = "f32[4]";
+  // The hint binds the call as written, on one of the program's meshes,
+  // with as many dims as a `dim=` argument needs.
+  int rank = 1;
+  for (auto &[k, v] : e.kwargs)
+    if (k == "dim" && v->kind == ast::Expr::Number && v->number >= 0 && v->number < 8 &&
+        v->number == (int)v->number)
+      rank = std::max(rank, (int)v->number + 1);
+  std::string dims, layout;
+  for (int i = 0; i < rank; ++i) {
+    dims += i ? ", 4" : "4";
+    layout += i ? ", _" : "_";
+  }
+  std::string type = "f32[" + dims + "]";
   if (!b.st_.meshes.empty())
-    type += " @ " + b.st_.meshes.begin()->first + "[_]";
+    type += " @ " + b.st_.meshes.begin()->first + "[" + layout + "]";
   std::string hint =
       "bind it with a type first: `let t : " + type + " = " + b.exprText(&e) + "`, then use `t`";
   if (name == "ones" || name == "zeros" || name == "full")

@@ -539,9 +539,12 @@ std::map<std::string, TensorFileEntry> parseSafetensorsHeader(const std::string 
           break;
       }
       c.expect('}', "closing a tensor entry");
-      if (!haveDtype || !haveShape || b < 0 || en < b)
+      if (!haveDtype || !haveShape || b < 0)
         fail(path,
              "tensor `" + name + "`: dtype, shape and data_offsets [begin, end] are required");
+      if (en < b)
+        fail(path, "tensor `" + name + "`: data_offsets [" + std::to_string(b) + ", " +
+                       std::to_string(en) + "] end before they begin");
       if ((uint64_t)en > fileSize - base)
         fail(path, "tensor `" + name + "`: data_offsets end " + std::to_string(en) +
                        " is past the end of the file: truncated?");

@@ -147,7 +147,10 @@ TEST_CASE("cli: flag values") {
   usage({"verify", kMissing, "--backend", "mpi"}, "`verify` runs the distributed side on `cpu`");
   usage({"run", kMissing, "--ranks", "2x"}, "--ranks needs a positive number");
   usage({"run", kMissing, "--backend", "tpu"}, "unknown backend `tpu`");
-  usage({"run", kMissing, "--ranks", "99999999999999"}, "is more ranks than a run can have");
+  usage({"run", kMissing, "--ranks", "99999999999999"},
+        "is more ranks than it can have (at most 1048576)");
+  usage({"run", kMissing, "--ranks-per-node", "99999999999999999999"},
+        "--ranks-per-node 99999999999999999999 is more ranks than it can have");
   // --reference runs the global program on the host: flags of the
   // distributed run are refused, never silently ignored.
   for (const char *f : {"--no-jit", "--no-fusion", "--no-reuse"})

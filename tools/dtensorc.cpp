@@ -167,14 +167,29 @@ int dtensorcMain(int argc, char **argv) {
       return usage(std::string(flag ? "--fault-timeout" : "DTENSOR_FAULT_TIMEOUT (environment)") +
                    " needs a number of seconds (a positive number, as 60 or 2.5)");
   }
+  // A count flag: a positive integer up to `max`; "" when `text` is one
+  // (its value in `out`), else why not.
+  auto count = [](const std::string &flag, const std::string &text, long long max,
+                  const std::string &example, long long &out) -> std::string {
+    char *end = nullptr;
+    long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
+    bool number = end && *end == 0 && !text.empty();
+    if (number && v > max)
+      return flag + " " + text + " is more ranks than it can have (at most " + std::to_string(max) +
+             ")";
+    if (!number || v < 1)
+      return flag + " needs a positive number of ranks (as " + example + ")";
+    out = v;
+    return "";
+  };
   int perProcess = 1;
   if (a.flags.count("ranks-per-process")) {
-    const std::string &text = a.flags["ranks-per-process"];
-    char *end = nullptr;
-    long k = std::strtol(text.c_str(), &end, 10);
-    perProcess = end && *end == 0 && !text.empty() && k > 0 && k <= 4096 ? (int)k : 0;
-    if (perProcess < 1)
-      return usage("--ranks-per-process needs a positive number of ranks (as 2 or 8)");
+    long long k = 0;
+    if (std::string why =
+            count("--ranks-per-process", a.flags["ranks-per-process"], 4096, "2 or 8", k);
+        !why.empty())
+      return usage(why);
+    perProcess = (int)k;
     if (backend != "mpi")
       return usage("--ranks-per-process needs the mpi backend (under mpirun, the default); "
                    "without mpirun every rank is already a thread of one process");
@@ -187,14 +202,14 @@ int dtensorcMain(int argc, char **argv) {
                                 ? std::getenv("DTENSOR_RANKS_PER_NODE")
                                 : "";
   if (!perNodeText.empty()) {
-    char *end = nullptr;
-    long long r = std::strtoll(perNodeText.c_str(), &end, 10);
-    perNode = end && *end == 0 && r > 0 && r <= (1 << 30) ? r : 0;
-    if (perNode < 1)
-      return usage(std::string(a.flags.count("ranks-per-node")
-                                   ? "--ranks-per-node"
-                                   : "DTENSOR_RANKS_PER_NODE (environment)") +
-                   " needs a positive number of ranks (as 8)");
+    long long r = 0;
+    if (std::string why =
+            count(a.flags.count("ranks-per-node") ? "--ranks-per-node"
+                                                  : "DTENSOR_RANKS_PER_NODE (environment)",
+                  perNodeText, 1 << 30, "8", r);
+        !why.empty())
+      return usage(why);
+    perNode = r;
   } else if (underMpi && launch.localSize > 0 && launch.localSize < launch.size) {
     perNode = (int64_t)launch.localSize * perProcess;
   }
@@ -211,15 +226,10 @@ int dtensorcMain(int argc, char **argv) {
   }
   int ranks = 0;
   if (a.flags.count("ranks")) {
-    const std::string &text = a.flags["ranks"];
-    char *end = nullptr;
-    long n = std::strtol(text.c_str(), &end, 10);
-    ranks = end && *end == 0 && n > 0 && n <= 1 << 20 ? (int)n : 0;
-    if (ranks < 1)
-      return usage(end && *end == 0 && n > (1 << 20)
-                       ? "--ranks " + text + " is more ranks than a run can have (at most " +
-                             std::to_string(1 << 20) + ")"
-                       : "--ranks needs a positive number");
+    long long n = 0;
+    if (std::string why = count("--ranks", a.flags["ranks"], 1 << 20, "8", n); !why.empty())
+      return usage(why);
+    ranks = (int)n;
   }
 
   // Under mpirun only `run` is a program of several processes: the other

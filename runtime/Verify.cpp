@@ -129,8 +129,10 @@ void compareElem(double a, double r, Tol tol, OutputCheck &c) {
   }
   double d = std::fabs(a - r);
   c.maxAbs = std::max(c.maxAbs, d);
-  if (d > 0)
-    c.maxRel = std::max(c.maxRel, d / std::max(std::fabs(r), 1e-300));
+  // Relative to references that are not (nearly) zero: next to 0 the
+  // absolute tolerance decides, and a quotient there says nothing.
+  if (d > 0 && r != 0 && std::fabs(r) >= tol.atol)
+    c.maxRel = std::max(c.maxRel, d / std::fabs(r));
   if (d > tol.atol + tol.rtol * std::fabs(r))
     c.pass = false;
 }

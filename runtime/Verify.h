@@ -70,7 +70,8 @@ VerifyResult verifySource(const std::string &path, std::string text,
 struct OutputCheck {
   std::string what; ///< `print #1 "d"`, `result 0 of main`
   std::string type; ///< `f32[2, 2]`
-  double maxAbs = 0, maxRel = 0;
+  double maxAbs = 0;
+  double maxRel = 0; ///< over the elements whose reference is not below the absolute tolerance
   bool pass = true;
   std::string note; ///< why it failed, when not a numeric difference
 };

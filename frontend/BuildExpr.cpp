@@ -353,8 +353,9 @@ EV IRBuilder::expr(const ast::Expr &e) {
         diags().error<DiagId::MeshNotValue>(e.loc, e.text);
       else {
         auto &d = diags().error(DiagId::UnknownName, e.loc, {e.text});
-        if (!declaredBelow(d, e.text))
-          didYouMean(d, e.text, namesInScope(), e.full);
+        if (!declaredBelow(d, e.text) && !didYouMean(d, e.text, namesInScope(), e.full) &&
+            e.text.find('.') == std::string::npos)
+          d.hint = "declare it before its use: `let " + e.text + " = ...`";
       }
       return EV::bad();
     }

@@ -328,7 +328,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
 
 void IRBuilder::returnStmt(const ast::Stmt &s) {
   if (!expectedResults_) {
-    diags().error(DiagId::ReturnOutside, s.loc);
+    diags().error(DiagId::ReturnOutside, s.loc).hint =
+        "`return` ends a function's body; at the top level, `print` shows a value";
     return;
   }
   if (blockStack_.size() != 1) {
@@ -469,7 +470,12 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   std::string q = prefix + d.name;
   if (auto it = st_.functions.find(q); it != st_.functions.end()) {
     if (!prefix.empty() || it->second.build == st_.builds) {
-      diags().error(DiagId::Redefinition, s.loc, {q});
+      auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
+      if (it->second.decl)
+        e.notes.push_back("the first `" + q + "` is declared at line " +
+                          std::to_string(it->second.decl->loc.line));
+      e.hint = "give one of them another name (a function has one signature; a size symbol, "
+               "`f32[N]`, takes every size)";
       return;
     }
     // An earlier input's function (the REPL, a session's later compile):

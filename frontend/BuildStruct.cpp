@@ -75,7 +75,11 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
   const ast::StructDecl &d = *s.record;
   std::string q = modulePrefix_ + d.name;
   if (st_.structs.count(q) || st_.functions.count(q) || st_.meshes.count(q)) {
-    diags().error(DiagId::Redefinition, s.loc, {q});
+    auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
+    if (auto it = st_.structs.find(q); it != st_.structs.end())
+      e.notes.push_back("the first `" + q + "` is declared at line " +
+                        std::to_string(it->second->loc.line));
+    e.hint = "give the struct another name";
     return;
   }
   auto def = std::make_shared<StructDef>();
@@ -630,6 +634,13 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
                  "name), not its fields";
         break;
       }
+    if (d.hint.empty()) {
+      std::string params;
+      for (const ast::Param &p : decl.params)
+        params += (params.empty() ? "" : ", ") + p.name + ": " + ast::printType(p.type);
+      d.hint = "`" + fi.qualified + "` is declared at line " + std::to_string(decl.loc.line) +
+               " as `fn " + decl.name + "(" + params + ")`";
+    }
     return false;
   }
   // Structs named in the signature are looked up in the function's module.

@@ -661,6 +661,10 @@ void IRBuilder::reportTypeError(
     dtypeMismatchHint(d, exprs, types);
   else if (err.id == DiagId::ShapeMismatch && !err.args.empty() && err.args[0] == "matmul")
     matmulShapeHint(d, exprs, types, typeChecks);
+  else if (err.id == DiagId::BadReshape && err.args.size() == 4 && d.hint.empty() &&
+           err.args[1].find_first_not_of("0123456789") == std::string::npos)
+    d.hint = "a reshape keeps the number of elements: give a shape of " + err.args[1] +
+             " elements (`[" + err.args[1] + "]` flattens it)";
 }
 
 void IRBuilder::dtypeMismatchHint(Diagnostic &d, const std::vector<const ast::Expr *> &exprs,

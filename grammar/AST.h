@@ -185,6 +185,8 @@ struct Program {
 
 /// Prints the AST back as source-like text (for tests and `dtensorc emit ast`).
 std::string printProgram(const Program &p);
+/// Prints a type as written: `f32[2*N, H] @ m[_, x]`, a struct's name.
+std::string printType(const TypeSpec &t);
 /// Prints one expression (binary and unary ones fully parenthesized).
 std::string printExpr(const Expr &e);
 

@@ -87,6 +87,7 @@ private:
     out += l.placementForm ? '}' : ']';
   }
 
+public:
   void type(const TypeSpec &t) {
     if (t.bare) {
       out += t.dtype;
@@ -101,6 +102,8 @@ private:
       layout(*t.layout);
     }
   }
+
+private:
 
   void args(const std::vector<ExprPtr> &as, size_t from,
             const std::vector<std::pair<std::string, ExprPtr>> &kws) {
@@ -359,6 +362,12 @@ TypeSpec copyType(const TypeSpec &t) {
   if (t.layout)
     c.layout = std::make_unique<LayoutSpec>(*t.layout);
   return c;
+}
+
+std::string printType(const TypeSpec &t) {
+  Printer pr;
+  pr.type(t);
+  return pr.out;
 }
 
 std::string printExpr(const Expr &e) {

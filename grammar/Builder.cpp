@@ -33,6 +33,13 @@ SrcLoc Builder::loc(const Span &whole, const Span &anchor) const {
 }
 
 void Builder::syntaxError(const Span &at, const std::string &message, const Lexer::Opener *opener) {
+  // Error recovery can stop twice at one place (the end of the input): the
+  // first error there says it.
+  if (const Diagnostic *last = diags_.last(); last && last->id == DiagId::ParseError &&
+                                               last->loc.file == loc(at).file &&
+                                               last->loc.line == loc(at).line &&
+                                               last->loc.col == loc(at).col)
+    return;
   auto &d = diags_.error(DiagId::ParseError, loc(at), {message});
   if (opener) {
     const char close = opener->ch == '(' ? ')' : opener->ch == '[' ? ']' : '}';

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -738,6 +739,19 @@ bool Compilation::build(std::unique_ptr<ast::Program> prog) {
 }
 
 std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text) {
+  if (path == "-") { // standard input, to its end
+    text.clear();
+    char buf[1 << 16];
+    while (std::cin) {
+      std::cin.read(buf, sizeof buf);
+      text.append(buf, (size_t)std::cin.gcount());
+      if ((int64_t)text.size() > maxBytes) {
+        text.clear();
+        return DiagId::SourceTooLarge;
+      }
+    }
+    return std::cin.bad() ? std::optional<DiagId>(DiagId::SourceUnreadable) : std::nullopt;
+  }
   // Only regular files: a directory reads as empty (a silent success) and a
   // device such as /dev/zero never ends.
   std::error_code ec;

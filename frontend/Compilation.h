@@ -76,8 +76,8 @@ struct CompileOptions {
 };
 
 /// Reads the source file `path` into `text`: only a regular file of at most
-/// `maxBytes` bytes. Returns the diagnostic kind of a failure (its arguments:
-/// the path, then the limit).
+/// `maxBytes` bytes, or standard input for `-`. Returns the diagnostic kind of
+/// a failure (its arguments: the path, then the limit).
 std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text);
 
 class Compilation {

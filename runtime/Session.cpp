@@ -329,7 +329,8 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
 
 bool Session::compileFile(const std::string &path, bool irInput) {
   std::string text;
-  return c_->readFile(path, text) && compile(path, text, irInput);
+  // `-` is standard input, named so in diagnostics.
+  return c_->readFile(path, text) && compile(path == "-" ? "<stdin>" : path, text, irInput);
 }
 
 namespace {

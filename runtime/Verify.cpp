@@ -321,7 +321,7 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
     vr.diagnostics = c.diags.renderAll();
     return vr;
   }
-  return verifySource(path, text, overrides, ranks, {}, backend);
+  return verifySource(path == "-" ? "<stdin>" : path, text, overrides, ranks, {}, backend);
 }
 
 VerifyResult verifySource(const std::string &path, std::string text,

@@ -212,6 +212,10 @@ TEST_CASE("cli: -h, --help and --version work with every command") {
     CHECK(v.out.rfind("dtensorc ", 0) == 0);
     CHECK(contains(v.out, "LLVM"));
   }
+  // --version beside a file or a flag is a usage error, not ignored.
+  CHECK(dtc({"--version", "extra"}).exitCode == 2);
+  CHECK(dtc({"run", "f.dt", "--version"}).exitCode == 2);
+  CHECK(dtc({"--version", "--ranks", "2"}).exitCode == 2);
   // Help wins over a bad line, and `help` is a command too.
   ProcResult r = dtc({"run", kMissing, "--visualise", "--help"});
   CHECK(r.exitCode == 0);
@@ -501,5 +505,29 @@ TEST_CASE("cli: IR input with a malformed layout or an oversized shape is an err
   ProcResult h = dtc({"run", "-x", "ir", dir + "/huge.ir"});
   CHECK(h.exitCode == 1);
   CHECK(contains(h.err, "1000000000000000000 elements; a tensor holds at most"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: FILE `-` reads the program from standard input") {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("dt_cli_stdin_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/p.dt")
+      << "mesh m = [x = 2]\nlet a : f32[2] @ m[x] = [1, 2]\nprint(a * 2)\nprint(b)\n";
+  ProcResult r = dtlang::runProcess(
+      {"/bin/sh", "-c", std::string(DT_DTENSORC) + " check - < " + dir + "/p.dt"}, 60);
+  CHECK(r.exitCode == 1);
+  CHECK(contains(r.err, "<stdin>:4:7: error: unknown name `b`"));
+  std::ofstream(dir + "/p.dt")
+      << "mesh m = [x = 2]\nlet a : f32[2] @ m[x] = [1, 2]\nprint(a * 2)\n";
+  r = dtlang::runProcess({"/bin/sh", "-c", std::string(DT_DTENSORC) + " run - < " + dir + "/p.dt"},
+                         60);
+  CHECK(r.exitCode == 0);
+  CHECK(r.out == "[2, 4]\n");
+  r = dtlang::runProcess(
+      {"/bin/sh", "-c", std::string(DT_DTENSORC) + " verify - --mesh m=[3] < " + dir + "/p.dt"},
+      60);
+  CHECK(r.exitCode == 0);
+  CHECK(contains(r.out, "PASS (1 outputs)"));
   std::filesystem::remove_all(dir);
 }

@@ -222,7 +222,8 @@ std::string globalUsage() {
   out += "\noptions of every command:\n"
          "  -h, --help     describe the command (or, without one, all commands)\n"
          "  --version      print the version of dtensorc\n"
-         "\n`dtensorc <command> --help` describes one command.\n";
+         "\nFILE `-` reads the program from standard input (named `<stdin>` in errors).\n"
+         "`dtensorc <command> --help` describes one command.\n";
   return out;
 }
 
@@ -331,6 +332,12 @@ ParseResult parseCommandLine(int argc, const char *const *argv, Args &a,
     }
   }
 
+  // `--version` after a command (`dtensorc run --version`) prints it too; a
+  // file or a flag beside it is a mistake, not something to ignore.
+  if (a.version &&
+      (!raw.empty() || !badDash.empty() || pos.size() > 2 ||
+       (!pos.empty() && !findCommand(pos[0])) || (pos.size() == 2 && pos[0] != "emit")))
+    return usageError("--version takes nothing else (it prints the version)", nullptr);
   if (a.version) {
     ParseResult r;
     r.outcome = Outcome::Exit;

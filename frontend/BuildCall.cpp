@@ -299,6 +299,15 @@ EV IRBuilder::call(const ast::Expr &e) {
       return EV::bad();
     }
   }
+  // `a(1)` where `a` is a tensor: an index is written with brackets.
+  if (e.callee.find('.') == std::string::npos && lookup(e.callee)) {
+    std::string args;
+    for (auto &a : e.args)
+      args += (args.empty() ? "" : ", ") + exprText(a.get());
+    d.hint = "`" + e.callee + "` is a value, not a function: index it with brackets, `" +
+             e.callee + "[" + args + "]`";
+    return EV::bad();
+  }
   if (definedBelow(d, e.callee) || didYouMean(d, e.callee, functionNames(), e.loc))
     return EV::bad();
   if (size_t dot = e.callee.rfind('.'); dot != std::string::npos) {

@@ -52,6 +52,10 @@ void Builder::syntaxError(const Span &at, const std::string &message, const Lexe
   // The control-flow mistakes a newcomer makes most, named with their fix.
   if (message.find("found `else`") != std::string::npos)
     d.hint = "`else` continues an `if`: write it after the `}` on the same line: `} else {`";
+  else if (message.find("found `,`") != std::string::npos &&
+           message.rfind("expected `)`", 0) == 0)
+    d.hint = "parentheses group one value: a tuple comes from a function (`return a, b`, "
+             "then `let (a, b) = f(...)`)";
   else if (message.find("found `{` of a block") != std::string::npos)
     d.hint = "write the condition (`if c {`, `while c {`) or the range (`for i in 0..n {`) "
              "before the `{`";

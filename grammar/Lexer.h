@@ -152,6 +152,9 @@ private:
   /// Nesting depth of the `for`/`if`/`while` header being read (its block
   /// brace is at this depth), or -1.
   int forDepth_ = -1;
+  /// Nesting depth of the `->` of a `fn` being read (the result type, then
+  /// the body's brace at this depth), or -1.
+  int arrowDepth_ = -1;
   bool any_ = false;     ///< some token was returned
   bool endSent_ = false; ///< the trailing Newline before End was returned
   bool aborted_ = false;

@@ -276,6 +276,10 @@ bool Lexer::track(Token &t) {
   case TokKind::Newline:
   case TokKind::Semi:
     forDepth_ = -1;
+    arrowDepth_ = -1;
+    break;
+  case TokKind::Arrow:
+    arrowDepth_ = (int)brackets_.size();
     break;
   case TokKind::LParen: return push(Bracket::Paren);
   case TokKind::LBracket: return push(Bracket::Square);
@@ -287,9 +291,14 @@ bool Lexer::track(Token &t) {
     // HeaderBrace token for the parser. `struct S {` is read as a layout
     // brace: its fields may span lines.
     bool forBlock = forDepth_ == (int)brackets_.size();
-    bool layout = prev_ == TokKind::Name && !forBlock && prev2_ != TokKind::DotDot &&
-                  prev2_ != TokKind::KwIn && prev2_ != TokKind::KwFn &&
-                  prev2_ != TokKind::Arrow;
+    // After a result type named by its module (`-> nn.Block {`) the brace
+    // opens the body too; `-> f32[4] @ m{x: shard(0)} {` keeps its layout.
+    bool resultBlock = arrowDepth_ == (int)brackets_.size() && prev2_ == TokKind::Dot;
+    bool layout = prev_ == TokKind::Name && !forBlock && !resultBlock &&
+                  prev2_ != TokKind::DotDot && prev2_ != TokKind::KwIn &&
+                  prev2_ != TokKind::KwFn && prev2_ != TokKind::Arrow;
+    if (!layout)
+      arrowDepth_ = -1;
     if (forBlock) {
       forDepth_ = -1;
       t.kind = TokKind::HeaderBrace;

@@ -429,6 +429,15 @@ Inferred derivePlacements(Op op, const IndexSignature &sig, const std::vector<Te
       if (d < 0)
         continue;
       const Placement &p = ops[i].placements[a];
+      // A dim of size 1 against a sharded dim of size 1 is a broadcast too
+      // (as against a sharded dim of any other size): a replicated operand
+      // goes whole to every rank's block, which holds that one row or none.
+      const OpClass cls = opInfo(op).cls;
+      if (p.isReplicate() && sig.roles[factor] == FactorRole::Kept &&
+          !sig.sizes[factor].isSym() && sig.sizes[factor].value == 1 &&
+          (cls == OpClass::Elementwise1 || cls == OpClass::Elementwise2 ||
+           cls == OpClass::Elementwise3))
+        continue;
       if (!(p.isShard() && p.dim == d)) {
         auto e =
             err(contract && sig.roles[factor] == FactorRole::Summed ? DiagId::ContractionMismatch

@@ -71,8 +71,23 @@ struct Rule {
   /// Whether operand `i` needs a cotangent (it depends on a `wrt` argument).
   bool needs(int i) const { return d.active_.empty() || d.active_[x[i]]; }
   void acc(int operand, int c) {
-    if (isFloat(T(x[operand]).dtype))
-      accumulate(x[operand], B.unbroadcast(c, T(x[operand]).shape));
+    if (!isFloat(T(x[operand]).dtype))
+      return;
+    c = B.unbroadcast(c, T(x[operand]).shape);
+    // A replicated operand met a sharded dim of size 1 (a broadcast, as
+    // against any sharded dim): its cotangent is whole on every rank too.
+    const TensorType xt = T(x[operand]);
+    TensorType ct = T(c);
+    bool gather = false;
+    for (size_t a = 0; a < ct.placements.size() && a < xt.placements.size(); ++a) {
+      const Placement &p = ct.placements[a];
+      if (p.isShard() && xt.placements[a].isReplicate() && p.dim < (int)ct.shape.size() &&
+          !ct.shape[p.dim].isSym() && ct.shape[p.dim].value == 1) {
+        ct.placements[a] = Placement::replicate();
+        gather = true;
+      }
+    }
+    accumulate(x[operand], gather ? B.relayout(c, ct) : c);
   }
   int mask(Op cmp, int a, int b) { return B.castTo(B.op(cmp, {a, b}), g); }
   // `Add`

@@ -281,7 +281,10 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       diags().error(DiagId::MissingReturn, decl.loc, {fi.qualified}).hint =
           "end the body with `return VALUE`";
   }
-  if (decl.results.empty()) {
+  // A function without results ends with one `return`: the bare one its
+  // body wrote, or one added here.
+  if (decl.results.empty() && !(sawReturn_ && !f.body.insts.empty() &&
+                                f.body.insts.back().op == Op::Return)) {
     Inst ret;
     ret.op = Op::Return;
     f.body.insts.push_back(std::move(ret));

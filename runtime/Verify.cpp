@@ -174,9 +174,10 @@ double tokenValue(const std::string &t, bool &ok) {
 }
 
 /// Compares printed text with the reference's, token by token: numbers
-/// within `tol`, anything else exactly.
+/// within `tol` (token k within `tols[k]` where given), anything else
+/// exactly.
 OutputCheck compareText(const std::string &what, const std::string &ref, const std::string &text,
-                        Tol tol) {
+                        Tol tol, const std::vector<Tol> &tols = {}) {
   OutputCheck c;
   c.what = what;
   auto a = tokens(text), r = tokens(ref);
@@ -197,7 +198,7 @@ OutputCheck compareText(const std::string &what, const std::string &ref, const s
       c.pass &= a[i] == r[i];
       continue;
     }
-    compareElem(va, vr, tol, c);
+    compareElem(va, vr, i < tols.size() ? tols[i] : tol, c);
   }
   if (!c.pass && c.note.empty() && text.size() < 200 && ref.size() < 200)
     c.note = "printed `" + text + "`, the reference printed `" + ref + "`";
@@ -257,16 +258,29 @@ std::vector<OutputCheck> compareOutputs(const std::string &refPrinted,
       out.push_back(c);
       continue;
     }
-    // A line of several items: compared token by token, numbers at the
-    // tolerance of f32, or of the loosest bf16/f16 item's.
-    Tol lineTol = tolerance(DType::F32);
-    for (const HostTensor &v : printed[i].lineValues)
-      if (isLowPrecision(v.dtype)) {
-        lineTol.rtol = std::max(lineTol.rtol, tolerance(v.dtype).rtol);
-        lineTol.atol = std::max(lineTol.atol, tolerance(v.dtype).atol);
-      }
-    out.push_back(!printed[i].isLine ? compareText(what, lines[i], printed[i].value)
-                                     : compareText(what, lines[i], printed[i].line, lineTol));
+    if (!printed[i].isLine) {
+      out.push_back(compareText(what, lines[i], printed[i].value));
+      continue;
+    }
+    // A line of several items: compared token by token, each value's
+    // numbers at its own dtype's tolerance (found in order among the line's
+    // tokens, past the labels); a number of a label at f32's.
+    std::vector<std::string> lineTokens = tokens(printed[i].line);
+    std::vector<Tol> tols(lineTokens.size(), tolerance(DType::F32));
+    size_t at = 0;
+    for (const HostTensor &v : printed[i].lineValues) {
+      std::vector<std::string> own = tokens(formatTensor(v));
+      if (own.empty())
+        continue;
+      for (size_t p = at; p + own.size() <= lineTokens.size(); ++p)
+        if (std::equal(own.begin(), own.end(), lineTokens.begin() + (std::ptrdiff_t)p)) {
+          std::fill(tols.begin() + (std::ptrdiff_t)p,
+                    tols.begin() + (std::ptrdiff_t)(p + own.size()), tolerance(v.dtype));
+          at = p + own.size();
+          break;
+        }
+    }
+    out.push_back(compareText(what, lines[i], printed[i].line, tolerance(DType::F32), tols));
   }
   for (size_t i = 0; i < std::max(refResults.size(), results.size()); ++i) {
     std::string what = "result " + std::to_string(i) + " of main";

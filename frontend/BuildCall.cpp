@@ -126,7 +126,9 @@ bool IRBuilder::builtinArgs(const std::string &name, const ast::Expr &e, size_t 
     return true;
   diags().error(DiagId::ArgCount, e.loc,
                 {name,
-                 lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi),
+                 lo == hi  ? std::to_string(lo)
+                 : lo == 0 ? "at most " + std::to_string(hi)
+                           : std::to_string(lo) + " to " + std::to_string(hi),
                  std::to_string(e.args.size())});
   return false;
 }
@@ -304,8 +306,8 @@ EV IRBuilder::call(const ast::Expr &e) {
     std::string args;
     for (auto &a : e.args)
       args += (args.empty() ? "" : ", ") + exprText(a.get());
-    d.hint = "`" + e.callee + "` is a value, not a function: index it with brackets, `" +
-             e.callee + "[" + args + "]`";
+    d.hint = "`" + e.callee + "` is a value, not a function: index it with brackets, `" + e.callee +
+             "[" + args + "]`";
     return EV::bad();
   }
   if (definedBelow(d, e.callee) || didYouMean(d, e.callee, functionNames(), e.loc))

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 
 namespace dt {
 
@@ -623,6 +624,22 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
          {"load", "load_checkpoint", "ones", "zeros", "full", "randn", "rand", "arange", "iota"})
       if (c == built && !knownKeywords(c, init, builtinKeywords(c)))
         return EV::bad();
+    // The sources take at most their one argument, by position or by name
+    // (`full(0.5)`, `randn(seed=1)`): another is an error, never dropped.
+    static const std::map<std::string, const char *> kSourceArg = {
+        {"ones", nullptr}, {"zeros", nullptr}, {"full", "value"}, {"randn", "seed"},
+        {"rand", "seed"},  {"arange", "dim"},  {"iota", "dim"}};
+    if (auto it = kSourceArg.find(c); it != kSourceArg.end()) {
+      if (!builtinArgs(c, init, 0, it->second ? 1 : 0)) {
+        if (Diagnostic *d = diags().last())
+          d->hint = "the shape and layout come from the declared type: `" + c + "(" +
+                    (it->second ? std::string(it->second) + "=..." : "") + ")`";
+        return EV::bad();
+      }
+      bool twice = false;
+      if (it->second && (argOrKeyword(c, init, 0, it->second, twice), twice))
+        return EV::bad();
+    }
     Attrs a;
     const ast::Expr *argExpr = nullptr;
     auto literalArg = [&](const char *kw, double dflt) -> std::optional<EV> {

@@ -30,7 +30,7 @@ std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
       const std::string arg = i < args.size() ? args[i] : std::string("?");
       out += arg;
       p += 2;
-      if (arg == "1")
+      if (arg == "1" || (arg.size() > 2 && arg.compare(arg.size() - 2, 2, " 1") == 0))
         for (auto &[plural, singular] : kPlurals) {
           size_t n = std::strlen(plural);
           if (std::strncmp(p + 1, plural, n) == 0 && !std::isalnum((unsigned char)p[1 + n])) {

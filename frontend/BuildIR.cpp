@@ -597,8 +597,6 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
 void IRBuilder::importModule(const ast::Stmt &s) {
   const std::string &mod = s.module;
   st_.importsOf[currentModule()].insert(mod);
-  if (st_.imported.count(mod))
-    return;
   std::string rel = mod;
   for (auto &c : rel)
     if (c == '.')
@@ -631,6 +629,19 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     std::error_code ec;
     if (!std::filesystem::exists(candidate, ec))
       continue;
+    // Loaded already (by this file or another): the same file is the same
+    // module; another file of the same name would mix the two.
+    if (st_.imported.count(mod)) {
+      auto was = st_.importedFrom.find(mod);
+      std::error_code e1, e2;
+      if (was != st_.importedFrom.end() &&
+          !std::filesystem::equivalent(candidate, was->second, e1) && !e1) {
+        diags().error<DiagId::ModuleNameClash>(s.loc, mod, candidate, was->second).hint =
+            "modules are named by their path from where they are found, one file a name: "
+            "rename one of the two files (or move it into a folder: `import lib.c`)";
+      }
+      return;
+    }
     if (auto why = readSourceFile(candidate, s_.options.maxSourceBytes, text)) {
       diags().error(*why, s.loc, {candidate, std::to_string(s_.options.maxSourceBytes)});
       return;
@@ -638,6 +649,8 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     path = candidate;
     break;
   }
+  if (path.empty() && st_.imported.count(mod))
+    return; // loaded by another file, from a folder this one does not search
   if (path.empty()) {
     auto &d = diags().error(DiagId::UnknownModule, s.loc, {mod});
     std::string searched;
@@ -647,6 +660,7 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     return;
   }
   st_.imported.insert(mod);
+  st_.importedFrom[mod] = path;
   int file = s_.sources.add(path, text);
   auto prog = std::make_unique<ast::Program>();
   if (!parseProgram(text, file, diags(), *prog))

@@ -137,6 +137,7 @@ struct Compilation::BuilderState {
   std::vector<std::unique_ptr<ast::Program>> programs; ///< keeps FnDecls alive
   std::map<std::string, Binding> globals;              ///< top-level names
   std::set<std::string> imported;                      ///< every module loaded, by any file
+  std::map<std::string, std::string> importedFrom;     ///< each loaded module's file
   /// Which modules each file imported itself ("" is the program): a module
   /// reaches `nn.f` only when it wrote `import nn`, not because the program
   /// (or another module) did.

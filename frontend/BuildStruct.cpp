@@ -140,6 +140,14 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
         continue;
       }
       fld.type = *t;
+      if ((int64_t)def->leaves.size() + 1 > s_.options.maxStructTensors) {
+        diags()
+            .error(DiagId::StructTooLarge, f.loc, {q, std::to_string(s_.options.maxStructTensors)})
+            .hint = "each tensor of a struct is a value of every function that takes it: stack "
+                    "repeated fields into fewer, larger tensors (`w: f32[L, D, D]`)";
+        st_.structsTooLarge.insert(q);
+        return;
+      }
       def->leaves.push_back({f.name, *t});
     }
     def->fields.push_back(std::move(fld));

@@ -124,6 +124,15 @@ TEST_CASE("hostile: call chains and struct nests are bounded where they are decl
   REQUIRE(ids.size() == 51);
   CHECK(ids[0] == DiagId::StructTooLarge);
   CHECK(ids[1] == DiagId::UnknownType);
+  // The same limit for a flat struct of plain fields.
+  auto flat = [](int fields) {
+    std::string s = "struct F { ";
+    for (int i = 0; i < fields; ++i)
+      s += (i ? ", f" : "f") + std::to_string(i) + ": f32[1]";
+    return s + " }\n";
+  };
+  CHECK(errorsOf(flat(16384)).empty());
+  CHECK(errorsOf(flat(16385)) == std::vector{DiagId::StructTooLarge});
 }
 
 TEST_CASE("hostile: source files are regular files under the size limit") {

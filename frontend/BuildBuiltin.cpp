@@ -58,6 +58,12 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
   const ast::Expr *d = kwarg(e, "dim");
   const ast::Expr *ds = kwarg(e, "dims");
   const ast::Expr *pos = e.args.size() > 1 ? ex(1) : nullptr;
+  if (pos && (d || ds) && !(d && ds)) {
+    // `sum(a, 1, dim=1)`: the dims by position and by name.
+    bool twice = false;
+    argOrKeyword(name, e, 1, d ? "dim" : "dims", twice);
+    return EV::bad();
+  }
   if ((d ? 1 : 0) + (ds ? 1 : 0) + (pos ? 1 : 0) > 1) {
     const ast::Expr *second = d && ds ? ds : pos;
     diags().error(DiagId::DimAndDims, second->loc, {name}).hint =

@@ -4,7 +4,8 @@
 // program resized by its axis count — so every layout of the program runs
 // with even, uneven and empty blocks against the reference evaluator.
 // With `--fuzz N --seed S` it also checks N random programs
-// (tests/SpmdProgramGen.h) and prints the seed and text of any failure.
+// (tests/SpmdProgramGen.h) and prints the seed and text of any failure;
+// with `--grad-fuzz N`, N random gradient programs (tests/GradProgramGen.h).
 //
 // With `--bitexact` it instead runs every program (and the random ones) on
 // meshes of 1, 2, 4, 2x2 and 3x2 devices (exactConfig) and compares every
@@ -13,6 +14,7 @@
 // `--no-jit` on the reference kernels. `--expect-differences` inverts the
 // verdict: it passes when some program's bits do depend on the mesh (default
 // mode), which shows that the bit-exact check can fail.
+#include "GradProgramGen.h"
 #include "SpmdProgramGen.h"
 
 #include "frontend/Compilation.h"
@@ -158,13 +160,15 @@ int checkBits(const std::string &path, bool deterministic, bool jit, int &skips)
 
 int main(int argc, char **argv) {
   std::vector<std::string> files;
-  int fuzz = 0;
+  int fuzz = 0, gradFuzz = 0;
   uint64_t seed = 1;
   bool bitexact = false, deterministic = false, expectDiff = false, jit = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--fuzz" && i + 1 < argc)
       fuzz = std::atoi(argv[++i]);
+    else if (a == "--grad-fuzz" && i + 1 < argc)
+      gradFuzz = std::atoi(argv[++i]);
     else if (a == "--bitexact")
       bitexact = true;
     else if (a == "--no-jit")
@@ -229,7 +233,21 @@ int main(int argc, char **argv) {
     failures += bad;
     ++checked;
   }
-  if (fuzz)
+  for (int k = 0; k < gradFuzz; ++k) {
+    uint64_t s = seed + (uint64_t)k;
+    std::string text = gradgen::generateGradProgram(s);
+    {
+      std::ofstream out(tmp);
+      out << text;
+    }
+    int bad =
+        checkFile(tmp, "random gradient program (seed " + std::to_string(s) + ")", true, skips);
+    if (bad)
+      std::cout << "--- program (reproduce: dt_diff --grad-fuzz 1 --seed " << s << ")\n" << text;
+    failures += bad;
+    ++checked;
+  }
+  if (fuzz || gradFuzz)
     std::remove(tmp.c_str());
   std::cout << (failures ? "FAIL" : "PASS") << ": " << checked << " programs x 5 meshes, "
             << failures << " failures, " << skips << " skipped\n";

@@ -24,7 +24,8 @@ public:
     int rank = pick(1, 3);
     for (int i = 0; i < rank; ++i)
       shape.push_back(dim());
-    std::string in = type(shape, layout((int)shape.size()));
+    cur_ = layout((int)shape.size());
+    params_ = {{"a", type(shape, cur_)}};
     std::string body;
     std::vector<int64_t> cur = shape;
     std::string v = "a";
@@ -32,18 +33,28 @@ public:
     for (int s = 0; s < steps; ++s) {
       std::string next = "t" + std::to_string(s);
       std::string e = op(v, cur);
-      body +=
-          "  let " + next + " = relayout(" + e + ", " + layoutText(layout((int)cur.size())) + ")\n";
+      cur_ = layout((int)cur.size());
+      body += "  let " + next + " = relayout(" + e + ", " + layoutText(cur_) + ")\n";
       v = next;
     }
-    std::string all;
-    for (size_t i = 0; i < cur.size(); ++i)
-      all += i ? ", _" : "_";
-    return "mesh m = [x = 2, y = 3]\n"
-           "fn f(a: " +
-           in + ") -> f64[] @ m[] {\n" + body + "  return relayout(sum(" + v + " * " + v +
-           "), m[])\n}\n" + "let a : " + in + " = randn(seed=" + std::to_string(pick(1, 999)) +
-           ")\nprint(f(a))\nprint(grad(f)(a))\n";
+    // Each gradient printed at its parameter's layout (a gradient may be
+    // partial where the parameter met sharded work).
+    std::string sig, lets, args, wrt, grads, prints;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      std::string g = "g" + std::to_string(i);
+      grads += (i ? ", " : "") + g;
+      const std::string &t = params_[i].second;
+      prints += "print(relayout(" + g + ", " + t.substr(t.find("@ ") + 2) + "))\n";
+      sig += (i ? ", " : "") + params_[i].first + ": " + params_[i].second;
+      lets += "let " + params_[i].first + " : " + params_[i].second +
+              " = randn(seed=" + std::to_string(pick(1, 999)) + ")\n";
+      args += (i ? ", " : "") + params_[i].first;
+      wrt += (i ? ", " : "") + std::to_string(i);
+    }
+    return "mesh m = [x = 2, y = 3]\nfn f(" + sig + ") -> f64[] @ m[] {\n" + body +
+           "  return relayout(sum(" + v + " * " + v + "), m[])\n}\n" + lets + "print(f(" + args +
+           "))\nlet " + (params_.size() > 1 ? "(" + grads + ")" : grads) + " = grad(f, wrt=[" +
+           wrt + "])(" + args + ")\n" + prints;
   }
 
 private:
@@ -101,6 +112,32 @@ private:
       e = v + " * " + v + " + " + v;
     } else if (kind == 3) {
       e = "(" + v + " - 0.25) * (" + v + " + 2.0)";
+    } else if (kind == 4 && rank >= 1) {
+      // x - mean over the last dim, broadcast back (a size-1 dim against
+      // the last dim, sharded or not): the reduced value takes x's shards of
+      // the other dims.
+      std::vector<int> r = cur_;
+      for (int &d : r)
+        if (d == rank - 1)
+          d = -1;
+      rankHint_ = rank - 1;
+      std::string red = rank == 1 ? "m[]" : layoutText(r);
+      std::string shapeText;
+      for (int d = 0; d < rank - 1; ++d)
+        shapeText += std::to_string(shape[d]) + ", ";
+      e = v + " - reshape(relayout(mean(" + v + ", dim=" + std::to_string(rank - 1) + "), " + red +
+          "), [" + shapeText + "1])";
+    } else if (kind == 5 && rank == 2) {
+      // A matmul with a new parameter w: its dim 0 sharded as v's dim 1 (the
+      // contraction), its dim 1 on an axis v leaves free.
+      int64_t c = dim();
+      std::vector<int> wl(2, -1);
+      for (int a = 0; a < 2; ++a)
+        wl[a] = cur_[a] == 1 ? 0 : cur_[a] == 0 ? -1 : (coin() ? 1 : -1);
+      std::string w = "w" + std::to_string(params_.size());
+      params_.push_back({w, type({shape[1], c}, wl)});
+      e = v + " @ " + w;
+      shape[1] = c;
     } else if (kind <= 7 && rank >= 2) {
       static const char *reduce[] = {"sum", "mean", "max", "min"};
       int d = pick(0, rank - 1);
@@ -117,6 +154,8 @@ private:
   }
 
   std::mt19937_64 rng_;
+  std::vector<int> cur_;                                    ///< the current value's layout
+  std::vector<std::pair<std::string, std::string>> params_; ///< name, type
   int rankHint_ = 0; ///< the rank of the tensor a layout is written for
 };
 

@@ -205,9 +205,24 @@ int main(int argc, char **argv) {
       failures += bad;
       differing += bad ? 1 : 0;
     }
-    if (fuzz)
+    for (int k = 0; k < gradFuzz; ++k) {
+      uint64_t s = seed + (uint64_t)k;
+      std::string text = gradgen::generateGradProgram(s);
+      {
+        std::ofstream out(tmp);
+        out << text;
+      }
+      int bad = checkBits(tmp, deterministic, jit, skips);
+      if (bad)
+        std::cout << "--- program (reproduce: dt_diff --bitexact --grad-fuzz 1 --seed " << s
+                  << ")\n"
+                  << text;
+      failures += bad;
+      differing += bad ? 1 : 0;
+    }
+    if (fuzz || gradFuzz)
       std::remove(tmp.c_str());
-    size_t programs = files.size() + (size_t)fuzz;
+    size_t programs = files.size() + (size_t)fuzz + (size_t)gradFuzz;
     // --expect-differences: the check must be able to fail, so default mode
     // has to show at least one program whose bits depend on the mesh.
     bool ok = expectDiff ? differing > 0 : failures == 0;

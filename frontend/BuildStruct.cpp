@@ -92,6 +92,17 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
   }
   bool ok = true;
   std::set<std::string> seen;
+  // Whether `adding` more tensors would pass the limit (an error at `f`).
+  auto tooLarge = [&](const ast::Param &f, size_t adding) {
+    if ((int64_t)(def->leaves.size() + adding) <= s_.options.maxStructTensors)
+      return false;
+    diags()
+        .error(DiagId::StructTooLarge, f.loc, {q, std::to_string(s_.options.maxStructTensors)})
+        .hint = "each tensor of a struct is a value of every function that takes it: stack "
+                "repeated fields into fewer, larger tensors (`w: f32[L, D, D]`)";
+    st_.structsTooLarge.insert(q);
+    return true;
+  };
   for (auto &f : d.fields) {
     if (!seen.insert(f.name).second) {
       diags().error(DiagId::StructDuplicateField, f.loc, {q, f.name});
@@ -116,14 +127,8 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
         ok = false;
         continue;
       }
-      if ((int64_t)(def->leaves.size() + fld.sub->leaves.size()) > s_.options.maxStructTensors) {
-        diags()
-            .error(DiagId::StructTooLarge, f.loc, {q, std::to_string(s_.options.maxStructTensors)})
-            .hint = "each tensor of a struct is a value of every function that takes it: stack "
-                    "repeated fields into fewer, larger tensors (`w: f32[L, D, D]`)";
-        st_.structsTooLarge.insert(q);
+      if (tooLarge(f, fld.sub->leaves.size()))
         return;
-      }
       for (auto &[path, t] : fld.sub->leaves)
         def->leaves.push_back({f.name + "." + path, t});
     } else {
@@ -140,14 +145,8 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
         continue;
       }
       fld.type = *t;
-      if ((int64_t)def->leaves.size() + 1 > s_.options.maxStructTensors) {
-        diags()
-            .error(DiagId::StructTooLarge, f.loc, {q, std::to_string(s_.options.maxStructTensors)})
-            .hint = "each tensor of a struct is a value of every function that takes it: stack "
-                    "repeated fields into fewer, larger tensors (`w: f32[L, D, D]`)";
-        st_.structsTooLarge.insert(q);
+      if (tooLarge(f, 1))
         return;
-      }
       def->leaves.push_back({f.name, *t});
     }
     def->fields.push_back(std::move(fld));

@@ -25,7 +25,11 @@ bool fits(const TensorType &t, const TensorType &it) {
   for (int j = 0; j < t.rank(); ++j) {
     int64_t ts = t.shape[j].value, is = it.shape[j + lead].value;
     if (ts == is) {
-      if (!t.isHost() && t.axesShardingDim(j) != it.axesShardingDim(j + lead))
+      // A replicated dim of size 1 against a sharded one of size 1 is a
+      // broadcast (ir/Infer.cpp): each rank's block holds that one index 0
+      // or nothing, so the operand's index 0 is the one read.
+      if (!t.isHost() && t.axesShardingDim(j) != it.axesShardingDim(j + lead) &&
+          !(ts == 1 && t.axesShardingDim(j).empty()))
         return false;
     } else if (ts != 1 || (!t.isHost() && !t.axesShardingDim(j).empty())) {
       return false;

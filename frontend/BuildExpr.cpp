@@ -534,7 +534,12 @@ EV IRBuilder::tensorLiteral(const ast::Expr &e, const TensorType *t) {
       return;
     }
     if (!v.literal || depth != shape.size()) {
-      diags().error<DiagId::BadLiteralElement>(x.loc);
+      auto &d = diags().error<DiagId::BadLiteralElement>(x.loc);
+      // `concat([a, b], dim=0)`, as torch.cat is called: tensors are the
+      // builtins' arguments, not a list.
+      if (!v.literal)
+        d.hint = "a list of tensors is no value: pass them as arguments, `concat(a, b, dim=0)`, "
+                 "`stack(a, b)`";
       bad = true;
       return;
     }

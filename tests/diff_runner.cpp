@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 using namespace dt;
 
 namespace {
@@ -190,7 +192,10 @@ int main(int argc, char **argv) {
       failures += bad;
       differing += bad ? 1 : 0;
     }
-    std::string tmp = "dt_diff_bits_" + std::to_string(seed) + ".dt";
+    // Named by the process too: ctest runs several dt_diff at once in one
+    // folder (diff_random and diff_grad_random share seed 1).
+    std::string tmp =
+        "dt_diff_bits_" + std::to_string(seed) + "_" + std::to_string(getpid()) + ".dt";
     for (int k = 0; k < fuzz; ++k) {
       uint64_t s = seed + (uint64_t)k;
       std::string text = generateSpmdProgram(s);
@@ -234,7 +239,7 @@ int main(int argc, char **argv) {
     failures += checkFile(f, f, false, skips);
     ++checked;
   }
-  std::string tmp = "dt_diff_fuzz_" + std::to_string(seed) + ".dt";
+  std::string tmp = "dt_diff_fuzz_" + std::to_string(seed) + "_" + std::to_string(getpid()) + ".dt";
   for (int k = 0; k < fuzz; ++k) {
     uint64_t s = seed + (uint64_t)k;
     std::string text = generateSpmdProgram(s);

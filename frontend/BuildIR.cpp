@@ -633,7 +633,7 @@ void IRBuilder::importModule(const ast::Stmt &s) {
     // module; another file of the same name would mix the two.
     if (st_.imported.count(mod)) {
       auto was = st_.importedFrom.find(mod);
-      std::error_code e1, e2;
+      std::error_code e1;
       if (was != st_.importedFrom.end() &&
           !std::filesystem::equivalent(candidate, was->second, e1) && !e1) {
         diags().error<DiagId::ModuleNameClash>(s.loc, mod, candidate, was->second).hint =
@@ -752,32 +752,11 @@ bool Compilation::build(std::unique_ptr<ast::Program> prog) {
   return diags.errorCount() == before;
 }
 
-std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text) {
-  if (path == "-") { // standard input, to its end
-    text.clear();
-    char buf[1 << 16];
-    while (std::cin) {
-      std::cin.read(buf, sizeof buf);
-      text.append(buf, (size_t)std::cin.gcount());
-      if ((int64_t)text.size() > maxBytes) {
-        text.clear();
-        return DiagId::SourceTooLarge;
-      }
-    }
-    return std::cin.bad() ? std::optional<DiagId>(DiagId::SourceUnreadable) : std::nullopt;
-  }
-  // Only regular files: a directory reads as empty (a silent success) and a
-  // device such as /dev/zero never ends.
-  std::error_code ec;
-  auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st))
-    return DiagId::SourceUnreadable;
-  if (!std::filesystem::is_regular_file(st))
-    return DiagId::SourceNotFile;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return DiagId::SourceUnreadable;
-  // Read at most one byte past the limit: the size on disk may change.
+namespace {
+
+/// Reads `in` to its end into `text`, at most one byte past `maxBytes` (a
+/// file's size on disk may change while it is read; a pipe has none).
+std::optional<DiagId> readStream(std::istream &in, int64_t maxBytes, std::string &text) {
   text.clear();
   char buf[1 << 16];
   while (in) {
@@ -791,6 +770,25 @@ std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, 
   if (in.bad())
     return DiagId::SourceUnreadable;
   return std::nullopt;
+}
+
+} // namespace
+
+std::optional<DiagId> readSourceFile(const std::string &path, int64_t maxBytes, std::string &text) {
+  if (path == "-") // standard input, to its end
+    return readStream(std::cin, maxBytes, text);
+  // Only regular files: a directory reads as empty (a silent success) and a
+  // device such as /dev/zero never ends.
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    return DiagId::SourceUnreadable;
+  if (!std::filesystem::is_regular_file(st))
+    return DiagId::SourceNotFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return DiagId::SourceUnreadable;
+  return readStream(in, maxBytes, text);
 }
 
 bool Compilation::compile(const std::string &path, const std::string &text) {

@@ -390,17 +390,21 @@ void FaultWatch::watchdogLoop() {
   // as it ends the job) is not time a peer kept it waiting: a tick that
   // comes a second late leaves its gap out of the wait (a stopped rank,
   // resumed, must not report its peers before the job's end reaches it).
+  // A wait that began just before the stop, so that this late tick is the
+  // first to see it, keeps the part of the gap after it began.
   const int64_t tickNs = 100'000'000;
   int64_t lastTick = nowNs(), lastSince = 0, pausedNs = 0;
   while (!dogWake_.wait_for(lk, std::chrono::nanoseconds(tickNs), [&] { return dogStop_; })) {
     const int64_t since = waitSince_.load(), now = nowNs();
-    if (now - lastTick > 10 * tickNs)
-      pausedNs += now - lastTick - tickNs;
+    const bool late = now - lastTick > 10 * tickNs;
+    const int64_t due = lastTick + tickNs; // when this tick should have come
     lastTick = now;
     if (since != lastSince) {
       lastSince = since;
       pausedNs = 0;
     }
+    if (late && since)
+      pausedNs += now - std::max(due, since);
     if (!since)
       continue;
     const double waited = (double)(now - since - pausedNs) / 1e9;

@@ -298,6 +298,8 @@ CudaKernelSource emitCudaKernel(const Kernel &k, const std::string &symbol) {
   std::string err = verifyKernel(k);
   if (!err.empty())
     throw InternalError("emitCudaKernel: invalid kernel: " + err);
+  if (numLifted(k) > 0) // the CPU JIT's form; CUDA kernels keep their values
+    throw InternalError("emitCudaKernel: kernel `" + k.name + "` has lifted constants");
   if (symbol.empty() || !(std::isalpha((unsigned char)symbol[0]) || symbol[0] == '_') ||
       !std::all_of(symbol.begin(), symbol.end(),
                    [](char c) { return std::isalnum((unsigned char)c) || c == '_'; }))

@@ -208,6 +208,23 @@ std::string verifyKernel(const Kernel &k) {
       return "%" + std::to_string(i) + ": recorded dtype " + dtypeName(k.nodes[i].dtype) +
              " but the operands give " + dtypeName(t);
   }
+  // Lifted values: slots 0..numLifted-1, each once, on float consts and
+  // random nodes only.
+  std::vector<bool> slotUsed(k.nodes.size(), false);
+  for (int i = 0; i < (int)k.nodes.size(); ++i) {
+    const KNode &n = k.nodes[i];
+    if (n.slot < 0)
+      continue;
+    if (!(n.op == KOp::Random || (n.op == KOp::Const && isFloat(n.dtype))))
+      return "%" + std::to_string(i) + ": only a float const or a random node has a slot";
+    if (n.slot >= (int)k.nodes.size() || slotUsed[n.slot])
+      return "%" + std::to_string(i) + ": slot " + std::to_string(n.slot) +
+             " out of range or taken";
+    slotUsed[n.slot] = true;
+  }
+  if (std::find(slotUsed.begin(), slotUsed.begin() + numLifted(k), false) !=
+      slotUsed.begin() + numLifted(k))
+    return "lifted slots are not numbered 0..n-1";
   std::vector<int> stored(k.outputs.size(), 0);
   for (const KStore &s : k.stores) {
     if (s.output < 0 || s.output >= (int)k.outputs.size())

@@ -31,6 +31,11 @@
 //   non-zero byte reads as true). Kernels keep no state: several threads may
 //   call one kernel concurrently on disjoint outputs.
 //   numParams(k) = R * (1 + I + O) + (usesGlobalIndex(k) ? 2R : 0).
+//   Lifted constants (the CPU JIT's form, liftConstants): a kernel whose
+//   nodes have slots reads numLifted(k) more words after those,
+//   params[numParams(k) + slot]: a float `const`'s value (the f64 bits of
+//   kernelConstFloat) or a `random` node's seed. One compiled kernel then
+//   serves every kernel that differs only in such values.
 //
 // Semantics of the nodes (identical to ir/IR.h; each dtype is computed in its
 // own precision; f32 ops are f32 ops, never wider). bf16/f16 are storage
@@ -190,6 +195,9 @@ struct KNode {
   int64_t ivalue = 0;                      ///< Const of an integer/bool dtype (exact)
   RandomKind random = RandomKind::Uniform; ///< Random
   uint64_t seed = 0;                       ///< Random
+  /// Const (float dtype), Random: >= 0 when the value (the seed) is lifted
+  /// to params[numParams(k) + slot] (liftConstants); `value`/`seed` are 0.
+  int slot = -1;
 };
 
 /// `out_k <- node` (one store per output, any order); with `key` >= 0 the
@@ -278,6 +286,15 @@ const KStore *scatterStore(const Kernel &k);
 int scatterIdsInput(const Kernel &k);
 /// Number of int64 params the kernel reads (see the ABI above).
 int64_t numParams(const Kernel &k);
+/// Number of lifted values the kernel reads after its params (max slot + 1).
+int numLifted(const Kernel &k);
+/// `k` with its float constants and random seeds lifted out of the kernel
+/// (slots numbered in node order; their values appended to `values`, as the
+/// ABI reads them): kernels that differ only in those values then print,
+/// hash and compile alike. A constant that is a divisor (`div`, `floordiv`,
+/// `mod`) or an operand of `pow` stays in the kernel, where the compiler
+/// folds it (`x ** 2` is `x * x`, `x / 2` a multiply).
+Kernel liftConstants(const Kernel &k, std::vector<int64_t> &values);
 /// True when `d` is one of the kernel's reduced iteration dims.
 bool isReducedDim(const Kernel &k, int d);
 /// True when the kernel's float sums follow deterministic mode's leaf tree

@@ -49,11 +49,13 @@ std::string printKernel(const Kernel &k, bool withName) {
       s += " in" + std::to_string(n.index);
       break;
     case KOp::Const:
-      s += " " + (isFloat(n.dtype) ? fmtDouble(n.value) : std::to_string(n.ivalue));
+      s += " " + (n.slot >= 0        ? "$" + std::to_string(n.slot)
+                  : isFloat(n.dtype) ? fmtDouble(n.value)
+                                     : std::to_string(n.ivalue));
       break;
     case KOp::Random:
       s += n.random == RandomKind::Normal ? " normal" : " uniform";
-      s += " seed " + std::to_string(n.seed);
+      s += " seed " + (n.slot >= 0 ? "$" + std::to_string(n.slot) : std::to_string(n.seed));
       break;
     case KOp::Iota:
       s += " dim " + std::to_string(n.index);

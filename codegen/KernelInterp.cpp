@@ -184,6 +184,7 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
   const int R = k.rank;
   const int64_t nIn = (int64_t)k.inputs.size(), nOut = (int64_t)k.outputs.size();
   const int64_t *goff = params + R * (1 + nIn + nOut), *gstr = goff + R;
+  const int64_t *lifted = params + numParams(k); // liftConstants' values
   for (size_t ni = 0; ni < k.nodes.size(); ++ni) {
     const KNode &n = k.nodes[ni];
     Sc r;
@@ -207,7 +208,9 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
       break;
     }
     case KOp::Const:
-      if (isFloat(n.dtype))
+      if (n.slot >= 0)
+        std::memcpy(&r.f, lifted + n.slot, sizeof r.f);
+      else if (isFloat(n.dtype))
         r.f = kernelConstFloat(n);
       else
         r.i = kernelConstInt(n);
@@ -216,8 +219,8 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
       uint64_t lin = 0;
       for (int d = 0; d < R; ++d)
         lin += (uint64_t)(goff[d] + idx[d]) * (uint64_t)gstr[d];
-      r.f =
-          n.random == RandomKind::Normal ? kernelNormal(n.seed, lin) : kernelUniform01(n.seed, lin);
+      const uint64_t seed = n.slot >= 0 ? (uint64_t)lifted[n.slot] : n.seed;
+      r.f = n.random == RandomKind::Normal ? kernelNormal(seed, lin) : kernelUniform01(seed, lin);
       break;
     }
     case KOp::Iota: {

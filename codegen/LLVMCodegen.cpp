@@ -58,6 +58,20 @@ void Lowering::loadParams(Value *buffers, Value *params) {
     for (int d = 0; d < R_; ++d)
       gStr_.push_back(next());
   }
+  // Lifted constants follow the params (KernelIR.h): read once, here.
+  lifted_.assign(numLifted(k_), nullptr);
+  for (const KNode &n : k_.nodes) {
+    if (n.slot < 0)
+      continue;
+    Value *word = b_.CreateLoad(
+        b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), params, numParams(k_) + n.slot));
+    if (n.op == KOp::Random)
+      lifted_[n.slot] = emitSplitmix64(word);
+    else if (n.dtype == DType::F64)
+      lifted_[n.slot] = b_.CreateBitCast(word, b_.getDoubleTy());
+    else // f32, and bf16/f16 in their f32 registers: the value is exact there
+      lifted_[n.slot] = b_.CreateFPTrunc(b_.CreateBitCast(word, b_.getDoubleTy()), regTy(n.dtype));
+  }
   // A scatter output's loops never advance along its dim (the ids pick the
   // element there): its stride along that dim scales the key instead.
   if (const KStore *sc = scatterStore(k_)) {
@@ -548,12 +562,15 @@ Value *Lowering::emitIntPow(DType t, Value *base, Value *e) {
   return b_.CreateSelect(b_.CreateICmpSLT(e, zero), negRes, r);
 }
 
-Value *Lowering::emitUniform(uint64_t seed, Value *ctr) {
-  Value *x = b_.CreateXor(b_.getInt64(kernelSplitmix64(seed)), ctr);
+Value *Lowering::emitSplitmix64(Value *x) {
   x = b_.CreateAdd(x, b_.getInt64(0x9E3779B97F4A7C15ull));
   x = b_.CreateMul(b_.CreateXor(x, b_.CreateLShr(x, 30)), b_.getInt64(0xBF58476D1CE4E5B9ull));
   x = b_.CreateMul(b_.CreateXor(x, b_.CreateLShr(x, 27)), b_.getInt64(0x94D049BB133111EBull));
-  x = b_.CreateXor(x, b_.CreateLShr(x, 31));
+  return b_.CreateXor(x, b_.CreateLShr(x, 31));
+}
+
+Value *Lowering::emitUniform(Value *mixed, Value *ctr) {
+  Value *x = emitSplitmix64(b_.CreateXor(mixed, ctr));
   Value *f = b_.CreateUIToFP(b_.CreateLShr(x, 40), b_.getFloatTy());
   return b_.CreateFMul(f, ConstantFP::get(b_.getFloatTy(), 0x1p-24));
 }
@@ -629,15 +646,18 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
   bool fl = isFloat(n.dtype);
   switch (n.op) {
   case KOp::Const:
+    if (n.slot >= 0)
+      return lifted_[n.slot];
     return fl ? (Value *)ConstantFP::get(ty, kernelConstFloat(n))
               : (Value *)ConstantInt::get(ty, (uint64_t)kernelConstInt(n), true);
   case KOp::Random: {
     Value *r;
+    Value *mixed = n.slot >= 0 ? lifted_[n.slot] : b_.getInt64(kernelSplitmix64(n.seed));
     if (n.random == RandomKind::Uniform) {
-      r = emitUniform(n.seed, glin);
+      r = emitUniform(mixed, glin);
     } else {
       Value *c1 = b_.CreateShl(glin, 1), *c2 = b_.CreateOr(c1, b_.getInt64(1));
-      Value *u1 = emitUniform(n.seed, c1), *u2 = emitUniform(n.seed, c2);
+      Value *u1 = emitUniform(mixed, c1), *u2 = emitUniform(mixed, c2);
       // As support/Random.h: log and cos in f64 (FloatMath.h), rounded to f32.
       Type *f = b_.getFloatTy(), *d = b_.getDoubleTy();
       Value *x = b_.CreateFPExt(b_.CreateFSub(ConstantFP::get(f, 1.0), u1), d);

@@ -151,7 +151,10 @@ private:
   Value *emitFloorModF(bool mod, Value *a, Value *c);
   Value *emitFloorModI(bool mod, Value *a, Value *c);
   Value *emitIntPow(DType t, Value *base, Value *e);
-  Value *emitUniform(uint64_t seed, Value *ctr);
+  /// uniform(seed, ctr) with `mixed` = splitmix64(seed) (an i64 value).
+  Value *emitUniform(Value *mixed, Value *ctr);
+  /// splitmix64 of an i64 value, in IR.
+  Value *emitSplitmix64(Value *x);
   Value *libm(const char *f32Name, const char *f64Name, DType t, std::vector<Value *> args);
   // dtensor's own f32 exp/tanh/sigmoid (support/FloatMath.h; LLVMMath.cpp).
   Value *emitHorner(const double *c, int n, Value *x); ///< fmath::horner, f64
@@ -267,6 +270,9 @@ private:
   int R_, nIn_, nOut_;
   Function *f_ = nullptr;
   std::vector<Value *> shape_, gOff_, gStr_, base_;
+  /// Per lifted slot (liftConstants), read in the entry block: a const's
+  /// value in its register type, or a random node's premixed seed.
+  std::vector<Value *> lifted_;
   std::vector<std::vector<Value *>> stride_; ///< [buffer][dim]
   Value *scatterStride_ = nullptr;           ///< the scatter output's stride along its dim
   std::vector<MDNode *> scope_, noalias_;

@@ -112,8 +112,17 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   void **b = const_cast<void **>(bufs);
   int R = ck.rank;
   const int d = ck.splitDim;
+  int nb = ck.inputs + ck.outputs;
+  int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
+  // The params, then the lifted values (on the stack for a usual kernel).
+  int64_t small[64];
+  std::vector<int64_t> large;
+  const int64_t total = np + (int64_t)ck.lifted.size();
+  int64_t *all = total <= 64 ? small : (large.resize(total), large.data());
+  std::copy(params, params + np, all);
+  std::copy(ck.lifted.begin(), ck.lifted.end(), all + np);
   if (blasThreads_ <= 1 || R == 0 || d < 0) {
-    ck.fn(b, params);
+    ck.fn(b, all);
     return;
   }
   int64_t points = 1;
@@ -121,7 +130,7 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
     points *= params[i];
   const int64_t extent = params[d];
   if (points < kSplitPoints || extent < 2) {
-    ck.fn(b, params);
+    ck.fn(b, all);
     return;
   }
   KernelPool &pool = threads();
@@ -129,13 +138,11 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   // the global offset of dim d for random/iota) and buffers moved to the
   // slice (but for an input gathered along d: the ids pick its index there).
   int parts = (int)std::min<int64_t>(pool.parts(), extent);
-  int nb = ck.inputs + ck.outputs;
-  int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
   pool.run([&](int part) {
     if (part >= parts)
       return;
     int64_t lo = extent * part / parts, hi = extent * (part + 1) / parts;
-    std::vector<int64_t> p(params, params + np);
+    std::vector<int64_t> p(all, all + total);
     p[d] = hi - lo;
     if (ck.global)
       p[(int64_t)R * (1 + nb) + d] += lo;
@@ -365,7 +372,8 @@ CpuJIT &CpuKernelCompiler::jit(bool small) {
 
 NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
   CpuKernel ck;
-  ck.fn = jit(small).compile(k);
+  // Kernels that differ only in constants and seeds share one function.
+  ck.fn = jit(small).compile(liftConstants(k, ck.lifted));
   ck.rank = k.rank;
   ck.inputs = (int)k.inputs.size();
   ck.outputs = (int)k.outputs.size();
@@ -389,8 +397,13 @@ NativeKernel CpuKernelCompiler::compile(const Kernel &k, bool small) {
 void CpuKernelCompiler::precompile(const std::vector<Backend::KernelToCompile> &kernels,
                                    int threads) {
   std::vector<const Kernel *> quick, optimized;
-  for (const Backend::KernelToCompile &k : kernels)
-    (k.small ? quick : optimized).push_back(k.kernel);
+  std::vector<Kernel> lifted; // compile() compiles this form
+  lifted.reserve(kernels.size());
+  for (const Backend::KernelToCompile &k : kernels) {
+    std::vector<int64_t> values;
+    lifted.push_back(liftConstants(*k.kernel, values));
+    (k.small ? quick : optimized).push_back(&lifted.back());
+  }
   threads = std::min(threads, 16);
   if (!optimized.empty())
     jit(false).precompile(optimized, threads);

@@ -39,6 +39,9 @@ struct CpuKernel {
   /// Per input: gathered along splitDim (its index there comes from the ids,
   /// not from the point), so a chunk reads it from its own base.
   std::vector<bool> gatheredSplit;
+  /// The kernel's lifted constants and seeds (codegen/KernelIR.h: `fn` is
+  /// compiled from liftConstants' form and reads them after the params).
+  std::vector<int64_t> lifted;
 };
 
 /// A rank whose buffers are host memory; subclasses supply the communicators.

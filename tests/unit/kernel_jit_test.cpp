@@ -20,6 +20,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 using namespace dt;
@@ -436,4 +437,118 @@ TEST_CASE(
   CHECK(runWith(e) == first);
   CHECK(e.compiles() == 1);
   fs::remove_all(dir);
+}
+
+namespace {
+/// Runs `k` (lifted: its values after the params) on `c` through `fn`, or
+/// the interpreter when fn is null.
+std::vector<std::vector<char>> runLifted(const Kernel &k, const std::vector<int64_t> &values,
+                                         Case &c, CpuJIT::KernelFn fn) {
+  std::vector<std::vector<char>> outs;
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    outs.emplace_back(c.outElems[o] * dtypeSize(k.outputs[o]), (char)0x5a);
+  std::vector<void *> bufs;
+  for (auto &b : c.inputs)
+    bufs.push_back(b.data());
+  for (auto &b : outs)
+    bufs.push_back(b.data());
+  auto p = kernelParams(k, c.shape, c.inStr, c.outStr, c.goff, c.gstr);
+  p.insert(p.end(), values.begin(), values.end());
+  if (fn)
+    fn(bufs.data(), p.data());
+  else
+    interpretKernel(k, bufs.data(), p.data());
+  return outs;
+}
+
+/// Equal bits, or both NaN, element by element.
+bool sameOrNaN(DType t, const std::vector<char> &a, const std::vector<char> &b) {
+  if (!isFloat(t))
+    return a == b;
+  for (size_t i = 0; i * dtypeSize(t) < a.size(); ++i) {
+    double x = readF(t, a, (int64_t)i), y = readF(t, b, (int64_t)i);
+    if (!(std::isnan(x) && std::isnan(y)) &&
+        std::memcmp(&a[i * dtypeSize(t)], &b[i * dtypeSize(t)], dtypeSize(t)) != 0)
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+TEST_CASE("kernel jit: lifted constants and seeds give the kernel's own results") {
+  // Random kernels (constants of every dtype, random nodes), lifted: the
+  // interpreter and the JIT read the values after the params and give the
+  // unlifted kernel's bits (sums: the JIT's, which may reassociate, within
+  // runAndCompare's tolerance of the interpreter).
+  CpuJIT jit;
+  int lifted = 0;
+  for (int s = 0; s < 150; ++s) {
+    std::mt19937_64 rng(5000 + s);
+    Kernel k = randomKernel(rng);
+    std::vector<int64_t> values;
+    Kernel lk = liftConstants(k, values);
+    INFO("seed " << 5000 + s << "\n" << printKernel(k) << printKernel(lk));
+    REQUIRE(verifyKernel(lk) == "");
+    REQUIRE((int)values.size() == numLifted(lk));
+    lifted += !values.empty();
+    Case c = makeCase(k, rng, false);
+    auto ref = runCase(k, c, nullptr);
+    auto refLifted = runLifted(lk, values, c, nullptr);
+    auto baked = runCase(k, c, jit.compile(k));
+    auto got = runLifted(lk, values, c, jit.compile(lk));
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      CHECK(sameOrNaN(k.outputs[o], ref[o], refLifted[o]));
+      if (k.reduce == KReduce::None)
+        CHECK(sameOrNaN(k.outputs[o], baked[o], got[o]));
+    }
+    if (k.reduce != KReduce::None)
+      CHECK(runAndCompare(jit, k, c) == "");
+  }
+  CHECK(lifted > 50);
+}
+
+TEST_CASE("kernel jit: kernels that differ only in constants or seeds compile once") {
+  auto scaleAdd = [](double a, double b, uint64_t seed) {
+    Kernel k;
+    k.rank = 1;
+    k.addInput(DType::F32);
+    k.addOutput(DType::F32);
+    int x = k.binary(KOp::Mul, k.load(0), k.constant(a, DType::F32));
+    x = k.binary(KOp::Add, x, k.constant(b, DType::F32));
+    x = k.binary(KOp::Add, x, k.random(RandomKind::Normal, seed, DType::F32));
+    k.store(0, x);
+    return k;
+  };
+  CpuJIT jit;
+  std::vector<int64_t> v1, v2;
+  Kernel k1 = liftConstants(scaleAdd(0.5, 2, 7), v1), k2 = liftConstants(scaleAdd(3, -1e30, 8), v2);
+  CHECK(printKernel(k1) == printKernel(k2));
+  CHECK(v1 != v2);
+  CpuJIT::KernelFn f = jit.compile(k1);
+  CHECK((jit.compile(k2) == f));
+  CHECK(jit.compiles() == 1);
+  const int64_t n = 1000;
+  std::vector<float> x(n), y(n), want(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = (float)i - 300;
+  for (auto [k, v, a, b, seed] :
+       {std::tuple{&k1, &v1, 0.5f, 2.0f, 7}, {&k2, &v2, 3.0f, -1e30f, 8}}) {
+    std::vector<int64_t> p = {n, 1, 1, 0, 1};
+    p.insert(p.end(), v->begin(), v->end());
+    void *bufs[] = {x.data(), y.data()};
+    f(bufs, p.data());
+    for (int64_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == x[i] * a + b + kernelNormal(seed, i));
+    (void)k;
+  }
+  // Divisors and pow operands stay in the kernel, folded by the compiler.
+  Kernel d;
+  d.rank = 1;
+  d.addInput(DType::F32);
+  d.addOutput(DType::F32);
+  int q = d.binary(KOp::Div, d.load(0), d.constant(2, DType::F32));
+  d.store(0, d.binary(KOp::Pow, q, d.constant(3, DType::F32)));
+  std::vector<int64_t> none;
+  CHECK(numLifted(liftConstants(d, none)) == 0);
+  CHECK(none.empty());
 }

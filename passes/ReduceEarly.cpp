@@ -159,6 +159,11 @@ int block(Function &f, Block &b, std::map<int, int> &uses) {
 
 bool reducesEarly(const Function &f, int value, const std::vector<int64_t> &axes) {
   std::map<int, int> uses = useCounts(f.body);
+  return reducesEarly(f, value, axes, uses);
+}
+
+bool reducesEarly(const Function &f, int value, const std::vector<int64_t> &axes,
+                  std::map<int, int> &uses) {
   std::optional<Product> p = productOf(f, f.body, value, f.body.insts.size(), axes, uses);
   return p && numElements(f.type(f.body.insts[p->at].operands[p->partial]).shape) <=
                   numElements(f.type(value).shape);

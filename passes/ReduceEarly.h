@@ -20,6 +20,7 @@
 #include "ir/IR.h"
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace dt {
@@ -35,5 +36,9 @@ int reduceEarly(Module &m);
 /// all_reduce moved into a callee would only allocate its result while the
 /// callee's temporaries are alive.
 bool reducesEarly(const Function &f, int value, const std::vector<int64_t> &axes);
+/// The same with `uses` = useCounts(f.body), for a caller that asks of one
+/// function many times (SinkIntoCalls: once per result of every call).
+bool reducesEarly(const Function &f, int value, const std::vector<int64_t> &axes,
+                  std::map<int, int> &uses);
 
 } // namespace dt

@@ -191,8 +191,12 @@ private:
     Function *g = find(call.attrs.str);
     auto ed = edits_.find(g);
     const Inst *ret = ed != edits_.end() ? ed->second.ret : returnOf(*g);
-    return ret && j < ret->operands.size() &&
-           reducesEarly(*g, ret->operands[j], allReduce.attrs.ints);
+    if (!ret || j >= ret->operands.size())
+      return false;
+    auto uses = usesOf_.find(g);
+    if (uses == usesOf_.end())
+      uses = usesOf_.emplace(g, useCounts(g->body)).first;
+    return reducesEarly(*g, ret->operands[j], allReduce.attrs.ints, uses->second);
   }
 
   /// The callee to change for this call: g itself, or a copy of it.
@@ -255,6 +259,10 @@ private:
     // into one callee shift its body once.
     auto def = ed.defAt.find(ret->operands[j]);
     ed.inserts.push_back({def == ed.defAt.end() ? 0 : def->second + 1, std::move(added)});
+    if (auto u = usesOf_.find(&g); u != usesOf_.end()) { // the return reads another value
+      --u->second[ret->operands[j]];
+      ++u->second[map.at(c.last)];
+    }
     ret->operands[j] = map.at(c.last);
     g.results[j] = f.type(c.last);
     // The caller: the call's result is the chain's value now. The moved ops
@@ -313,6 +321,7 @@ private:
       g->body.insts = std::move(body);
     }
     edits_.clear();
+    usesOf_.clear();
   }
 
   /// Drops the constants of `f` that nothing reads any more (the moved ops'
@@ -336,6 +345,9 @@ private:
   std::unordered_map<std::string, int> nextCopy_; ///< next `.sinkN` to try per callee
   std::unordered_map<int, int> renames_;          ///< this function's moved values -> results
   std::unordered_map<Function *, Edits> edits_;   ///< callees with ops to insert
+  /// useCounts of callees' bodies, for returnReducesEarly (its body changes
+  /// only at flush; a sink that changes a return updates its counts).
+  std::unordered_map<const Function *, std::map<int, int>> usesOf_;
 };
 
 } // namespace

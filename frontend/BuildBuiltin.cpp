@@ -512,9 +512,12 @@ EV IRBuilder::fillLikeBuiltin(const std::string &name, const ast::Expr &e) {
         if (p.isPartial())
           p = Placement::replicate();
     if (v.literal) {
-      if (!literalFits(v, t, e.args.size() > 1 ? e.args[1]->loc : e.loc))
+      EV fill = v;
+      if (name != "full_like" && t.dtype == DType::Bool)
+        fill.isBool = true; // zeros and ones of a bool tensor: false and true
+      if (!literalFits(fill, t, e.args.size() > 1 ? e.args[1]->loc : e.loc))
         return EV::bad();
-      return emit(Op::Fill, {}, {}, e.loc, constAttrs(v, t.dtype), {t});
+      return emit(Op::Fill, {}, {}, e.loc, constAttrs(fill, t.dtype), {t});
     }
     const ast::Expr *vx = e.args[1].get();
     EV s = v;

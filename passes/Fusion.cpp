@@ -281,12 +281,20 @@ private:
 
   /// Absorbs producers until no more qualify (a diamond's shared producer
   /// qualifies only once both of its users are members). Sources do not count
-  /// towards maxOps (they are constants and index arithmetic, no loads).
+  /// towards maxOps (they are constants and index arithmetic, no loads),
+  /// but for `random` (kRandomOpWeight).
   void grow(const Block &b, std::vector<int> &members, int g, const TensorType &it) {
     auto isSource = [&](int i) { return opInfo(b.insts[i].op).cls == OpClass::Source; };
+    auto weight = [&](int i) {
+      return b.insts[i].op == Op::Random ? kRandomOpWeight : isSource(i) ? 0 : 1;
+    };
     int ops = 0;
     for (int i : members)
-      ops += !isSource(i);
+      ops += weight(i);
+    // Once a producer would pass maxOps the kernel is full: the chain above
+    // it starts another kernel, with its own random sources (a kernel that
+    // went on through cheaper ops would leave those behind, each run alone).
+    bool full = false;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t k = 0; k < members.size(); ++k) {
@@ -294,13 +302,28 @@ private:
           auto d = defIdx_.find(o);
           if (d == defIdx_.end() || group_[d->second] >= 0)
             continue;
-          bool src = isSource(d->second);
+          const int w = weight(d->second);
           std::vector<int> siblings;
-          if ((!src && ops >= maxOps_) || !absorbable(b, b.insts[d->second], g, it, siblings))
+          // A random source that only members read still joins (alone, it
+          // would run by itself).
+          auto onlyMembersRead = [&](int i) {
+            for (int u : users_[b.insts[i].results[0]])
+              if (group_[u] != g)
+                return false;
+            return true;
+          };
+          if (w && (full || ops + w > maxOps_) &&
+              !(b.insts[d->second].op == Op::Random && onlyMembersRead(d->second))) {
+            full = true;
+            continue;
+          }
+          if (w && ops + w > maxOps_)
+            full = true;
+          if (!absorbable(b, b.insts[d->second], g, it, siblings))
             continue;
           group_[d->second] = g;
           members.push_back(d->second);
-          ops += !src;
+          ops += w;
           for (int u : siblings) {
             group_[u] = g;
             members.push_back(u);

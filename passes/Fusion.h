@@ -66,6 +66,12 @@ namespace dt {
 /// kernel is not latency-bound).
 constexpr int kMaxFusedOps = 128;
 
+/// What a `random` source counts towards kMaxFusedOps (other sources count
+/// nothing): a normal one is a Box-Muller transform with inline f64 log and
+/// cos, and LLVM's time on a kernel grows faster than its size (a chain
+/// adding 130 of them compiled in 7.3 s as one kernel).
+constexpr int kRandomOpWeight = 16;
+
 /// Results of one kernel beyond its root's (multi-output fusion).
 constexpr int kMaxExtraOutputs = 7;
 

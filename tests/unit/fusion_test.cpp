@@ -96,6 +96,36 @@ TEST_CASE("fusion: an 8-op elementwise chain with its sources is one kernel") {
     }
 }
 
+TEST_CASE("fusion: a chain of many random sources splits into kernels of a few, none left alone") {
+  // 40 `randn` with their own seeds added up: each kernel holds at most
+  // kMaxFusedOps / kRandomOpWeight of them (and the adds that read them), so
+  // no kernel is a long LLVM compile, and no random runs by itself.
+  std::string prog = "mesh m = [x = 2]\nvar acc : f32[8, 4] @ m[x, _] = zeros()\n";
+  for (int i = 0; i < 40; ++i)
+    prog += "acc = acc + randn(seed=" + std::to_string(i + 1) + ")\n";
+  prog += "print(acc)\n";
+  Compilation s(pipelineCompileOptions());
+  build(s, prog, true, true);
+  int kernels = 0;
+  for (auto &f : s.module.functions)
+    if (isFusedKernel(f)) {
+      ++kernels;
+      FusedKernel fk = buildFusedKernel(f);
+      int randoms = 0;
+      for (const KNode &n : fk.kernel.nodes)
+        randoms += n.op == KOp::Random;
+      CHECK(randoms <= kMaxFusedOps / kRandomOpWeight + 1);
+    }
+  CHECK(kernels >= 40 / (kMaxFusedOps / kRandomOpWeight + 1));
+  for (auto &f : s.module.functions)
+    if (!isFusedKernel(f))
+      forEachBlock(f.body, [](const Block &b) {
+        for (const Inst &in : b.insts)
+          CHECK(in.op != Op::Random); // every random is inside a kernel
+      });
+  CHECK(jitMatchesReferenceKernels(prog) == runBoth(prog, ExecOptions{}).second);
+}
+
 TEST_CASE("fusion: a value used after the group's root is one more output of its kernel") {
   const char *prog = R"(mesh m = [x = 2]
 let a : f32[8] @ m[x] = rand(seed=1)

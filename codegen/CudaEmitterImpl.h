@@ -45,7 +45,7 @@ struct Emitter {
       live[s.node] = true;
     for (int i = (int)k.nodes.size() - 1; i >= 0; --i)
       if (live[i])
-        for (int a = 0; a < kopArity(k.nodes[i].op); ++a)
+        for (int a = 0; a < nodeArity(k.nodes[i]); ++a)
           live[k.nodes[i].args[a]] = true;
     usedInput.assign(I, false);
     for (size_t i = 0; i < k.nodes.size(); ++i)
@@ -98,8 +98,11 @@ struct Emitter {
             " + (dt_u64)(" + gOff(d) + " + idx[" + std::to_string(d) + "]) * (dt_u64)" + gStride(d);
       char ks[40];
       std::snprintf(ks, sizeof ks, "0x%llxull", (unsigned long long)kernelSplitmix64(n.seed));
+      // A run-time seed (sign-extended) is mixed here; a constant one is folded.
+      std::string mix =
+          n.args[0] >= 0 ? "dt_splitmix64((dt_u64)(dt_i64)" + A(0) + ")" : std::string(ks);
       std::string e = std::string(n.random == RandomKind::Normal ? "dt_normal(" : "dt_uniform01(") +
-                      ks + ", " + lin + ")";
+                      mix + ", " + lin + ")";
       return f32 ? e : "(double)" + e;
     }
     case KOp::Iota:

@@ -184,7 +184,10 @@ FusedKernel buildFusedKernel(const Function &f) {
       x = k.select(arg(in, 0), arg(in, 1), arg(in, 2));
       break;
     case OpClass::Source:
-      if (in.op == Op::Random)
+      if (in.op == Op::Random && in.operands.size() == 1) // a run-time seed
+        x = k.randomSeeded(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
+                           arg(in, 0), rt.dtype);
+      else if (in.op == Op::Random)
         x = k.random(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
                      (uint64_t)in.attrs.ints.at(0), rt.dtype);
       else if (in.op == Op::Iota && rt.dtype == DType::Bool) // iota is numeric: index != 0
@@ -271,7 +274,7 @@ std::optional<SliceKernel> sliceKernel(const FusedKernel &fk) {
   }
   for (size_t i = s.nodes.size(); i-- > 0;)
     if (live[i])
-      for (int a = 0; a < kopArity(s.nodes[i].op); ++a)
+      for (int a = 0; a < nodeArity(s.nodes[i]); ++a)
         live[s.nodes[i].args[a]] = 1;
   std::vector<int> renum(s.nodes.size(), -1);
   std::vector<KNode> kept;
@@ -279,7 +282,7 @@ std::optional<SliceKernel> sliceKernel(const FusedKernel &fk) {
     if (!live[i])
       continue;
     KNode n = s.nodes[i];
-    for (int a = 0; a < kopArity(n.op); ++a)
+    for (int a = 0; a < nodeArity(n); ++a)
       n.args[a] = renum[n.args[a]];
     renum[i] = (int)kept.size();
     kept.push_back(n);

@@ -31,6 +31,7 @@ bool isNumeric(DType t) { return t != DType::Bool; }
 
 const char *kopName(KOp op) { return kKOpInfos[(int)op].name; }
 int kopArity(KOp op) { return kKOpInfos[(int)op].arity; }
+int nodeArity(const KNode &n) { return n.op == KOp::Random && n.args[0] >= 0 ? 1 : kopArity(n.op); }
 
 std::optional<KOp> parseKOp(const std::string &s) {
   for (int i = 0; i < kNumKOps; ++i)
@@ -98,7 +99,7 @@ const char *kreduceName(KReduce r) {
 
 /// The result dtype of a node, or an error message.
 static std::string typeNode(const Kernel &k, const KNode &n, int self, DType &out) {
-  int ar = kopArity(n.op);
+  int ar = nodeArity(n);
   for (int i = 0; i < ar; ++i)
     if (n.args[i] < 0 || n.args[i] >= self)
       return std::string("`") + kopName(n.op) + "` operand " + std::to_string(i) +
@@ -117,6 +118,10 @@ static std::string typeNode(const Kernel &k, const KNode &n, int self, DType &ou
   case KOp::Random:
     if (!isFloat(n.dtype))
       return "`random` needs a float dtype";
+    if (ar == 1 && at(0) != DType::I32 && at(0) != DType::I64)
+      return "`random` needs an i32 or i64 seed";
+    if (ar == 1 && n.slot >= 0)
+      return "`random` with a run-time seed has no lifted one";
     out = n.dtype;
     return "";
   case KOp::Gather:
@@ -307,7 +312,7 @@ std::vector<bool> invariantNodes(const Kernel &k) {
       break;
     default: {
       bool all = true;
-      for (int a = 0; a < kopArity(n.op); ++a)
+      for (int a = 0; a < nodeArity(n); ++a)
         all = all && inv[n.args[a]];
       inv[i] = all;
     }
@@ -390,6 +395,14 @@ int Kernel::random(RandomKind kind, uint64_t s, DType t) {
   n.op = KOp::Random;
   n.random = kind;
   n.seed = s;
+  n.dtype = t;
+  return push(*this, n);
+}
+int Kernel::randomSeeded(RandomKind kind, int seedNode, DType t) {
+  KNode n;
+  n.op = KOp::Random;
+  n.random = kind;
+  n.args[0] = seedNode;
   n.dtype = t;
   return push(*this, n);
 }

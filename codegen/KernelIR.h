@@ -87,6 +87,9 @@
 //   and or             : bool only
 //   select(c, a, b)    : c bool; a if c else b
 //   random normal|uniform seed s : f32 or f64. i = global linear index;
+//                        the seed is a constant, or a run-time value: the
+//                        node's operand (i32/i64, sign-extended: a uniform
+//                        input's `load`), `random normal seed %n`;
 //                        uniform = (float)(rngBits(s,i) >> 40) * 0x1p-24f;
 //                        normal = sqrtf(-2*logf(1-u1)) * cosf(2*pi*u2) with
 //                        u1 = uniform(s,2i), u2 = uniform(s,2i+1), in f32
@@ -171,6 +174,10 @@ constexpr int kNumKOps = 0
 
 const char *kopName(KOp op);
 int kopArity(KOp op);
+struct KNode;
+/// The operands `n` reads: kopArity, but 1 for a `random` with a run-time
+/// seed (its args[0]).
+int nodeArity(const KNode &n);
 std::optional<KOp> parseKOp(const std::string &s);
 /// The kernel node for a global-IR elementwise/source op (Neg..Select, Random,
 /// Iota); nullopt for ops that are not kernel nodes (Const/Fill are `const`).
@@ -257,6 +264,8 @@ struct Kernel {
   int binary(KOp op, int a, int b);
   int select(int c, int a, int b);
   int random(RandomKind kind, uint64_t seed, DType t);
+  /// A random node whose seed is node `seedNode` (i32/i64) at run time.
+  int randomSeeded(RandomKind kind, int seedNode, DType t);
   int iota(int dim, DType t);
   /// Input `input`'s element with iteration dim `dim` indexed by node `index`.
   int gather(int input, int index, int dim);

@@ -55,7 +55,9 @@ std::string printKernel(const Kernel &k, bool withName) {
       break;
     case KOp::Random:
       s += n.random == RandomKind::Normal ? " normal" : " uniform";
-      s += " seed " + (n.slot >= 0 ? "$" + std::to_string(n.slot) : std::to_string(n.seed));
+      s += " seed " + (n.args[0] >= 0 ? "%" + std::to_string(n.args[0])
+                       : n.slot >= 0  ? "$" + std::to_string(n.slot)
+                                      : std::to_string(n.seed));
       break;
     case KOp::Iota:
       s += " dim " + std::to_string(n.index);

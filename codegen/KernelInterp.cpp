@@ -219,7 +219,9 @@ void evalPoint(const Kernel &k, void **buffers, const int64_t *params, const int
       uint64_t lin = 0;
       for (int d = 0; d < R; ++d)
         lin += (uint64_t)(goff[d] + idx[d]) * (uint64_t)gstr[d];
-      const uint64_t seed = n.slot >= 0 ? (uint64_t)lifted[n.slot] : n.seed;
+      const uint64_t seed = n.args[0] >= 0 ? (uint64_t)A(0).i // sign-extended
+                            : n.slot >= 0  ? (uint64_t)lifted[n.slot]
+                                           : n.seed;
       r.f = n.random == RandomKind::Normal ? kernelNormal(seed, lin) : kernelUniform01(seed, lin);
       break;
     }

@@ -67,7 +67,7 @@ Kernel liftConstants(const Kernel &k, std::vector<int64_t> &values) {
       n.value = 0;
       n.ivalue = 0;
       n.slot = slot++;
-    } else if (n.op == KOp::Random) {
+    } else if (n.op == KOp::Random && n.args[0] < 0) { // a run-time seed is read already
       values.push_back((int64_t)n.seed);
       n.seed = 0;
       n.slot = slot++;

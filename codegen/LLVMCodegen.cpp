@@ -240,7 +240,7 @@ int Lowering::chainInterleave() const {
   std::vector<bool> invUsed(n, false);
   for (int i = 0; i < n; ++i) {
     const KNode &nd = k_.nodes[i];
-    for (int a = 0; a < kopArity(nd.op); ++a) {
+    for (int a = 0; a < nodeArity(nd); ++a) {
       const int j = nd.args[a];
       if (j < 0)
         continue;
@@ -652,7 +652,9 @@ Value *Lowering::emitNode(const KNode &n, const std::vector<Value *> &v, const O
               : (Value *)ConstantInt::get(ty, (uint64_t)kernelConstInt(n), true);
   case KOp::Random: {
     Value *r;
-    Value *mixed = n.slot >= 0 ? lifted_[n.slot] : b_.getInt64(kernelSplitmix64(n.seed));
+    Value *mixed = n.args[0] >= 0 ? emitSplitmix64(b_.CreateSExt(A(0), b_.getInt64Ty()))
+                   : n.slot >= 0  ? lifted_[n.slot]
+                                  : b_.getInt64(kernelSplitmix64(n.seed));
     if (n.random == RandomKind::Uniform) {
       r = emitUniform(mixed, glin);
     } else {

@@ -12,10 +12,10 @@
 // (two's complement); float ops on float are float ops, never wider.
 #pragma once
 
-#include "support/FloatMath.h"
 #include "codegen/FloorMod.h"
 #include "codegen/KernelIR.h"
 #include "support/Diagnostics.h"
+#include "support/FloatMath.h"
 
 #include <cmath>
 #include <string>

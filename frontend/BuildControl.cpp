@@ -140,6 +140,14 @@ int IRBuilder::condition(const ast::Expr &e, const char *what) {
   return h.poison ? -1 : h.ids[0];
 }
 
+int IRBuilder::seedFor(int sid, const TensorType &t, const ast::Expr *sx, SrcLoc loc) {
+  if (t.isHost())
+    return sid;
+  EV s = emit(Op::Distribute, {EV::one(sid)}, {sx}, loc, {},
+              {replicatedType(typeOf(sid).dtype, {}, t.mesh)});
+  return s.poison ? -1 : s.ids[0];
+}
+
 bool IRBuilder::intScalar(const ast::Expr &e, const char *what, int64_t &c, int &id) {
   id = -1;
   if (e.kind == ast::Expr::Name && symbols_ && symbols_->count(e.text)) {

@@ -709,7 +709,9 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       if (narrow)
         drawn.dtype = DType::F32;
       EV u;
-      if (sid >= 0) {
+      if (sid >= 0 && (sid = seedFor(sid, drawn, sx, init.loc)) < 0) {
+        return EV::bad();
+      } else if (sid >= 0) {
         u = emit(Op::Random, {EV::one(sid)}, {sx}, init.loc, a, {drawn});
       } else {
         a.ints = {seed};

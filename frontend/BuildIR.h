@@ -207,6 +207,10 @@ public:
   /// `i64[]` value in `id` (a host integer, or a replicated rank-0 integer
   /// read on every rank); false after an error.
   bool intScalar(const ast::Expr &e, const char *what, int64_t &c, int &id);
+  /// A run-time seed `sid` (intScalar's host i64) for a random tensor of type
+  /// `t`: replicated on t's mesh (a rank-0 value the random's kernel reads), or
+  /// itself for a host `t`; -1 after an error.
+  int seedFor(int sid, const TensorType &t, const ast::Expr *sx, SrcLoc loc);
   void importModule(const ast::Stmt &s);
   void fnDecl(const ast::Stmt &s, const std::string &prefix);
   void returnStmt(const ast::Stmt &s);

@@ -103,6 +103,8 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     // the kept fraction would not be 1 - p.
     TensorType ut = withoutPartials(t), drawn = ut;
     drawn.dtype = DType::F32;
+    if (sid >= 0 && (sid = seedFor(sid, drawn, sx, e.loc)) < 0)
+      return EV::bad();
     EV u = sid >= 0 ? emit(Op::Random, {EV::one(sid)}, {sx}, e.loc, ra, {drawn}) : EV::bad();
     if (sid < 0) {
       ra.ints = {seed};

@@ -451,8 +451,10 @@ private:
       if ((a.str != "normal" && a.str != "uniform") || a.ints.size() + in.operands.size() != 1)
         instErr(in, "needs a distribution (`normal` or `uniform`) and a seed");
       else if (!in.operands.empty() && valid(in.operands[0]) &&
-               !isHostScalar(f_.type(in.operands[0]), DType::I64))
-        instErr(in, "its run-time seed must have type `i64[]`, got `" + ty(in.operands[0]) + "`");
+               (f_.type(in.operands[0]).dtype != DType::I64 ||
+                f_.type(in.operands[0]).rank() != 0 || f_.type(in.operands[0]).hasPartial()))
+        instErr(in, "its run-time seed must be an `i64[]` (host or replicated), got `" +
+                        ty(in.operands[0]) + "`");
       break;
     case Op::Fill:
       if (r && (constInInts(r->dtype) ? a.floats.size() : a.ints.size()))

@@ -50,10 +50,20 @@ bool fusableSource(const Inst &in, const Function &f) {
     if (in.results.size() != 1 || constCount(in.attrs, f.type(in.results[0]).dtype) != 1)
       return false;
     break;
-  case Op::Random:
-    if (in.attrs.ints.size() != 1 || (in.attrs.str != "normal" && in.attrs.str != "uniform"))
+  case Op::Random: {
+    if (in.attrs.str != "normal" && in.attrs.str != "uniform")
+      return false;
+    if (in.operands.empty() ? in.attrs.ints.size() != 1 : in.operands.size() != 1)
+      return false;
+    if (in.operands.empty())
+      break;
+    // A run-time seed: a rank-0 integer on the device, read by the kernel.
+    const TensorType &s = f.type(in.operands[0]);
+    if (s.isHost() || s.rank() != 0 || s.hasPartial() ||
+        (s.dtype != DType::I32 && s.dtype != DType::I64))
       return false;
     break;
+  }
   case Op::Iota:
     if (in.attrs.ints.size() != 1)
       return false;

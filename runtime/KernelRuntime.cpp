@@ -20,7 +20,7 @@ std::vector<std::vector<char>> outputReads(const Kernel &k) {
     const KNode &n = k.nodes[i];
     if (n.op == KOp::Load)
       dep[i][n.index] = 1;
-    for (int a = 0; a < kopArity(n.op); ++a)
+    for (int a = 0; a < nodeArity(n); ++a)
       for (size_t in = 0; in < k.inputs.size(); ++in)
         dep[i][in] |= dep[n.args[a]][in];
   }

@@ -144,6 +144,9 @@ void run(const Kernel &k, std::vector<int64_t> shape, int bcast, double tol, int
   for (auto s : shape)
     n *= s;
   std::vector<std::vector<int64_t>> inS(I, rm), outS(O, rm);
+  for (int i = 0; i < I; ++i)
+    if (k.isUniformInput(i)) // one element for every point (a run-time seed)
+      inS[i].assign(R, 0);
   if (bcast == 1 && I > 1 && R > 0)
     inS[1][0] = 0;
   if (bcast == 2 && I > 1 && R > 1)
@@ -818,6 +821,16 @@ int main(int argc, char **argv) {
     s.store(s.addOutput(t), s.iota(0, t));
     s.store(s.addOutput(t), s.iota(1, t));
     run(s, {7, 9}, false, 0, tag++);
+    if (!isFloat(t))
+      continue;
+    // Run-time seeds: a uniform i64 / i32 input's value, sign-extended.
+    Kernel rs;
+    rs.name = std::string("seeded_") + dtypeName(t);
+    rs.rank = 2;
+    int s64 = rs.load(rs.addInput(DType::I64, true)), s32 = rs.load(rs.addInput(DType::I32, true));
+    rs.store(rs.addOutput(t), rs.randomSeeded(RandomKind::Normal, s64, t));
+    rs.store(rs.addOutput(t), rs.randomSeeded(RandomKind::Uniform, s32, t));
+    run(rs, {7, 9}, false, 0, tag++);
   }
   Kernel r0;
   r0.name = "rank0";

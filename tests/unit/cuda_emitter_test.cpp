@@ -96,6 +96,10 @@ Kernel sourceKernel(DType t) {
   if (isFloat(t)) {
     k.store(k.addOutput(t), k.random(RandomKind::Uniform, 42, t));
     k.store(k.addOutput(t), k.random(RandomKind::Normal, 7, t));
+    // Run-time seeds (dropout's `seed=step`): a uniform i64 and i32 input.
+    int s64 = k.load(k.addInput(DType::I64, true)), s32 = k.load(k.addInput(DType::I32, true));
+    k.store(k.addOutput(t), k.randomSeeded(RandomKind::Normal, s64, t));
+    k.store(k.addOutput(t), k.randomSeeded(RandomKind::Uniform, s32, t));
   }
   for (int d = 0; d < 3; ++d)
     k.store(k.addOutput(t), t == DType::Bool ? k.cast(k.iota(d, DType::I64), t) : k.iota(d, t));

@@ -202,8 +202,9 @@ TEST_CASE("ir verify: `if`, `while` and a `for` with run-time bounds") {
 
   std::string seed = kControl;
   seed.replace(seed.find("random normal %13"), 17, "random normal %14");
-  CHECK(verify(seed) == "@main: `random` (%15): its run-time seed must have type `i64[]`, got "
-                        "`f32[2]`");
+  CHECK(verify(seed) ==
+        "@main: `random` (%15): its run-time seed must be an `i64[]` (host or replicated), got "
+        "`f32[2]`");
 }
 
 TEST_CASE("ir verify: terminators") {

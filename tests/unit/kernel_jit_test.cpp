@@ -552,3 +552,50 @@ TEST_CASE("kernel jit: kernels that differ only in constants or seeds compile on
   CHECK(numLifted(liftConstants(d, none)) == 0);
   CHECK(none.empty());
 }
+
+TEST_CASE("kernel jit: a run-time seed gives the values of the same constant seed") {
+  // random(seed = a uniform i64 / i32 input) equals random(seed = that
+  // constant), on the JIT and the interpreter, negative seeds sign-extended.
+  CpuJIT jit;
+  for (DType t : {DType::F32, DType::F64})
+    for (RandomKind kind : {RandomKind::Normal, RandomKind::Uniform})
+      for (int64_t seed : {int64_t(0), int64_t(7), int64_t(-3), int64_t(1) << 40}) {
+        Kernel run, fixed;
+        run.rank = fixed.rank = 2;
+        int s64 = run.load(run.addInput(DType::I64, true));
+        int s32 = run.load(run.addInput(DType::I32, true));
+        run.store(run.addOutput(t), run.randomSeeded(kind, s64, t));
+        run.store(run.addOutput(t), run.randomSeeded(kind, s32, t));
+        fixed.store(fixed.addOutput(t), fixed.random(kind, (uint64_t)seed, t));
+        fixed.store(fixed.addOutput(t), fixed.random(kind, (uint64_t)(int64_t)(int32_t)seed, t));
+        REQUIRE(verifyKernel(run) == "");
+        const std::vector<int64_t> shape = {5, 33};
+        const int64_t n = 5 * 33;
+        int64_t seedBuf = seed;
+        int32_t seed32 = (int32_t)seed;
+        std::vector<char> a(n * dtypeSize(t)), b(n * dtypeSize(t)), c(n * dtypeSize(t)),
+            d(n * dtypeSize(t));
+        auto params = [&](const Kernel &k) {
+          std::vector<std::vector<int64_t>> in(k.inputs.size(), {0, 0});
+          std::vector<std::vector<int64_t>> out(k.outputs.size(), {33, 1});
+          return kernelParams(k, shape, in, out, {2, 9}, {50, 1});
+        };
+        for (bool interp : {false, true}) {
+          void *rb[] = {&seedBuf, &seed32, a.data(), b.data()};
+          void *fb[] = {c.data(), d.data()};
+          auto rp = params(run), fp = params(fixed);
+          if (interp) {
+            interpretKernel(run, rb, rp.data());
+            interpretKernel(fixed, fb, fp.data());
+          } else {
+            jit.compile(run)(rb, rp.data());
+            jit.compile(fixed)(fb, fp.data());
+          }
+          INFO("seed " << seed << " interp " << interp);
+          CHECK(a == c);
+          CHECK(b == d);
+        }
+        std::vector<int64_t> values;
+        CHECK(numLifted(liftConstants(run, values)) == 0); // nothing to lift: it is read
+      }
+}

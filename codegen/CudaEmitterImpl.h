@@ -156,7 +156,8 @@ struct Emitter {
     case KOp::FloorDiv:
       return "dt_floordiv(" + A(0) + ", " + A(1) + ")";
     case KOp::Pow:
-      return fl ? std::string(f32 ? "powf(" : "pow(") + A(0) + ", " + A(1) + ")"
+      return fl ? "(" + A(1) + " == 2 ? " + A(0) + " * " + A(0) + " : " +
+                      std::string(f32 ? "powf(" : "pow(") + A(0) + ", " + A(1) + "))"
                 : "dt_ipow(" + A(0) + ", " + A(1) + ")";
     case KOp::Maximum:
       return fl ? "dt_fmax(" + A(0) + ", " + A(1) + ")"

@@ -74,7 +74,8 @@
 //                        when fmod(a, b) != 0 differs in sign from b; then
 //                        d != 0 gives f = floor(d), plus 1 when d - f > 0.5,
 //                        and d == 0 gives copysign(0, a / b)
-//   pow                : floats via libm powf/pow; ints: exact power modulo
+//   pow                : floats: a * a when b == 2 (numpy's square), else
+//                        libm powf/pow; ints: exact power modulo
 //                        2^bits (square-and-multiply, wraps); for a negative
 //                        exponent the truncated real result (1 for base 1,
 //                        +-1 for base -1, 0 otherwise; 0^negative = 0)

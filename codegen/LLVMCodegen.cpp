@@ -598,7 +598,11 @@ Value *Lowering::emitBinary(KOp op, DType t, Value *a, Value *c) {
   case KOp::FloorDiv:
     return fl ? emitFloorModF(op == KOp::Mod, a, c) : emitFloorModI(op == KOp::Mod, a, c);
   case KOp::Pow:
-    return fl ? libm("powf", "pow", t, {a, c}) : emitIntPow(t, a, c);
+    if (!fl)
+      return emitIntPow(t, a, c);
+    // pow(a, 2) is a * a (KernelIR.h); a constant 2 folds the select away.
+    return b_.CreateSelect(b_.CreateFCmpOEQ(c, ConstantFP::get(c->getType(), 2.0)),
+                           b_.CreateFMul(a, a), libm("powf", "pow", t, {a, c}));
   case KOp::Maximum:
     return emitMaxMin(true, t, a, c);
   case KOp::Minimum:

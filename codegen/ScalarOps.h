@@ -152,8 +152,8 @@ template <class T> T scalarBinary(KOp op, T a, T b) {
       return a * b;
     case KOp::Div:
       return a / b;
-    case KOp::Pow:
-      return std::pow(a, b);
+    case KOp::Pow: // a square is one multiply (numpy's `x ** 2`), not the libm call
+      return b == T(2) ? a * a : std::pow(a, b);
     case KOp::Maximum:
       return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
     case KOp::Minimum:

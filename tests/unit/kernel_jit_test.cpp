@@ -599,3 +599,36 @@ TEST_CASE("kernel jit: a run-time seed gives the values of the same constant see
         CHECK(numLifted(liftConstants(run, values)) == 0); // nothing to lift: it is read
       }
 }
+
+TEST_CASE("kernel jit: a square is a multiply, other powers the C library's") {
+  // `x ** 2` is `x * x` (KernelIR.h): no libm call in the optimized code, and
+  // the values equal the product bit for bit (a run-time exponent of 2 too).
+  auto powKernel = [](DType t, std::optional<double> exponent) {
+    Kernel k;
+    k.rank = 1;
+    int x = k.load(k.addInput(t));
+    int e = exponent ? k.constant(*exponent, t) : k.load(k.addInput(t));
+    k.store(k.addOutput(t), k.binary(KOp::Pow, x, e));
+    return k;
+  };
+  CpuJIT jit;
+  for (DType t : {DType::F32, DType::F64}) {
+    const char *libm = t == DType::F32 ? "@powf(" : "@pow(";
+    CHECK(jit.emitLLVM(powKernel(t, 2.0), true).find(libm) == std::string::npos);
+    CHECK(jit.emitLLVM(powKernel(t, 3.0), true).find(libm) != std::string::npos);
+  }
+  std::mt19937_64 rng(3);
+  std::vector<float> x(4096), two(4096, 2.0f), y(4096), z(4096);
+  for (float &v : x)
+    v = std::ldexp(std::uniform_real_distribution<float>(1, 2)(rng), (int)uni(rng, -60, 60));
+  int64_t p[] = {4096, 1, 1};
+  void *b1[] = {x.data(), y.data()};
+  jit.compile(powKernel(DType::F32, 2.0))(b1, p);
+  int64_t p2[] = {4096, 1, 1, 1};
+  void *b2[] = {x.data(), two.data(), z.data()};
+  jit.compile(powKernel(DType::F32, std::nullopt))(b2, p2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    REQUIRE(y[i] == x[i] * x[i]);
+    REQUIRE(z[i] == x[i] * x[i]);
+  }
+}

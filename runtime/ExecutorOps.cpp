@@ -59,6 +59,19 @@ std::vector<Slot> RankRunner::localOp(const Inst &in, const std::vector<const Ho
     if (const KernelTable::OpEntry *oe = sh_.kernels->findOp(in))
       if (auto r = opKernel(*oe, args, types[0].dtype))
         return {std::move(*r)};
+  if (types.size() == 1 && in.op != Op::MatMul && in.op != Op::Reshape &&
+      isConcrete(types[0].shape)) {
+    // The op allocates its result through the device: a pooled buffer of
+    // that size goes back to the device's cache first, where it is found
+    // (the pool serves kernels and products: a loop of transposes kept four
+    // pooled buffers and allocated a new one every step).
+    const TensorType &rt = types[0];
+    int64_t n = 1;
+    for (int64_t d : rt.isHost() || place.meshRank < 0 ? concreteDims(rt.shape)
+                                                       : localBlock(rt, place.meshRank).shape)
+      n *= d;
+    rs_.dropPooled(n * dtypeSize(rt.dtype));
+  }
   if (!place.referenceOnly && types.size() == 1) {
     switch (in.op) {
     case Op::MatMul:

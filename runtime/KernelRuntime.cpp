@@ -245,6 +245,14 @@ std::shared_ptr<Buffer> RankState::takePooled(int64_t bytes) {
   return b;
 }
 
+void RankState::dropPooled(int64_t bytes) {
+  auto it = pool_.find(bytes);
+  if (it == pool_.end())
+    return;
+  count(it->second.get(), -1); // the pool's hold
+  pool_.erase(it);             // the last reference: back to the device's cache
+}
+
 std::shared_ptr<Buffer> RankState::acquire(Device &dev, int64_t bytes) {
   if (auto b = takePooled(bytes))
     return b;

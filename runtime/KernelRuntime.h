@@ -239,6 +239,9 @@ public:
   /// A pooled buffer of exactly `bytes`, or null when the pool has none
   /// (nothing is allocated).
   std::shared_ptr<Buffer> takePooled(int64_t bytes);
+  /// Gives one pooled buffer of exactly `bytes` back to the device (its
+  /// cache then serves an op that allocates there).
+  void dropPooled(int64_t bytes);
 
   RankStats stats;
 

@@ -42,5 +42,6 @@ tests/diff/stdlib_nd.dt 7860
 tests/diff/structs_grad.dt 1340
 tests/diff/dtypes.dt 1819
 tests/memory/loop_collective.dt 1441796
+tests/memory/loop_transpose.dt 786440
 LIST
 exit $fail

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -136,4 +137,41 @@ TEST_CASE("buffer cache: the cpu device's transpose, gather and scatter-add matc
     }
   }
   CHECK(dev.bufferCache().stats().hits > 0);
+}
+
+TEST_CASE("cpu transpose: every permutation of ranks 1-4, size-1 and empty dims, split or not") {
+  // The merged-dims paths (one copy, contiguous rows, batched tiles) and the
+  // reference fallback against ref::transpose, bit for bit, on one thread
+  // and split among two (a tensor above the split size).
+  LoneDevice dev;
+  int checked = 0;
+  for (int threads : {1, 2})
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{7},
+                                                                        {3, 1},
+                                                                        {5, 9},
+                                                                        {2, 3, 4},
+                                                                        {1, 6, 1},
+                                                                        {4, 0, 3},
+                                                                        {2, 3, 5, 7},
+                                                                        {3, 1, 4, 2},
+                                                                        {6, 130, 7, 33},
+                                                                        {2, 70, 3, 400}}) {
+      dev.setBlasThreads(threads);
+      for (DType dt : {DType::F32, DType::F64, DType::BF16, DType::Bool}) {
+        HostTensor x(dt, shape);
+        for (int64_t k = 0; k < x.numel(); ++k)
+          x.set(k, dt == DType::Bool ? k % 3 == 0 : (double)((k * 7) % 251) - 100);
+        std::vector<int64_t> perm(shape.size());
+        for (size_t i = 0; i < perm.size(); ++i)
+          perm[i] = (int64_t)i;
+        do {
+          HostTensor got = dev.transpose(x, perm), want = ref::transpose(x, perm);
+          INFO("shape " << shape.size() << "-d, first " << shape[0] << ", threads " << threads);
+          REQUIRE(got.shape == want.shape);
+          CHECK(std::memcmp(got.raw(), want.raw(), (size_t)want.bytes()) == 0);
+          ++checked;
+        } while (std::next_permutation(perm.begin(), perm.end()));
+      }
+    }
+  CHECK(checked > 500);
 }

@@ -283,6 +283,13 @@ std::optional<TensorType> IRBuilder::resolveType(const ast::TypeSpec &spec,
 }
 
 bool IRBuilder::checkElements(const Shape &shape, SrcLoc loc) {
+  if ((int64_t)shape.size() > s_.options.maxTensorRank) {
+    diags()
+        .error(DiagId::TensorTooManyDims, loc,
+               {std::to_string(shape.size()), std::to_string(s_.options.maxTensorRank)})
+        .hint = "merge dims with `reshape`: the elements keep their order";
+    return false;
+  }
   auto n = checkedNumElements(shape);
   int64_t limit = s_.options.maxTensorElements;
   if (n && *n <= limit)

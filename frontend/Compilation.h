@@ -44,6 +44,10 @@ struct CompileOptions {
   /// Elements of one tensor (its global shape). 2^32 f32 elements are 16 GiB;
   /// beyond it the kernels' buffers and offsets are not meaningful on one host.
   int64_t maxTensorElements = int64_t(1) << 32;
+  /// Dims of one tensor at most (NumPy's and PyTorch's 64): every pass is
+  /// linear in a tensor's rank or more, and LLVM's loop passes are not, so a
+  /// hostile `f32[1, 1, ...]` of thousands of dims stops here.
+  int64_t maxTensorRank = 64;
   /// Ranks of one process: every rank is a thread of the local runtime, and a
   /// mesh's device ids name ranks, so the largest device id must lie below it.
   int64_t maxRanks = 4096;

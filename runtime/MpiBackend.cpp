@@ -107,8 +107,9 @@ std::string MpiBackend::sizeMismatch(int ranks) const {
   const int n = world_->size();
   if (perProcess_ == 1)
     return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
-           " ranks, but this job has " + std::to_string(n) + (n == 1 ? " process" : " processes") +
-           " (start it with `mpirun -np " + std::to_string(ranks) + " ...`)";
+           (ranks == 1 ? " rank" : " ranks") + ", but this job has " + std::to_string(n) +
+           (n == 1 ? " process" : " processes") + " (start it with `mpirun -np " +
+           std::to_string(ranks) + " ...`)";
   std::string how = ranks % perProcess_ == 0
                         ? "start it with `mpirun -np " + std::to_string(ranks / perProcess_) +
                               " ... --ranks-per-process " + std::to_string(perProcess_) + "`"
@@ -117,8 +118,9 @@ std::string MpiBackend::sizeMismatch(int ranks) const {
                               ": pick a --ranks-per-process that "
                               "divides it";
   return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
-         " ranks, but this job has " + std::to_string(n) + (n == 1 ? " process" : " processes") +
-         " of " + std::to_string(perProcess_) + " ranks (" + how + ")";
+         (ranks == 1 ? " rank" : " ranks") + ", but this job has " + std::to_string(n) +
+         (n == 1 ? " process" : " processes") + " of " + std::to_string(perProcess_) + " ranks (" +
+         how + ")";
 }
 
 void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {

@@ -309,7 +309,8 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
     if (opts_.exec.ranks != 0 && Executor::requiredRanks(prog->module()) != opts_.exec.ranks)
       throw RuntimeFault("the program's meshes need " +
                          std::to_string(Executor::requiredRanks(prog->module())) +
-                         " ranks, but the session's world has " + std::to_string(opts_.exec.ranks));
+                         (Executor::requiredRanks(prog->module()) == 1 ? " rank" : " ranks") +
+                         ", but the session's world has " + std::to_string(opts_.exec.ranks));
     ExecOptions eo = opts_.exec;
     eo.ranks = 0; // the meshes the function uses decide
     eo.sources = &c_->sources;

@@ -148,7 +148,8 @@ const std::vector<Command> &commands() {
        "prompts, and the exit status is 1 if any input failed. --deterministic as for run.",
        {"backend", "deterministic"},
        {},
-       true},
+       true,
+       "cpu|cuda|null"}, // the REPL runs every rank in this process
   };
   return kCommands;
 }

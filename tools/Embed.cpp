@@ -83,7 +83,9 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 std::size_t dtypeSize(DType dt) { return dt::dtypeSize(toInternal(dt)); }
 const char *dtypeName(DType dt) { return dt::dtypeName(toInternal(dt)); }
 int64_t TensorView::numel() const { return product(shape, (int64_t)dtypeSize(dtype)); }
-int64_t Tensor::numel() const { return product(shape_, (int64_t)dtypeSize(dtype_)); }
+int64_t Tensor::numel() const {
+  return data_ ? product(shape_, (int64_t)dtypeSize(dtype_)) : 0; // a default one holds nothing
+}
 
 double Tensor::at(int64_t i) const {
   if (!data_)
@@ -113,7 +115,7 @@ double Tensor::at(int64_t i) const {
 }
 
 std::string Tensor::str() const {
-  if (!data_ && numel() != 0)
+  if (!data_ && product(shape_, (int64_t)dtypeSize(dtype_)) != 0)
     return "(no data: a default-constructed Tensor)";
   dt::HostTensor h;
   h.dtype = toInternal(dtype_);
@@ -284,6 +286,17 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
                                         "leave it empty for the default");
   if (!opts.stdlibDir.empty())
     paths.push_back(opts.stdlibDir);
+  // A kernel cache that cannot be one is the host's mistake: said, not a
+  // cost paid silently at every start.
+  if (!opts.kernelCache.empty() && !std::filesystem::is_directory(opts.kernelCache, ec)) {
+    if (std::filesystem::exists(opts.kernelCache, ec))
+      throw Error(Error::Kind::Usage,
+                  "Options::kernelCache `" + opts.kernelCache + "` is not a folder");
+    std::filesystem::create_directories(opts.kernelCache, ec);
+    if (ec)
+      throw Error(Error::Kind::Usage, "Options::kernelCache `" + opts.kernelCache +
+                                          "` cannot be made: " + ec.message());
+  }
   auto &sp = impl_->s->compilation().options.stdlibPaths;
   sp.insert(sp.begin(), paths.begin(), paths.end());
 }
@@ -466,7 +479,7 @@ std::vector<Block> Session::blocks(const std::string &name) const {
 std::vector<Block> Session::blocks(const Tensor &t) const {
   Impl &im = impl();
   Impl::Enter enter(im);
-  if (!t.data_ && t.numel() != 0)
+  if (!t.data_ && product(t.shape_, (int64_t)dtypeSize(t.dtype_)) != 0)
     throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor)");
   dt::HostTensor h;
   h.dtype = toInternal(t.dtype_);

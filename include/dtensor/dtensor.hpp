@@ -68,6 +68,7 @@ public:
   Tensor() = default;
   DType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
+  /// The number of elements; 0 for a default-constructed Tensor (no data).
   int64_t numel() const;
   const void *raw() const { return data_; }
   template <class T> const T *data() const { return static_cast<const T *>(data_); }
@@ -153,7 +154,8 @@ struct Options {
 #endif
   /// A folder where compiled CPU kernels are kept across processes (as
   /// `dtensorc` keeps them in ~/.cache/dtensor/kernels), so a host program's
-  /// second start compiles nothing; empty: none.
+  /// second start compiles nothing; empty: none. Made when missing; a path
+  /// that is no folder, or cannot be made, is Error(Usage).
   std::string kernelCache;
   /// Deterministic mode (`dtensorc run --deterministic`, docs/language.md):
   /// every value bit-identical on any mesh and layout of the program.

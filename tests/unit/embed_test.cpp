@@ -360,6 +360,20 @@ TEST_CASE("embed: Options for untrusted programs: file access off, limits") {
   noStdlib.stdlibDir = "/nonexistent/dtensor/stdlib";
   CHECK_THROWS_WITH_AS(dtensor::Session{noStdlib}, doctest::Contains("is not a folder"),
                        dtensor::Error);
+  // A kernel cache that is a file, or cannot be made, is refused too; a
+  // missing folder is made.
+  dtensor::Options fileCache;
+  fileCache.kernelCache = "/proc/self/status";
+  CHECK_THROWS_WITH_AS(dtensor::Session{fileCache}, doctest::Contains("is not a folder"),
+                       dtensor::Error);
+  dtensor::Options badCache;
+  badCache.kernelCache = "/proc/dtensor-kernels";
+  CHECK_THROWS_WITH_AS(dtensor::Session{badCache}, doctest::Contains("cannot be made"),
+                       dtensor::Error);
+  // A default Tensor holds no data, and so no elements.
+  dtensor::Tensor none;
+  CHECK(none.numel() == 0);
+  CHECK(none.raw() == nullptr);
 }
 
 TEST_CASE("embed: two sessions on two threads, each running its own program") {

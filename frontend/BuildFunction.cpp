@@ -150,7 +150,14 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       }
     }
     if (pt->dtype != at.dtype) {
-      mismatch(pt->str());
+      auto &d = mismatch(pt->str());
+      d.notes.push_back(std::string("the element types differ: the argument is `") +
+                        dtypeName(at.dtype) + "`, the parameter `" + dtypeName(pt->dtype) + "`");
+      if (const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr) {
+        std::string fix = "cast(" + exprText(e) + ", " + dtypeName(pt->dtype) + ")";
+        d.hint = "write `" + fix + "`";
+        d.fixes.push_back(FixIt{e->full, fix});
+      }
       return "";
     }
     bool anyLayout = spec.layout && spec.layout->mesh == "*";
@@ -283,8 +290,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   }
   // A function without results ends with one `return`: the bare one its
   // body wrote, or one added here.
-  if (decl.results.empty() && !(sawReturn_ && !f.body.insts.empty() &&
-                                f.body.insts.back().op == Op::Return)) {
+  if (decl.results.empty() &&
+      !(sawReturn_ && !f.body.insts.empty() && f.body.insts.back().op == Op::Return)) {
     Inst ret;
     ret.op = Op::Return;
     f.body.insts.push_back(std::move(ret));

@@ -651,11 +651,17 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
       for (size_t k = 0; k < leafRange[i].second; ++k)
         wrt.push_back((int64_t)(leafRange[i].first + k));
   }
+  const int errorsBefore = diags().errorCount();
   std::string inst = instantiate(*fi, types, structs ? leafExprs : argExprs, loc,
                                  structs ? shape : std::vector<StructRef>{});
   if (inst.empty())
     return EV::bad();
   const Function *primal = s_.module.find(inst);
+  // A body with errors (said here, or where the function was first built)
+  // has no results whatever its signature says.
+  if (diags().errorCount() > errorsBefore ||
+      (primal->results.empty() && !fi->decl->results.empty() && diags().hasErrors()))
+    return EV::bad();
   if (primal->results.size() != 1 || primal->results[0].rank() != 0 ||
       !isFloat(primal->results[0].dtype)) {
     std::string r;

@@ -545,10 +545,13 @@ bool IRBuilder::lift(const std::vector<EV> &operands, SrcLoc loc,
           // A hint for one field would name a struct expression as a tensor;
           // the struct's own conversion is a relayout to its declared type.
           if (d->id == DiagId::DTypeMismatch) {
+            const DType ft = def->leaves[k].second.dtype;
             d->hint = "the operator applies to every field of `" + def->name + "`, and `" +
-                      def->leaves[k].first + "` is " + dtypeName(def->leaves[k].second.dtype) +
-                      ": keep such a field out of the struct this arithmetic updates, or "
-                      "make it a float";
+                      def->leaves[k].first + "` is " + dtypeName(ft) +
+                      (isFloat(ft) ? ": `full_like(s, v) * s` (s the struct) scales every field "
+                                     "by `v` cast to the field's own type"
+                                   : ": keep such a field out of the struct this arithmetic "
+                                     "updates, or make it a float");
             d->fixes.clear();
           } else if (!d->hint.empty()) {
             d->hint = "move a struct operand to the placements its type declares: "

@@ -354,6 +354,9 @@ void MpiComm::barrier() {
 
 bool MpiWorld::available() { return true; }
 
+/// The MPI_Comm of a communicator (a world's own copy of MPI_COMM_WORLD).
+static MPI_Comm commOf(MpiComm &c) { return *static_cast<MPI_Comm *>(c.nativeHandle()); }
+
 MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -399,8 +402,13 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
   }
   // Report errors as RuntimeFault instead of aborting the job; split communicators inherit it.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // This world's own copy of MPI_COMM_WORLD, which every collective and
+  // group of it goes through: two worlds of one process (two embedded
+  // sessions, made in the same order on every process) never match each
+  // other's messages, even when their calls run at once.
   auto h = std::make_unique<MpiComm::Handle>();
-  h->comm = MPI_COMM_WORLD;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &h->comm), "MPI_Comm_dup");
+  h->owned = true;
   MpiComm::Handle &wh = *h;
   world_ = std::make_unique<MpiComm>(std::move(h));
   rank_ = world_->rank();
@@ -427,7 +435,7 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
   const int words = 2 + kHost / 8;
   std::vector<int64_t> all(words * (size_t)size_);
   Blocked blocked(watch_.get(), FaultWatch::kStartUp);
-  check(MPI_Allgather(mine, words, MPI_INT64_T, all.data(), words, MPI_INT64_T, MPI_COMM_WORLD),
+  check(MPI_Allgather(mine, words, MPI_INT64_T, all.data(), words, MPI_INT64_T, commOf(*world_)),
         "MPI_Allgather");
   std::vector<PeerProcess> peers(size_);
   for (int r = 0; r < size_; ++r) {
@@ -440,7 +448,7 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
   }
   watch_->setPeers(std::move(peers));
   wh.watch = watch_.get();
-  remote_ = std::make_unique<MpiSites>();
+  remote_ = std::make_unique<MpiSites>(commOf(*world_));
   wh.remote = remote_.get();
   mapSiteTable(node);
 }
@@ -452,7 +460,7 @@ void MpiWorld::mapSiteTable(uint64_t node) {
   int leader = rank_;
   std::vector<int64_t> nodes(size_);
   int64_t mine = (int64_t)node;
-  MPI_Allgather(&mine, 1, MPI_INT64_T, nodes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+  MPI_Allgather(&mine, 1, MPI_INT64_T, nodes.data(), 1, MPI_INT64_T, commOf(*world_));
   for (int r = 0; r < size_; ++r)
     if (nodes[r] == mine) {
       leader = r;
@@ -460,7 +468,7 @@ void MpiWorld::mapSiteTable(uint64_t node) {
     }
   int leaderPid = rank_ == leader ? (int)getpid() : 0;
   std::vector<int> pids(size_);
-  MPI_Allgather(&leaderPid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&leaderPid, 1, MPI_INT, pids.data(), 1, MPI_INT, commOf(*world_));
   const std::string name = "/dtensor-sites-" + std::to_string(pids[leader]);
   // One slot per process, then the node's report flag (FaultWatch.h).
   const size_t bytes = sizeof(FaultWatch::SiteSlot) * ((size_t)size_ + 1);
@@ -472,7 +480,7 @@ void MpiWorld::mapSiteTable(uint64_t node) {
       fd = -1;
     }
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Barrier(commOf(*world_));
   if (rank_ != leader)
     fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd >= 0) {
@@ -484,7 +492,7 @@ void MpiWorld::mapSiteTable(uint64_t node) {
       watch_->setSiteTable(static_cast<FaultWatch::SiteSlot *>(p), (size_t)size_);
     }
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Barrier(commOf(*world_));
   if (rank_ == leader)
     shm_unlink(name.c_str());
 }
@@ -529,7 +537,7 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
   auto h = std::make_unique<MpiComm::Handle>();
   {
     Blocked blocked(watch_.get(), "MPI_Comm_split");
-    check(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &h->comm),
+    check(MPI_Comm_split(commOf(*world_), color < 0 ? MPI_UNDEFINED : color, key, &h->comm),
           "MPI_Comm_split");
   }
   if (h->comm == MPI_COMM_NULL)
@@ -549,13 +557,13 @@ Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label)
 /// group never take part. `tag` keeps creations that run at once apart.
 std::unique_ptr<MpiComm> MpiWorld::createComm(const std::vector<int> &members, int tag) {
   MPI_Group worldGroup, g;
-  check(MPI_Comm_group(MPI_COMM_WORLD, &worldGroup), "MPI_Comm_group");
+  check(MPI_Comm_group(commOf(*world_), &worldGroup), "MPI_Comm_group");
   check(MPI_Group_incl(worldGroup, (int)members.size(), members.data(), &g), "MPI_Group_incl");
   auto h = std::make_unique<MpiComm::Handle>();
   int rc;
   {
     Blocked blocked(watch_.get(), "MPI_Comm_create_group");
-    rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &h->comm);
+    rc = MPI_Comm_create_group(commOf(*world_), g, tag, &h->comm);
   }
   MPI_Group_free(&g);
   MPI_Group_free(&worldGroup);

@@ -14,8 +14,8 @@ namespace {
 constexpr int kQuery = 1, kAnswer = 2;
 } // namespace
 
-MpiSites::MpiSites() {
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+MpiSites::MpiSites(MPI_Comm world) {
+  MPI_Comm_dup(world, &comm_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
 }

@@ -34,7 +34,8 @@ namespace dt {
 class MpiSites {
 public:
   /// Duplicates MPI_COMM_WORLD (collective over the world).
-  MpiSites();
+  /// Made on a copy of `world` (collective over it, as MPI_Comm_dup).
+  explicit MpiSites(MPI_Comm world);
   ~MpiSites();
   MpiSites(const MpiSites &) = delete;
   MpiSites &operator=(const MpiSites &) = delete;

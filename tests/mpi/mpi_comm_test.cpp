@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace dt;
@@ -361,6 +362,41 @@ int hybridMain(int argc, char **argv, int k) {
   return total ? 1 : 0;
 }
 
+/// Two worlds in one process (two embedded sessions), made in the same order
+/// on every process, then used at once by a thread each: every collective
+/// and every group a world makes stays within that world (each has its own
+/// copy of MPI_COMM_WORLD), so no sum mixes the other world's values.
+int twoWorldsMain(int argc, char **argv) {
+  MpiWorld a(&argc, &argv, /*threads=*/true), b(nullptr, nullptr, /*threads=*/true);
+  const int me = a.rank(), n = a.size();
+  std::atomic<int> wrong{0};
+  // My pair {2j, 2j + 1} (alone when the last is missing).
+  const std::vector<int> pair =
+      (me | 1) < n ? std::vector<int>{me & ~1, me | 1} : std::vector<int>{me};
+  int64_t pairSum = 0;
+  for (int r : pair)
+    pairSum += r + 1;
+  auto use = [&](MpiWorld &w, int64_t scale) {
+    for (int i = 0; i < 200; ++i) {
+      // Groups made lazily, at once in both threads: the pair and the world.
+      Communicator &g = i % 2 ? w.world() : w.group(pair);
+      int64_t v = scale * (me + 1);
+      g.allReduce(&v, &v, 1, DType::I64, ReduceOp::Sum);
+      if (v != scale * (i % 2 ? (int64_t)n * (n + 1) / 2 : pairSum))
+        ++wrong;
+    }
+  };
+  std::thread ta([&] { use(a, 1); }), tb([&] { use(b, 1000); });
+  ta.join();
+  tb.join();
+  int local = wrong.load(), total = 0;
+  a.world().allReduce(&local, &total, 1, DType::I32, ReduceOp::Sum);
+  if (me == 0)
+    std::printf("mpi_comm_test --two-worlds: %d processes, %s (%d wrong sums)\n", n,
+                total ? "FAILED" : "passed", total);
+  return total ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -373,6 +409,8 @@ int main(int argc, char **argv) {
       return deadlockMain(argc, argv);
     if (argc == 3 && std::string(argv[1]) == "--ended")
       return endedMain(argc, argv, argv[2]);
+    if (argc == 2 && std::string(argv[1]) == "--two-worlds")
+      return twoWorldsMain(argc, argv);
     if (argc == 3 && std::string(argv[1]) == "--hybrid")
       return hybridMain(argc, argv, std::atoi(argv[2]));
     MpiWorld world(&argc, &argv);

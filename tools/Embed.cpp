@@ -7,6 +7,7 @@
 #include "frontend/BuildIR.h"
 #include "runtime/Backend.h"
 #include "runtime/Format.h"
+#include "runtime/Launch.h"
 #include "runtime/LocalOps.h"
 #include "runtime/Session.h"
 #include "support/Checked.h"
@@ -127,6 +128,9 @@ std::string Tensor::str() const {
 
 struct Session::Impl {
   std::unique_ptr<dt::Session> s;
+  /// The mpi backend in a job of several processes: the program's values are
+  /// world rank 0's only (the others hold their types).
+  bool mpiJob = false;
   std::vector<Diagnostic> diags;
   std::ostringstream out;
   std::atomic<bool> busy{false};
@@ -261,6 +265,7 @@ Session::Session(Options opts) : impl_(std::make_unique<Impl>()) {
       opts.backend != "mpi")
     throw Error(Error::Kind::Usage,
                 "Options::backend is `" + opts.backend + "`; use one of " + dt::backendNames());
+  impl_->mpiJob = opts.backend == "mpi" && dt::detectLaunch().size > 1;
   dt::SessionOptions so;
   so.backend = opts.backend;
   so.pipeline.target = opts.backend == "cuda" ? dt::CodeTarget::Cuda : dt::CodeTarget::Llvm;
@@ -370,6 +375,13 @@ std::vector<Tensor> Session::call(const std::string &fn, const std::vector<Arg> 
     if (a.byName && a.name.empty())
       im.fail(Error::Kind::Usage, "argument " + std::to_string(i + 1) + " of `" + fn +
                                       "` names no value (an empty name)");
+    // Every process refuses alike (one that went on would wait in the
+    // call's collectives for the others).
+    if (!a.name.empty() && im.mpiJob)
+      im.fail(Error::Kind::Usage,
+              "argument " + std::to_string(i + 1) + " of `" + fn + "` names the value `" + a.name +
+                  "`: under the mpi backend the program's values are held by the process of "
+                  "world rank 0 only; pass the data as a view (every process the same)");
     if (auto sv = a.name.empty() ? std::nullopt : im.s->structValue(a.name)) {
       // A struct value passes its leaves, in field order.
       structs.back() = sv->first;

@@ -440,27 +440,6 @@ TEST_CASE(
 }
 
 namespace {
-/// Runs `k` (lifted: its values after the params) on `c` through `fn`, or
-/// the interpreter when fn is null.
-std::vector<std::vector<char>> runLifted(const Kernel &k, const std::vector<int64_t> &values,
-                                         Case &c, CpuJIT::KernelFn fn) {
-  std::vector<std::vector<char>> outs;
-  for (size_t o = 0; o < k.outputs.size(); ++o)
-    outs.emplace_back(c.outElems[o] * dtypeSize(k.outputs[o]), (char)0x5a);
-  std::vector<void *> bufs;
-  for (auto &b : c.inputs)
-    bufs.push_back(b.data());
-  for (auto &b : outs)
-    bufs.push_back(b.data());
-  auto p = kernelParams(k, c.shape, c.inStr, c.outStr, c.goff, c.gstr);
-  p.insert(p.end(), values.begin(), values.end());
-  if (fn)
-    fn(bufs.data(), p.data());
-  else
-    interpretKernel(k, bufs.data(), p.data());
-  return outs;
-}
-
 /// Equal bits, or both NaN, element by element.
 bool sameOrNaN(DType t, const std::vector<char> &a, const std::vector<char> &b) {
   if (!isFloat(t))
@@ -493,9 +472,9 @@ TEST_CASE("kernel jit: lifted constants and seeds give the kernel's own results"
     lifted += !values.empty();
     Case c = makeCase(k, rng, false);
     auto ref = runCase(k, c, nullptr);
-    auto refLifted = runLifted(lk, values, c, nullptr);
+    auto refLifted = runCase(lk, c, nullptr, values);
     auto baked = runCase(k, c, jit.compile(k));
-    auto got = runLifted(lk, values, c, jit.compile(lk));
+    auto got = runCase(lk, c, jit.compile(lk), values);
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       CHECK(sameOrNaN(k.outputs[o], ref[o], refLifted[o]));
       if (k.reduce == KReduce::None)

@@ -337,8 +337,10 @@ inline std::string describe(const Case &c) {
 }
 
 /// Runs `k` on `c` through `fn` (or the interpreter when fn is null) and
-/// returns the output buffers (pre-filled with a 0x5a sentinel).
-inline std::vector<std::vector<char>> runCase(const Kernel &k, Case &c, CpuJIT::KernelFn fn) {
+/// returns the output buffers (pre-filled with a 0x5a sentinel). A lifted
+/// kernel (liftConstants) reads `lifted` after its params.
+inline std::vector<std::vector<char>> runCase(const Kernel &k, Case &c, CpuJIT::KernelFn fn,
+                                              const std::vector<int64_t> &lifted = {}) {
   std::vector<std::vector<char>> outs;
   for (size_t o = 0; o < k.outputs.size(); ++o)
     outs.emplace_back(c.outElems[o] * dtypeSize(k.outputs[o]), (char)0x5a);
@@ -348,6 +350,7 @@ inline std::vector<std::vector<char>> runCase(const Kernel &k, Case &c, CpuJIT::
   for (auto &b : outs)
     bufs.push_back(b.data());
   auto p = kernelParams(k, c.shape, c.inStr, c.outStr, c.goff, c.gstr);
+  p.insert(p.end(), lifted.begin(), lifted.end());
   if (fn)
     fn(bufs.data(), p.data());
   else

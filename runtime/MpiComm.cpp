@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <sched.h>
 #include <string>
 #include <sys/mman.h>
@@ -354,10 +355,34 @@ void MpiComm::barrier() {
 
 bool MpiWorld::available() { return true; }
 
+namespace {
+/// MPI's start and end are the process's, not a world's (MPI cannot start
+/// again once finalized): a world that starts MPI has it finalized at the
+/// process's exit, so a host program's next mpi session can still run after
+/// the first one ends. The lock keeps two worlds made at once on two threads
+/// from both starting it.
+std::mutex &mpiStartLock() {
+  static std::mutex m;
+  return m;
+}
+void finalizeAtExit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized)
+        MPI_Finalize();
+    });
+  });
+}
+} // namespace
+
 /// The MPI_Comm of a communicator (a world's own copy of MPI_COMM_WORLD).
 static MPI_Comm commOf(MpiComm &c) { return *static_cast<MPI_Comm *>(c.nativeHandle()); }
 
 MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
+  std::unique_lock<std::mutex> startLock(mpiStartLock());
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -383,8 +408,9 @@ MpiWorld::MpiWorld(int *argc, char ***argv, bool threads, double faultTimeout) {
       starting.unblock();
       check(rc, "MPI_Init_thread");
     }
-    initializedHere_ = true;
+    finalizeAtExit();
   }
+  startLock.unlock();
   if (threads) {
     int level = 0;
     MPI_Query_thread(&level);
@@ -529,8 +555,7 @@ MpiWorld::~MpiWorld() {
   world_.reset();
   remote_.reset();
   watch_.reset();
-  if (initializedHere_)
-    MPI_Finalize();
+  // MPI itself ends at the process's exit (finalizeAtExit).
 }
 
 Communicator *MpiWorld::split(int color, int key, const std::vector<int> &label) {

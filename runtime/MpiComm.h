@@ -118,7 +118,6 @@ private:
   std::unique_ptr<MpiComm> createComm(const std::vector<int> &members, int tag);
   /// Maps the node's table of where each process waits (FaultWatch::SiteSlot).
   void mapSiteTable(uint64_t node);
-  bool initializedHere_ = false;
   void *sites_ = nullptr; ///< the mapped site table (null: none)
   size_t sitesBytes_ = 0;
   int tagUpperBound_ = 32767; ///< MPI_TAG_UB (at least 32767 by the standard)

@@ -397,6 +397,26 @@ int twoWorldsMain(int argc, char **argv) {
   return total ? 1 : 0;
 }
 
+/// A world made after another ended (a host program's second mpi session):
+/// MPI ends at the process's exit, not with the first world.
+int sequentialMain(int argc, char **argv) {
+  int64_t first = 0, second = 0;
+  int n = 0, me = 0;
+  {
+    MpiWorld a(&argc, &argv);
+    n = a.size(), me = a.rank();
+    first = me + 1;
+    a.world().allReduce(&first, &first, 1, DType::I64, ReduceOp::Sum);
+  }
+  MpiWorld b(nullptr, nullptr);
+  second = 10 * (me + 1);
+  b.world().allReduce(&second, &second, 1, DType::I64, ReduceOp::Sum);
+  const bool ok = first == (int64_t)n * (n + 1) / 2 && second == 10 * first;
+  if (me == 0)
+    std::printf("mpi_comm_test --sequential: %d processes, %s\n", n, ok ? "passed" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -409,6 +429,8 @@ int main(int argc, char **argv) {
       return deadlockMain(argc, argv);
     if (argc == 3 && std::string(argv[1]) == "--ended")
       return endedMain(argc, argv, argv[2]);
+    if (argc == 2 && std::string(argv[1]) == "--sequential")
+      return sequentialMain(argc, argv);
     if (argc == 2 && std::string(argv[1]) == "--two-worlds")
       return twoWorldsMain(argc, argv);
     if (argc == 3 && std::string(argv[1]) == "--hybrid")

@@ -506,10 +506,9 @@ std::vector<HostTensor> Executor::run(const std::string &fn, const std::vector<H
   std::vector<int64_t> ids = worldIds(m_);
   int need = (int)ids.size();
   if (opts_.ranks != 0 && opts_.ranks != need)
-    throw RuntimeFault("the program's meshes need " + std::to_string(need) +
-                       (need == 1 ? " rank (1 distinct device id), not " : " ranks (") +
-                       (need == 1 ? "" : std::to_string(need) + " distinct device ids), not ") +
-                       std::to_string(opts_.ranks));
+    throw RuntimeFault(
+        formatDiag("the program's meshes need {0} ranks ({0} distinct device ids), not {1}",
+                   {std::to_string(need), std::to_string(opts_.ranks)}));
   if (args.size() != f->params.size())
     throw RuntimeFault("`" + fn + "` takes " + std::to_string(f->params.size()) +
                        " arguments, got " + std::to_string(args.size()));

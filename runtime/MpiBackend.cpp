@@ -4,6 +4,7 @@
 #include "runtime/HybridComm.h"
 #include "runtime/MpiComm.h"
 #include "runtime/ThreadComm.h"
+#include "support/Diagnostics.h"
 #include "support/Errors.h"
 
 #include <iostream>
@@ -106,10 +107,9 @@ void MpiBackend::agree(int ranks, const std::function<uint64_t()> &fingerprint) 
 std::string MpiBackend::sizeMismatch(int ranks) const {
   const int n = world_->size();
   if (perProcess_ == 1)
-    return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
-           (ranks == 1 ? " rank" : " ranks") + ", but this job has " + std::to_string(n) +
-           (n == 1 ? " process" : " processes") + " (start it with `mpirun -np " +
-           std::to_string(ranks) + " ...`)";
+    return formatDiag("--backend mpi: the program's meshes need {0} ranks, but this job has {1} "
+                      "processes (start it with `mpirun -np {0} ...`)",
+                      {std::to_string(ranks), std::to_string(n)});
   std::string how = ranks % perProcess_ == 0
                         ? "start it with `mpirun -np " + std::to_string(ranks / perProcess_) +
                               " ... --ranks-per-process " + std::to_string(perProcess_) + "`"
@@ -117,10 +117,9 @@ std::string MpiBackend::sizeMismatch(int ranks) const {
                               std::to_string(perProcess_) +
                               ": pick a --ranks-per-process that "
                               "divides it";
-  return "--backend mpi: the program's meshes need " + std::to_string(ranks) +
-         (ranks == 1 ? " rank" : " ranks") + ", but this job has " + std::to_string(n) +
-         (n == 1 ? " process" : " processes") + " of " + std::to_string(perProcess_) + " ranks (" +
-         how + ")";
+  return formatDiag("--backend mpi: the program's meshes need {0} ranks, but this job has {1} "
+                    "processes of {2} ranks ({3})",
+                    {std::to_string(ranks), std::to_string(n), std::to_string(perProcess_), how});
 }
 
 void MpiBackend::run(int ranks, const std::function<void(Device &)> &body) {

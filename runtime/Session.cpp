@@ -3,6 +3,7 @@
 
 #include "frontend/BuildIR.h"
 #include "runtime/Reference.h"
+#include "support/Diagnostics.h"
 #include "support/Errors.h"
 
 #include <algorithm>
@@ -307,10 +308,10 @@ bool Session::call(const std::string &fn, std::vector<TensorType> argTypes,
     // program's meshes, as a run checks it; the call itself then runs on the ranks of the
     // meshes the function reaches.
     if (opts_.exec.ranks != 0 && Executor::requiredRanks(prog->module()) != opts_.exec.ranks)
-      throw RuntimeFault("the program's meshes need " +
-                         std::to_string(Executor::requiredRanks(prog->module())) +
-                         (Executor::requiredRanks(prog->module()) == 1 ? " rank" : " ranks") +
-                         ", but the session's world has " + std::to_string(opts_.exec.ranks));
+      throw RuntimeFault(
+          formatDiag("the program's meshes need {0} ranks, but the session's world has {1}",
+                     {std::to_string(Executor::requiredRanks(prog->module())),
+                      std::to_string(opts_.exec.ranks)}));
     ExecOptions eo = opts_.exec;
     eo.ranks = 0; // the meshes the function uses decide
     eo.sources = &c_->sources;

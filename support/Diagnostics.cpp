@@ -19,10 +19,15 @@ const char *diagIdName(DiagId id) { return kNames[(int)id]; }
 
 std::string formatDiag(const char *fmt, const std::vector<std::string> &args) {
   // A count of 1 takes the singular: "takes 1 argument", "with 1 dim".
-  static const char *const kPlurals[][2] = {
-      {" arguments", " argument"},   {" dims", " dim"},         {" entries", " entry"},
-      {" subscripts", " subscript"}, {" elements", " element"}, {" values", " value"},
-      {" ranks", " rank"},           {" processes", " process"}};
+  static const char *const kPlurals[][2] = {{" arguments", " argument"},
+                                            {" dims", " dim"},
+                                            {" entries", " entry"},
+                                            {" subscripts", " subscript"},
+                                            {" elements", " element"},
+                                            {" values", " value"},
+                                            {" ranks", " rank"},
+                                            {" processes", " process"},
+                                            {" distinct device ids", " distinct device id"}};
   std::string out;
   for (const char *p = fmt; *p; ++p) {
     if (*p == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {

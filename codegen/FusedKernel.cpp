@@ -184,13 +184,12 @@ FusedKernel buildFusedKernel(const Function &f) {
       x = k.select(arg(in, 0), arg(in, 1), arg(in, 2));
       break;
     case OpClass::Source:
-      if (in.op == Op::Random && in.operands.size() == 1) // a run-time seed
-        x = k.randomSeeded(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
-                           arg(in, 0), rt.dtype);
-      else if (in.op == Op::Random)
-        x = k.random(in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform,
-                     (uint64_t)in.attrs.ints.at(0), rt.dtype);
-      else if (in.op == Op::Iota && rt.dtype == DType::Bool) // iota is numeric: index != 0
+      if (in.op == Op::Random) {
+        RandomKind kind = in.attrs.str == "normal" ? RandomKind::Normal : RandomKind::Uniform;
+        x = in.operands.size() == 1 // a run-time seed
+                ? k.randomSeeded(kind, arg(in, 0), rt.dtype)
+                : k.random(kind, (uint64_t)in.attrs.ints.at(0), rt.dtype);
+      } else if (in.op == Op::Iota && rt.dtype == DType::Bool) // iota is numeric: index != 0
         x = k.cast(k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), DType::I64), rt.dtype);
       else if (in.op == Op::Iota)
         x = k.iota((int)in.attrs.ints.at(0) + k.rank - rt.rank(), rt.dtype);

@@ -295,6 +295,14 @@ private:
     // it starts another kernel, with its own random sources (a kernel that
     // went on through cheaper ops would leave those behind, each run alone).
     bool full = false;
+    // A random source that only members read still joins a full kernel
+    // (alone, it would run by itself).
+    auto onlyMembersRead = [&](int i) {
+      for (int u : users_[b.insts[i].results[0]])
+        if (group_[u] != g)
+          return false;
+      return true;
+    };
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t k = 0; k < members.size(); ++k) {
@@ -304,21 +312,11 @@ private:
             continue;
           const int w = weight(d->second);
           std::vector<int> siblings;
-          // A random source that only members read still joins (alone, it
-          // would run by itself).
-          auto onlyMembersRead = [&](int i) {
-            for (int u : users_[b.insts[i].results[0]])
-              if (group_[u] != g)
-                return false;
-            return true;
-          };
-          if (w && (full || ops + w > maxOps_) &&
-              !(b.insts[d->second].op == Op::Random && onlyMembersRead(d->second))) {
+          if (w && (full || ops + w > maxOps_)) {
             full = true;
-            continue;
+            if (!(b.insts[d->second].op == Op::Random && onlyMembersRead(d->second)))
+              continue;
           }
-          if (w && ops + w > maxOps_)
-            full = true;
           if (!absorbable(b, b.insts[d->second], g, it, siblings))
             continue;
           group_[d->second] = g;

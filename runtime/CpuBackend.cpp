@@ -114,13 +114,18 @@ void CpuDevice::launch(const NativeKernel &k, void *const *bufs, const int64_t *
   const int d = ck.splitDim;
   int nb = ck.inputs + ck.outputs;
   int64_t np = (int64_t)R * (1 + nb) + (ck.global ? 2 * R : 0);
-  // The params, then the lifted values (on the stack for a usual kernel).
+  // The params, then the lifted values (copied on the stack for a usual
+  // kernel; a kernel without any reads the params as they are).
   int64_t small[64];
   std::vector<int64_t> large;
   const int64_t total = np + (int64_t)ck.lifted.size();
-  int64_t *all = total <= 64 ? small : (large.resize(total), large.data());
-  std::copy(params, params + np, all);
-  std::copy(ck.lifted.begin(), ck.lifted.end(), all + np);
+  const int64_t *all = params;
+  if (!ck.lifted.empty()) {
+    int64_t *p = total <= 64 ? small : (large.resize(total), large.data());
+    std::copy(params, params + np, p);
+    std::copy(ck.lifted.begin(), ck.lifted.end(), p + np);
+    all = p;
+  }
   if (blasThreads_ <= 1 || R == 0 || d < 0) {
     ck.fn(b, all);
     return;

@@ -30,6 +30,15 @@
 
 namespace dt::exec {
 
+namespace {
+/// The dims of a (concrete) result on the rank at `place`: its whole shape
+/// on the host, its block on a mesh.
+std::vector<int64_t> localDims(const TensorType &t, const LocalPlace &place) {
+  return t.isHost() || place.meshRank < 0 ? concreteDims(t.shape)
+                                          : localBlock(t, place.meshRank).shape;
+}
+} // namespace
+
 std::optional<HostTensor> RankRunner::deterministicProduct(const Inst &in, const HostTensor &a,
                                                            const HostTensor &b, DType out,
                                                            LocalPlace place) {
@@ -65,12 +74,10 @@ std::vector<Slot> RankRunner::localOp(const Inst &in, const std::vector<const Ho
     // that size goes back to the device's cache first, where it is found
     // (the pool serves kernels and products: a loop of transposes kept four
     // pooled buffers and allocated a new one every step).
-    const TensorType &rt = types[0];
     int64_t n = 1;
-    for (int64_t d : rt.isHost() || place.meshRank < 0 ? concreteDims(rt.shape)
-                                                       : localBlock(rt, place.meshRank).shape)
+    for (int64_t d : localDims(types[0], place))
       n *= d;
-    rs_.dropPooled(n * dtypeSize(rt.dtype));
+    rs_.dropPooled(n * dtypeSize(types[0].dtype));
   }
   if (!place.referenceOnly && types.size() == 1) {
     switch (in.op) {
@@ -109,10 +116,8 @@ std::vector<Slot> RankRunner::localOp(const Inst &in, const std::vector<const Ho
   // in row-major order (the placement rule guarantees it), so the result
   // shares the buffer under the result block's shape.
   if (in.op == Op::Reshape && n == 1 && types.size() == 1 && isConcrete(types[0].shape)) {
-    const TensorType &rt = types[0];
     HostTensor r = *args[0];
-    r.shape = rt.isHost() || place.meshRank < 0 ? concreteDims(rt.shape)
-                                                : localBlock(rt, place.meshRank).shape;
+    r.shape = localDims(types[0], place);
     if (r.numel() == args[0]->numel())
       return {std::move(r)};
   }

@@ -84,6 +84,11 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 std::size_t dtypeSize(DType dt) { return dt::dtypeSize(toInternal(dt)); }
 const char *dtypeName(DType dt) { return dt::dtypeName(toInternal(dt)); }
 int64_t TensorView::numel() const { return product(shape, (int64_t)dtypeSize(dtype)); }
+/// A Tensor that should hold elements but has no data (a default-constructed one).
+static bool holdsNoData(const void *data, const std::vector<int64_t> &shape, DType dt) {
+  return !data && product(shape, (int64_t)dtypeSize(dt)) != 0;
+}
+
 int64_t Tensor::numel() const {
   return data_ ? product(shape_, (int64_t)dtypeSize(dtype_)) : 0; // a default one holds nothing
 }
@@ -116,7 +121,7 @@ double Tensor::at(int64_t i) const {
 }
 
 std::string Tensor::str() const {
-  if (!data_ && product(shape_, (int64_t)dtypeSize(dtype_)) != 0)
+  if (holdsNoData(data_, shape_, dtype_))
     return "(no data: a default-constructed Tensor)";
   dt::HostTensor h;
   h.dtype = toInternal(dtype_);
@@ -491,7 +496,7 @@ std::vector<Block> Session::blocks(const std::string &name) const {
 std::vector<Block> Session::blocks(const Tensor &t) const {
   Impl &im = impl();
   Impl::Enter enter(im);
-  if (!t.data_ && product(t.shape_, (int64_t)dtypeSize(t.dtype_)) != 0)
+  if (holdsNoData(t.data_, t.shape_, t.dtype_))
     throw Error(Error::Kind::Usage, "this Tensor holds no data (a default-constructed Tensor)");
   dt::HostTensor h;
   h.dtype = toInternal(t.dtype_);

@@ -175,6 +175,17 @@ bool IRBuilder::declaredBelow(Diagnostic &d, const std::string &name) const {
       return true;
     }
   }
+  // A top-level value of an earlier input (the REPL, a session's compile):
+  // a function cannot see it either.
+  if (!fnStack_.empty() && fnStack_.back()->name != "main")
+    if (auto it = st_.globals.find(name); it != st_.globals.end() &&
+                                          it->second.kind != Binding::Const &&
+                                          it->second.loc.file != d.loc.file) {
+      d.hint = "`" + name + "` (" + lineOf(it->second.loc, d.loc) +
+               ") is a value of the program: a function sees the program's constants (`let " +
+               name + " = 4`), not its tensors; pass it as an argument";
+      return true;
+    }
   // Not bound yet where it is used: a top-level `let`/`var` of the program
   // further down (a function built where it is declared, or a top-level
   // use above the declaration), or one above that a function cannot see.

@@ -250,6 +250,20 @@ EV IRBuilder::emit(Op op, const std::vector<EV> &operands,
       d.hint = "write an integer, or `cast` the tensor to `f32` first";
       return EV::bad();
     }
+    if (o.literal && !o.isBool && likeK && likeK->dtype == DType::Bool) {
+      // No number is a bool: `c && 5`, `c == 1`, `where(c, c, 0)` were
+      // read as `true`/`false` without a word.
+      std::string text = o.isInt ? std::to_string(o.ival) : formatLiteral(o.number);
+      if (op == Op::And || op == Op::Or)
+        diags().error(DiagId::BoolOnly, loc, {opDisplayName(op), text}).hint =
+            "a bool operand is `true`, `false` or a comparison such as `x != 0`";
+      else
+        diags()
+            .error(DiagId::DTypeMismatch, loc, {opDisplayName(op), "bool", "the literal " + text})
+            .hint =
+            "compare with `true` or `false`, or `cast` the bool tensor to a number type first";
+      return EV::bad();
+    }
     if (o.literal) {
       TensorType host = replicatedType(o.isBool  ? DType::Bool
                                        : o.isInt ? DType::I64
@@ -348,10 +362,21 @@ EV IRBuilder::expr(const ast::Expr &e) {
       bool isFunction = false;
       for (const std::string &cand : scopedNames(e.text))
         isFunction |= st_.functions.count(cand) != 0;
+      const std::string head = e.text.substr(0, e.text.find('.'));
       if (isFunction)
         diags().error<DiagId::FunctionNotValue>(e.loc, e.text);
       else if (st_.meshes.count(e.text))
         diags().error<DiagId::MeshNotValue>(e.loc, e.text);
+      else if (StructRef def = findStruct(e.text))
+        diags().error(DiagId::StructNotValue, e.loc, {e.text}).hint =
+            "make one: `let s : " + e.text + " = zeros()`, or `" + e.text + "(" +
+            def->fields[0].name + "=...)`";
+      else if (StructRef def = findStruct(head); def && head != e.text)
+        diags().error(DiagId::StructNotValue, e.loc, {head}).hint =
+            "a field belongs to a value of the struct: `s" + e.text.substr(head.size()) +
+            "` of `let s : " + head + " = zeros()`";
+      else if (e.text.find('.') == std::string::npos && st_.imported.count(e.text))
+        diags().error<DiagId::ModuleNotValue>(e.loc, e.text);
       else {
         auto &d = diags().error(DiagId::UnknownName, e.loc, {e.text});
         if (!declaredBelow(d, e.text) && !didYouMean(d, e.text, namesInScope(), e.full) &&

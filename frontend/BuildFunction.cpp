@@ -149,8 +149,10 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
         return "";
       }
     }
+    bool anyLayout = spec.layout && spec.layout->mesh == "*";
     if (pt->dtype != at.dtype) {
-      auto &d = mismatch(pt->str());
+      // `@ *` is any layout, not the host's (a type without `@`).
+      auto &d = mismatch(anyLayout ? pt->str() + " @ *" : pt->str());
       d.notes.push_back(std::string("the element types differ: the argument is `") +
                         dtypeName(at.dtype) + "`, the parameter `" + dtypeName(pt->dtype) + "`");
       if (const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr) {
@@ -160,7 +162,6 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       }
       return "";
     }
-    bool anyLayout = spec.layout && spec.layout->mesh == "*";
     if (!anyLayout && !pt->sameLayout(at)) {
       auto &d = mismatch(pt->str());
       const ast::Expr *e = i < argExprs.size() ? argExprs[i] : nullptr;
@@ -187,6 +188,10 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
       return it->second;
     }
     fi.instances[key] = ""; // in progress: detects recursion
+    st_.functionsUndo.push_back([q = fi.qualified, key](std::map<std::string, FnInfo> &fns) {
+      if (auto it = fns.find(q); it != fns.end())
+        it->second.instances.erase(key);
+    });
   }
   std::string name = fi.qualified;
   if (s_.module.find(name))
@@ -383,9 +388,7 @@ bool IRBuilder::trialInstantiate(FnInfo &fi, const std::vector<TensorType> &type
   int ne = diags().errorCount();
   size_t nf = s_.module.functions.size();
   int counter = st_.instanceCounter;
-  std::map<std::string, std::pair<std::map<std::string, std::string>, bool>> saved;
-  for (auto &[k, v] : st_.functions)
-    saved[k] = {v.instances, v.broken};
+  const size_t undoMark = st_.functionsUndo.size();
   ++quiet_;
   std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
   bool ok = !instantiate(fi, types, noExprs, loc).empty() && diags().errorCount() == ne;
@@ -394,11 +397,7 @@ bool IRBuilder::trialInstantiate(FnInfo &fi, const std::vector<TensorType> &type
   while (s_.module.functions.size() > nf)
     s_.module.functions.pop_back();
   st_.instanceCounter = counter;
-  for (auto &[k, v] : saved) {
-    FnInfo &cur = st_.functions[k];
-    cur.instances = v.first;
-    cur.broken = v.second;
-  }
+  st_.undoFunctions(undoMark);
   return ok;
 }
 
@@ -636,7 +635,7 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
     if (!shape[i] && !isFloat(types[leafRange[i].first].dtype)) {
       auto &d = diags().error(
           DiagId::NotDifferentiable, argExprs[i] ? argExprs[i]->loc : loc,
-          {std::to_string(i), fi->qualified,
+          {std::to_string(i + 1) + " (`" + fi->decl->params[(size_t)i].name + "`)", fi->qualified,
            "its type `" + types[leafRange[i].first].str() + "` is not floating-point"});
       d.hint = "leave it out of `wrt`: a gradient is taken with respect to floating-point "
                "arguments";

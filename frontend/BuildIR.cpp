@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
 
 namespace dt {
 
@@ -256,6 +257,15 @@ void IRBuilder::letOrVar(const ast::Stmt &s) {
     destructureCount(s.loc, v.ids.size(), s.names.size());
     v = EV::bad();
   }
+  for (size_t i = 0; i < s.names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (s.names[i] == s.names[j] && s.names[i] != "_") {
+        diags()
+            .error(DiagId::NameTwice, i < s.nameLocs.size() ? s.nameLocs[i] : s.loc, {s.names[i]})
+            .hint = "rename one of them: the name would hold only the last part";
+        v = EV::bad();
+        break;
+      }
   for (size_t i = 0; i < s.names.size(); ++i) {
     Binding b;
     b.kind = isVar ? Binding::Var : Binding::Value;
@@ -473,8 +483,8 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
     if (!prefix.empty() || it->second.build == st_.builds) {
       auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
       if (it->second.decl)
-        e.notes.push_back("the first `" + q + "` is declared at line " +
-                          std::to_string(it->second.decl->loc.line));
+        e.notes.push_back("the first `" + q + "` is declared at " +
+                          lineOf(it->second.decl->loc, s.loc));
       e.hint = "give one of them another name (a function has one signature; a size symbol, "
                "`f32[N]`, takes every size)";
       return;
@@ -482,16 +492,24 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
     // An earlier input's function (the REPL, a session's later compile):
     // this declaration replaces it for every later call, the calls inside
     // other functions too, so no instance made with the old body is kept.
+    std::map<std::string, std::map<std::string, std::string>> cleared;
     for (auto &[name, other] : st_.functions)
-      other.instances.clear();
+      if (!other.instances.empty())
+        cleared[name] = std::exchange(other.instances, {});
+    st_.functionsUndo.push_back(
+        [q, old = it->second, cleared = std::move(cleared)](std::map<std::string, FnInfo> &fns) {
+          fns[q] = old;
+          for (auto &[name, instances] : cleared)
+            if (auto f = fns.find(name); f != fns.end())
+              f->second.instances = instances;
+        });
     st_.functions.erase(it);
     ++st_.redefinitions;
   }
   if (auto it = st_.structs.find(q); it != st_.structs.end()) {
     // `S(...)` would call the function and the struct could not be built.
     auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
-    e.notes.push_back("`" + q + "` is the struct declared at line " +
-                      std::to_string(it->second->loc.line));
+    e.notes.push_back("`" + q + "` is the struct declared at " + lineOf(it->second->loc, s.loc));
     e.hint = "give the function another name";
     return;
   }
@@ -522,6 +540,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   // `...` dims and dtype parameters are bound per call too.
   fi.broken = !checkGenericSignature(d, q, fi.generic) || twice;
   FnInfo &stored = st_.functions[q] = fi;
+  st_.functionsUndo.push_back([q](std::map<std::string, FnInfo> &fns) { fns.erase(q); });
   if (stored.broken)
     return;
   if (stored.generic)
@@ -559,9 +578,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   size_t before = s_.module.functions.size();
   // The instances the check makes of the functions it calls go with it: a
   // later call must not find a cached instance whose function was dropped.
-  std::map<std::string, std::map<std::string, std::string>> savedInstances;
-  for (auto &[k, v] : st_.functions)
-    savedInstances[k] = v.instances;
+  const size_t undoMark = st_.functionsUndo.size();
   size_t nd = diags().all().size();
   int ne = diags().errorCount();
   std::vector<const ast::Expr *> noExprs(types.size(), nullptr);
@@ -577,10 +594,7 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   if (!concrete) {
     while (s_.module.functions.size() > before)
       s_.module.functions.pop_back();
-    for (auto &[k, fi] : st_.functions) {
-      auto saved = savedInstances.find(k);
-      fi.instances = saved == savedInstances.end() ? decltype(fi.instances){} : saved->second;
-    }
+    st_.undoFunctions(undoMark);
   }
   if (!concrete && symbolAsValue_) {
     // The body reads a size symbol's value, which only a call knows: what

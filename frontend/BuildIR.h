@@ -165,6 +165,23 @@ struct Compilation::BuilderState {
   /// since (a session's inputs append to `main`; one that rolls `main` back
   /// lowers this): the next verification starts after them.
   size_t verifiedMainInsts = 0;
+  /// Functions other than `main` verified after an earlier build, the
+  /// module's first ones (a session appends functions; a rollback lowers
+  /// this): VerifyOptions::trustedFunctions.
+  size_t verifiedFunctions = 0;
+  /// How to take back each change made to `functions`, in the order they
+  /// were made (an instance made, a function declared or declared again): a
+  /// check that drops what it made, and a session that rolls an input back,
+  /// undo the steps after their mark instead of copying every function's
+  /// entry beforehand (an input then costs what it adds).
+  std::vector<std::function<void(std::map<std::string, FnInfo> &)>> functionsUndo;
+  void undoFunctions(size_t mark) {
+    while (functionsUndo.size() > mark) {
+      auto undo = std::move(functionsUndo.back());
+      functionsUndo.pop_back();
+      undo(functions);
+    }
+  }
 };
 
 class IRBuilder {
@@ -361,6 +378,9 @@ public:
   /// Run-time integer index `iv` into a dim of size `n` of `xt` as the
   /// `i64[1]` (or `i32[1]`) ids of an `index_select` on `xt`'s mesh.
   EV dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s);
+  /// A run-time integer index `iv` (rank 0) as a replicated value on `xt`'s
+  /// mesh; an error at `s` for anything else.
+  EV indexOnMesh(EV iv, const TensorType &xt, const ast::Expr &s);
   /// `one_hot(ids, n)` and `gather(x, ids, dim=d)` (BuildGather.cpp).
   EV gatherBuiltin(const std::string &name, const ast::Expr &e);
   /// `dropout(x, p, seed=s)` and `topk(x, 1, dim=d)` (BuildSampling.cpp).

@@ -162,6 +162,66 @@ bool staticInts(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out) {
   return true;
 }
 
+bool affineOf(IRBuilder &b, const ast::Expr &x, Affine &out) {
+  using K = ast::Expr::Kind;
+  out = Affine{};
+  switch (x.kind) {
+  case K::Number:
+    out.c = x.intValue;
+    return x.isInt;
+  case K::Name: {
+    if (Binding *v = b.lookup(x.text)) {
+      if (v->kind == Binding::Const)
+        out.c = v->constant;
+      else
+        out.terms[x.text] = 1;
+      return true;
+    }
+    return false;
+  }
+  case K::Unary: {
+    Affine a;
+    if (x.op != "-" || !affineOf(b, *x.args[0], a) || a.c == INT64_MIN)
+      return false;
+    out.c = -a.c;
+    for (auto &[n, k] : a.terms)
+      if (k == INT64_MIN || !(out.terms[n] = -k))
+        return false;
+    return true;
+  }
+  case K::Binary: {
+    Affine a, c;
+    if ((x.op != "+" && x.op != "-" && x.op != "*") || !affineOf(b, *x.args[0], a) ||
+        !affineOf(b, *x.args[1], c))
+      return false;
+    if (x.op == "*") {
+      if (!a.terms.empty() && !c.terms.empty())
+        return false; // not affine
+      const Affine &var = a.terms.empty() ? c : a;
+      const int64_t k = a.terms.empty() ? a.c : c.c;
+      if (__builtin_mul_overflow(var.c, k, &out.c))
+        return false;
+      for (auto &[n, v] : var.terms)
+        if (__builtin_mul_overflow(v, k, &out.terms[n]))
+          return false;
+    } else {
+      const int64_t sign = x.op == "-" ? -1 : 1;
+      out = a;
+      if (__builtin_add_overflow(out.c, sign * c.c, &out.c) || c.c == INT64_MIN)
+        return false;
+      for (auto &[n, v] : c.terms)
+        if (__builtin_add_overflow(out.terms[n], sign * v, &out.terms[n]))
+          return false;
+    }
+    for (auto it = out.terms.begin(); it != out.terms.end();)
+      it = it->second == 0 ? out.terms.erase(it) : std::next(it);
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
 std::vector<int64_t> range(int64_t lo, int64_t n, int64_t step) {
   std::vector<int64_t> r;
   for (int64_t i = 0; i < n; ++i)
@@ -246,6 +306,58 @@ EV IRBuilder::subscript(const ast::Expr &e) {
                                 "with `index_select` if needed";
           return EV::bad();
         }
+      }
+      // A run-time start and an end a fixed width after it, `x[t:t + 1]` or
+      // `x[i * B:(i + 1) * B]` in a loop: the rows lo + k * step as run-time
+      // ids (an id out of range is a run-time error of `index_select`).
+      Affine lo0, hi0;
+      if (s.args[0] && s.args[1] && affineOf(*this, *s.args[0], lo0) &&
+          affineOf(*this, *s.args[1], hi0) && (!lo0.terms.empty() || !hi0.terms.empty())) {
+        if (lo0.terms != hi0.terms) {
+          auto &dg = diags().error(DiagId::SliceWidthUnknown, s.loc, {exprText(&s)});
+          dg.hint = "write the end as the start plus a width known when compiling: `x[t:t + 4]`";
+          return EV::bad();
+        }
+        int64_t width;
+        if (sym || __builtin_sub_overflow(hi0.c, lo0.c, &width))
+          return (knownSize(*this, t, d, exprText(&e), s.loc), EV::bad());
+        int64_t count = width > 0 ? (width - 1) / step + 1 : 0;
+        if (count > n) {
+          auto &dg = diags().error(DiagId::SliceOutOfRange, s.loc,
+                                   {std::to_string(width), std::to_string(d), std::to_string(n)});
+          dg.message = "a slice " + std::to_string(width) + " wide does not fit dim " +
+                       std::to_string(d) + " of size " + std::to_string(n);
+          return EV::bad();
+        }
+        EV start = expr(*s.args[0]);
+        if (start.poison)
+          return start;
+        EV ids;
+        if (start.literal) { // the width is known and so is the start
+          ids = idConst(*this, range(start.ival < 0 ? start.ival + n : start.ival, count, step), t,
+                        s.loc);
+        } else {
+          // A negative start is out of range: `x[k:k + 3]` with k = -3 is
+          // `x[-3:0]`, empty in Python, and no other rows may stand for it.
+          ids = indexOnMesh(start, t, *s.args[0]);
+          if (!ids.poison && typeOf(ids.ids[0]).dtype != DType::I64) {
+            TensorType wide = typeOf(ids.ids[0]);
+            wide.dtype = DType::I64;
+            ids = emit(Op::Cast, {ids}, {s.args[0].get()}, s.loc, {}, {wide});
+          }
+          if (!ids.poison) {
+            TensorType row = typeOf(ids.ids[0]);
+            row.shape = {Dim::lit(1)};
+            ids = emit(Op::Reshape, {ids}, {s.args[0].get()}, s.loc, {}, {row});
+          }
+          if (!ids.poison)
+            ids = emit(Op::Add, {ids, idConst(*this, range(0, count, step), t, s.loc)},
+                       {s.args[0].get(), nullptr}, s.loc);
+        }
+        if (ids.poison)
+          return ids;
+        cuts.push_back({d, {}, false, ids});
+        continue;
       }
       for (int k = 0; k < 2; ++k) {
         if (!s.args[k])
@@ -350,7 +462,7 @@ EV IRBuilder::subscript(const ast::Expr &e) {
   return emit(Op::Reshape, {x}, {&base}, e.loc, pairing, {r});
 }
 
-EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s) {
+EV IRBuilder::indexOnMesh(EV iv, const TensorType &xt, const ast::Expr &s) {
   if (!iv.single() || typeOf(iv.ids[0]).rank() != 0 ||
       (typeOf(iv.ids[0]).dtype != DType::I32 && typeOf(iv.ids[0]).dtype != DType::I64)) {
     auto &dg = diags().error<DiagId::BadSubscript>(s.loc);
@@ -367,6 +479,11 @@ EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Ex
       p = Placement::replicate();
     iv = emit(Op::Relayout, {iv}, {&s}, s.loc, {}, {it});
   }
+  return iv;
+}
+
+EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Expr &s) {
+  iv = indexOnMesh(iv, xt, s);
   if (iv.poison)
     return iv;
   // Negative indices count from the end, as static ones do; one below -n
@@ -385,7 +502,7 @@ EV IRBuilder::dynamicIndex(EV iv, const TensorType &xt, int64_t n, const ast::Ex
   iv = emit(Op::Select, {neg, wrapped, iv}, {nullptr, nullptr, &s}, s.loc);
   if (iv.poison)
     return iv;
-  it = typeOf(iv.ids[0]);
+  TensorType it = typeOf(iv.ids[0]);
   it.shape = {Dim::lit(1)};
   return emit(Op::Reshape, {iv}, {&s}, s.loc, {}, {it});
 }

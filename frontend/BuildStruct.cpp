@@ -74,11 +74,17 @@ void IRBuilder::unknownType(const ast::TypeSpec &spec) {
 void IRBuilder::structDecl(const ast::Stmt &s) {
   const ast::StructDecl &d = *s.record;
   std::string q = modulePrefix_ + d.name;
-  if (st_.structs.count(q) || st_.functions.count(q) || st_.meshes.count(q)) {
+  // An earlier input's struct (the REPL's `:load` of a file again) may be
+  // declared again as it was; values of it stay what they are.
+  StructRef earlier;
+  if (auto it = st_.structs.find(q); it != st_.structs.end() &&
+                                     it->second->loc.file != s.loc.file &&
+                                     !st_.functions.count(q) && !st_.meshes.count(q))
+    earlier = it->second;
+  if (!earlier && (st_.structs.count(q) || st_.functions.count(q) || st_.meshes.count(q))) {
     auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
     if (auto it = st_.structs.find(q); it != st_.structs.end())
-      e.notes.push_back("the first `" + q + "` is declared at line " +
-                        std::to_string(it->second->loc.line));
+      e.notes.push_back("the first `" + q + "` is declared at " + lineOf(it->second->loc, s.loc));
     e.hint = "give the struct another name";
     return;
   }
@@ -151,8 +157,24 @@ void IRBuilder::structDecl(const ast::Stmt &s) {
     }
     def->fields.push_back(std::move(fld));
   }
-  if (ok)
+  if (!ok)
+    return;
+  if (!earlier) {
     st_.structs[q] = def;
+    return;
+  }
+  bool same = def->leaves == earlier->leaves && def->fields.size() == earlier->fields.size();
+  for (size_t i = 0; same && i < def->fields.size(); ++i)
+    same = def->fields[i].name == earlier->fields[i].name &&
+           (def->fields[i].sub ? def->fields[i].sub->name : "") ==
+               (earlier->fields[i].sub ? earlier->fields[i].sub->name : "");
+  if (same)
+    return;
+  auto &e = diags().error(DiagId::Redefinition, s.loc, {q});
+  e.notes.push_back("the first `" + q + "` is declared at " + lineOf(earlier->loc, s.loc) +
+                    " with other fields");
+  e.hint = "a struct keeps its fields for the session (its values hold them): give this one "
+           "another name, or `:reset`";
 }
 
 bool IRBuilder::reportField(const ast::Expr &e) {
@@ -648,8 +670,8 @@ bool IRBuilder::expandSignature(FnInfo &fi, const std::vector<TensorType> &argTy
       std::string params;
       for (const ast::Param &p : decl.params)
         params += (params.empty() ? "" : ", ") + p.name + ": " + ast::printType(p.type);
-      d.hint = "`" + fi.qualified + "` is declared at line " + std::to_string(decl.loc.line) +
-               " as `fn " + decl.name + "(" + params + ")`";
+      d.hint = "`" + fi.qualified + "` is declared at " + lineOf(decl.loc, loc) + " as `fn " +
+               decl.name + "(" + params + ")`";
     }
     return false;
   }

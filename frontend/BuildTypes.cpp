@@ -432,9 +432,21 @@ std::optional<TensorType> IRBuilder::applyLayout(const ast::LayoutSpec &spec, DT
   for (int dim = 0; dim < rank; ++dim) {
     const auto &e = spec.entries[dim];
     int pos = 0; // the axes of a group are listed major first: `(y, x)` is y-major
+    auto isIndex = [](const std::string &axis) {
+      return !axis.empty() && (axis[0] == '-' || std::isdigit((unsigned char)axis[0]));
+    };
+    if (std::any_of(e.axes.begin(), e.axes.end(), isIndex) &&
+        !std::all_of(e.axes.begin(), e.axes.end(), isIndex)) {
+      std::string group;
+      for (auto &axis : e.axes)
+        group += (group.empty() ? "" : ", ") + axis;
+      diags().error(DiagId::LayoutGroupMixed, e.loc, {"(" + group + ")"}).hint =
+          "name every axis of a group, `(x, y)`, or give every index, `(0, 1)`";
+      return std::nullopt;
+    }
     for (auto &axis : e.axes) {
       int a = mesh->axisIndex(axis);
-      if (!axis.empty() && (axis[0] == '-' || std::isdigit((unsigned char)axis[0]))) {
+      if (isIndex(axis)) {
         // seed 003's integer dims mapping: the mesh axis index, -1 unsharded
         int64_t idx = std::strtoll(axis.c_str(), nullptr, 10);
         if (idx == -1 && e.axes.size() == 1)

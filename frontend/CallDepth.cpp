@@ -6,21 +6,25 @@
 // along the call chain (a chain may be tens of thousands of functions long).
 #include "frontend/BuildIR.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <unordered_map>
 
 namespace dt {
 
 bool Compilation::checkCallDepth() {
-  // Functions by name, once (Module::find is a linear scan).
-  std::map<std::string, const Function *> byName;
-  for (const Function &f : module.functions)
-    byName.emplace(f.name, &f);
+  // Functions by name, made at the first call (Module::find is a linear
+  // scan, and a session's input without calls should not cost its size).
+  std::unordered_map<std::string, const Function *> byName;
   auto find = [&](const std::string &name) -> const Function * {
+    if (byName.empty())
+      for (const Function &f : module.functions)
+        byName.emplace(f.name, &f);
     auto it = byName.find(name);
     return it == byName.end() ? nullptr : it->second;
   };
-  const Function *main = find("main");
+  const Function *main = module.find("main");
   if (!main)
     return true;
   // The functions each one calls (regions nest at most ~200 levels deep).
@@ -86,7 +90,18 @@ bool Compilation::checkCallDepth() {
     }
     return nullptr;
   };
-  const Inst *call = deepCall(main->body);
+  // The statements of `main` verified after an earlier build passed this
+  // check then (a session's inputs append to `main`).
+  const auto &insts = main->body.insts;
+  size_t first = std::min(builderState ? builderState->verifiedMainInsts : 0, insts.size());
+  const Inst *call = nullptr;
+  for (size_t i = first; i < insts.size() && !call; ++i) {
+    if (insts[i].op == Op::Call)
+      if (const Function *g = find(insts[i].attrs.str); g && heightOf(g) + 1 > limit)
+        call = &insts[i];
+    for (size_t r = 0; r < insts[i].regions.size() && !call; ++r)
+      call = deepCall(insts[i].regions[r]);
+  }
   if (!call)
     return true;
   std::string chain;

@@ -6,6 +6,9 @@
 
 #include "frontend/BuildIR.h"
 
+#include <map>
+#include <string>
+
 namespace dt::slice {
 
 /// The mesh axes that shard dim `d` of `t`.
@@ -35,6 +38,15 @@ int64_t knownSize(IRBuilder &b, const TensorType &t, int64_t d, const std::strin
                   SrcLoc loc);
 /// The `dim=` keyword in [0, rank); `dflt` when absent; -1 after an error.
 int64_t dimKeyword(IRBuilder &b, const ast::Expr &e, int64_t rank, int64_t dflt);
+/// An integer expression `c + sum(k * name)` over the names of run-time
+/// values (a loop variable, a host integer); `let` constants fold into `c`.
+struct Affine {
+  int64_t c = 0;
+  std::map<std::string, int64_t> terms; ///< no zero coefficients
+};
+/// `x` as an Affine: integer literals, names, `+`, `-` and a product with a
+/// constant factor; false for anything else or on overflow.
+bool affineOf(IRBuilder &b, const ast::Expr &x, Affine &out);
 /// `lo, lo + step, ...`, `n` of them.
 std::vector<int64_t> range(int64_t lo, int64_t n, int64_t step = 1);
 

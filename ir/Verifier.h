@@ -39,6 +39,11 @@ struct VerifyOptions {
   /// without checking them again, so verifying an input costs what it adds.
   std::string trusted{};
   size_t trustedInsts = 0;
+  /// The first `trustedFunctions` functions of the module other than
+  /// `trusted` passed verification before and are unchanged (a session only
+  /// appends functions; one that rolls back lowers this): they are not
+  /// verified again, so a session's input costs what it adds.
+  size_t trustedFunctions = 0;
 };
 
 /// Verifies every mesh and function; appends one message per broken invariant.

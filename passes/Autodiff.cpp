@@ -82,7 +82,7 @@ template <class F> void forEachInst(Block &b, F &&fn) {
 }
 
 /// Makes `<fn>.flat` unless it exists; false after reporting an error.
-bool flatCopy(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, int64_t wrt0) {
+bool flatCopy(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc) {
   if (m.find(fn + kFlatSuffix))
     return true;
   const Function *primal = m.find(fn);
@@ -92,7 +92,7 @@ bool flatCopy(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, i
   g.name = fn + kFlatSuffix;
   std::string why;
   if (!flattenFunction(m, g, why)) {
-    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt0), fn, why});
+    diags.error(DiagId::FnNotDifferentiable, loc, {fn, why});
     return false;
   }
   m.functions.push_back(std::move(g));
@@ -103,8 +103,7 @@ std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth);
 
 /// Expands the `grad`s of the flat copy of `fn` (a gradient taken inside a
 /// differentiated function) and inlines the calls they become.
-bool expandInFlat(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, int64_t wrt0,
-                  int depth) {
+bool expandInFlat(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc loc, int depth) {
   Function *flat = m.find(fn + kFlatSuffix);
   bool any = false;
   for (Inst &in : flat->body.insts)
@@ -126,7 +125,7 @@ bool expandInFlat(Module &m, const std::string &fn, DiagEngine &diags, SrcLoc lo
   flat = m.find(fn + kFlatSuffix);
   std::string why;
   if (!flattenFunction(m, *flat, why)) {
-    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt0), fn, why});
+    diags.error(DiagId::FnNotDifferentiable, loc, {fn, why});
     return false;
   }
   return true;
@@ -140,7 +139,6 @@ std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth) {
   std::vector<int64_t> wrt = in.attrs.ints;
   bool withValue = in.attrs.flag;
   SrcLoc loc = in.loc;
-  int64_t w0 = wrt.empty() ? 0 : wrt[0];
   // The builder checked this for source programs; IR input is checked here.
   const Function *primal = m.find(fn);
   if (!primal)
@@ -153,7 +151,7 @@ std::string expandOne(Module &m, const Inst &in, DiagEngine &diags, int depth) {
     diags.error(DiagId::GradNotScalar, loc, {fn, r.empty() ? "nothing" : r});
     return "";
   }
-  if (!flatCopy(m, fn, diags, loc, w0) || !expandInFlat(m, fn, diags, loc, w0, depth))
+  if (!flatCopy(m, fn, diags, loc) || !expandInFlat(m, fn, diags, loc, depth))
     return "";
   return differentiate(m, fn, wrt, withValue, diags, loc);
 }
@@ -177,14 +175,14 @@ void reach(const Module &m, const std::string &fn, std::set<std::string> &seen) 
 } // namespace
 
 bool flattenGradients(Module &m, DiagEngine &diags) {
-  std::vector<std::pair<std::string, std::pair<SrcLoc, int64_t>>> todo;
+  std::vector<std::pair<std::string, SrcLoc>> todo;
   for (Function &f : m.functions)
     forEachInst(f.body, [&](Inst &in) {
       if (in.op == Op::Grad)
-        todo.push_back({in.attrs.str, {in.loc, in.attrs.ints.empty() ? 0 : in.attrs.ints[0]}});
+        todo.push_back({in.attrs.str, in.loc});
     });
-  for (auto &[fn, where] : todo)
-    if (!flatCopy(m, fn, diags, where.first, where.second))
+  for (auto &[fn, loc] : todo)
+    if (!flatCopy(m, fn, diags, loc))
       return false;
   return true;
 }
@@ -273,7 +271,7 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
   g.name = name;
   std::string why;
   if (!flattenFunction(m, g, why)) {
-    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt[0]), fn, why});
+    diags.error(DiagId::FnNotDifferentiable, loc, {fn, why});
     return "";
   }
   Inst ret = g.body.insts.back();
@@ -307,7 +305,7 @@ std::string differentiate(Module &m, const std::string &fn, const std::vector<in
       d.backward(*it, c->second);
     }
   } catch (const NotDiff &e) {
-    diags.error(DiagId::NotDifferentiable, loc, {std::to_string(wrt[0]), fn, e.why});
+    diags.error(DiagId::FnNotDifferentiable, loc, {fn, e.why});
     return "";
   }
   Inst r;

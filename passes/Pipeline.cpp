@@ -159,11 +159,13 @@ bool runFrontEnd(Compilation &c, const std::string &path, const std::string &tex
   if (main) {
     vo.trusted = "main";
     vo.trustedInsts = std::min(verified, main->body.insts.size());
+    vo.trustedFunctions = c.builderState->verifiedFunctions;
   }
   verifyAfter(c.module, Step::Build, c.options, vo);
   if (main) {
     const auto &insts = main->body.insts;
     verified = insts.size() - (!insts.empty() && insts.back().op == Op::Return ? 1 : 0);
+    c.builderState->verifiedFunctions = c.module.functions.size() - 1;
   }
   if (opts.printAfter == "build")
     log << printModule(c.module);

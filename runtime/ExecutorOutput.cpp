@@ -36,9 +36,10 @@ namespace dt::exec {
 /// spans only its name, and is the program's, not the print's).
 int RankRunner::printedSource(const Inst &in, const Frame &fr, int id) {
   int src = id;
+  // A `slice_gather` takes rows of its operand: the slice is the value.
   while (fr.def[src] && opInfo(fr.def[src]->op).cls == OpClass::Collective &&
-         fr.def[src]->loc.line == in.loc.line && fr.def[src]->loc.col == in.loc.col &&
-         fr.def[src]->loc.endCol == in.loc.endCol)
+         fr.def[src]->op != Op::SliceGather && fr.def[src]->loc.line == in.loc.line &&
+         fr.def[src]->loc.col == in.loc.col && fr.def[src]->loc.endCol == in.loc.endCol)
     src = fr.def[src]->operands.at(0);
   return src;
 }

@@ -30,13 +30,13 @@ void scan(const Block &b, std::set<int> &defined, std::vector<int> &used) {
   }
 }
 
-/// The functions of `m` that `entry` reaches (calls, kernels, gradients: any
-/// instruction naming a function) and the meshes their values live on: the
-/// module a call runs, so that a call of a host function needs one rank.
-Module reachableModule(const Module &m, const std::string &entry) {
-  std::set<std::string> seen{entry};
-  std::vector<std::string> work{entry};
-  std::set<const Mesh *> meshes;
+/// The names of the functions of `m` that `start` reaches (calls, kernels,
+/// gradients: any instruction naming a function), and the meshes their
+/// values live on when `meshes` is given.
+std::set<std::string> reachableFrom(const Module &m, const Block &start,
+                                    std::set<const Mesh *> *meshes = nullptr) {
+  std::set<std::string> seen;
+  std::vector<std::string> work;
   std::function<void(const Block &)> visit = [&](const Block &b) {
     for (const Inst &in : b.insts) {
       if (!in.attrs.str.empty() && m.find(in.attrs.str) && seen.insert(in.attrs.str).second)
@@ -45,16 +45,29 @@ Module reachableModule(const Module &m, const std::string &entry) {
         visit(r);
     }
   };
+  visit(start);
   while (!work.empty()) {
     const Function *f = m.find(work.back());
     work.pop_back();
     if (!f)
       continue;
-    for (const Value &v : f->values)
-      if (v.type.mesh)
-        meshes.insert(v.type.mesh.get());
+    if (meshes)
+      for (const Value &v : f->values)
+        if (v.type.mesh)
+          meshes->insert(v.type.mesh.get());
     visit(f->body);
   }
+  return seen;
+}
+
+/// The functions of `m` that `entry` reaches and the meshes their values
+/// live on: the module a call runs, so that a call of a host function needs
+/// one rank.
+Module reachableModule(const Module &m, const std::string &entry) {
+  Block start;
+  start.insts.emplace_back().attrs.str = entry;
+  std::set<const Mesh *> meshes;
+  std::set<std::string> seen = reachableFrom(m, start, &meshes);
   Module out;
   out.deterministic = m.deterministic;
   for (const MeshRef &mesh : m.meshes)
@@ -79,7 +92,7 @@ struct Session::Mark {
   size_t mainInsts = 0;
   std::map<std::string, Binding> globals;
   std::map<std::string, MeshRef> meshes;
-  std::map<std::string, FnInfo> functions;
+  size_t functionsUndo = 0; ///< BuilderState::functionsUndo's length
   std::set<std::string> imported;
   std::map<std::string, std::set<std::string>> importsOf;
   std::map<std::string, StructRef> structs;
@@ -99,7 +112,7 @@ Session::Mark Session::mark() const {
   m.mainInsts = main ? main->body.insts.size() : 0;
   m.globals = st.globals;
   m.meshes = st.meshes;
-  m.functions = st.functions;
+  m.functionsUndo = st.functionsUndo.size();
   m.imported = st.imported;
   m.importsOf = st.importsOf;
   m.structs = st.structs;
@@ -123,7 +136,7 @@ void Session::rollback(Mark &&m) {
   Compilation::BuilderState &st = *c_->builderState;
   st.globals = std::move(m.globals);
   st.meshes = std::move(m.meshes);
-  st.functions = std::move(m.functions);
+  st.undoFunctions(m.functionsUndo);
   st.imported = std::move(m.imported);
   st.importsOf = std::move(m.importsOf);
   st.structs = std::move(m.structs);
@@ -133,6 +146,9 @@ void Session::rollback(Mark &&m) {
   for (size_t i = fns.size(); i > m.nFunctions; --i)
     if (fns[i - 1].name != "main") // `main` is kept (emptied above)
       fns.erase(fns.begin() + (long)(i - 1));
+  // Every function but `main` is verified again from the first one removed.
+  size_t others = fns.size() - (c_->module.find("main") ? 1 : 0);
+  st.verifiedFunctions = std::min(st.verifiedFunctions, others);
   if (c_->module.meshes.size() > m.nMeshes)
     c_->module.meshes.resize(m.nMeshes);
   if (st.programs.size() > m.nPrograms)
@@ -182,6 +198,8 @@ void Session::truncateMain(size_t keep) {
 }
 
 bool Session::compile(const std::string &path, const std::string &text, bool irInput) {
+  if (!pending_) // no mark is held: nothing before here is taken back
+    c_->builderState->functionsUndo.clear();
   Mark before = mark();
   const int file = c_->sources.count(); // the chunk's, added first
   if (runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, irInput)) {
@@ -382,29 +400,33 @@ Module Session::chunkModule() {
   if (end > 0 && all.back().op == Op::Return)
     --end;
   chunkEnd_ = end;
-  if (!ranOnce_ && !opts_.keepValues)
-    return c_->module; // the whole program, as written
-  if (ranUpTo_ > end)
+  const bool whole = !ranOnce_ && !opts_.keepValues; // the whole program, as written
+  if (!whole && ranUpTo_ > end)
     throw InternalError("session: `main` shrank below the statements already run");
-  // The chunk's `main` holds only the statements not run yet, its values
-  // renumbered from 0: a session's program grows with every input, and a
-  // chunk must cost what it holds, not what ran before it. Earlier values it
-  // reads are its parameters; the names it binds are its results.
+  // Only the functions the statements reach are compiled: a session's
+  // program grows with every function it declares, and a run must cost what
+  // it calls. The chunk's `main` holds only the statements not run yet, its
+  // values renumbered from 0, for the same reason. Earlier values it reads
+  // are its parameters; the names it binds are its results.
+  Block chunk;
+  chunk.insts.assign(all.begin() + (whole ? 0 : (long)ranUpTo_), all.begin() + (long)end);
+  std::set<std::string> reached = reachableFrom(c_->module, chunk);
   Module m;
   m.meshes = c_->module.meshes;
   m.deterministic = c_->module.deterministic;
   Function *main = nullptr;
   for (const Function &f : c_->module.functions) {
-    if (&f != src) {
+    if (&f == src) {
+      main = &m.functions.emplace_back(whole ? f : Function{});
+      main->name = f.name;
+      main->loc = f.loc;
+    } else if (reached.count(f.name)) {
       m.functions.push_back(f);
-      continue;
     }
-    Function &shell = m.functions.emplace_back();
-    shell.name = f.name;
-    shell.loc = f.loc;
-    main = &shell;
   }
-  main->body.insts.assign(all.begin() + (long)ranUpTo_, all.begin() + (long)end);
+  if (whole)
+    return m;
+  main->body.insts = std::move(chunk.insts);
   std::set<int> defined;
   std::vector<int> used;
   scan(main->body, defined, used);

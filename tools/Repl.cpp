@@ -192,6 +192,12 @@ Repl::Status Repl::feed(const std::string &line) {
     if (t[0] == ':') {
       if (t == ":quit" || t == ":q" || t == ":exit")
         return Status::Quit;
+      // `:type [1,` goes on on the next line, as an input does.
+      Brackets b = brackets(t);
+      if (b.depth > 0 && !b.unterminatedString && t.find(' ') != std::string::npos) {
+        buf_ = line + '\n';
+        return Status::More;
+      }
       command(t);
       return Status::Done;
     }
@@ -215,7 +221,10 @@ Repl::Status Repl::feed(const std::string &line) {
     return Status::More;
   std::string text = std::move(buf_);
   buf_.clear();
-  input(text);
+  if (std::string t = trim(text); !t.empty() && t[0] == ':')
+    command(t); // a command continued over lines
+  else
+    input(text);
   return Status::Done;
 }
 
@@ -224,7 +233,10 @@ void Repl::finish() {
     return;
   std::string text = std::move(buf_);
   buf_.clear();
-  input(text);
+  if (std::string t = trim(text); !t.empty() && t[0] == ':')
+    command(t);
+  else
+    input(text);
 }
 
 void Repl::input(const std::string &text) {

@@ -295,3 +295,36 @@ TEST_CASE("ir verify: module-level invariants") {
                      "mesh `m` has 2 devices in its shape but 3 device ids\n"
                      "function `@main` is defined twice");
 }
+
+TEST_CASE("ir verify: a session's trusted functions are skipped, the rest still checked") {
+  // `@a` broken and trusted (verified before, by assumption): not reported;
+  // `@b` added after it is checked, and a name added twice is still caught.
+  const std::string text = R"(func @main() {
+  return
+}
+func @a() {
+  %0 = fill 1 : f32[2]
+  %1 = add %0, %0 : f32[2]
+  return
+}
+func @b() {
+  %0 = fill 1 : f32[2]
+  %1 = add %0, %0 : f32[2]
+  return
+}
+)";
+  Module m = parseOrFail(text);
+  m.find("a")->body.insts[1].operands[0] = 9;
+  m.find("b")->body.insts[1].operands[0] = 7;
+  VerifyOptions vo{false};
+  vo.trusted = "main";
+  vo.trustedFunctions = 1;
+  std::string errs = verifyModuleText(m, vo);
+  CHECK(errs.find("@b:") != std::string::npos);
+  CHECK(errs.find("@a:") == std::string::npos);
+  vo.trustedFunctions = 0;
+  CHECK(verifyModuleText(m, vo).find("@a:") != std::string::npos);
+  m.functions.push_back(m.functions[1]); // `@a` again, after the trusted ones
+  vo.trustedFunctions = 2;
+  CHECK(verifyModuleText(m, vo).find("`@a` is defined twice") != std::string::npos);
+}

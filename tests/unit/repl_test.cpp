@@ -200,6 +200,17 @@ TEST_CASE("repl: a function declared again replaces it, for the calls inside oth
   CHECK(d(":load " + path) == "");
   CHECK(d("h(w)") == "[5, 5] : f32[2] @ q{y: shard(0)}\n");
   std::remove(path.c_str());
+  // A redeclaration in an input that faults at run time is taken back with
+  // the instances it dropped: g and f run as before, compiled or not.
+  CHECK(d("let r : f32[4, 4] @ m[_, _] = ones()\nlet ids : i32[2] @ m[_] = [7, 0]\n") == "");
+  path = writeTemp("fn f(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a * 10.0 }\n"
+                   "let bad = index_select(r, ids)\nlet u = g(v)\n");
+  d(":load " + path, &err);
+  CHECK(err.find("out of range") != std::string::npos);
+  std::remove(path.c_str());
+  CHECK(d("g(v)") == "[4, 4, 4, 4] : f32[4] @ m{x: shard(0)}\n");
+  CHECK(d("f(v + 1.0)") == "[6, 6, 6, 6] : f32[4] @ m{x: shard(0)}\n");
+  CHECK(d("g(v * 2.0)") == "[7, 7, 7, 7] : f32[4] @ m{x: shard(0)}\n");
 }
 
 TEST_CASE("repl: :type, :layout, :explain, :mesh, :load, :reset, :help") {
@@ -365,6 +376,25 @@ TEST_CASE("repl: each input costs what it adds, not what the session ran before"
   d(many);
   CHECK(d("a") == "[401, 402, 403, 404] : f32[4] @ m{x: shard(0)}\n");
   CHECK(d.repl.session().compilation().module.find("main")->body.insts.size() > 400);
+}
+
+TEST_CASE("repl: an input costs what it adds, however many functions the session declared") {
+  // Each input compiled every function declared so far and verified them
+  // again, and took back a copy of every function's entry: 2000 inputs
+  // declaring one function each took 100 s, and now take under 1 s.
+  Driver d;
+  d("mesh m = [x = 2]\nlet v : f32[4] @ m[x] = [1, 2, 3, 4]\n");
+  for (int i = 0; i < 300; ++i)
+    CHECK(d("fn f" + std::to_string(i) + "(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a + " +
+            std::to_string(i) + ".0 }") == "");
+  CHECK(d("f299(f7(v))") == "[307, 308, 309, 310] : f32[4] @ m{x: shard(0)}\n");
+  // A failing input among them takes back only itself.
+  std::string err;
+  d("fn f5(a: f32[4] @ m[x]) -> f32[4] @ m[x] { return a + true }", &err);
+  CHECK(err.find("error:") != std::string::npos);
+  CHECK(d("f5(v)") == "[6, 7, 8, 9] : f32[4] @ m{x: shard(0)}\n");
+  const Module &mod = d.repl.session().compilation().module;
+  CHECK(mod.functions.size() > 300);
 }
 
 TEST_CASE("repl: :load reads a quoted path as a shell would") {

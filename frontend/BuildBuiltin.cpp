@@ -49,10 +49,8 @@ EV IRBuilder::reduceBuiltin(const std::string &name, const ast::Expr &e) {
   EV x = arg(0);
   if (x.poison)
     return x;
-  if (!x.single()) {
-    diags().error<DiagId::NeedsTensor>(e.loc, name);
-    return EV::bad();
-  }
+  if (!x.single())
+    return needsTensor(x, e);
   const TensorType t = typeOf(x.ids[0]); // a copy: emit() grows the value table
   std::vector<int64_t> dims;
   const ast::Expr *d = kwarg(e, "dim");
@@ -390,9 +388,19 @@ EV IRBuilder::castBuiltin(const std::string &, const ast::Expr &e) {
 }
 
 EV IRBuilder::needsTensor(const EV &x, const ast::Expr &call) {
-  if (!x.poison) // a bare number, a tuple or a struct where one tensor goes
-    diags().error<DiagId::NeedsTensor>(call.args.empty() ? call.loc : call.args[0]->loc,
-                                       call.callee);
+  if (x.poison)
+    return EV::bad();
+  // A bare number, a tuple or a struct where one tensor goes.
+  auto &d = diags().error<DiagId::NeedsTensor>(call.args.empty() ? call.loc : call.args[0]->loc,
+                                               call.callee);
+  if (x.hasStruct())
+    for (const StructRef &p : x.parts)
+      if (p && !p->fields.empty()) {
+        std::string arg = call.args.empty() ? "s" : exprText(call.args[0].get());
+        d.hint = "a struct `" + p->name + "` is not a tensor: take one field, `" + call.callee +
+                 "(" + arg + "." + p->fields[0].name + ")`";
+        break;
+      }
   return EV::bad();
 }
 

@@ -721,9 +721,18 @@ EV IRBuilder::initializer(const ast::Expr &init, const TensorType &t) {
       const ast::Expr *sx = kwarg(init, "seed");
       if (!sx && !init.args.empty())
         sx = init.args[0].get();
+      if (!sx) {
+        // No hidden default: every `randn()` with seed 0 gave each weight
+        // the same values.
+        diags().error<DiagId::NeedsSeed>(init.loc, c).hint =
+            "give each tensor its own seed: `" + c +
+            "(seed=1)`; the same seed gives the same "
+            "values, on every layout";
+        return EV::bad();
+      }
       int64_t seed = 0;
       int sid = -1;
-      if (sx && !intScalar(*sx, "seed", seed, sid))
+      if (!intScalar(*sx, "seed", seed, sid))
         return EV::bad();
       // bf16/f16 uniform: the f32 draw (24 bits) cut to the type's
       // precision, k / 2^p with p = 8 (bf16) or 11 (f16), as PyTorch does:

@@ -240,6 +240,16 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
     expectedAny.push_back(r.layout && r.layout->mesh == "*");
     expected.push_back(*t);
   }
+  // A symbolic call (a definition's check) of a function whose own check
+  // passed needs only its declared results: building its body again made a
+  // chain of n definitions, each calling the one above, cost n^2 and nest n
+  // deep, past the call-depth limit though nothing was called. The stub is
+  // dropped with the check that made it.
+  if (symbolic && fi.checked && !fi.generic &&
+      std::none_of(expectedAny.begin(), expectedAny.end(), [](bool any) { return any; })) {
+    f.results = expected;
+    return name;
+  }
 
   // Build the body in a fresh context: globals (meshes, functions) only.
   auto savedScopes = std::move(scopes_);

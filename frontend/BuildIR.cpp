@@ -330,6 +330,8 @@ void IRBuilder::assign(const ast::Stmt &s) {
   if (got != b->declared) {
     auto &d =
         diags().error(DiagId::VarPlacement, s.value->loc, {name, got.str(), b->declared.str()});
+    if (got.dtype != b->declared.dtype) // what differs is named
+      d.message.replace(d.message.rfind("placement"), 9, "element type");
     if (conversionHint(d, s.value.get(), got, b->declared))
       d.hint = "write `" + name + " = " + d.hint.substr(7);
     return;
@@ -606,6 +608,8 @@ void IRBuilder::fnDecl(const ast::Stmt &s, const std::string &prefix) {
   }
   if (name.empty())
     stored.broken = true;
+  else
+    stored.checked = !stored.generic;
 }
 
 void IRBuilder::importModule(const ast::Stmt &s) {

@@ -121,6 +121,7 @@ struct FnInfo {
   std::string qualified; ///< `nn.linear`
   bool generic = true;   ///< has `@ *` layouts: checked per instantiation only
   bool broken = false;   ///< its symbolic check failed: calls yield poison
+  bool checked = false;  ///< its symbolic check passed (a non-generic function)
   std::map<std::string, std::string> instances; ///< signature -> IR function name
   /// The top-level `let` constants declared above it (none for a module's
   /// function): all its signature and body see of the program's constants.

@@ -88,7 +88,7 @@ EV IRBuilder::samplingBuiltin(const std::string &name, const ast::Expr &e) {
     }
     const ast::Expr *sx = third;
     if (!sx) {
-      diags().error<DiagId::DropoutSeed>(e.loc).hint =
+      diags().error<DiagId::NeedsSeed>(e.loc, "dropout").hint =
           "pass a different seed per step, e.g. `dropout(x, 0.1, seed=step)`";
       return EV::bad();
     }

@@ -33,6 +33,12 @@ const char *opDisplayName(Op op) {
     return "/";
   case Op::Pow:
     return "**";
+  case Op::Mod:
+    return "%";
+  case Op::FloorDiv:
+    return "//";
+  case Op::Neg:
+    return "-";
   case Op::MatMul:
     return "@";
   case Op::Eq:

@@ -328,10 +328,7 @@ VerifyResult verifyFile(const std::string &path, const std::vector<MeshOverride>
                         int ranks, Backend *backend) {
   VerifyResult vr;
   std::string text;
-  const int64_t maxBytes = CompileOptions{}.maxSourceBytes;
-  if (auto why = readSourceFile(path, maxBytes, text)) {
-    Compilation c;
-    c.diags.error(*why, SrcLoc{-1, 0, 0, 0}, {path, std::to_string(maxBytes)});
+  if (Compilation c; !c.readFile(path, text)) { // the reason, as `run` gives it
     vr.diagnostics = c.diags.renderAll();
     return vr;
   }

@@ -286,7 +286,8 @@ int dtensorcMain(int argc, char **argv) {
       }
       // A --mesh that does not fit the program is a usage error, as a
       // malformed one is.
-      if (std::ifstream in{a.file}; in && !overrides.empty()) {
+      bool readable = false;
+      if (std::ifstream in{a.file}; (readable = bool(in)) && !overrides.empty()) {
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         for (const MeshOverride &o : overrides)
           if (std::string why = applyMeshOverride(text, o); !why.empty())
@@ -295,7 +296,7 @@ int dtensorcMain(int argc, char **argv) {
       VerifyResult vr = verifyFile(a.file, overrides, ranks, gpu.get());
       std::cerr << vr.diagnostics;
       if (!vr.compiled) {
-        for (const MeshOverride &o : overrides)
+        for (const MeshOverride &o : readable ? overrides : std::vector<MeshOverride>{})
           std::cerr << "note: --mesh " << o.mesh << "=[...] rewrote the declaration of mesh `"
                     << o.mesh << "`: an error there quotes the rewritten line\n";
         return 1;

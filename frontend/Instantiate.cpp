@@ -57,7 +57,20 @@ std::string Compilation::instantiateCall(const std::string &fn, std::vector<Tens
       diags.rollback(n, errors); // the mismatch is reported by instantiate
   }
   std::vector<const ast::Expr *> noExprs(argTypes.size(), nullptr);
-  return b.instantiate(fi, argTypes, noExprs, SrcLoc{-1, 0, 0, 0}, shape);
+  const size_t functionsBefore = module.functions.size();
+  const size_t undoMark = builderState->functionsUndo.size();
+  const int errors = diags.errorCount();
+  std::string inst = b.instantiate(fi, argTypes, noExprs, SrcLoc{-1, 0, 0, 0}, shape);
+  if (inst.empty() || diags.errorCount() > errors) {
+    // A call whose instance fails (a shape the body cannot take) leaves the
+    // program as it was: a half-built function left here failed every
+    // later build's verification.
+    while (module.functions.size() > functionsBefore)
+      module.functions.pop_back();
+    builderState->undoFunctions(undoMark);
+    return "";
+  }
+  return inst;
 }
 
 } // namespace dt

@@ -202,7 +202,18 @@ bool Session::compile(const std::string &path, const std::string &text, bool irI
     c_->builderState->functionsUndo.clear();
   Mark before = mark();
   const int file = c_->sources.count(); // the chunk's, added first
-  if (runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, irInput)) {
+  bool built;
+  try {
+    built =
+        runFrontEnd(*c_, path, text, opts_.pipeline, opts_.log ? *opts_.log : std::cerr, irInput);
+  } catch (const InternalError &) {
+    // A compiler bug in this input: the program is taken back to before it,
+    // so the next input does not meet it again.
+    if (!irInput)
+      rollback(std::move(before));
+    throw;
+  }
+  if (built) {
     programFile_ = file;
     if (irInput) {
       ranUpTo_ = 0;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,7 +74,17 @@ HostTensor loadFileBlock(const Inst &in, const TensorType &t, const std::vector<
   return r;
 }
 
-std::string saveTempPath(const std::string &path, uint64_t nonce) {
+std::string saveTarget(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec)))
+    return path;
+  fs::path target = fs::weakly_canonical(path, ec);
+  return ec ? path : target.string();
+}
+
+std::string saveTempPath(const std::string &path0, uint64_t nonce) {
+  const std::string path = saveTarget(path0); // the temp file beside what it replaces
   char hex[20];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nonce);
   // The extension stays last: it says the file's format (.npy, .safetensors).
@@ -90,7 +101,8 @@ uint64_t saveNonce() {
   return ((uint64_t)getpid() << 40) ^ (t & 0xffffffffffull) ^ (++counter << 20);
 }
 
-void commitSave(const std::string &temp, const std::string &path) {
+void commitSave(const std::string &temp, const std::string &path0) {
+  const std::string path = saveTarget(path0);
   int fd = ::open(temp.c_str(), O_RDWR);
   bool synced = fd >= 0 && ::fsync(fd) == 0;
   if (fd >= 0)

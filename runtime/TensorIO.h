@@ -32,6 +32,10 @@ HostTensor loadFileBlock(const Inst &in, const TensorType &t, const std::vector<
 /// saves, leaves the old file as it was (`abandonSave` removes the
 /// temporary file where the run can).
 std::string saveTempPath(const std::string &path, uint64_t nonce);
+/// The file a save to `path` replaces: `path`, or the file the symbolic
+/// link there points to (a save through a link writes its target, as `cp`
+/// does; renaming onto the link replaced the link and left the target old).
+std::string saveTarget(const std::string &path);
 /// A nonce for saveTempPath, distinct across processes and saves.
 uint64_t saveNonce();
 /// Syncs `temp` and renames it over `path`; RuntimeFault naming `in` if not.

@@ -326,6 +326,16 @@ void beginCheckpointSave(const std::string &dir) {
   if (::mkdir(tmp.c_str(), 0777) != 0) {
     if (errno != EEXIST)
       ioFail(tmp, "cannot create the temporary folder");
+    // Only a save's own leftover is removed: a folder with its `.owner`
+    // (or an empty one). Anything else at DIR.tmp is the user's: a file, a
+    // link, a folder of their files (it was deleted without a word).
+    fs::file_status ts = fs::symlink_status(tmp, ec);
+    if (!fs::is_directory(ts) ||
+        (!fs::exists(fs::symlink_status(tmp + "/.owner", ec)) && !fs::is_empty(tmp, ec)))
+      throw TensorFileError(tmp +
+                            ": exists and is not the temporary folder of a checkpoint save "
+                            "(no `.owner`); not removing it (move it away to save `" +
+                            dir + "`)");
     long pid = 0;
     unsigned long long started = 0; // 0: not recorded (an older .owner)
     char ownerHost[256] = {0};

@@ -402,6 +402,10 @@ TensorFileEntry parseNpyHeader(const std::string &data, uint64_t fileSize) {
   while (!c.peek('}')) {
     std::string key = c.str();
     c.expect(':', "after a key");
+    // A key given twice is a corrupt header (two shapes were read as one).
+    if ((key == "descr" && haveDescr) || (key == "shape" && haveShape) ||
+        (key == "fortran_order" && haveOrder))
+      fail(path, "malformed header: key `" + key + "` twice");
     if (key == "descr") {
       std::string d = c.str();
       if (d.size() == 3 && (d[0] == '<' || d[0] == '=' || d[0] == '|')) {

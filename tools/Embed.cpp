@@ -326,7 +326,7 @@ bool Session::compile(const std::string &source, const std::string &name) {
   Impl &im = impl();
   Impl::Enter enter(im);
   im.s->diags().clear();
-  bool ok = im.s->compile(name, source);
+  bool ok = im.guard([&] { return im.s->compile(name, source); });
   if (ok) {
     std::ostringstream log;
     ok = im.guard([&] { return im.s->run(im.out, log); });

@@ -465,11 +465,25 @@ TEST_CASE("checkpoint: saving replaces the previous one in one step") {
   std::vector<unsigned char> got(16);
   readCheckpointRegion(dir, ix, "t", {0, 0}, {4, 1}, got.data());
   CHECK(got == b);
-  // A stale temporary folder (a crashed save) is removed by the next save.
-  std::filesystem::create_directory(checkpointTempDir(dir));
-  std::ofstream(checkpointTempDir(dir) + "/junk") << "x";
+  // A stale temporary folder (a crashed save: its `.owner` names a process
+  // that is gone) is removed by the next save.
+  const std::string tmp = checkpointTempDir(dir);
+  std::filesystem::create_directory(tmp);
+  std::ofstream(tmp + "/junk") << "x";
+  std::ofstream(tmp + "/.owner") << "999999999 - 0\n";
   saveGrid(dir, a, 4, 1, 4, "f32", grid(4, 1, 1, 1), 64);
-  CHECK(!std::filesystem::exists(checkpointTempDir(dir)));
+  CHECK(!std::filesystem::exists(tmp));
+  // DIR.tmp that is no save's (no `.owner`): the user's, refused and kept.
+  std::filesystem::create_directory(tmp);
+  std::ofstream(tmp + "/mine") << "x";
+  CHECK_THROWS_WITH_AS(beginCheckpointSave(dir), doctest::Contains("not removing it"),
+                       TensorFileError);
+  CHECK(std::filesystem::exists(tmp + "/mine"));
+  std::filesystem::remove_all(tmp);
+  std::ofstream(tmp) << "a file";
+  CHECK_THROWS_AS(beginCheckpointSave(dir), TensorFileError);
+  CHECK(std::filesystem::is_regular_file(tmp));
+  std::filesystem::remove(tmp);
   // Not a checkpoint: refused.
   std::string other = tempDir("other");
   std::filesystem::create_directory(other);

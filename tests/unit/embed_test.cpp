@@ -334,6 +334,50 @@ TEST_CASE("embed: a later compile may declare a function again; calls use the ne
   CHECK(s.call("f", {dtensor::TensorView(a.data(), {2})})[0].str() == "[10, 20]");
 }
 
+TEST_CASE("embed: a call whose instance fails leaves the session as it was") {
+  // The failed instance stayed half-built in the program: every later
+  // compile() then failed its verification with an internal error that was
+  // no dtensor::Error (a host catching those aborted).
+  dtensor::Session s;
+  REQUIRE(s.compile("fn sl(a: f32[N]) -> f32[2] { return a[1:3] }\n"));
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  CHECK_THROWS_AS(s.call("sl", {dtensor::TensorView(a, {2})}), dtensor::Error);
+  CHECK(s.call("sl", {dtensor::TensorView(a, {6})})[0].str() == "[2, 3]");
+  for (int i = 0; i < 3; ++i)
+    CHECK(s.compile("let q" + std::to_string(i) + " : f32[2] = ones()\n"));
+  CHECK_THROWS_AS(s.call("sl", {dtensor::TensorView(a, {2})}), dtensor::Error);
+  CHECK(s.call("sl", {dtensor::TensorView(a, {5})})[0].str() == "[2, 3]");
+  // A callee declared again with a signature its caller no longer meets:
+  // the call fails, the session goes on.
+  REQUIRE(s.compile("fn inner(a: f32[4]) -> f32[4] { return a * 2.0 }\n"
+                    "fn outer(a: f32[4]) -> f32[4] { return inner(a) + 1.0 }\n"));
+  CHECK(s.call("outer", {dtensor::TensorView(a, {4})})[0].str() == "[3, 5, 7, 9]");
+  REQUIRE(s.compile("fn inner(a: f32[5]) -> f32[5] { return a }\n"));
+  CHECK_THROWS_AS(s.call("outer", {dtensor::TensorView(a, {4})}), dtensor::Error);
+  CHECK(s.compile("let z : f32[2] = ones()\n"));
+  REQUIRE(s.compile("fn inner(a: f32[4]) -> f32[4] { return a * 3.0 }\n"));
+  CHECK(s.call("outer", {dtensor::TensorView(a, {4})})[0].str() == "[4, 7, 10, 13]");
+}
+
+TEST_CASE("embed: a save through a symbolic link writes the file it points to") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("dt-embed-link-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string real = (dir / "real.npy").string(), link = (dir / "link.npy").string();
+  dtensor::Session s;
+  REQUIRE(s.compile("mesh m = [x = 2]\nlet a : f32[4] @ m[x] = [1, 2, 3, 4]\nsave(\"" + real +
+                    "\", a)\n"));
+  fs::create_symlink("real.npy", link);
+  REQUIRE(s.compile("let b : f32[4] @ m[x] = [5, 6, 7, 8]\nsave(\"" + link + "\", b)\n"));
+  CHECK(fs::is_symlink(fs::symlink_status(link))); // the link stays a link
+  REQUIRE(s.compile("let c : f32[4] @ m[_] = load(\"" + real + "\")\n"));
+  CHECK(s.value("c").str() == "[5, 6, 7, 8]");
+  for (auto &e : fs::directory_iterator(dir)) // no temporary file left behind
+    CHECK(e.path().filename().string().find("dtensor-tmp") == std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("embed: Options for untrusted programs: file access off, limits") {
   dtensor::Options o;
   o.fileAccess = false;

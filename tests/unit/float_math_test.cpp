@@ -5,8 +5,8 @@
 // +-0, the overflow and underflow edges), and the JIT's vectorized loops
 // against the C++ functions bit for bit on the same inputs.
 #include "codegen/CpuJIT.h"
-#include "support/FloatMath.h"
 #include "codegen/KernelIR.h"
+#include "support/FloatMath.h"
 
 #include <doctest/doctest.h>
 

@@ -303,6 +303,11 @@ TEST_CASE("tensor files: malformed headers are clear errors naming the file") {
   bad(withDict("{'descr: '<f4'}"), "malformed header");
   bad(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}"),
       "unknown key `x`");
+  // A key twice: the shapes were concatenated (f32[2, 3, 3, 2] from 24 bytes).
+  bad(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (3, 2), }"),
+      "key `shape` twice");
+  bad(withDict("{'descr': '<f4', 'fortran_order': False, 'fortran_order': True, 'shape': (6,)}"),
+      "key `fortran_order` twice");
 
   auto st = [](const std::string &json, size_t dataBytes, uint64_t lenOverride = 0) {
     std::string h;
@@ -319,7 +324,8 @@ TEST_CASE("tensor files: malformed headers are clear errors naming the file") {
       "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4), "needs 8", S, "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4), "past the end", S, "w");
-  bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "[8, 0] end before they begin", S, "w");
+  bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
+      "[8, 0] end before they begin", S, "w");
   bad(st(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
          12),
       "overlap", S, "w");

@@ -154,6 +154,12 @@ EV IRBuilder::saveCall(const ast::Expr &e) {
                                                  "safetensors file");
       return EV::bad();
     }
+    if (st && e.args[i - 1]->text == "__metadata__") {
+      // The header's key for the file's metadata: a tensor there is lost.
+      diags().error<DiagId::TensorNameReserved>(e.args[i - 1]->loc, "__metadata__").hint =
+          "give the tensor another name";
+      return EV::bad();
+    }
     EV v = expr(*e.args[i]);
     if (v.poison)
       return v;

@@ -244,8 +244,8 @@ std::string IRBuilder::instantiate(FnInfo &fi, const std::vector<TensorType> &ar
   // passed needs only its declared results: building its body again made a
   // chain of n definitions, each calling the one above, cost n^2 and nest n
   // deep, past the call-depth limit though nothing was called. The stub is
-  // dropped with the check that made it.
-  if (symbolic && fi.checked && !fi.generic &&
+  // dropped with the check that made it; a `grad` gets bodies (needBodies_).
+  if (symbolic && fi.checked && !fi.generic && needBodies_ == 0 &&
       std::none_of(expectedAny.begin(), expectedAny.end(), [](bool any) { return any; })) {
     f.results = expected;
     return name;
@@ -661,8 +661,10 @@ EV IRBuilder::gradCall(const ast::Expr &callee, const std::vector<EV> &args,
         wrt.push_back((int64_t)(leafRange[i].first + k));
   }
   const int errorsBefore = diags().errorCount();
+  ++needBodies_;
   std::string inst = instantiate(*fi, types, structs ? leafExprs : argExprs, loc,
                                  structs ? shape : std::vector<StructRef>{});
+  --needBodies_;
   if (inst.empty())
     return EV::bad();
   const Function *primal = s_.module.find(inst);

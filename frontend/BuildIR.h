@@ -599,6 +599,9 @@ public:
   /// an earlier input of a session): where a note points.
   std::string lineOf(SrcLoc at, SrcLoc from) const;
   int quiet_ = 0; ///< > 0 inside a trial instantiation (findArgumentFix)
+  /// > 0 while the instance a `grad` differentiates is built: every callee
+  /// gets its body (autodiff reads them), none a declared-results stub.
+  int needBodies_ = 0;
   /// Set while a call binds a function's signature: the `let` constants
   /// its declaration saw (FnInfo::consts), in place of the caller's scopes.
   /// A name that is none of them is the signature's size symbol, whatever

@@ -70,7 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fail("rejected without a located error:\n" + vr.diagnostics, text);
       return 0;
     }
-    if (!dt::allPass(vr.checks))
+    // `time()` reads the clock: a program that prints it differs by design.
+    const bool clock = text.find("time(") != std::string::npos;
+    if (!clock && !dt::allPass(vr.checks))
       fail("the SPMD run differs from the reference:\n" + dt::formatChecks(vr.checks), text);
   } catch (const dt::RuntimeFault &) {
     // a run-time user error (e.g. an index out of range) is a valid outcome

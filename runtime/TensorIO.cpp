@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -117,6 +118,37 @@ void commitSave(const std::string &temp, const std::string &path0) {
 
 void abandonSave(const std::string &temp) { std::remove(temp.c_str()); }
 
+void removeStaleSaves(const std::string &path) {
+  namespace fs = std::filesystem;
+  const std::string probe = saveTempPath(path, 0); // the pattern, nonce 0
+  const std::string name = fs::path(probe).filename().string();
+  const size_t at = name.rfind(".dtensor-tmp-");
+  if (at == std::string::npos)
+    return;
+  const std::string head = name.substr(0, at + 13), tail = name.substr(at + 13 + 16);
+  std::error_code ec;
+  fs::path dir = fs::path(probe).parent_path();
+  fs::directory_iterator it(dir.empty() ? fs::path(".") : dir, ec), end;
+  const auto now = fs::file_time_type::clock::now();
+  for (int seen = 0; !ec && it != end && seen < 100000; it.increment(ec), ++seen) {
+    const std::string n = it->path().filename().string();
+    if (n.size() != head.size() + 16 + tail.size() || n.compare(0, head.size(), head) != 0 ||
+        n.compare(n.size() - tail.size(), tail.size(), tail) != 0)
+      continue;
+    const std::string hex = n.substr(head.size(), 16);
+    if (hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      continue;
+    const long pid = (long)(std::strtoull(hex.c_str(), nullptr, 16) >> 40);
+    std::error_code fe;
+    if (!fs::is_regular_file(fs::symlink_status(it->path(), fe)) ||
+        (pid > 0 && (::kill((pid_t)pid, 0) == 0 || errno == EPERM)))
+      continue; // its run is alive here
+    auto age = now - fs::last_write_time(it->path(), fe);
+    if (!fe && age > std::chrono::minutes(10)) // a save running elsewhere writes to it
+      fs::remove(it->path(), fe);
+  }
+}
+
 void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const std::string &temp) {
   FileOperand f = parseFileOperand(in.attrs.str);
   // Only a regular file is replaced (a rename over a device, a FIFO or a
@@ -124,6 +156,7 @@ void createSaveFile(const Inst &in, const std::vector<TensorType> &types, const 
   struct stat st;
   if (::stat(f.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw RuntimeFault(std::string("save: ") + f.path + ": not a regular file");
+  removeStaleSaves(f.path);
   try {
     if (isSafetensorsPath(f.path)) {
       std::vector<std::pair<std::string, TensorFileEntry>> ts;

@@ -36,6 +36,12 @@ std::string saveTempPath(const std::string &path, uint64_t nonce);
 /// link there points to (a save through a link writes its target, as `cp`
 /// does; renaming onto the link replaced the link and left the target old).
 std::string saveTarget(const std::string &path);
+/// Removes the temporary files that earlier saves to `path` left when their
+/// run was killed (SIGKILL runs no cleanup; a preempted job restarted again
+/// and again filled the disk): the same name pattern, a process id not alive
+/// on this host, and untouched for 10 minutes (a save another host runs now
+/// still writes to its file). createSaveFile runs it.
+void removeStaleSaves(const std::string &path);
 /// A nonce for saveTempPath, distinct across processes and saves.
 uint64_t saveNonce();
 /// Syncs `temp` and renames it over `path`; RuntimeFault naming `in` if not.

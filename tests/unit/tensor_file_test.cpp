@@ -2,10 +2,12 @@
 // every dtype and rank 0-4 written and read a block at a time (uneven and
 // empty blocks), files written by numpy and in the safetensors reference
 // layout (tests/data/), and every class of malformed header.
+#include "runtime/TensorIO.h"
 #include "support/TensorFile.h"
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -355,4 +357,31 @@ TEST_CASE("tensor files: a block outside the array is an error, not a wild read"
   std::filesystem::resize_file(p, e.dataOffset + 8);
   CHECK_THROWS_WITH_AS(readTensorBlock(p, e, {0, 0}, {4, 4}, buf.data()),
                        doctest::Contains("truncated"), TensorFileError);
+}
+
+TEST_CASE("tensor files: a save removes the temporary files killed runs left, only theirs") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("dt-stale-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string target = (dir / "w.npy").string();
+  uint64_t serial = 0;
+  auto temp = [&](uint64_t pid, int minutesOld) {
+    std::string p = dt::saveTempPath(target, (pid << 40) | ++serial);
+    std::ofstream(p) << "partial";
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::minutes(minutesOld));
+    return p;
+  };
+  const std::string dead = temp(0xfffffe, 60);   // no such process, an hour old
+  const std::string fresh = temp(0xfffffe, 0);   // maybe another host's save now
+  const std::string live = temp(::getpid(), 60); // this process: alive
+  const std::string other = (dir / "x.dtensor-tmp-00000000000000ff.npy").string();
+  std::ofstream(other) << "another target's";
+  fs::last_write_time(other, fs::file_time_type::clock::now() - std::chrono::minutes(60));
+  dt::removeStaleSaves(target);
+  CHECK(!fs::exists(dead));
+  CHECK(fs::exists(fresh));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));
+  fs::remove_all(dir);
 }

@@ -164,6 +164,18 @@ bool staticInts(IRBuilder &b, const ast::Expr &x, std::vector<int64_t> &out) {
 
 bool affineOf(IRBuilder &b, const ast::Expr &x, Affine &out) {
   using K = ast::Expr::Kind;
+  // -a, false when a part has no negation in int64 (INT64_MIN).
+  auto negate = [](Affine &a) {
+    if (a.c == INT64_MIN)
+      return false;
+    a.c = -a.c;
+    for (auto &[n, k] : a.terms)
+      if (k == INT64_MIN)
+        return false;
+      else
+        k = -k;
+    return true;
+  };
   out = Affine{};
   switch (x.kind) {
   case K::Number:
@@ -179,16 +191,8 @@ bool affineOf(IRBuilder &b, const ast::Expr &x, Affine &out) {
     }
     return false;
   }
-  case K::Unary: {
-    Affine a;
-    if (x.op != "-" || !affineOf(b, *x.args[0], a) || a.c == INT64_MIN)
-      return false;
-    out.c = -a.c;
-    for (auto &[n, k] : a.terms)
-      if (k == INT64_MIN || !(out.terms[n] = -k))
-        return false;
-    return true;
-  }
+  case K::Unary:
+    return x.op == "-" && affineOf(b, *x.args[0], out) && negate(out);
   case K::Binary: {
     Affine a, c;
     if ((x.op != "+" && x.op != "-" && x.op != "*") || !affineOf(b, *x.args[0], a) ||
@@ -205,12 +209,13 @@ bool affineOf(IRBuilder &b, const ast::Expr &x, Affine &out) {
         if (__builtin_mul_overflow(v, k, &out.terms[n]))
           return false;
     } else {
-      const int64_t sign = x.op == "-" ? -1 : 1;
+      if (x.op == "-" && !negate(c))
+        return false;
       out = a;
-      if (__builtin_add_overflow(out.c, sign * c.c, &out.c) || c.c == INT64_MIN)
+      if (__builtin_add_overflow(out.c, c.c, &out.c))
         return false;
       for (auto &[n, v] : c.terms)
-        if (__builtin_add_overflow(out.terms[n], sign * v, &out.terms[n]))
+        if (__builtin_add_overflow(out.terms[n], v, &out.terms[n]))
           return false;
     }
     for (auto it = out.terms.begin(); it != out.terms.end();)
@@ -332,28 +337,24 @@ EV IRBuilder::subscript(const ast::Expr &e) {
         EV start = expr(*s.args[0]);
         if (start.poison)
           return start;
-        EV ids;
-        if (start.literal) { // the width is known and so is the start
-          ids = idConst(*this, range(start.ival < 0 ? start.ival + n : start.ival, count, step), t,
-                        s.loc);
-        } else {
-          // A negative start is out of range: `x[k:k + 3]` with k = -3 is
-          // `x[-3:0]`, empty in Python, and no other rows may stand for it.
-          ids = indexOnMesh(start, t, *s.args[0]);
-          if (!ids.poison && typeOf(ids.ids[0]).dtype != DType::I64) {
-            TensorType wide = typeOf(ids.ids[0]);
-            wide.dtype = DType::I64;
-            ids = emit(Op::Cast, {ids}, {s.args[0].get()}, s.loc, {}, {wide});
-          }
-          if (!ids.poison) {
-            TensorType row = typeOf(ids.ids[0]);
-            row.shape = {Dim::lit(1)};
-            ids = emit(Op::Reshape, {ids}, {s.args[0].get()}, s.loc, {}, {row});
-          }
-          if (!ids.poison)
-            ids = emit(Op::Add, {ids, idConst(*this, range(0, count, step), t, s.loc)},
-                       {s.args[0].get(), nullptr}, s.loc);
+        // The start has a run-time term (the terms are equal and not
+        // empty), so it is no literal. A negative start is out of range:
+        // `x[k:k + 3]` with k = -3 is `x[-3:0]`, empty in Python, and no
+        // other rows may stand for it.
+        EV ids = indexOnMesh(start, t, *s.args[0]);
+        if (!ids.poison && typeOf(ids.ids[0]).dtype != DType::I64) {
+          TensorType wide = typeOf(ids.ids[0]);
+          wide.dtype = DType::I64;
+          ids = emit(Op::Cast, {ids}, {s.args[0].get()}, s.loc, {}, {wide});
         }
+        if (!ids.poison) {
+          TensorType row = typeOf(ids.ids[0]);
+          row.shape = {Dim::lit(1)};
+          ids = emit(Op::Reshape, {ids}, {s.args[0].get()}, s.loc, {}, {row});
+        }
+        if (!ids.poison)
+          ids = emit(Op::Add, {ids, idConst(*this, range(0, count, step), t, s.loc)},
+                     {s.args[0].get(), nullptr}, s.loc);
         if (ids.poison)
           return ids;
         cuts.push_back({d, {}, false, ids});
